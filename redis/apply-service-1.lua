@@ -1,0 +1,72 @@
+-- apply-service: make the index entry of one service equal to a state read from
+-- PostgreSQL, unless a newer state was already applied (revisions are outbox ids).
+-- KEYS[1]  <base>ver      the namespace marker/version counter; also routes the call
+-- ARGV[1]  <base>         "<prefix>reg:{ns}:<gen>:" every other key is built from it
+-- ARGV[2]  id             service id
+-- ARGV[3]  rev            outbox id of the write being applied
+-- ARGV[4]  seq            the service's sequence number, "" when the service is gone
+-- ARGV[5]  doc            serialised service object ("" when gone)
+-- ARGV[6]  hdr            deprecation header data "<deprecatedAtSec>|<sunset HTTP-date>" or ""
+-- ARGV[7]  members        newline-separated set suffixes: "all", "c:<cap>", "p:<k>:<v>", "d:<dc>", "r:<proto>", "iot"
+-- ARGV[8]  repl           comma-separated candidate seqs, ranked ("" none)
+-- Returns: 1 applied, 0 stale (a newer revision is in place), -1 namespace not indexed
+-- (Redis was emptied: the caller keeps its outbox row for after the rebuild).
+-- All keys share the {ns} hash tag of KEYS[1], so the call stays in one cluster slot.
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+local base, id, rev = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local cur = tonumber(redis.call('HGET', base .. 'rev', id) or '-1')
+if cur > rev then return 0 end
+redis.call('HSET', base .. 'rev', id, rev)
+
+local oldSeq = redis.call('HGET', base .. 'ids', id)
+local function dropCache(seq)
+  redis.call('DEL', base .. 'rc:' .. seq)
+  for _, s in ipairs(redis.call('SMEMBERS', base .. 'replby:' .. seq)) do
+    redis.call('DEL', base .. 'rc:' .. s)
+  end
+end
+local function split(s, sep)
+  local out = {}
+  if s == nil or s == '' then return out end
+  for part in string.gmatch(s, '([^' .. sep .. ']+)') do out[#out + 1] = part end
+  return out
+end
+
+if oldSeq then
+  for _, m in ipairs(split(redis.call('HGET', base .. 'mem', oldSeq), '\n')) do
+    redis.call('ZREM', base .. m, oldSeq)
+  end
+  for _, c in ipairs(split(redis.call('HGET', base .. 'repl', oldSeq), ',')) do
+    redis.call('SREM', base .. 'replby:' .. c, oldSeq)
+  end
+  dropCache(oldSeq)
+end
+
+local seq = ARGV[4]
+if seq == '' then
+  if oldSeq then
+    redis.call('HDEL', base .. 'docs', oldSeq)
+    redis.call('HDEL', base .. 'hdrs', oldSeq)
+    redis.call('HDEL', base .. 'mem', oldSeq)
+    redis.call('HDEL', base .. 'repl', oldSeq)
+    redis.call('HDEL', base .. 'ids', id)
+  end
+else
+  local n = tonumber(seq)
+  for _, m in ipairs(split(ARGV[7], '\n')) do
+    redis.call('ZADD', base .. m, n, seq)
+  end
+  redis.call('HSET', base .. 'ids', id, seq)
+  redis.call('HSET', base .. 'docs', seq, ARGV[5])
+  redis.call('HSET', base .. 'mem', seq, ARGV[7])
+  if ARGV[6] ~= '' then redis.call('HSET', base .. 'hdrs', seq, ARGV[6]) else redis.call('HDEL', base .. 'hdrs', seq) end
+  if ARGV[8] ~= '' then
+    redis.call('HSET', base .. 'repl', seq, ARGV[8])
+    for _, c in ipairs(split(ARGV[8], ',')) do redis.call('SADD', base .. 'replby:' .. c, seq) end
+  else
+    redis.call('HDEL', base .. 'repl', seq)
+  end
+  dropCache(seq)
+end
+redis.call('INCR', KEYS[1])
+return 1

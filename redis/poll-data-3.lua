@@ -1,0 +1,20 @@
+-- poll-data: what GET /sandbox/{uuid}/poll shows, read in one round trip. Reading does
+-- not count as a request.
+-- KEYS[1]  sb:{uuid}     hash: name, tier, limit
+-- KEYS[2]  rl:{uuid}:h   hash: bucket -> all requests
+-- KEYS[3]  rl:{uuid}:t   hash: total, rejected
+-- ARGV[1]  now (ms)
+-- ARGV[2]  buckets       how many buckets of history, newest last (72 = six minutes)
+-- Returns { limit, total, rejected, tier, c1 .. cN } or { -1 } for an unknown sandbox
+local limit = redis.call('HGET', KEYS[1], 'limit')
+if not limit then return { -1 } end
+local now = tonumber(ARGV[1])
+local n = tonumber(ARGV[2])
+local b = math.floor(now / 5000)
+local fields = {}
+for i = b - n + 1, b do fields[#fields + 1] = i end
+local counts = redis.call('HMGET', KEYS[2], unpack(fields))
+local t = redis.call('HMGET', KEYS[3], 'total', 'rejected')
+local out = { tonumber(limit), tonumber(t[1] or '0'), tonumber(t[2] or '0'), redis.call('HGET', KEYS[1], 'tier') or '' }
+for i = 1, n do out[#out + 1] = tonumber(counts[i] or '0') end
+return out

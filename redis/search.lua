@@ -1,0 +1,68 @@
+-- search: one page of the intersection of sorted sets, in sequence order, with the
+-- pre-serialised documents. Variable key count (called with numKeys first).
+-- KEYS[1]    <base>ver    namespace marker (missing: index not built, return -1)
+-- KEYS[2]    <base>docs   seq -> serialised service object
+-- KEYS[3..]  the filter sets (members and scores are service seqs); at least one
+-- ARGV[1]    after        exclusive lower bound on seq ("" for the first page)
+-- ARGV[2]    limit        page size; limit+1 are looked for to know whether more exist
+-- ARGV[3]    budget       most members of the smallest set to examine (0 = no bound)
+-- Returns: -1 when the namespace is not indexed; otherwise
+--   { more (0/1), lastSeq ("" none), exhausted (0/1: budget ran out), seq1, doc1, seq2, doc2, ... }
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+local limit = tonumber(ARGV[2])
+local budget = tonumber(ARGV[3])
+local lower = ARGV[1] == '' and '-inf' or ('(' .. ARGV[1])
+
+-- drive the scan from the smallest set, probe the others
+local sets = {}
+for i = 3, #KEYS do
+  sets[#sets + 1] = { key = KEYS[i], n = redis.call('ZCARD', KEYS[i]) }
+end
+table.sort(sets, function(a, b) return a.n < b.n end)
+local out = { 0, '', 0 }
+if sets[1].n == 0 then return out end
+
+local found = {}
+if #sets == 1 then
+  found = redis.call('ZRANGEBYSCORE', sets[1].key, lower, '+inf', 'LIMIT', 0, limit + 1)
+else
+  local scanned = 0
+  local batch = 512
+  local cursor = lower
+  while #found <= limit do
+    local page = redis.call('ZRANGEBYSCORE', sets[1].key, cursor, '+inf', 'LIMIT', 0, batch)
+    if #page == 0 then break end
+    for _, m in ipairs(page) do
+      local ok = true
+      for j = 2, #sets do
+        if not redis.call('ZSCORE', sets[j].key, m) then ok = false; break end
+      end
+      if ok then
+        found[#found + 1] = m
+        if #found > limit then break end
+      end
+    end
+    scanned = scanned + #page
+    cursor = '(' .. page[#page]
+    if #page < batch then break end
+    if budget > 0 and scanned >= budget and #found <= limit then
+      out[3] = 1
+      out[2] = page[#page]
+      break
+    end
+  end
+end
+
+if #found > limit then
+  out[1] = 1
+  found[#found] = nil
+end
+if #found > 0 then
+  local docs = redis.call('HMGET', KEYS[2], unpack(found))
+  for i, s in ipairs(found) do
+    out[#out + 1] = s
+    out[#out + 1] = docs[i] or 'null'
+  end
+  if out[3] == 0 then out[2] = found[#found] end
+end
+return out

@@ -1,0 +1,74 @@
+// The per-thread application context: configuration, connections, the index and the
+// collaborators every route uses. One is built per uWS thread (see server.ts).
+import pino, { type Logger } from 'pino';
+import type { Config } from './config.js';
+import { Keys } from './domain/keys.js';
+import { Index } from './index/index.js';
+import { Projector } from './index/projector.js';
+import { createRedis, type RedisClient } from './redis/client.js';
+import { SandboxAuth } from './sandbox/auth.js';
+import { createPool, type Pool } from './store/pool.js';
+
+export interface AppState {
+  /** the index is live and PostgreSQL answered recently */
+  ready: boolean;
+  shuttingDown: boolean;
+  rebuilding: boolean;
+  pgUp: boolean;
+  redisUp: boolean;
+}
+
+export interface App {
+  cfg: Config;
+  pool: Pool;
+  redis: RedisClient;
+  keys: Keys;
+  index: Index;
+  projector: Projector;
+  auth: SandboxAuth;
+  log: Logger;
+  state: AppState;
+  version: string;
+}
+
+/** Log redaction: no key, cookie or Authorization value ever reaches a log line. */
+export const REDACT = [
+  'authorization',
+  'cookie',
+  'apiKey',
+  'req.authorization',
+  'req.cookie',
+  'req.headers.authorization',
+  'req.headers.cookie',
+  '*.authorization',
+  '*.cookie',
+  '*.apiKey',
+  '*.key',
+];
+
+export function createLogger(cfg: Config, bindings: Record<string, unknown> = {}): Logger {
+  return pino({ level: cfg.logLevel, redact: { paths: REDACT, censor: '[redacted]' }, base: { pid: process.pid, ...bindings } });
+}
+
+export function createApp(cfg: Config, version: string, log = createLogger(cfg)): App {
+  const pool = createPool(cfg.databaseUrl);
+  const redis = createRedis(cfg);
+  const keys = new Keys(cfg.redisKeyPrefix);
+  return {
+    cfg,
+    pool,
+    redis,
+    keys,
+    index: new Index(redis, keys),
+    projector: new Projector(pool, redis, keys),
+    auth: new SandboxAuth(pool, redis, keys, cfg.tiers),
+    log,
+    state: { ready: false, shuttingDown: false, rebuilding: false, pgUp: false, redisUp: false },
+    version,
+  };
+}
+
+export async function closeApp(app: App): Promise<void> {
+  app.projector.stop();
+  await Promise.allSettled([app.pool.end(), app.redis.quit()]);
+}

@@ -1,0 +1,172 @@
+// Configuration: the one module that reads process.env. Every value is validated at
+// start-up; a bad value throws a ConfigError naming the variable, and main() prints it and
+// exits. Every default is commented here, in one place (contract, "Configuration").
+import { randomBytes } from 'node:crypto';
+import { availableParallelism } from 'node:os';
+
+export class ConfigError extends Error {}
+
+export interface TierConfig {
+  /** requests per minute over the sliding window of twelve 5-second buckets */
+  readonly [tier: string]: number;
+}
+
+export interface Config {
+  port: number;
+  host: string;
+  adminApiKey: string;
+  adminApiKeyGenerated: boolean;
+  databaseUrl: string;
+  redisUrl: string;
+  /** "host:port,host:port" seeds; when set, ioredis runs in cluster mode */
+  redisClusterNodes: string[];
+  /** prefix in front of every Redis key (tests use it to share one Redis) */
+  redisKeyPrefix: string;
+  workers: number;
+  allowUwsFallback: boolean;
+  env: 'development' | 'production' | 'test';
+  tiers: TierConfig;
+  defaultTier: string;
+  /** POST /sandboxes per client address per minute */
+  sandboxCreatePerMinute: number;
+  /** Cache-Control max-age of anonymous search and device responses, seconds */
+  searchMaxAge: number;
+  /** Cache-Control max-age (and shared cache lifetime) of /services/{id}[/replacements] */
+  discoveryMaxAge: number;
+  /** default and maximum `limit` of searches */
+  defaultLimit: number;
+  maxLimit: number;
+  /** admin sandbox list page size */
+  adminPageSize: number;
+  /** admin session: idle and absolute lifetime, seconds */
+  sessionIdleSeconds: number;
+  sessionAbsoluteSeconds: number;
+  /** Secure attribute on the admin cookie; turn off only for local http */
+  cookieSecure: boolean;
+  /** largest request body accepted, bytes */
+  maxBodyBytes: number;
+  /** SIGTERM grace period, milliseconds */
+  shutdownGraceMs: number;
+  /** how often the outbox is swept for writes whose index update did not happen, ms */
+  outboxSweepMs: number;
+  /** pino level; access log lines are written at `accessLogLevel` */
+  logLevel: string;
+  accessLog: boolean;
+  /** Piscina: intersections whose smallest set exceeds this run in the worker pool */
+  heavyIntersectionThreshold: number;
+  poolMaxQueue: number;
+  poolThreads: number;
+  /** in-process result cache entries per worker thread (0 disables it) */
+  resultCacheEntries: number;
+}
+
+type Env = Record<string, string | undefined>;
+
+function int(env: Env, name: string, def: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return def;
+  if (!/^-?\d+$/.test(raw)) throw new ConfigError(`${name} must be an integer, got "${raw}"`);
+  const n = Number(raw);
+  if (n < min || n > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${n}`);
+  return n;
+}
+
+function bool(env: Env, name: string, def: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return def;
+  if (/^(1|true|yes|on)$/i.test(raw)) return true;
+  if (/^(0|false|no|off)$/i.test(raw)) return false;
+  throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+}
+
+function url(env: Env, name: string, def: string, schemes: string[]): string {
+  const raw = env[name] || def;
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    throw new ConfigError(`${name} is not a URL: "${redactUrl(raw)}"`);
+  }
+  if (!schemes.includes(u.protocol)) {
+    throw new ConfigError(`${name} must use ${schemes.join(' or ')}, got "${u.protocol}"`);
+  }
+  return raw;
+}
+
+/** Strip any password from a URL before it is shown. */
+export function redactUrl(raw: string): string {
+  return raw.replace(/\/\/([^:/@]*):[^@/]*@/, '//$1:***@');
+}
+
+/** TIERS="free=60,pro=600,enterprise=6000" */
+function tiers(env: Env): TierConfig {
+  const raw = env.TIERS || 'free=60,pro=600,enterprise=6000'; // contract defaults
+  const out: Record<string, number> = {};
+  for (const part of raw.split(',')) {
+    const m = /^\s*([a-z0-9_-]{1,32})\s*=\s*(\d{1,9})\s*$/.exec(part);
+    if (!m || Number(m[2]) < 1) throw new ConfigError(`TIERS must look like "free=60,pro=600", got "${raw}"`);
+    out[m[1]!] = Number(m[2]);
+  }
+  return out;
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const nodeEnv = (env.NODE_ENV || 'development') as Config['env'];
+  if (!['development', 'production', 'test'].includes(nodeEnv)) {
+    throw new ConfigError(`NODE_ENV must be development, production or test, got "${nodeEnv}"`);
+  }
+  let adminApiKey = env.ADMIN_API_KEY || '';
+  let adminApiKeyGenerated = false;
+  if (!adminApiKey) {
+    if (nodeEnv === 'production') throw new ConfigError('ADMIN_API_KEY must be set in production');
+    adminApiKey = 'adm_' + randomBytes(24).toString('base64url');
+    adminApiKeyGenerated = true;
+  } else if (adminApiKey.length < 16) {
+    throw new ConfigError('ADMIN_API_KEY must be at least 16 characters');
+  }
+  const t = tiers(env);
+  const defaultTier = env.DEFAULT_TIER || 'free'; // contract: new sandboxes are `free`
+  if (!(defaultTier in t)) throw new ConfigError(`DEFAULT_TIER "${defaultTier}" is not one of TIERS`);
+  const host = env.HOST || '127.0.0.1'; // contract default: loopback only
+  if (!/^[0-9a-zA-Z.:-]+$/.test(host)) throw new ConfigError(`HOST is not a host name or address: "${host}"`);
+  const clusterRaw = env.REDIS_CLUSTER_NODES || '';
+  const redisClusterNodes = clusterRaw ? clusterRaw.split(',').map((s) => s.trim()) : [];
+  for (const n of redisClusterNodes) {
+    if (!/^[^:\s]+:\d{1,5}$/.test(n)) throw new ConfigError(`REDIS_CLUSTER_NODES entries must be host:port, got "${n}"`);
+  }
+  const prefix = env.REDIS_KEY_PREFIX || '';
+  if (!/^[a-zA-Z0-9:_-]*$/.test(prefix)) throw new ConfigError('REDIS_KEY_PREFIX may hold only [a-zA-Z0-9:_-]');
+  return {
+    port: int(env, 'PORT', 8080, 0, 65535), // contract default
+    host,
+    adminApiKey,
+    adminApiKeyGenerated,
+    databaseUrl: url(env, 'DATABASE_URL', 'postgres://postgres@127.0.0.1:5440/registry', ['postgres:', 'postgresql:']),
+    redisUrl: url(env, 'REDIS_URL', 'redis://127.0.0.1:6390', ['redis:', 'rediss:']),
+    redisClusterNodes,
+    redisKeyPrefix: prefix,
+    workers: int(env, 'WORKERS', availableParallelism(), 1, 256), // one uWS thread per core
+    allowUwsFallback: bool(env, 'ALLOW_UWS_FALLBACK', false), // refuse the slow JS fallback
+    env: nodeEnv,
+    tiers: t,
+    defaultTier,
+    sandboxCreatePerMinute: int(env, 'SANDBOX_CREATE_PER_MINUTE', 10, 1, 1_000_000), // contract default
+    searchMaxAge: int(env, 'SEARCH_MAX_AGE', 5, 0, 86400), // short: registrations show up quickly
+    discoveryMaxAge: int(env, 'DISCOVERY_MAX_AGE', 60, 1, 86400), // must be > 0 (contract)
+    defaultLimit: 100, // contract: limit default 100
+    maxLimit: 1000, // contract: limit 1..1000
+    adminPageSize: int(env, 'ADMIN_PAGE_SIZE', 20, 1, 500),
+    sessionIdleSeconds: int(env, 'SESSION_IDLE_SECONDS', 30 * 60, 60, 86400 * 7), // 30 min idle
+    sessionAbsoluteSeconds: int(env, 'SESSION_ABSOLUTE_SECONDS', 12 * 3600, 60, 86400 * 30), // 12 h
+    cookieSecure: bool(env, 'COOKIE_SECURE', nodeEnv === 'production'),
+    maxBodyBytes: int(env, 'MAX_BODY_BYTES', 64 * 1024, 1024, 16 * 1024 * 1024), // 64 KiB
+    shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
+    outboxSweepMs: int(env, 'OUTBOX_SWEEP_MS', 1000, 50, 600_000),
+    logLevel: env.LOG_LEVEL || 'info',
+    accessLog: bool(env, 'ACCESS_LOG', false), // off: it costs hot-path throughput
+    heavyIntersectionThreshold: int(env, 'HEAVY_INTERSECTION_THRESHOLD', 20_000, 1, 100_000_000),
+    poolMaxQueue: int(env, 'POOL_MAX_QUEUE', 64, 1, 100_000),
+    poolThreads: int(env, 'POOL_THREADS', 1, 1, 64),
+    resultCacheEntries: int(env, 'RESULT_CACHE_ENTRIES', 10_000, 0, 10_000_000),
+  };
+}

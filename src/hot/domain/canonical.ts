@@ -1,0 +1,197 @@
+// Canonical query strings for /services, /devices and /sandbox/{uuid}/services
+// (contract, "Canonical query strings"). Pure: raw query in, canonical form and parsed
+// filters out. fast-querystring splits and decodes; it silently keeps undecodable escapes,
+// so decodability is checked first, on the raw string.
+import { parse as parseQs } from 'fast-querystring';
+import { compareCodePoints, isPropertyPair, isToken, splitProperty } from './tokens.js';
+
+export type ParamKind = 'token' | 'tokens' | 'property' | 'flag' | 'limit' | 'cursor';
+export type QuerySpec = Readonly<Record<string, ParamKind>>;
+
+export const SEARCH_SPEC: QuerySpec = {
+  after: 'cursor',
+  capability: 'tokens',
+  deviceClass: 'token',
+  iotReady: 'flag',
+  limit: 'limit',
+  property: 'property',
+  protocol: 'token',
+};
+
+export const DEVICES_SPEC: QuerySpec = {
+  after: 'cursor',
+  capability: 'tokens',
+  deviceClass: 'token',
+  limit: 'limit',
+  protocol: 'token',
+};
+
+export interface Filters {
+  capabilities: string[];
+  properties: { key: string; value: string }[];
+  deviceClass: string | null;
+  protocol: string | null;
+  iotReady: boolean;
+  limit: number;
+  after: string | null;
+}
+
+/** Canonical params: name -> sorted, de-duplicated decoded values. */
+export type Params = Map<string, string[]>;
+
+export type CanonResult =
+  | { kind: 'ok'; canonical: string; params: Params }
+  | { kind: 'redirect'; location: string }
+  | { kind: 'error'; message: string };
+
+const DEFAULT_LIMIT = 100;
+const MAX_LIMIT = 1000;
+const BAD_ESCAPE = /%(?![0-9a-fA-F]{2})/;
+
+/** Percent-encode: unreserved characters and ':' literal, every other byte %XX upper-case. */
+export function encodeValue(s: string): string {
+  let out = '';
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (
+      (c >= 0x61 && c <= 0x7a) || (c >= 0x41 && c <= 0x5a) || (c >= 0x30 && c <= 0x39) ||
+      c === 0x2d || c === 0x2e || c === 0x5f || c === 0x7e || c === 0x3a
+    ) {
+      out += s[i];
+    } else {
+      // encodeURIComponent gives upper-case hex of the UTF-8 bytes; it leaves !'()* alone
+      const e = encodeURIComponent(String.fromCodePoint(s.codePointAt(i)!));
+      out += e.length === 1 ? '%' + c.toString(16).toUpperCase().padStart(2, '0') : e;
+      if (c >= 0xd800 && c <= 0xdbff) i++;
+    }
+  }
+  return out;
+}
+
+export function serialize(params: Params): string {
+  const names = [...params.keys()].sort(compareCodePoints);
+  const parts: string[] = [];
+  for (const name of names) {
+    for (const v of params.get(name)!) parts.push(encodeValue(name) + '=' + encodeValue(v));
+  }
+  return parts.join('&');
+}
+
+function normalise(kind: ParamKind, v: string): string | null {
+  switch (kind) {
+    case 'token':
+    case 'tokens':
+      return v.toLowerCase();
+    case 'property': {
+      const p = splitProperty(v);
+      return p ? p.key + ':' + p.value : v;
+    }
+    case 'flag':
+      return v.toLowerCase() === 'true' ? 'true' : null;
+    case 'limit':
+      if (/^\d+$/.test(v)) {
+        const stripped = v.replace(/^0+(?=\d)/, '');
+        return stripped === String(DEFAULT_LIMIT) ? null : stripped;
+      }
+      return v; // not a number: kept, and refused as invalid
+    case 'cursor':
+      return v;
+  }
+}
+
+/**
+ * @param raw the query string without '?', or null when the URL had no '?' at all
+ */
+export function canonicalize(path: string, raw: string | null, spec: QuerySpec): CanonResult {
+  if (raw === null) return { kind: 'ok', canonical: '', params: new Map() };
+  if (raw.includes('%')) {
+    if (BAD_ESCAPE.test(raw)) return { kind: 'error', message: 'the query string has a malformed percent-escape' };
+    try {
+      decodeURIComponent(raw);
+    } catch {
+      return { kind: 'error', message: 'the query string does not decode to UTF-8' };
+    }
+  }
+  const parsed = parseQs(raw) as Record<string, string | string[]>;
+  const params: Params = new Map();
+  for (const name in parsed) {
+    const kind = spec[name];
+    if (kind === undefined) continue; // unknown parameter: dropped
+    const rawVals = parsed[name]!;
+    const vals = new Set<string>();
+    for (const v of Array.isArray(rawVals) ? rawVals : [rawVals]) {
+      if (v === '') continue; // empty values are dropped
+      const n = normalise(kind, v);
+      if (n !== null && n !== '') vals.add(n);
+    }
+    if (vals.size) params.set(name, [...vals].sort(compareCodePoints));
+  }
+  const canonical = serialize(params);
+  if (canonical !== raw) {
+    return { kind: 'redirect', location: canonical ? path + '?' + canonical : path };
+  }
+  return { kind: 'ok', canonical, params };
+}
+
+export type FilterResult = { ok: true; filters: Filters } | { ok: false; message: string };
+
+const CURSOR_RE = /^\d{1,15}(\.\d{1,4})?$/;
+
+/** Validate canonical params into search filters. */
+export function toFilters(params: Params, spec: QuerySpec): FilterResult {
+  const f: Filters = {
+    capabilities: [],
+    properties: [],
+    deviceClass: null,
+    protocol: null,
+    iotReady: false,
+    limit: DEFAULT_LIMIT,
+    after: null,
+  };
+  for (const [name, vals] of params) {
+    const kind = spec[name]!;
+    if (kind !== 'tokens' && kind !== 'property' && vals.length > 1) {
+      return { ok: false, message: `${name} may be given only once` };
+    }
+    const v = vals[0]!;
+    switch (kind) {
+      case 'tokens':
+        for (const t of vals) if (!isToken(t)) return { ok: false, message: `${name} "${t}" is not a valid token ([a-z0-9._-], 1-64 chars)` };
+        f.capabilities = vals;
+        break;
+      case 'token':
+        if (!isToken(v)) return { ok: false, message: `${name} "${v}" is not a valid token ([a-z0-9._-], 1-64 chars)` };
+        if (name === 'deviceClass') f.deviceClass = v;
+        else f.protocol = v;
+        break;
+      case 'property':
+        for (const p of vals) {
+          if (!isPropertyPair(p)) return { ok: false, message: `property "${p}" must be key:value with a token key and a 1-256 character value` };
+          f.properties.push(splitProperty(p)!);
+        }
+        break;
+      case 'flag':
+        f.iotReady = true;
+        break;
+      case 'limit': {
+        if (!/^[1-9]\d{0,3}$/.test(v) || Number(v) > MAX_LIMIT) {
+          return { ok: false, message: `limit must be an integer from 1 to ${MAX_LIMIT}` };
+        }
+        f.limit = Number(v);
+        break;
+      }
+      case 'cursor':
+        if (!CURSOR_RE.test(v)) return { ok: false, message: 'after is not a cursor from a next link' };
+        f.after = v;
+        break;
+    }
+  }
+  return { ok: true, filters: f };
+}
+
+/** The query string of the next page: the same canonical params with `after` replaced. */
+export function nextQuery(params: Params, after: string): string {
+  const next: Params = new Map(params);
+  next.set('after', [after]);
+  return serialize(next);
+}

@@ -1,0 +1,101 @@
+// Every Redis key is built here (model: BullMQ queue-keys.ts). Keys of one namespace share
+// the hash tag {ns}, so multi-key scripts stay in one Redis Cluster slot. Index keys also
+// carry the index generation, so a rebuild writes fresh keys and switches over at once.
+// The key schema table is in redis/README.md.
+export const PRODUCTION = 'production';
+
+export class Keys {
+  constructor(readonly prefix: string) {}
+
+  /** current index generation (global); missing = index not built */
+  gen(): string {
+    return `${this.prefix}reg:gen`;
+  }
+  /** generation being built by a running rebuild; writers apply to it too */
+  building(): string {
+    return `${this.prefix}reg:building`;
+  }
+  rebuildLock(): string {
+    return `${this.prefix}reg:rebuild-lock`;
+  }
+  /** "<prefix>reg:{ns}:<gen>:" — ARGV base of the index scripts */
+  base(ns: string, gen: string): string {
+    return `${this.prefix}reg:{${ns}}:${gen}:`;
+  }
+  ver(ns: string, gen: string): string {
+    return this.base(ns, gen) + 'ver';
+  }
+  docs(ns: string, gen: string): string {
+    return this.base(ns, gen) + 'docs';
+  }
+  all(ns: string, gen: string): string {
+    return this.base(ns, gen) + 'all';
+  }
+  cap(ns: string, gen: string, c: string): string {
+    return this.base(ns, gen) + 'c:' + c;
+  }
+  prop(ns: string, gen: string, k: string, v: string): string {
+    return this.base(ns, gen) + 'p:' + k + ':' + v;
+  }
+  deviceClass(ns: string, gen: string, d: string): string {
+    return this.base(ns, gen) + 'd:' + d;
+  }
+  protocol(ns: string, gen: string, p: string): string {
+    return this.base(ns, gen) + 'r:' + p;
+  }
+  iot(ns: string, gen: string): string {
+    return this.base(ns, gen) + 'iot';
+  }
+  /** pattern matching every index key of one generation (for clean-up) */
+  genPattern(gen: string): string {
+    return `${this.prefix}reg:{*}:${gen}:*`;
+  }
+
+  // ---- sandboxes ----
+  /** hash: name, tier, limit of one sandbox (read by the rate-limit script) */
+  sandbox(uuid: string): string {
+    return `${this.prefix}sb:{${uuid}}`;
+  }
+  /** string: sha256(key) hex -> sandbox uuid */
+  sandboxKey(hash: string): string {
+    return `${this.prefix}sbkey:${hash}`;
+  }
+  /** hash: 5-second bucket number -> admitted requests (the sliding rate-limit window) */
+  rateWindow(uuid: string): string {
+    return `${this.prefix}rl:{${uuid}}:w`;
+  }
+  /** hash: 5-second bucket number -> all requests (the 72-bucket poll history) */
+  rateHistory(uuid: string): string {
+    return `${this.prefix}rl:{${uuid}}:h`;
+  }
+  /** hash: total, rejected — cumulative counters */
+  rateTotals(uuid: string): string {
+    return `${this.prefix}rl:{${uuid}}:t`;
+  }
+  /** string counter: sandbox creations by one client address in one minute */
+  createThrottle(addr: string, minute: number): string {
+    return `${this.prefix}throttle:create:${addr}:${minute}`;
+  }
+
+  // ---- pub/sub (channels are not keys; the prefix keeps test runs apart) ----
+  invalidationChannel(): string {
+    return `${this.prefix}reg:changes`;
+  }
+}
+
+/** Set suffixes (relative to base) a service belongs to; stored per service in `mem`. */
+export function memberSuffixes(s: {
+  capabilities: string[];
+  properties: Record<string, string>;
+  iot: { deviceClasses: string[]; protocols: string[] } | null;
+}): string[] {
+  const out = ['all'];
+  for (const c of s.capabilities) out.push('c:' + c);
+  for (const [k, v] of Object.entries(s.properties)) out.push('p:' + k + ':' + v);
+  if (s.iot) {
+    out.push('iot');
+    for (const d of s.iot.deviceClasses) out.push('d:' + d);
+    for (const p of s.iot.protocols) out.push('r:' + p);
+  }
+  return out;
+}

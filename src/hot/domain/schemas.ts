@@ -1,0 +1,173 @@
+// JSON Schemas of every request body and response object. ajv compiles the request ones
+// once at start-up (validation.ts) and /openapi.json publishes all of them (openapi.ts):
+// one source, so the document and the validator cannot drift apart.
+const tokenIn = { type: 'string', pattern: '^[A-Za-z0-9._-]{1,64}$', description: 'token: 1-64 of [a-z0-9._-], lower-cased on input' } as const;
+const token = { type: 'string', pattern: '^[a-z0-9._-]{1,64}$' } as const;
+// property values: 1-256 chars, no control characters
+const propValue = { type: 'string', minLength: 1, maxLength: 256, pattern: '^[^\\u0000-\\u001f\\u007f-\\u009f]*$' } as const;
+const date = { type: ['string', 'null'], pattern: '^\\d{4}-\\d{2}-\\d{2}$', description: 'YYYY-MM-DD' } as const;
+
+export const iotProfileIn = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['deviceClasses', 'protocols'],
+  properties: {
+    deviceClasses: { type: 'array', minItems: 1, maxItems: 32, items: tokenIn },
+    protocols: { type: 'array', minItems: 1, maxItems: 32, items: tokenIn },
+  },
+} as const;
+
+const propertiesIn = {
+  type: 'object',
+  maxProperties: 32,
+  propertyNames: tokenIn,
+  additionalProperties: propValue,
+} as const;
+
+const endpoint = { type: 'string', minLength: 8, maxLength: 2048, pattern: '^[Hh][Tt][Tt][Pp][Ss]?://', description: 'absolute http(s) URL' } as const;
+
+export const serviceCreate = {
+  $id: 'ServiceCreate',
+  type: 'object',
+  additionalProperties: false,
+  required: ['endpoint'],
+  properties: {
+    endpoint,
+    capabilities: { type: 'array', minItems: 1, maxItems: 32, items: tokenIn },
+    capability: tokenIn,
+    properties: propertiesIn,
+    iot: { oneOf: [iotProfileIn, { type: 'null' }] },
+    deprecated: { type: 'boolean' },
+    locked: { type: 'boolean' },
+    sunset_date: date,
+  },
+  oneOf: [{ required: ['capabilities'], not: { required: ['capability'] } }, { required: ['capability'], not: { required: ['capabilities'] } }],
+} as const;
+
+export const servicePatch = {
+  $id: 'ServicePatch',
+  type: 'object',
+  additionalProperties: false,
+  minProperties: 1,
+  properties: {
+    endpoint,
+    capabilities: { type: 'array', minItems: 1, maxItems: 32, items: tokenIn },
+    properties: propertiesIn,
+    iot: { oneOf: [iotProfileIn, { type: 'null' }] },
+    deprecated: { type: 'boolean' },
+    locked: { type: 'boolean' },
+    sunset_date: date,
+  },
+} as const;
+
+export const replacementAdd = {
+  $id: 'ReplacementAdd',
+  type: 'object',
+  additionalProperties: false,
+  required: ['serviceId'],
+  properties: { serviceId: { type: 'string', minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_-]+$' } },
+} as const;
+
+export const sandboxCreate = {
+  $id: 'SandboxCreate',
+  type: 'object',
+  additionalProperties: false,
+  required: ['name'],
+  properties: {
+    name: { type: 'string', minLength: 1, maxLength: 64 },
+    location: {
+      oneOf: [
+        {
+          type: 'object',
+          additionalProperties: false,
+          required: ['lat', 'lon'],
+          properties: { lat: { type: 'number', minimum: -90, maximum: 90 }, lon: { type: 'number', minimum: -180, maximum: 180 } },
+        },
+        { type: 'null' },
+      ],
+    },
+  },
+} as const;
+
+export const tierChange = {
+  $id: 'TierChange',
+  type: 'object',
+  additionalProperties: false,
+  required: ['tier'],
+  properties: { tier: { type: 'string', minLength: 1, maxLength: 32 } },
+} as const;
+
+export const adminLogin = {
+  $id: 'AdminLogin',
+  type: 'object',
+  additionalProperties: false,
+  required: ['apiKey'],
+  properties: { apiKey: { type: 'string', minLength: 1, maxLength: 512 } },
+} as const;
+
+// ---- response objects (documentation only) ----
+export const service = {
+  type: 'object',
+  required: ['id', 'endpoint', 'capabilities', 'properties', 'deprecated', 'locked', 'sunset_date', 'iotReady', 'iot'],
+  properties: {
+    id: { type: 'string', description: 'server-generated, opaque, URL-safe' },
+    endpoint: { type: 'string', format: 'uri' },
+    capabilities: { type: 'array', items: token, minItems: 1, maxItems: 32 },
+    properties: { type: 'object', additionalProperties: { type: 'string' } },
+    deprecated: { type: 'boolean' },
+    locked: { type: 'boolean' },
+    sunset_date: date,
+    iotReady: { type: 'boolean', description: 'true exactly when iot is not null' },
+    iot: {
+      oneOf: [
+        { type: 'object', required: ['deviceClasses', 'protocols'], properties: { deviceClasses: { type: 'array', items: token }, protocols: { type: 'array', items: token } } },
+        { type: 'null' },
+      ],
+    },
+  },
+} as const;
+
+export const deviceBinding = {
+  type: 'object',
+  required: ['serviceId', 'endpoint', 'deviceClass', 'protocol', 'capabilities'],
+  properties: {
+    serviceId: { type: 'string' },
+    endpoint: { type: 'string' },
+    deviceClass: token,
+    protocol: token,
+    capabilities: { type: 'array', items: token },
+  },
+} as const;
+
+export const error = {
+  type: 'object',
+  required: ['error'],
+  properties: {
+    error: {
+      type: 'object',
+      required: ['code', 'message'],
+      properties: { code: { type: 'string' }, message: { type: 'string' } },
+    },
+  },
+} as const;
+
+export const location = {
+  oneOf: [
+    { type: 'object', required: ['lat', 'lon'], properties: { lat: { type: 'number' }, lon: { type: 'number' } } },
+    { type: 'null' },
+  ],
+} as const;
+
+export const sandbox = {
+  type: 'object',
+  required: ['uuid', 'name', 'tier', 'rateLimit', 'location', 'createdAt'],
+  properties: {
+    uuid: { type: 'string', format: 'uuid' },
+    name: { type: 'string' },
+    tier: { type: 'string' },
+    rateLimit: { type: 'integer', description: 'requests per minute' },
+    location,
+    createdAt: { type: 'string', format: 'date-time' },
+    apiKey: { type: 'string', description: 'only in the 201 of POST /sandboxes; shown once' },
+  },
+} as const;

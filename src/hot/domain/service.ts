@@ -1,0 +1,65 @@
+// The service record and its serialised form. Documents are serialised once, at write
+// time, with a fixed field order, and served as stored bytes afterwards.
+import type { IotProfile } from './validation.js';
+
+export interface ServiceRecord {
+  id: string;
+  ns: string;
+  seq: number;
+  endpoint: string;
+  capabilities: string[];
+  properties: Record<string, string>;
+  iot: IotProfile | null;
+  deprecated: boolean;
+  /** unix seconds when it was deprecated, null when not deprecated */
+  deprecatedAt: number | null;
+  locked: boolean;
+  sunsetDate: string | null;
+  /** candidate seqs, ranked as registered */
+  replacementSeqs: number[];
+}
+
+export function serviceObject(s: ServiceRecord): Record<string, unknown> {
+  const props: Record<string, string> = {};
+  for (const k of Object.keys(s.properties).sort()) props[k] = s.properties[k]!;
+  return {
+    id: s.id,
+    endpoint: s.endpoint,
+    capabilities: s.capabilities,
+    properties: props,
+    deprecated: s.deprecated,
+    locked: s.locked,
+    sunset_date: s.sunsetDate,
+    iotReady: s.iot !== null,
+    iot: s.iot ? { deviceClasses: s.iot.deviceClasses, protocols: s.iot.protocols } : null,
+  };
+}
+
+export function serializeService(s: ServiceRecord): string {
+  return JSON.stringify(serviceObject(s));
+}
+
+/** "<deprecatedAtSec>|<Sunset HTTP-date>", "" when neither header applies. */
+export function headerData(s: ServiceRecord): string {
+  const dep = s.deprecated ? String(s.deprecatedAt ?? 0) : '';
+  const sun = s.sunsetDate ? new Date(s.sunsetDate + 'T00:00:00Z').toUTCString() : '';
+  return dep || sun ? dep + '|' + sun : '';
+}
+
+/**
+ * Response headers about one service: Deprecation (RFC 9745), Sunset (RFC 8594), and the
+ * successor-version Link to its replacements.
+ */
+export function deprecationHeaders(hdr: string, replacementsPath: string): [string, string][] {
+  if (!hdr) return [];
+  const i = hdr.indexOf('|');
+  const dep = hdr.slice(0, i);
+  const sun = hdr.slice(i + 1);
+  const out: [string, string][] = [];
+  if (dep) {
+    out.push(['Deprecation', '@' + dep]);
+    out.push(['Link', `<${replacementsPath}>; rel="successor-version"`]);
+  }
+  if (sun) out.push(['Sunset', sun]);
+  return out;
+}

@@ -1,0 +1,127 @@
+// Request-body validators, compiled once at start-up (model: fastify lib/validation.js),
+// plus the normalisation that follows a passed schema (lower-casing tokens, de-duplication).
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import * as S from './schemas.js';
+import { ApiError } from './errors.js';
+
+const ajv = new Ajv({ allErrors: false, strict: false });
+
+function compile<T>(schema: object): ValidateFunction<T> {
+  return ajv.compile<T>(schema);
+}
+
+export interface IotProfile {
+  deviceClasses: string[];
+  protocols: string[];
+}
+export interface ServiceCreateBody {
+  endpoint: string;
+  capabilities?: string[];
+  capability?: string;
+  properties?: Record<string, string>;
+  iot?: IotProfile | null;
+  deprecated?: boolean;
+  locked?: boolean;
+  sunset_date?: string | null;
+}
+export type ServicePatchBody = Partial<Omit<ServiceCreateBody, 'capability'>>;
+
+export const validators = {
+  serviceCreate: compile<ServiceCreateBody>(S.serviceCreate),
+  servicePatch: compile<ServicePatchBody>(S.servicePatch),
+  replacementAdd: compile<{ serviceId: string }>(S.replacementAdd),
+  sandboxCreate: compile<{ name: string; location?: { lat: number; lon: number } | null }>(S.sandboxCreate),
+  tierChange: compile<{ tier: string }>(S.tierChange),
+  adminLogin: compile<{ apiKey: string }>(S.adminLogin),
+};
+
+function describe(errors: ErrorObject[] | null | undefined): string {
+  const e = errors?.[0];
+  if (!e) return 'the body does not match the schema';
+  const where = e.instancePath || '(body)';
+  if (e.keyword === 'additionalProperties') return `${where}: unknown field "${(e.params as { additionalProperty: string }).additionalProperty}"`;
+  if (e.keyword === 'oneOf' && where === '(body)') return 'give either "capabilities" (array) or "capability" (string), not both';
+  return `${where} ${e.message ?? 'is invalid'}`;
+}
+
+/** Validate with one of the compiled validators; throws a 400 ApiError. */
+export function check<T>(v: ValidateFunction<T>, body: unknown): T {
+  if (!v(body)) throw new ApiError('VALIDATION_FAILED', describe(v.errors));
+  return body;
+}
+
+function uniqLower(xs: string[]): string[] {
+  return [...new Set(xs.map((x) => x.toLowerCase()))];
+}
+
+function validDate(s: string): boolean {
+  const d = new Date(s + 'T00:00:00Z');
+  return !Number.isNaN(d.getTime()) && d.toISOString().slice(0, 10) === s;
+}
+
+function normEndpoint(s: string): string {
+  let u: URL;
+  try {
+    u = new URL(s);
+  } catch {
+    throw new ApiError('VALIDATION_FAILED', '/endpoint is not an absolute URL');
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new ApiError('VALIDATION_FAILED', '/endpoint must be http or https');
+  if (!u.hostname) throw new ApiError('VALIDATION_FAILED', '/endpoint has no host');
+  return s;
+}
+
+function normProps(p: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(p)) {
+    const key = k.toLowerCase();
+    if (key in out) throw new ApiError('VALIDATION_FAILED', `/properties has the key "${key}" twice (keys are case-insensitive)`);
+    out[key] = v;
+  }
+  return out;
+}
+
+function normIot(i: IotProfile | null | undefined): IotProfile | null | undefined {
+  if (!i) return i;
+  return { deviceClasses: uniqLower(i.deviceClasses), protocols: uniqLower(i.protocols) };
+}
+
+export interface ServiceInput {
+  endpoint: string;
+  capabilities: string[];
+  properties: Record<string, string>;
+  iot: IotProfile | null;
+  deprecated: boolean;
+  locked: boolean;
+  sunsetDate: string | null;
+}
+
+export function parseServiceCreate(body: unknown): ServiceInput {
+  const b = check(validators.serviceCreate, body);
+  if (b.sunset_date && !validDate(b.sunset_date)) throw new ApiError('VALIDATION_FAILED', '/sunset_date is not a valid date');
+  return {
+    endpoint: normEndpoint(b.endpoint),
+    capabilities: uniqLower(b.capabilities ?? [b.capability!]),
+    properties: normProps(b.properties ?? {}),
+    iot: normIot(b.iot) ?? null,
+    deprecated: b.deprecated ?? false,
+    locked: b.locked ?? false,
+    sunsetDate: b.sunset_date ?? null,
+  };
+}
+
+export type ServiceChange = Partial<ServiceInput>;
+
+export function parseServicePatch(body: unknown): ServiceChange {
+  const b = check(validators.servicePatch, body);
+  if (b.sunset_date && !validDate(b.sunset_date)) throw new ApiError('VALIDATION_FAILED', '/sunset_date is not a valid date');
+  const c: ServiceChange = {};
+  if (b.endpoint !== undefined) c.endpoint = normEndpoint(b.endpoint);
+  if (b.capabilities !== undefined) c.capabilities = uniqLower(b.capabilities);
+  if (b.properties !== undefined) c.properties = normProps(b.properties);
+  if (b.iot !== undefined) c.iot = normIot(b.iot) ?? null;
+  if (b.deprecated !== undefined) c.deprecated = b.deprecated;
+  if (b.locked !== undefined) c.locked = b.locked;
+  if (b.sunset_date !== undefined) c.sunsetDate = b.sunset_date;
+  return c;
+}

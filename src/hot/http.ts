@@ -1,0 +1,180 @@
+// uWebSockets.js plumbing (models: uWS examples AsyncFunction.mjs and JsonPost.js): read
+// everything from `req` synchronously, attach onAborted before any await, write later
+// responses inside cork() and only if the client is still there, cap and copy body chunks.
+import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
+import { ApiError, errorBody, STATUS_TEXT, type ErrorCode } from './domain/errors.js';
+
+export type Headers = [string, string][];
+
+export const JSON_TYPE = 'application/json; charset=utf-8';
+
+/** What a handler may know about the request, copied out of uWS's stack-allocated req. */
+export interface Req {
+  method: string;
+  path: string;
+  /** query string without '?'; null when the URL had no '?' */
+  query: string | null;
+  params: string[];
+  authorization: string;
+  cookie: string;
+  csrf: string;
+  ifNoneMatch: string;
+  contentType: string;
+  contentLength: number;
+  remote: string;
+  startedAt: number;
+}
+
+export class Reply {
+  aborted = false;
+  done = false;
+  /** status sent (0 when the client went away first), for metrics and access logs */
+  status = 0;
+  /** called exactly once: after the response was written, or when the client aborted */
+  constructor(
+    readonly res: HttpResponse,
+    private readonly onEnd: (reply: Reply) => void = () => undefined,
+  ) {
+    res.onAborted(() => {
+      this.aborted = true;
+      if (!this.done) {
+        this.done = true;
+        this.onEnd(this);
+      }
+    });
+  }
+
+  send(status: number, headers: Headers, body: string | Uint8Array = '', close = false): void {
+    if (this.aborted || this.done) return;
+    this.done = true;
+    this.status = status;
+    this.res.cork(() => {
+      this.res.writeStatus(STATUS_TEXT[status] ?? String(status));
+      for (const [k, v] of headers) this.res.writeHeader(k, v);
+      this.res.end(body, close);
+    });
+    this.onEnd(this);
+  }
+
+  json(status: number, body: string, headers: Headers = []): void {
+    this.send(status, [['Content-Type', JSON_TYPE], ...headers], body);
+  }
+
+  error(code: ErrorCode, message: string, headers: Headers = [], close = false): void {
+    const e = new ApiError(code, message);
+    this.send(e.status, [['Content-Type', JSON_TYPE], ['Cache-Control', 'no-store'], ...headers], errorBody(code, message), close);
+  }
+}
+
+export function readReq(req: HttpRequest, res: HttpResponse, nParams: number): Req {
+  const q = req.getQuery();
+  const params: string[] = [];
+  for (let i = 0; i < nParams; i++) params.push(req.getParameter(i) ?? '');
+  const cl = req.getHeader('content-length');
+  return {
+    method: req.getMethod().toUpperCase(),
+    path: req.getUrl(),
+    query: q === undefined ? null : q,
+    params,
+    authorization: req.getHeader('authorization'),
+    cookie: req.getHeader('cookie'),
+    csrf: req.getHeader('x-csrf-token'),
+    ifNoneMatch: req.getHeader('if-none-match'),
+    contentType: req.getHeader('content-type'),
+    contentLength: cl === '' ? -1 : /^\d{1,15}$/.test(cl) ? Number(cl) : -2,
+    remote: Buffer.from(res.getRemoteAddressAsText()).toString(),
+    startedAt: performance.now(),
+  };
+}
+
+/** Collect the body, copying each chunk (uWS reuses their memory), refusing past `max`. */
+export function readBody(res: HttpResponse, max: number, onDone: (body: Buffer | null) => void): void {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let over = false;
+  res.onData((ab, isLast) => {
+    if (over) return;
+    size += ab.byteLength;
+    if (size > max) {
+      over = true;
+      onDone(null);
+      return;
+    }
+    chunks.push(Buffer.from(ab.slice(0)));
+    if (isLast) onDone(Buffer.concat(chunks, size));
+  });
+}
+
+export type Handler = (req: Req, reply: Reply, body: Buffer | null) => Promise<void> | void;
+
+export interface RouteOptions {
+  /** read a body (POST/PATCH/DELETE) before calling the handler */
+  body?: boolean;
+  maxBody: number;
+  onError: (err: unknown, req: Req) => void;
+  /** called when a request starts, and once when it ends (answered or aborted) */
+  onStart?: () => void;
+  onDone?: (req: Req, reply: Reply, route: string) => void;
+}
+
+export function sendError(reply: Reply, err: unknown, onError: (err: unknown) => void): void {
+  if (err instanceof ApiError) {
+    reply.error(err.code, err.message, Object.entries(err.headers));
+  } else {
+    onError(err);
+    reply.error('INTERNAL', 'internal error');
+  }
+}
+
+function run(handler: Handler, req: Req, reply: Reply, body: Buffer | null, o: RouteOptions): void {
+  const fail = (err: unknown) => sendError(reply, err, (e) => o.onError(e, req));
+  try {
+    const p = handler(req, reply, body);
+    if (p && typeof (p as Promise<void>).then === 'function') {
+      (p as Promise<void>).then(() => {
+        if (!reply.done) fail(new Error(`handler of ${req.method} ${req.path} sent no response`));
+      }, fail);
+    }
+  } catch (err) {
+    fail(err);
+  }
+}
+
+/** Register a handler; `pattern` uses uWS's :param syntax. */
+export function route(app: TemplatedApp, method: 'get' | 'post' | 'patch' | 'del' | 'any', pattern: string, handler: Handler, o: RouteOptions): void {
+  const nParams = (pattern.match(/:/g) ?? []).length;
+  app[method](pattern, (res: HttpResponse, r: HttpRequest) => {
+    const req = readReq(r, res, nParams);
+    o.onStart?.();
+    const reply = new Reply(res, (rep) => o.onDone?.(req, rep, pattern));
+    if (!o.body) return run(handler, req, reply, null, o);
+    if (req.contentLength === -2) return reply.error('BAD_REQUEST', 'Content-Length is not a number', [], true);
+    if (req.contentLength > o.maxBody) {
+      // refuse before reading a byte of it, and close: the rest is not worth receiving
+      return reply.error('PAYLOAD_TOO_LARGE', `the body is larger than ${o.maxBody} bytes`, [], true);
+    }
+    readBody(res, o.maxBody, (body) => {
+      if (body === null) return reply.error('PAYLOAD_TOO_LARGE', `the body is larger than ${o.maxBody} bytes`, [], true);
+      run(handler, req, reply, body, o);
+    });
+  });
+}
+
+/** Parse a JSON body; 415 for a declared non-JSON type, 400 for bad JSON. */
+export function parseJson(req: Req, body: Buffer | null): unknown {
+  if (req.contentType && !/^application\/([a-z0-9.+-]*\+)?json\s*(;|$)/i.test(req.contentType)) {
+    throw new ApiError('UNSUPPORTED_MEDIA_TYPE', 'send the body as application/json');
+  }
+  if (!body || body.length === 0) throw new ApiError('BAD_JSON', 'the request needs a JSON body');
+  try {
+    return JSON.parse(body.toString('utf8'));
+  } catch {
+    throw new ApiError('BAD_JSON', 'the body is not valid JSON');
+  }
+}
+
+/** `Authorization: Bearer <token>` -> token, or "" */
+export function bearer(authorization: string): string {
+  const m = /^Bearer[ \t]+([^\s]+)[ \t]*$/i.exec(authorization);
+  return m ? m[1]! : '';
+}

@@ -1,0 +1,105 @@
+// The Redis index: which generation is live, and the read operations of the hot path.
+// Reads return pre-serialised documents; nothing here parses a stored document except the
+// device query, which has to expand profiles into bindings.
+import { ApiError } from '../domain/errors.js';
+import type { Filters } from '../domain/canonical.js';
+import { Keys } from '../domain/keys.js';
+import type { RedisClient } from '../redis/client.js';
+
+export type FilterSets = Pick<Filters, 'capabilities' | 'properties' | 'deviceClass' | 'protocol' | 'iotReady'>;
+
+export interface Page {
+  seqs: string[];
+  docs: string[];
+  more: boolean;
+  /** seq to continue after, "" when none */
+  last: string;
+}
+
+export function notIndexed(): ApiError {
+  return new ApiError('UNAVAILABLE', 'the search index is being rebuilt; try again shortly', { 'Retry-After': '2' });
+}
+
+export class Index {
+  /** live generation; null until known (or after Redis lost it) */
+  gen: string | null = null;
+
+  constructor(
+    readonly redis: RedisClient,
+    readonly keys: Keys,
+  ) {}
+
+  /** Re-read the live generation; returns it (null when the index is missing). */
+  async refreshGen(): Promise<string | null> {
+    this.gen = await this.redis.get(this.keys.gen());
+    return this.gen;
+  }
+
+  private liveGen(): string {
+    if (!this.gen) throw notIndexed();
+    return this.gen;
+  }
+
+  filterKeys(ns: string, gen: string, f: FilterSets): string[] {
+    const k = this.keys;
+    const sets: string[] = [];
+    for (const c of f.capabilities) sets.push(k.cap(ns, gen, c));
+    for (const p of f.properties) sets.push(k.prop(ns, gen, p.key, p.value));
+    if (f.deviceClass) sets.push(k.deviceClass(ns, gen, f.deviceClass));
+    if (f.protocol) sets.push(k.protocol(ns, gen, f.protocol));
+    if (f.iotReady && !f.deviceClass && !f.protocol) sets.push(k.iot(ns, gen));
+    if (!sets.length) sets.push(k.all(ns, gen));
+    return sets;
+  }
+
+  /** One page of a search; `after` is an exclusive seq bound ("" for the start). */
+  async search(ns: string, f: FilterSets, after: string, limit: number, budget = 0): Promise<Page> {
+    const gen = this.liveGen();
+    const k = this.keys;
+    const sets = this.filterKeys(ns, gen, f);
+    const r = (await this.redis.search(2 + sets.length, k.ver(ns, gen), k.docs(ns, gen), ...sets, after, limit, budget)) as number | string[];
+    if (r === -1) throw notIndexed();
+    const arr = r as (string | number)[];
+    const seqs: string[] = [];
+    const docs: string[] = [];
+    for (let i = 3; i < arr.length; i += 2) {
+      seqs.push(String(arr[i]));
+      docs.push(String(arr[i + 1]));
+    }
+    return { seqs, docs, more: arr[0] === 1 || arr[2] === 1, last: String(arr[1]) };
+  }
+
+  async getService(ns: string, id: string): Promise<{ seq: string; doc: string; hdr: string } | null> {
+    const gen = this.liveGen();
+    const r = (await this.redis.getService(this.keys.ver(ns, gen), this.keys.base(ns, gen), id)) as number | string[];
+    if (r === -1) throw notIndexed();
+    if (r === 0) return null;
+    const a = r as string[];
+    return { seq: a[0]!, doc: a[1]!, hdr: a[2]! };
+  }
+
+  async replacements(
+    ns: string,
+    id: string,
+    ttlSeconds: number,
+  ): Promise<{ status: 'HIT' | 'MISS'; body: string; etag: string; storedAt: number; hdr: string } | null> {
+    const gen = this.liveGen();
+    const r = (await this.redis.replacements(this.keys.ver(ns, gen), this.keys.base(ns, gen), id, ttlSeconds, Date.now())) as number | string[];
+    if (r === -1) throw notIndexed();
+    if (r === 0) return null;
+    const a = r as string[];
+    return { status: a[0] as 'HIT' | 'MISS', body: a[1]!, etag: a[2]!, storedAt: Number(a[3]), hdr: a[4]! };
+  }
+
+  /** Version counter of a namespace: changes on every applied write. */
+  async version(ns: string): Promise<string | null> {
+    const gen = this.liveGen();
+    return this.redis.get(this.keys.ver(ns, gen));
+  }
+
+  /** Mark a namespace as indexed in the live (and any building) generation. */
+  async ensureNamespace(ns: string): Promise<void> {
+    const gens = [await this.redis.get(this.keys.gen()), await this.redis.get(this.keys.building())];
+    for (const g of gens) if (g) await this.redis.set(this.keys.ver(ns, g), '1', 'NX');
+  }
+}

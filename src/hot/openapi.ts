@@ -1,0 +1,218 @@
+// The OpenAPI 3.1 document served at /openapi.json, built from the same schemas that ajv
+// compiles (domain/schemas.ts), so the two cannot drift apart.
+import * as S from './domain/schemas.js';
+import { RATELIMIT_DRAFT } from './sandbox/auth.js';
+
+type Obj = Record<string, unknown>;
+
+const json = (schema: Obj | string) => ({ content: { 'application/json': { schema: typeof schema === 'string' ? { $ref: schema } : schema } } });
+const err = (description: string) => ({ description, ...json('#/components/schemas/Error') });
+const strip = ({ $id: _id, ...rest }: Obj) => rest;
+
+const q = (name: string, description: string, schema: Obj = { type: 'string' }, extra: Obj = {}) => ({ name, in: 'query', description, schema, ...extra });
+const p = (name: string, description: string) => ({ name, in: 'path', required: true, description, schema: { type: 'string' } });
+
+const searchParams = [
+  q('capability', 'capability token; repeatable, all must match', { type: 'array', items: { type: 'string' } }, { explode: true }),
+  q('property', '`key:value`, split at the first ":"; repeatable, all must match', { type: 'array', items: { type: 'string' } }, { explode: true }),
+  q('deviceClass', 'IoT device class of the service profile'),
+  q('protocol', 'IoT protocol of the service profile'),
+  q('iotReady', 'only `true` is kept: services with an IoT profile', { type: 'string', enum: ['true'] }),
+  q('limit', 'page size, 1-1000, default 100', { type: 'integer', minimum: 1, maximum: 1000, default: 100 }),
+  q('after', 'cursor from a `Link: rel="next"` header'),
+];
+
+const canonicalNote =
+  'Query strings must be canonical (contract: unknown and empty parameters dropped, tokens lower-cased, `iotReady=true` only, default `limit` dropped, ' +
+  'values de-duplicated and sorted, names sorted, unreserved characters and ":" literal, every other byte %XX upper-case). A non-canonical query gets 302 ' +
+  'to the canonical one with an empty body; an undecodable or invalid one gets 400.';
+
+const rateHeaders = {
+  'RateLimit-Policy': { description: `Quota policy (${RATELIMIT_DRAFT}): \`"sandbox";q=<requests>;w=60\``, schema: { type: 'string' } },
+  RateLimit: { description: `Remaining quota (${RATELIMIT_DRAFT}): \`"sandbox";r=<remaining>;t=<seconds>\``, schema: { type: 'string' } },
+};
+const retryAfter = { 'Retry-After': { description: 'seconds to wait', schema: { type: 'integer' } } };
+const deprecationHeaders = {
+  Deprecation: { description: 'RFC 9745: `@<unix seconds>` when the service is deprecated', schema: { type: 'string' } },
+  Sunset: { description: 'RFC 8594: HTTP-date of the sunset_date', schema: { type: 'string' } },
+  Link: { description: '`</services/{id}/replacements>; rel="successor-version"` for deprecated services', schema: { type: 'string' } },
+};
+const r429 = { description: 'over the rate limit', headers: { ...rateHeaders, ...retryAfter }, ...json('#/components/schemas/Error') };
+const r302 = { description: 'non-canonical query: redirect to the canonical one (empty body)', headers: { Location: { schema: { type: 'string' } } } };
+const keyed = [{ sandboxKey: [] }];
+const admin = [{ adminKey: [] }, { adminSession: [] }];
+
+function serviceWrites(base: string, security: Obj[], tag: string, extra: Obj[] = []): Obj {
+  const sec = { security, tags: [tag], parameters: extra };
+  return {
+    [base]: {
+      post: { ...sec, summary: 'Register a service', requestBody: { required: true, ...json('#/components/schemas/ServiceCreate') }, responses: { 201: { description: 'created', ...json('#/components/schemas/Service') }, 400: err('invalid body'), 401: err('no valid key'), 413: err('body too large'), 429: r429, 503: err('database unavailable') } },
+    },
+    [`${base}/{id}`]: {
+      parameters: [p('id', 'service id')],
+      patch: { ...sec, summary: 'Change a service (deprecated, locked, sunset_date, properties, iot, endpoint, capabilities)', requestBody: { required: true, ...json('#/components/schemas/ServicePatch') }, responses: { 200: { description: 'changed', headers: deprecationHeaders, ...json('#/components/schemas/Service') }, 400: err('invalid body'), 401: err('no valid key'), 404: err('unknown service'), 409: err('the service is locked'), 429: r429 } },
+      delete: { ...sec, summary: 'Delete a service', responses: { 204: { description: 'deleted' }, 401: err('no valid key'), 404: err('unknown service'), 429: r429 } },
+    },
+    [`${base}/{id}/replacements`]: {
+      parameters: [p('id', 'service id')],
+      get: { ...sec, summary: 'Replacement candidates', responses: { 200: { description: 'ranked candidates', ...json({ type: 'array', items: { $ref: '#/components/schemas/Service' } }) }, 404: err('unknown service') } },
+      post: { ...sec, summary: 'Add a replacement candidate from the same namespace', requestBody: { required: true, ...json('#/components/schemas/ReplacementAdd') }, responses: { 201: { description: 'the candidates after the addition', ...json({ type: 'array', items: { $ref: '#/components/schemas/Service' } }) }, 400: err('invalid candidate'), 404: err('unknown service'), 409: err('already a candidate'), 429: r429 } },
+    },
+  };
+}
+
+export function openApiDocument(version: string): Obj {
+  const sbParam = p('uuid', 'sandbox uuid');
+  const sandboxWrites = serviceWrites('/sandbox/{uuid}/services', keyed, 'sandbox', [sbParam]);
+  // the sandbox list/search shares the collection path with registration
+  (sandboxWrites['/sandbox/{uuid}/services'] as Obj).get = {
+    security: keyed,
+    tags: ['sandbox'],
+    summary: 'List or search the sandbox (same filters, paging and body as /services)',
+    description: canonicalNote + ' The key is checked first; a 302 counts as one request.',
+    parameters: [sbParam, ...searchParams],
+    responses: { 200: { description: 'services of this sandbox only', headers: rateHeaders, ...json({ type: 'array', items: { $ref: '#/components/schemas/Service' } }) }, 302: r302, 400: err('invalid query'), 401: err('missing, malformed or foreign key'), 429: r429 },
+  };
+  (sandboxWrites['/sandbox/{uuid}/services/{id}'] as Obj).get = {
+    security: keyed,
+    tags: ['sandbox'],
+    summary: 'Read a sandbox service',
+    parameters: [sbParam],
+    responses: { 200: { description: 'the service', headers: { ...rateHeaders, ...deprecationHeaders }, ...json('#/components/schemas/Service') }, 401: err('no valid key'), 404: err('unknown service'), 429: r429 },
+  };
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Service registry',
+      version,
+      description:
+        'Public registry of services described by capabilities, with isolated sandboxes. Errors always have the body `{"error":{"code","message"}}`. ' +
+        `Rate-limit fields follow ${RATELIMIT_DRAFT} (RateLimit-Policy and RateLimit). Deprecation follows RFC 9745, Sunset RFC 8594.`,
+    },
+    'x-ratelimit-headers-draft': RATELIMIT_DRAFT,
+    components: {
+      securitySchemes: {
+        sandboxKey: { type: 'http', scheme: 'bearer', description: 'sandbox API key `<prefix>_sb_<random>`' },
+        adminKey: { type: 'http', scheme: 'bearer', description: 'ADMIN_API_KEY' },
+        adminSession: { type: 'apiKey', in: 'cookie', name: 'registry_admin', description: 'from POST /admin/session; non-GET calls also need X-CSRF-Token' },
+      },
+      schemas: {
+        Service: S.service,
+        DeviceBinding: S.deviceBinding,
+        Error: S.error,
+        Sandbox: S.sandbox,
+        ServiceCreate: strip(S.serviceCreate),
+        ServicePatch: strip(S.servicePatch),
+        ReplacementAdd: strip(S.replacementAdd),
+        SandboxCreate: strip(S.sandboxCreate),
+        TierChange: strip(S.tierChange),
+        AdminLogin: strip(S.adminLogin),
+      },
+    },
+    paths: {
+      '/services': {
+        get: {
+          tags: ['public'],
+          summary: 'Search services',
+          description:
+            canonicalNote +
+            ' Without a key (or with a malformed or unknown one) production services are returned; with a valid sandbox key, that sandbox\'s services only, counted against its rate limit. ' +
+            'Every response carries `Vary: Authorization`; anonymous ones are `Cache-Control: public`, ones to a request with Authorization `private`.',
+          parameters: searchParams,
+          responses: {
+            200: { description: 'a page of services', headers: { Link: { description: '`<...after=...>; rel="next"` when more exist', schema: { type: 'string' } }, Vary: { schema: { type: 'string', const: 'Authorization' } } }, ...json({ type: 'array', items: { $ref: '#/components/schemas/Service' } }) },
+            302: r302,
+            400: err('undecodable or invalid query'),
+            429: r429,
+            503: err('index being rebuilt'),
+          },
+        },
+      },
+      '/services/{id}': {
+        get: {
+          tags: ['public'],
+          summary: 'One production service; ignores credentials',
+          parameters: [p('id', 'service id')],
+          responses: { 200: { description: 'the service', headers: { ETag: { schema: { type: 'string' } }, ...deprecationHeaders }, ...json('#/components/schemas/Service') }, 304: { description: 'not modified' }, 404: err('unknown service') },
+        },
+      },
+      '/services/{id}/replacements': {
+        get: {
+          tags: ['public'],
+          summary: 'Replacement candidates, through the shared public cache (key: the path alone)',
+          parameters: [p('id', 'service id')],
+          responses: {
+            200: {
+              description: 'ranked candidates ([] when none)',
+              headers: { 'Cache-Control': { schema: { type: 'string' } }, ETag: { schema: { type: 'string' } }, Age: { schema: { type: 'integer' } }, 'X-Cache': { schema: { type: 'string', enum: ['HIT', 'MISS'] } }, ...deprecationHeaders },
+              ...json({ type: 'array', items: { $ref: '#/components/schemas/Service' } }),
+            },
+            304: { description: 'not modified (If-None-Match)' },
+            404: err('unknown service'),
+          },
+        },
+      },
+      '/devices': {
+        get: {
+          tags: ['public'],
+          summary: 'Device bindings of production IoT profiles: one per (service, deviceClass, protocol)',
+          description: canonicalNote,
+          parameters: [searchParams[0], searchParams[2], searchParams[3], searchParams[5], searchParams[6]],
+          responses: { 200: { description: 'bindings', ...json({ type: 'array', items: { $ref: '#/components/schemas/DeviceBinding' } }) }, 302: r302, 400: err('invalid query') },
+        },
+      },
+      '/sandboxes': {
+        post: {
+          tags: ['sandbox'],
+          summary: 'Create a sandbox (throttled per client address); the API key is shown once',
+          requestBody: { required: true, ...json('#/components/schemas/SandboxCreate') },
+          responses: { 201: { description: 'created', ...json('#/components/schemas/Sandbox') }, 400: err('invalid body'), 429: { description: 'too many creations', headers: retryAfter, ...json('#/components/schemas/Error') } },
+        },
+      },
+      '/sandbox/{uuid}/dashboard': {
+        get: { tags: ['sandbox'], summary: 'Sandbox dashboard data: name, tier, rateLimit, serviceCount, location, counters', parameters: [sbParam], responses: { 200: { description: 'dashboard data', ...json({ type: 'object' }) }, 404: err('unknown sandbox') } },
+      },
+      '/sandbox/{uuid}/poll': {
+        get: {
+          tags: ['sandbox'],
+          summary: 'Request counters for live charts; JSON whatever Accept says; not counted against the limit',
+          parameters: [sbParam],
+          responses: {
+            200: {
+              description: 'counters',
+              ...json({
+                type: 'object',
+                required: ['uuid', 'now', 'total', 'rateLimit', 'bucketSeconds', 'buckets'],
+                properties: { uuid: { type: 'string' }, now: { type: 'integer', description: 'server time, ms' }, total: { type: 'integer', description: 'cumulative requests' }, rateLimit: { type: 'integer' }, bucketSeconds: { const: 5 }, buckets: { type: 'array', items: { type: 'integer' }, description: 'requests in each of the last 72 5-second buckets, oldest first' }, windowTotal: { type: 'integer' }, rejected: { type: 'integer' }, tier: { type: 'string' } },
+              }),
+            },
+            404: err('unknown sandbox'),
+          },
+        },
+      },
+      ...sandboxWrites,
+      ...serviceWrites('/admin/api/services', admin, 'admin'),
+      '/admin/session': {
+        post: { tags: ['admin'], summary: 'Log in with the admin key; sets the HttpOnly session cookie', requestBody: { required: true, ...json('#/components/schemas/AdminLogin') }, responses: { 200: { description: 'logged in', ...json({ type: 'object', properties: { csrfToken: { type: 'string' } } }) }, 401: err('wrong key') } },
+        delete: { tags: ['admin'], security: admin, summary: 'Log out (cookie callers send X-CSRF-Token)', responses: { 204: { description: 'logged out' }, 401: err('no session'), 403: err('CSRF token missing or wrong') } },
+      },
+      '/admin/api/stats': { get: { tags: ['admin'], security: admin, summary: 'Global statistics', responses: { 200: { description: 'stats', ...json({ type: 'object' }) }, 401: err('not authenticated') } } },
+      '/admin/api/sandboxes': {
+        get: {
+          tags: ['admin'],
+          security: admin,
+          summary: 'A page of sandbox summaries',
+          parameters: [q('tier', 'only this tier'), q('page', '0-based page', { type: 'integer', minimum: 0 })],
+          responses: { 200: { description: 'page', ...json({ type: 'object', required: ['items', 'total', 'pageSize', 'page', 'displayPage', 'hasPrev', 'hasNext', 'prevPage', 'nextPage'] }) }, 401: err('not authenticated') },
+        },
+      },
+      '/admin/api/sandboxes/{uuid}': { get: { tags: ['admin'], security: admin, parameters: [sbParam], summary: 'Sandbox detail', responses: { 200: { description: 'detail', ...json({ type: 'object' }) }, 401: err('not authenticated'), 404: err('unknown sandbox') } } },
+      '/admin/api/sandboxes/{uuid}/tier': {
+        post: { tags: ['admin'], security: admin, parameters: [sbParam], summary: 'Change the tier; the new limit applies to the next request', requestBody: { required: true, ...json('#/components/schemas/TierChange') }, responses: { 200: { description: 'summary', ...json('#/components/schemas/Sandbox') }, 400: err('unknown tier'), 401: err('not authenticated'), 403: err('CSRF token missing or wrong'), 404: err('unknown sandbox') } },
+      },
+      '/openapi.json': { get: { tags: ['meta'], summary: 'This document', responses: { 200: { description: 'OpenAPI 3.1' } } } },
+      '/livez': { get: { tags: ['meta'], summary: 'Liveness', responses: { 200: { description: 'alive' } } } },
+      '/readyz': { get: { tags: ['meta'], summary: 'Readiness: 503 until PostgreSQL and the Redis index are usable', responses: { 200: { description: 'ready' }, 503: err('not ready') } } },
+    },
+  };
+}

@@ -1,0 +1,73 @@
+// The ioredis connection (standalone, or cluster when REDIS_CLUSTER_NODES is set) with every
+// Lua script of redis/ defined once as a command (model: BullMQ src/commands).
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Redis, Cluster, type RedisOptions } from 'ioredis';
+import type { Config } from '../config.js';
+import { ROOT } from '../paths.js';
+
+export type RedisClient = Redis | Cluster;
+
+/** Script results are typed where they are used (index/search.ts, index/projector.ts). */
+type Cmd = (...args: (string | number)[]) => Promise<unknown>;
+declare module 'ioredis' {
+  interface RedisCommander {
+    applyService: Cmd;
+    search: Cmd;
+    getService: Cmd;
+    replacements: Cmd;
+    rateLimit: Cmd;
+    pollData: Cmd;
+  }
+}
+
+export const SCRIPTS_DIR = join(ROOT, 'redis');
+
+function camel(name: string): string {
+  return name.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
+}
+
+/** name-<numKeys>.lua has a fixed key count; name.lua takes numKeys as its first argument. */
+export function loadScripts(client: RedisClient): string[] {
+  const names: string[] = [];
+  for (const f of readdirSync(SCRIPTS_DIR).filter((x) => x.endsWith('.lua')).sort()) {
+    const m = /^([a-z-]+?)(?:-(\d+))?\.lua$/.exec(f);
+    if (!m) continue;
+    const lua = readFileSync(join(SCRIPTS_DIR, f), 'utf8');
+    const numberOfKeys = m[2] === undefined ? undefined : Number(m[2]);
+    client.defineCommand(camel(m[1]!), numberOfKeys === undefined ? { lua } : { lua, numberOfKeys });
+    names.push(camel(m[1]!));
+  }
+  return names;
+}
+
+export function createRedis(cfg: Config, extra: RedisOptions = {}): RedisClient {
+  const opts: RedisOptions = {
+    // fail fast while Redis is away instead of queueing requests without bound
+    maxRetriesPerRequest: 1,
+    enableOfflineQueue: true,
+    connectTimeout: 2000,
+    commandTimeout: 5000,
+    retryStrategy: (times) => Math.min(times * 100, 1000),
+    enableAutoPipelining: true,
+    lazyConnect: false,
+    ...extra,
+  };
+  let client: RedisClient;
+  if (cfg.redisClusterNodes.length) {
+    client = new Cluster(
+      cfg.redisClusterNodes.map((n) => {
+        const [host, port] = n.split(':');
+        return { host: host!, port: Number(port) };
+      }),
+      { redisOptions: opts, enableAutoPipelining: true, scaleReads: 'master' },
+    );
+  } else {
+    client = new Redis(cfg.redisUrl, opts);
+  }
+  client.on('error', () => {
+    /* reported through readiness and request errors; reconnects by itself */
+  });
+  loadScripts(client);
+  return client;
+}

@@ -1,0 +1,86 @@
+// Public routes (no key): search, one service, its replacements through the shared public
+// cache, device queries. The two discovery routes ignore credentials entirely and send
+// nothing per caller: no cookie, no request id, nothing echoed from the request.
+import { createHash } from 'node:crypto';
+import type { TemplatedApp } from 'uWebSockets.js';
+import type { App } from '../app.js';
+import { PRODUCTION } from '../domain/keys.js';
+import { deprecationHeaders } from '../domain/service.js';
+import { route, type Headers, type Reply, type Req, type RouteOptions } from '../http.js';
+import { bearerKey } from '../sandbox/auth.js';
+import { anonymousSearchHeaders, searchDevices, searchServices } from './search.js';
+
+/** If-None-Match matches (weak comparison is not allowed for strong ETags; '*' matches). */
+export function notModified(ifNoneMatch: string, etag: string): boolean {
+  if (!ifNoneMatch) return false;
+  if (ifNoneMatch.trim() === '*') return true;
+  return ifNoneMatch.split(',').some((t) => t.trim() === etag);
+}
+
+export function etagOf(body: string): string {
+  return '"' + createHash('sha1').update(body).digest('base64url') + '"';
+}
+
+const ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
+
+export function registerPublic(uws: TemplatedApp, app: App, o: RouteOptions): void {
+  route(uws, 'get', '/services', async (req, reply) => {
+    if (!req.authorization) return searchServices(app, req, reply, PRODUCTION, anonymousSearchHeaders(app));
+    // a request that carried Authorization is private, whatever the key turns out to be
+    const common: Headers = [
+      ['Cache-Control', 'private, no-cache'],
+      ['Vary', 'Authorization'],
+    ];
+    const key = bearerKey(req.authorization);
+    const uuid = key ? await app.auth.resolve(key) : null;
+    if (!uuid) return searchServices(app, req, reply, PRODUCTION, common);
+    const rate = await app.auth.limitOrThrow(uuid).catch((err: unknown) => {
+      // a 429 of the search still varies on Authorization
+      if (err && typeof err === 'object' && 'headers' in err) (err as { headers: Record<string, string> }).headers.Vary = 'Authorization';
+      throw err;
+    });
+    return searchServices(app, req, reply, uuid, [...common, ...rate]);
+  }, o);
+
+  route(uws, 'get', '/services/:id', async (req, reply) => {
+    const id = req.params[0]!;
+    const s = ID_RE.test(id) ? await app.index.getService(PRODUCTION, id) : null;
+    if (!s) return reply.error('NOT_FOUND', 'no such service');
+    const etag = etagOf(s.doc);
+    const headers: Headers = [
+      ['Cache-Control', `public, max-age=${app.cfg.discoveryMaxAge}`],
+      ['ETag', etag],
+      ...deprecationHeaders(s.hdr, `/services/${id}/replacements`),
+    ];
+    if (notModified(req.ifNoneMatch, etag)) return reply.send(304, headers);
+    reply.json(200, s.doc, headers);
+  }, o);
+
+  route(uws, 'get', '/services/:id/replacements', async (req, reply) => {
+    const id = req.params[0]!;
+    const r = ID_RE.test(id) ? await app.index.replacements(PRODUCTION, id, app.cfg.discoveryMaxAge) : null;
+    if (!r) return reply.error('NOT_FOUND', 'no such service');
+    sendCached(reply, req, r, app.cfg.discoveryMaxAge, `/services/${id}/replacements`);
+  }, o);
+
+  route(uws, 'get', '/devices', (req, reply) => searchDevices(app, req, reply, anonymousSearchHeaders(app).slice(0, 1)), o);
+}
+
+export function sendCached(
+  reply: Reply,
+  req: Req,
+  r: { status: 'HIT' | 'MISS'; body: string; etag: string; storedAt: number; hdr: string },
+  maxAge: number,
+  replacementsPath: string,
+): void {
+  const age = Math.max(0, Math.min(maxAge, Math.floor((Date.now() - r.storedAt) / 1000)));
+  const headers: Headers = [
+    ['Cache-Control', `public, max-age=${maxAge}`],
+    ['ETag', r.etag],
+    ['Age', String(age)],
+    ['X-Cache', r.status],
+    ...deprecationHeaders(r.hdr, replacementsPath),
+  ];
+  if (notModified(req.ifNoneMatch, r.etag)) return reply.send(304, headers);
+  reply.json(200, r.body, headers);
+}

@@ -1,0 +1,150 @@
+// Sandbox routes: creation (public, throttled per client address), the public dashboard
+// and poll data, and the key-protected, rate-limited registry of one sandbox.
+import type { TemplatedApp } from 'uWebSockets.js';
+import type { App } from '../app.js';
+import { ApiError } from '../domain/errors.js';
+import { deprecationHeaders } from '../domain/service.js';
+import { check, validators } from '../domain/validation.js';
+import { parseJson, route, type Headers, type Req, type RouteOptions } from '../http.js';
+import { hashKey, newSandboxKey } from '../sandbox/keys.js';
+import { writeSandboxMeta } from '../store/sandbox-meta.js';
+import { countServices, getSandbox, insertSandbox, type SandboxRow } from '../store/sandboxes.js';
+import { searchServices } from './search.js';
+import { addReplacementHandler, createHandler, deleteHandler, listReplacementsHandler, patchHandler } from './writes.js';
+
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const PRIVATE: Headers = [['Cache-Control', 'private, no-store']];
+
+export function sandboxSummary(app: App, s: SandboxRow): Record<string, unknown> {
+  return {
+    uuid: s.uuid,
+    name: s.name,
+    tier: s.tier,
+    rateLimit: app.cfg.tiers[s.tier] ?? 0,
+    location: s.lat === null || s.lon === null ? null : { lat: s.lat, lon: s.lon },
+    createdAt: s.created_at.toISOString(),
+  };
+}
+
+export const POLL_BUCKETS = 72;
+
+/** Counters of a sandbox from Redis: totals and the last `n` 5-second buckets. */
+export async function pollData(app: App, uuid: string, n = POLL_BUCKETS): Promise<{ limit: number; total: number; rejected: number; tier: string; buckets: number[] } | null> {
+  const k = app.keys;
+  const r = (await app.redis.pollData(k.sandbox(uuid), k.rateHistory(uuid), k.rateTotals(uuid), Date.now(), n)) as (number | string)[];
+  if (r[0] === -1) return null;
+  return { limit: Number(r[0]), total: Number(r[1]), rejected: Number(r[2]), tier: String(r[3]), buckets: r.slice(4).map(Number) };
+}
+
+/** Make sure Redis knows a sandbox that PostgreSQL has (after Redis lost it). */
+async function sandboxOr404(app: App, uuid: string): Promise<SandboxRow> {
+  const s = UUID_RE.test(uuid) ? await getSandbox(app.pool, uuid) : null;
+  if (!s) throw new ApiError('NOT_FOUND', 'no such sandbox');
+  return s;
+}
+
+export function registerSandbox(uws: TemplatedApp, app: App, o: RouteOptions): void {
+  const ob = { ...o, body: true };
+
+  route(uws, 'post', '/sandboxes', async (req, reply, body) => {
+    const minute = Math.floor(Date.now() / 60_000);
+    const tk = app.keys.createThrottle(req.remote, minute);
+    const n = await app.redis.incr(tk);
+    if (n === 1) await app.redis.expire(tk, 120);
+    if (n > app.cfg.sandboxCreatePerMinute) {
+      const retry = String(Math.max(1, Math.ceil(((minute + 1) * 60_000 - Date.now()) / 1000)));
+      throw new ApiError('RATE_LIMITED', `at most ${app.cfg.sandboxCreatePerMinute} sandboxes a minute from one address`, { 'Retry-After': retry });
+    }
+    const b = check(validators.sandboxCreate, parseJson(req, body));
+    const name = b.name.trim();
+    if (!name) throw new ApiError('VALIDATION_FAILED', '/name must not be blank');
+    const { key, prefix } = newSandboxKey(name);
+    const hash = hashKey(key);
+    const row = await insertSandbox(app.pool, name, prefix, hash, app.cfg.defaultTier, b.location ?? null);
+    // derived state; if Redis is away the key still resolves through PostgreSQL later
+    await Promise.all([
+      writeSandboxMeta(app.redis, app.keys, row.uuid, row.name, row.tier, app.cfg.tiers[row.tier] ?? 0, hash.toString('hex')),
+      app.index.ensureNamespace(row.uuid),
+    ]).catch((err: unknown) => app.log.warn({ err: String(err) }, 'sandbox created while Redis was unavailable'));
+    reply.json(201, JSON.stringify({ ...sandboxSummary(app, row), apiKey: key }), [['Cache-Control', 'no-store'], ['Location', `/sandbox/${row.uuid}/dashboard`]]);
+  }, ob);
+
+  route(uws, 'get', '/sandbox/:uuid/dashboard', async (req, reply) => {
+    const s = await sandboxOr404(app, req.params[0]!);
+    const [count, poll] = await Promise.all([countServices(app.pool, s.uuid), pollData(app, s.uuid, 12)]);
+    reply.json(
+      200,
+      JSON.stringify({
+        ...sandboxSummary(app, s),
+        serviceCount: count,
+        counters: {
+          total: poll?.total ?? 0,
+          rejected: poll?.rejected ?? 0,
+          lastMinute: poll ? poll.buckets.reduce((a, b) => a + b, 0) : 0,
+        },
+      }),
+      [['Cache-Control', 'no-store']],
+    );
+  }, o);
+
+  route(uws, 'get', '/sandbox/:uuid/poll', async (req, reply) => {
+    const uuid = req.params[0]!;
+    let p = UUID_RE.test(uuid) ? await pollData(app, uuid) : null;
+    if (!p) {
+      // Redis may have lost the sandbox's hash: PostgreSQL decides whether it exists
+      const s = await sandboxOr404(app, uuid);
+      await writeSandboxMeta(app.redis, app.keys, s.uuid, s.name, s.tier, app.cfg.tiers[s.tier] ?? 0, '');
+      p = await pollData(app, uuid);
+      if (!p) throw new ApiError('NOT_FOUND', 'no such sandbox');
+    }
+    const window = p.buckets.slice(-12).reduce((a, b) => a + b, 0);
+    reply.json(
+      200,
+      JSON.stringify({ uuid, now: Date.now(), total: p.total, rateLimit: p.limit, bucketSeconds: 5, tier: p.tier, rejected: p.rejected, windowTotal: window, buckets: p.buckets }),
+      [['Cache-Control', 'no-store']],
+    );
+  }, o);
+
+  // ---- key-protected registry of one sandbox ----
+  const guard = (req: Req) => app.auth.admit(req.authorization, req.params[0]!);
+  const base = (req: Req) => `/sandbox/${req.params[0]!.toLowerCase()}/services`;
+  const ns = (req: Req) => req.params[0]!.toLowerCase();
+
+  route(uws, 'post', '/sandbox/:uuid/services', async (req, reply, body) => {
+    const rl = await guard(req);
+    await createHandler(app, ns(req), base(req), req, reply, body, rl);
+  }, ob);
+
+  route(uws, 'get', '/sandbox/:uuid/services', async (req, reply) => {
+    const rl = await guard(req);
+    await searchServices(app, req, reply, ns(req), [...PRIVATE, ['Vary', 'Authorization'], ...rl]);
+  }, o);
+
+  route(uws, 'get', '/sandbox/:uuid/services/:id', async (req, reply) => {
+    const rl = await guard(req);
+    const id = req.params[1]!;
+    const s = await app.index.getService(ns(req), id);
+    if (!s) throw new ApiError('NOT_FOUND', 'no such service');
+    reply.json(200, s.doc, [...PRIVATE, ...deprecationHeaders(s.hdr, `${base(req)}/${id}/replacements`), ...rl]);
+  }, o);
+
+  route(uws, 'patch', '/sandbox/:uuid/services/:id', async (req, reply, body) => {
+    const rl = await guard(req);
+    await patchHandler(app, ns(req), base(req), req.params[1]!, req, reply, body, rl);
+  }, ob);
+
+  route(uws, 'del', '/sandbox/:uuid/services/:id', async (req, reply) => {
+    const rl = await guard(req);
+    await deleteHandler(app, ns(req), req.params[1]!, reply, rl);
+  }, ob);
+
+  route(uws, 'get', '/sandbox/:uuid/services/:id/replacements', async (req, reply) => {
+    const rl = await guard(req);
+    await listReplacementsHandler(app, ns(req), req.params[1]!, reply, rl);
+  }, o);
+
+  route(uws, 'post', '/sandbox/:uuid/services/:id/replacements', async (req, reply, body) => {
+    const rl = await guard(req);
+    await addReplacementHandler(app, ns(req), req.params[1]!, req, reply, body, rl);
+  }, ob);
+}

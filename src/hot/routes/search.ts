@@ -1,0 +1,130 @@
+// Search and device queries, shared by GET /services (anonymous or keyed),
+// GET /sandbox/{uuid}/services and GET /devices.
+import { canonicalize, DEVICES_SPEC, nextQuery, SEARCH_SPEC, toFilters, type Filters, type Params } from '../domain/canonical.js';
+import { ApiError } from '../domain/errors.js';
+import type { App } from '../app.js';
+import { JSON_TYPE, type Headers, type Reply, type Req } from '../http.js';
+import { PRODUCTION } from '../domain/keys.js';
+
+type Canon = { params: Params; filters: Filters };
+
+/** Canonical check: answers 302/400 itself and returns null, or returns the filters. */
+export function canonicalOr(reply: Reply, req: Req, spec: typeof SEARCH_SPEC, common: Headers): Canon | null {
+  const c = canonicalize(req.path, req.query, spec);
+  if (c.kind === 'error') {
+    reply.error('BAD_QUERY', c.message, common.filter(([k]) => k !== 'Cache-Control'));
+    return null;
+  }
+  if (c.kind === 'redirect') {
+    reply.send(302, [['Location', c.location], ...common]);
+    return null;
+  }
+  const f = toFilters(c.params, spec);
+  if (!f.ok) {
+    reply.error('BAD_QUERY', f.message, common.filter(([k]) => k !== 'Cache-Control'));
+    return null;
+  }
+  return { params: c.params, filters: f.filters };
+}
+
+export async function searchServices(app: App, req: Req, reply: Reply, ns: string, common: Headers): Promise<void> {
+  const c = canonicalOr(reply, req, SEARCH_SPEC, common);
+  if (!c) return;
+  const f = c.filters;
+  const page = await app.index.search(ns, f, f.after ?? '', f.limit);
+  const headers: Headers = [...common];
+  if (page.more && page.last) headers.push(['Link', `<${req.path}?${nextQuery(c.params, page.last)}>; rel="next"`]);
+  reply.json(200, '[' + page.docs.join(',') + ']', headers);
+}
+
+interface Binding {
+  serviceId: string;
+  endpoint: string;
+  deviceClass: string;
+  protocol: string;
+  capabilities: string[];
+}
+
+interface DocShape {
+  id: string;
+  endpoint: string;
+  capabilities: string[];
+  iot: { deviceClasses: string[]; protocols: string[] } | null;
+}
+
+function bindingsOf(d: DocShape, f: Filters): Binding[] {
+  if (!d.iot) return [];
+  const out: Binding[] = [];
+  for (const dc of d.iot.deviceClasses) {
+    if (f.deviceClass && dc !== f.deviceClass) continue;
+    for (const p of d.iot.protocols) {
+      if (f.protocol && p !== f.protocol) continue;
+      out.push({ serviceId: d.id, endpoint: d.endpoint, deviceClass: dc, protocol: p, capabilities: d.capabilities });
+    }
+  }
+  return out;
+}
+
+/**
+ * GET /devices: one binding per (service, deviceClass, protocol) of production IoT
+ * profiles. The cursor is "<seq>" (continue after that service) or "<seq>.<k>" (continue
+ * inside service <seq>, skipping its first k bindings).
+ */
+export async function searchDevices(app: App, req: Req, reply: Reply, common: Headers): Promise<void> {
+  const c = canonicalOr(reply, req, DEVICES_SPEC, common);
+  if (!c) return;
+  const f = c.filters;
+  let after = '';
+  let skipSeq = '';
+  let skip = 0;
+  if (f.after) {
+    const [s, k] = f.after.split('.');
+    if (k !== undefined) {
+      skipSeq = s!;
+      skip = Number(k);
+      after = String(Number(s) - 1);
+    } else after = s!;
+  }
+  const out: Binding[] = [];
+  const pos: { seq: string; k: number; n: number }[] = [];
+  let more = false;
+  for (;;) {
+    const page = await app.index.search(PRODUCTION, { ...f, iotReady: true }, after, f.limit + 1);
+    for (let i = 0; i < page.docs.length && out.length <= f.limit; i++) {
+      const seq = page.seqs[i]!;
+      const all = bindingsOf(JSON.parse(page.docs[i]!) as DocShape, f);
+      const start = seq === skipSeq ? skip : 0;
+      for (let k = start; k < all.length && out.length <= f.limit; k++) {
+        out.push(all[k]!);
+        pos.push({ seq, k, n: all.length });
+      }
+    }
+    if (out.length > f.limit) {
+      more = true;
+      break;
+    }
+    if (!page.more || !page.last) break;
+    after = page.last;
+  }
+  const headers: Headers = [...common];
+  if (more) {
+    out.length = f.limit;
+    const p = pos[f.limit - 1]!;
+    const cursor = p.k + 1 < p.n ? `${p.seq}.${p.k + 1}` : p.seq;
+    headers.push(['Link', `<${req.path}?${nextQuery(c.params, cursor)}>; rel="next"`]);
+  }
+  reply.json(200, JSON.stringify(out), headers);
+}
+
+export function anonymousSearchHeaders(app: App): Headers {
+  return [
+    ['Cache-Control', `public, max-age=${app.cfg.searchMaxAge}`],
+    ['Vary', 'Authorization'],
+  ];
+}
+
+export function assertNs(ns: string): void {
+  if (!ns) throw new ApiError('NOT_FOUND', 'no such namespace');
+}
+
+export { JSON_TYPE };

@@ -1,0 +1,82 @@
+// Builds the uWebSockets.js app of one thread: every route, a catch-all 404 (JSON, never
+// HTML), and the listen socket. Used by main.ts (one per thread) and by the tests.
+import uWS from 'uWebSockets.js';
+import { registerAdmin } from '../admin/routes.js';
+import type { App } from './app.js';
+import { route, type RouteOptions } from './http.js';
+import { startWatchers, type Watchers } from './lifecycle.js';
+import { openApiDocument } from './openapi.js';
+import { registerPublic } from './routes/public.js';
+import { registerSandbox } from './routes/sandbox.js';
+
+export interface Server {
+  port: number;
+  app: App;
+  watchers: Watchers;
+  /** stop accepting, let in-flight requests finish (up to graceMs), close connections */
+  close(graceMs?: number): Promise<void>;
+  inflight(): number;
+}
+
+export function buildUws(app: App, hooks: Partial<Pick<RouteOptions, 'onStart' | 'onDone'>> = {}): uWS.TemplatedApp {
+  const uws = uWS.App();
+  const o: RouteOptions = {
+    maxBody: app.cfg.maxBodyBytes,
+    onError: (err, req) => app.log.error({ err: err instanceof Error ? { message: err.message, stack: err.stack } : String(err), method: req.method, path: req.path }, 'request failed'),
+    ...hooks,
+  };
+  const openapi = JSON.stringify(openApiDocument(app.version));
+  route(uws, 'get', '/openapi.json', (_req, reply) => reply.json(200, openapi, [['Cache-Control', 'public, max-age=300']]), o);
+  route(uws, 'get', '/livez', (_req, reply) => reply.json(200, '{"status":"ok"}', [['Cache-Control', 'no-store']]), o);
+  route(uws, 'get', '/readyz', (_req, reply) => {
+    const s = app.state;
+    const body = JSON.stringify({ status: s.ready ? 'ready' : 'not ready', postgres: s.pgUp, redis: s.redisUp, index: !!app.index.gen && !s.rebuilding, shuttingDown: s.shuttingDown });
+    if (s.ready) reply.json(200, body, [['Cache-Control', 'no-store']]);
+    else reply.json(503, body, [['Cache-Control', 'no-store'], ['Retry-After', '1']]);
+  }, o);
+  registerPublic(uws, app, o);
+  registerSandbox(uws, app, o);
+  registerAdmin(uws, app, o);
+  route(uws, 'any', '/*', (req, reply) => reply.error('NOT_FOUND', `no route for ${req.method} ${req.path}`), o);
+  return uws;
+}
+
+export async function startServer(app: App, port = app.cfg.port, host = app.cfg.host): Promise<Server> {
+  let inflight = 0;
+  const idle: (() => void)[] = [];
+  const uws = buildUws(app, {
+    onStart: () => {
+      inflight++;
+    },
+    onDone: () => {
+      if (--inflight === 0) for (const f of idle.splice(0)) f();
+    },
+  });
+  const watchers = startWatchers(app);
+  await watchers.tick();
+  const socket = await new Promise<uWS.us_listen_socket>((resolve, reject) => {
+    uws.listen(host, port, (s) => (s ? resolve(s) : reject(new Error(`cannot listen on ${host}:${port}`))));
+  });
+  const actual = uWS.us_socket_local_port(socket);
+  return {
+    port: actual,
+    app,
+    watchers,
+    inflight: () => inflight,
+    async close(graceMs = app.cfg.shutdownGraceMs) {
+      app.state.shuttingDown = true;
+      app.state.ready = false;
+      uWS.us_listen_socket_close(socket);
+      if (inflight > 0) {
+        await new Promise<void>((resolve) => {
+          const t = setTimeout(resolve, graceMs);
+          idle.push(() => {
+            clearTimeout(t);
+            resolve();
+          });
+        });
+      }
+      watchers.stop();
+    },
+  };
+}

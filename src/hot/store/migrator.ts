@@ -1,0 +1,43 @@
+// Applies migrations/NNNN_name.sql in order, each in its own transaction, under an
+// advisory lock so that concurrent starters do not race; applied ones are recorded in the
+// schema_migrations ledger.
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Pool } from './pool.js';
+import { ROOT } from '../paths.js';
+
+const LOCK_ID = 7_242_001; // arbitrary, fixed: the migrator's advisory lock
+
+export const MIGRATIONS_DIR = join(ROOT, 'src/hot/store/migrations');
+
+export async function migrate(pool: Pool, log: (msg: string) => void = () => undefined): Promise<string[]> {
+  const files = (await readdir(MIGRATIONS_DIR)).filter((f) => /^\d{4}_[a-z0-9_]+\.sql$/.test(f)).sort();
+  const client = await pool.connect();
+  const applied: string[] = [];
+  try {
+    await client.query('SELECT pg_advisory_lock($1)', [LOCK_ID]);
+    await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+      version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
+    const done = new Set((await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((r) => r.version));
+    for (const f of files) {
+      const version = Number(f.slice(0, 4));
+      if (done.has(version)) continue;
+      const sql = await readFile(join(MIGRATIONS_DIR, f), 'utf8');
+      await client.query('BEGIN');
+      try {
+        await client.query(sql);
+        await client.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [version, f]);
+        await client.query('COMMIT');
+      } catch (err) {
+        await client.query('ROLLBACK');
+        throw new Error(`migration ${f} failed: ${(err as Error).message}`);
+      }
+      applied.push(f);
+      log(`applied migration ${f}`);
+    }
+  } finally {
+    await client.query('SELECT pg_advisory_unlock($1)', [LOCK_ID]).catch(() => undefined);
+    client.release();
+  }
+  return applied;
+}
