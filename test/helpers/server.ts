@@ -1,0 +1,124 @@
+// Test harness: a real server on an ephemeral port, against the real Redis and PostgreSQL
+// named by REDIS_URL and DATABASE_URL. Each call gets its own throw-away database (created,
+// migrated, dropped afterwards) and its own Redis key prefix, so test files can run in
+// parallel against one Redis and one PostgreSQL server.
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { createApp, closeApp, type App } from '../../src/hot/app.js';
+import { loadConfig, type Config } from '../../src/hot/config.js';
+import { startServer, type Server } from '../../src/hot/server.js';
+import { createPool } from '../../src/hot/store/pool.js';
+import { migrate } from '../../src/hot/store/migrator.js';
+import pino from 'pino';
+
+export const ADMIN_KEY = 'test-admin-key-0123456789abcdef';
+
+export function baseEnv(): Record<string, string | undefined> {
+  return {
+    ...process.env,
+    NODE_ENV: 'test',
+    ADMIN_API_KEY: ADMIN_KEY,
+    PORT: '0',
+    WORKERS: '1',
+    COOKIE_SECURE: 'false',
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+  };
+}
+
+/** A fresh database on the server of DATABASE_URL; returns its URL and a drop function. */
+export async function freshDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+  const base = loadConfig(baseEnv()).databaseUrl;
+  const name = 't_' + randomBytes(6).toString('hex');
+  const adminUrl = new URL(base);
+  adminUrl.pathname = '/postgres';
+  const admin = new pg.Client({ connectionString: adminUrl.toString() });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(base);
+  url.pathname = '/' + name;
+  const pool = createPool(url.toString(), 1);
+  await migrate(pool);
+  await pool.end();
+  return {
+    url: url.toString(),
+    drop: async () => {
+      const c = new pg.Client({ connectionString: adminUrl.toString() });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await c.end();
+    },
+  };
+}
+
+export interface TestServer {
+  url: string;
+  app: App;
+  server: Server;
+  cfg: Config;
+  /** fetch a path on this server; never follows redirects */
+  req(path: string, init?: RequestInit): Promise<Response>;
+  /** JSON request with the admin Bearer key */
+  admin(method: string, path: string, body?: unknown): Promise<Response>;
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  env?: Record<string, string>;
+  /** reuse a database (for restart tests); default: a fresh one, dropped on close */
+  databaseUrl?: string;
+  redisKeyPrefix?: string;
+}
+
+export async function startTestServer(opts: StartOptions = {}): Promise<TestServer> {
+  const db = opts.databaseUrl ? { url: opts.databaseUrl, drop: async () => undefined } : await freshDatabase();
+  const prefix = opts.redisKeyPrefix ?? 't' + randomBytes(4).toString('hex') + ':';
+  const cfg = loadConfig({ ...baseEnv(), DATABASE_URL: db.url, REDIS_KEY_PREFIX: prefix, ...opts.env });
+  const app = createApp(cfg, 'test', pino({ level: cfg.logLevel }));
+  const server = await startServer(app, 0, '127.0.0.1');
+  const url = `http://127.0.0.1:${server.port}`;
+  const req = (path: string, init: RequestInit = {}) => fetch(url + path, { redirect: 'manual', ...init });
+  return {
+    url,
+    app,
+    server,
+    cfg,
+    req,
+    admin: (method, path, body) =>
+      req(path, {
+        method,
+        headers: { authorization: `Bearer ${ADMIN_KEY}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      }),
+    async close() {
+      await server.close(1000);
+      await dropPrefix(app, prefix).catch(() => undefined);
+      await closeApp(app);
+      await db.drop();
+    },
+  };
+}
+
+async function dropPrefix(app: App, prefix: string): Promise<void> {
+  let cursor = '0';
+  const r = app.redis;
+  if (!('scan' in r)) return;
+  do {
+    const [next, keys] = await r.scan(cursor, 'MATCH', prefix + '*', 'COUNT', 1000);
+    cursor = next;
+    if (keys.length) await r.unlink(...keys);
+  } while (cursor !== '0');
+}
+
+/** Register a production service through the admin API; returns the service object. */
+export async function registerProduction(t: TestServer, body: Record<string, unknown>): Promise<Record<string, unknown> & { id: string }> {
+  const r = await t.admin('POST', '/admin/api/services', body);
+  if (r.status !== 201) throw new Error(`register failed: ${r.status} ${await r.text()}`);
+  return (await r.json()) as Record<string, unknown> & { id: string };
+}
+
+export async function createSandbox(t: TestServer, name = 'Test Sandbox', location?: { lat: number; lon: number }): Promise<{ uuid: string; apiKey: string; tier: string; rateLimit: number }> {
+  const r = await t.req('/sandboxes', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(location ? { name, location } : { name }) });
+  if (r.status !== 201) throw new Error(`sandbox create failed: ${r.status} ${await r.text()}`);
+  return (await r.json()) as { uuid: string; apiKey: string; tier: string; rateLimit: number };
+}

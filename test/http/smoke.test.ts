@@ -1,0 +1,13 @@
+import t from 'tap';
+import { registerProduction, startTestServer } from '../helpers/server.js';
+
+t.test('a registered production service is found by capability', async (t) => {
+  const s = await startTestServer();
+  t.teardown(() => s.close());
+  const svc = await registerProduction(s, { endpoint: 'https://a.example.com', capabilities: ['Smoke-Test'] });
+  t.equal(svc.capabilities && (svc.capabilities as string[])[0], 'smoke-test');
+  const r = await s.req('/services?capability=smoke-test');
+  t.equal(r.status, 200);
+  const body = (await r.json()) as { id: string }[];
+  t.same(body.map((x) => x.id), [svc.id]);
+});
