@@ -115,7 +115,8 @@ export function canonicalize(path: string, raw: string | null, spec: QuerySpec):
   const parsed = parseQs(raw) as Record<string, string | string[]>;
   const params: Params = new Map();
   for (const name in parsed) {
-    const kind = spec[name];
+    // own keys only: "constructor" or "__proto__" must not find Object.prototype members
+    const kind = Object.hasOwn(spec, name) ? spec[name] : undefined;
     if (kind === undefined) continue; // unknown parameter: dropped
     const rawVals = parsed[name]!;
     const vals = new Set<string>();
@@ -127,7 +128,8 @@ export function canonicalize(path: string, raw: string | null, spec: QuerySpec):
     if (vals.size) params.set(name, [...vals].sort(compareCodePoints));
   }
   const canonical = serialize(params);
-  if (canonical !== raw) {
+  // a bare '?' (raw "") is not canonical either: the canonical form then has no '?' at all
+  if (canonical !== raw || canonical === '') {
     return { kind: 'redirect', location: canonical ? path + '?' + canonical : path };
   }
   return { kind: 'ok', canonical, params };
