@@ -6,7 +6,10 @@
 -- ARGV[1]    after        exclusive lower bound on seq ("" for the first page)
 -- ARGV[2]    limit        page size; limit+1 are looked for to know whether more exist
 -- ARGV[3]    budget       most members of the smallest set to examine (0 = no bound)
--- Returns: -1 when the namespace is not indexed; otherwise
+-- ARGV[4]    heavy        planner threshold: with several sets whose smallest has more
+--                          members than this, do not scan here (0 = always scan)
+-- Returns: -1 when the namespace is not indexed; { -2, version } when the intersection is
+-- heavy (the caller runs it in the worker pool); otherwise
 --   { more (0/1), lastSeq ("" none), exhausted (0/1: budget ran out), seq1, doc1, seq2, doc2, ... }
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 local limit = tonumber(ARGV[2])
@@ -21,6 +24,10 @@ end
 table.sort(sets, function(a, b) return a.n < b.n end)
 local out = { 0, '', 0 }
 if sets[1].n == 0 then return out end
+local heavy = tonumber(ARGV[4] or '0')
+if #sets > 1 and heavy > 0 and sets[1].n > heavy then
+  return { -2, redis.call('GET', KEYS[1]) }
+end
 
 local found = {}
 if #sets == 1 then

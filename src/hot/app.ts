@@ -8,6 +8,8 @@ import { Projector } from './index/projector.js';
 import { createRedis, type RedisClient } from './redis/client.js';
 import { SandboxAuth } from './sandbox/auth.js';
 import { createPool, type Pool } from './store/pool.js';
+import { ResultCache } from './cache.js';
+import { IntersectPool } from '../workers/pool.js';
 
 export interface AppState {
   /** the index is live and PostgreSQL answered recently */
@@ -29,6 +31,9 @@ export interface App {
   log: Logger;
   state: AppState;
   version: string;
+  cache: ResultCache;
+  /** Piscina pool of heavy intersections (null when disabled) */
+  workers: IntersectPool | null;
 }
 
 /** Log redaction: no key, cookie or Authorization value ever reaches a log line. */
@@ -54,21 +59,36 @@ export function createApp(cfg: Config, version: string, log = createLogger(cfg))
   const pool = createPool(cfg.databaseUrl);
   const redis = createRedis(cfg);
   const keys = new Keys(cfg.redisKeyPrefix);
+  const index = new Index(redis, keys);
+  const intersectPool = cfg.heavyIntersectionThreshold > 0 ? new IntersectPool(cfg) : null;
+  index.pool = intersectPool;
+  index.heavyThreshold = cfg.heavyIntersectionThreshold;
+  const cache = new ResultCache(cfg.resultCacheEntries, cfg.resultCacheTtlMs);
+  const projector = new Projector(pool, redis, keys);
+  projector.onApplied = (namespaces) => {
+    // this thread at once; every other thread and node through Redis pub/sub
+    for (const ns of namespaces) {
+      cache.invalidate(ns);
+      redis.publish(keys.invalidationChannel(), ns).catch(() => undefined);
+    }
+  };
   return {
     cfg,
     pool,
     redis,
     keys,
-    index: new Index(redis, keys),
-    projector: new Projector(pool, redis, keys),
+    index,
+    projector,
     auth: new SandboxAuth(pool, redis, keys, cfg.tiers),
     log,
     state: { ready: false, shuttingDown: false, rebuilding: false, pgUp: false, redisUp: false },
     version,
+    cache,
+    workers: intersectPool,
   };
 }
 
 export async function closeApp(app: App): Promise<void> {
   app.projector.stop();
-  await Promise.allSettled([app.pool.end(), app.redis.quit()]);
+  await Promise.allSettled([app.pool.end(), app.redis.quit(), app.workers?.close()]);
 }

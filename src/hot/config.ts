@@ -58,6 +58,8 @@ export interface Config {
   poolThreads: number;
   /** in-process result cache entries per worker thread (0 disables it) */
   resultCacheEntries: number;
+  /** bound on a cached result's staleness should an invalidation message be lost, ms */
+  resultCacheTtlMs: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -164,9 +166,10 @@ export function loadConfig(env: Env = process.env): Config {
     outboxSweepMs: int(env, 'OUTBOX_SWEEP_MS', 1000, 50, 600_000),
     logLevel: env.LOG_LEVEL || 'info',
     accessLog: bool(env, 'ACCESS_LOG', false), // off: it costs hot-path throughput
-    heavyIntersectionThreshold: int(env, 'HEAVY_INTERSECTION_THRESHOLD', 20_000, 1, 100_000_000),
+    heavyIntersectionThreshold: int(env, 'HEAVY_INTERSECTION_THRESHOLD', 5_000, 0, 100_000_000), // 0 disables the pool
     poolMaxQueue: int(env, 'POOL_MAX_QUEUE', 64, 1, 100_000),
     poolThreads: int(env, 'POOL_THREADS', 1, 1, 64),
     resultCacheEntries: int(env, 'RESULT_CACHE_ENTRIES', 10_000, 0, 10_000_000),
+    resultCacheTtlMs: int(env, 'RESULT_CACHE_TTL_MS', 2000, 10, 3_600_000), // pub/sub invalidates within ms; this is the safety net
   };
 }

@@ -30,6 +30,7 @@ export class Reply {
   done = false;
   /** status sent (0 when the client went away first), for metrics and access logs */
   status = 0;
+  private ac: AbortController | null = null;
   /** called exactly once: after the response was written, or when the client aborted */
   constructor(
     readonly res: HttpResponse,
@@ -37,11 +38,19 @@ export class Reply {
   ) {
     res.onAborted(() => {
       this.aborted = true;
+      this.ac?.abort();
       if (!this.done) {
         this.done = true;
         this.onEnd(this);
       }
     });
+  }
+
+  /** aborted when the client goes away: cancels work done on its behalf */
+  get signal(): AbortSignal {
+    this.ac ??= new AbortController();
+    if (this.aborted) this.ac.abort();
+    return this.ac.signal;
   }
 
   send(status: number, headers: Headers, body: string | Uint8Array = '', close = false): void {

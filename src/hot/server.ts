@@ -5,6 +5,7 @@ import { registerAdmin } from '../admin/routes.js';
 import type { App } from './app.js';
 import { route, type RouteOptions } from './http.js';
 import { startWatchers, type Watchers } from './lifecycle.js';
+import { startInvalidation } from './invalidation.js';
 import { openApiDocument } from './openapi.js';
 import { registerPublic } from './routes/public.js';
 import { registerSandbox } from './routes/sandbox.js';
@@ -53,6 +54,7 @@ export async function startServer(app: App, port = app.cfg.port, host = app.cfg.
     },
   });
   const watchers = startWatchers(app);
+  const stopInvalidation = startInvalidation(app);
   await watchers.tick();
   const socket = await new Promise<uWS.us_listen_socket>((resolve, reject) => {
     uws.listen(host, port, (s) => (s ? resolve(s) : reject(new Error(`cannot listen on ${host}:${port}`))));
@@ -77,6 +79,7 @@ export async function startServer(app: App, port = app.cfg.port, host = app.cfg.
         });
       }
       watchers.stop();
+      await stopInvalidation();
     },
   };
 }

@@ -5,6 +5,7 @@ import { ApiError } from '../domain/errors.js';
 import type { Filters } from '../domain/canonical.js';
 import { Keys } from '../domain/keys.js';
 import type { RedisClient } from '../redis/client.js';
+import type { IntersectPool } from '../../workers/pool.js';
 
 export type FilterSets = Pick<Filters, 'capabilities' | 'properties' | 'deviceClass' | 'protocol' | 'iotReady'>;
 
@@ -23,6 +24,10 @@ export function notIndexed(): ApiError {
 export class Index {
   /** live generation; null until known (or after Redis lost it) */
   gen: string | null = null;
+  /** heavy intersections go to this pool (null: always intersect in Redis) */
+  pool: IntersectPool | null = null;
+  /** smallest-set size above which an intersection is heavy (measured: docs/decisions.md) */
+  heavyThreshold = 0;
 
   constructor(
     readonly redis: RedisClient,
@@ -53,13 +58,20 @@ export class Index {
   }
 
   /** One page of a search; `after` is an exclusive seq bound ("" for the start). */
-  async search(ns: string, f: FilterSets, after: string, limit: number, budget = 0): Promise<Page> {
+  async search(ns: string, f: FilterSets, after: string, limit: number, signal?: AbortSignal): Promise<Page> {
     const gen = this.liveGen();
     const k = this.keys;
     const sets = this.filterKeys(ns, gen, f);
-    const r = (await this.redis.search(2 + sets.length, k.ver(ns, gen), k.docs(ns, gen), ...sets, after, limit, budget)) as number | string[];
+    const heavy = this.pool ? this.heavyThreshold : 0;
+    const r = (await this.redis.search(2 + sets.length, k.ver(ns, gen), k.docs(ns, gen), ...sets, after, limit, 0, heavy)) as number | string[];
     if (r === -1) throw notIndexed();
     const arr = r as (string | number)[];
+    if (arr[0] === -2 && this.pool) {
+      // the planner in search.lua found every set large: intersect in the worker pool
+      const p = await this.pool.run({ version: String(arr[1]), sets, docsKey: k.docs(ns, gen), after: after === '' ? -1 : Number(after), limit }, signal);
+      const seqs = p.seqs.map(String);
+      return { seqs, docs: p.docs, more: p.more, last: seqs.length ? seqs[seqs.length - 1]! : '' };
+    }
     const seqs: string[] = [];
     const docs: string[] = [];
     for (let i = 3; i < arr.length; i += 2) {

@@ -5,8 +5,9 @@ import { ApiError } from '../domain/errors.js';
 import type { App } from '../app.js';
 import { JSON_TYPE, type Headers, type Reply, type Req } from '../http.js';
 import { PRODUCTION } from '../domain/keys.js';
+import type { CachedResult } from '../cache.js';
 
-type Canon = { params: Params; filters: Filters };
+type Canon = { params: Params; filters: Filters; canonical: string };
 
 /** Canonical check: answers 302/400 itself and returns null, or returns the filters. */
 export function canonicalOr(reply: Reply, req: Req, spec: typeof SEARCH_SPEC, common: Headers): Canon | null {
@@ -24,17 +25,29 @@ export function canonicalOr(reply: Reply, req: Req, spec: typeof SEARCH_SPEC, co
     reply.error('BAD_QUERY', f.message, common.filter(([k]) => k !== 'Cache-Control'));
     return null;
   }
-  return { params: c.params, filters: f.filters };
+  return { params: c.params, filters: f.filters, canonical: c.canonical };
+}
+
+/** Answer from the in-process result cache, or compute, cache and answer. */
+async function cached(app: App, reply: Reply, ns: string, key: string, common: Headers, compute: () => Promise<CachedResult>): Promise<void> {
+  const hit = app.cache.get(key, ns);
+  if (hit) return reply.send(200, [['Content-Type', JSON_TYPE], ...common, ...hit.headers], hit.body);
+  const version = app.cache.version(ns); // before reading Redis: a write meanwhile wins
+  const r = await compute();
+  app.cache.set(key, ns, version, r);
+  reply.send(200, [['Content-Type', JSON_TYPE], ...common, ...r.headers], r.body);
 }
 
 export async function searchServices(app: App, req: Req, reply: Reply, ns: string, common: Headers): Promise<void> {
   const c = canonicalOr(reply, req, SEARCH_SPEC, common);
   if (!c) return;
   const f = c.filters;
-  const page = await app.index.search(ns, f, f.after ?? '', f.limit);
-  const headers: Headers = [...common];
-  if (page.more && page.last) headers.push(['Link', `<${req.path}?${nextQuery(c.params, page.last)}>; rel="next"`]);
-  reply.json(200, '[' + page.docs.join(',') + ']', headers);
+  await cached(app, reply, ns, ns + '\0s\0' + req.path + '?' + c.canonical, common, async () => {
+    const page = await app.index.search(ns, f, f.after ?? '', f.limit, reply.signal);
+    const headers: Headers = [];
+    if (page.more && page.last) headers.push(['Link', `<${req.path}?${nextQuery(c.params, page.last)}>; rel="next"`]);
+    return { body: Buffer.from('[' + page.docs.join(',') + ']'), headers };
+  });
 }
 
 interface Binding {
@@ -73,6 +86,10 @@ function bindingsOf(d: DocShape, f: Filters): Binding[] {
 export async function searchDevices(app: App, req: Req, reply: Reply, common: Headers): Promise<void> {
   const c = canonicalOr(reply, req, DEVICES_SPEC, common);
   if (!c) return;
+  await cached(app, reply, PRODUCTION, PRODUCTION + '\0d\0' + c.canonical, common, () => deviceBindings(app, req, reply, c));
+}
+
+async function deviceBindings(app: App, req: Req, reply: Reply, c: Canon): Promise<CachedResult> {
   const f = c.filters;
   let after = '';
   let skipSeq = '';
@@ -89,7 +106,7 @@ export async function searchDevices(app: App, req: Req, reply: Reply, common: He
   const pos: { seq: string; k: number; n: number }[] = [];
   let more = false;
   for (;;) {
-    const page = await app.index.search(PRODUCTION, { ...f, iotReady: true }, after, f.limit + 1);
+    const page = await app.index.search(PRODUCTION, { ...f, iotReady: true }, after, f.limit + 1, reply.signal);
     for (let i = 0; i < page.docs.length && out.length <= f.limit; i++) {
       const seq = page.seqs[i]!;
       const all = bindingsOf(JSON.parse(page.docs[i]!) as DocShape, f);
@@ -106,14 +123,14 @@ export async function searchDevices(app: App, req: Req, reply: Reply, common: He
     if (!page.more || !page.last) break;
     after = page.last;
   }
-  const headers: Headers = [...common];
+  const headers: Headers = [];
   if (more) {
     out.length = f.limit;
     const p = pos[f.limit - 1]!;
     const cursor = p.k + 1 < p.n ? `${p.seq}.${p.k + 1}` : p.seq;
     headers.push(['Link', `<${req.path}?${nextQuery(c.params, cursor)}>; rel="next"`]);
   }
-  reply.json(200, JSON.stringify(out), headers);
+  return { body: Buffer.from(JSON.stringify(out)), headers };
 }
 
 export function anonymousSearchHeaders(app: App): Headers {

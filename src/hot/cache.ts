@@ -1,0 +1,71 @@
+// In-process cache of serialised search results, keyed by namespace + route + canonical
+// query. Invalidation is by namespace version: every applied write publishes its namespace
+// on a Redis channel, every thread (and node) bumps its local version of that namespace,
+// and entries made under an older version are dead. Entries also expire after `ttlMs`, the
+// bound on staleness should an invalidation message be lost (the subscriber's reconnects
+// clear everything, too).
+import type { Headers } from './http.js';
+
+export interface CachedResult {
+  body: Buffer;
+  /** response headers that belong to this result (Link, ETag, Deprecation, ...) */
+  headers: Headers;
+}
+
+interface Entry extends CachedResult {
+  ns: string;
+  version: number;
+  expires: number;
+}
+
+export class ResultCache {
+  private entries = new Map<string, Entry>();
+  private versions = new Map<string, number>();
+  /** bumped by clear(): entries of namespaces never invalidated before die too */
+  private epoch = 0;
+  hits = 0;
+  misses = 0;
+
+  constructor(
+    readonly maxEntries: number,
+    readonly ttlMs: number,
+  ) {}
+
+  /** Take the version before reading Redis; store with it (a write in between wins). */
+  version(ns: string): number {
+    return this.epoch * 1e9 + (this.versions.get(ns) ?? 0);
+  }
+
+  get(key: string, ns: string): CachedResult | null {
+    const e = this.entries.get(key);
+    if (!e || e.version !== this.version(ns) || e.expires < Date.now()) {
+      if (e) this.entries.delete(key);
+      this.misses++;
+      return null;
+    }
+    this.hits++;
+    return e;
+  }
+
+  set(key: string, ns: string, version: number, value: CachedResult): void {
+    if (this.maxEntries === 0 || version !== this.version(ns)) return;
+    if (this.entries.size >= this.maxEntries) {
+      // evict the oldest insertion: cheap, and hot keys are re-inserted on their next miss
+      this.entries.delete(this.entries.keys().next().value!);
+    }
+    this.entries.set(key, { ...value, ns, version, expires: Date.now() + this.ttlMs });
+  }
+
+  invalidate(ns: string): void {
+    this.versions.set(ns, (this.versions.get(ns) ?? 0) + 1);
+  }
+
+  clear(): void {
+    this.epoch++;
+    this.entries.clear();
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+}

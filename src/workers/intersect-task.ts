@@ -1,0 +1,79 @@
+// Piscina task: one page of a heavy intersection. The worker fetches the sets itself, over
+// its own Redis connection, so that parsing replies of tens of thousands of members never
+// runs on a serving thread's event loop; it returns the page's documents, moved (not copied).
+// Fetched sets are kept per worker while their namespace version is unchanged.
+import { Redis, Cluster } from 'ioredis';
+import { move } from 'piscina';
+import { intersectSorted } from './intersect.js';
+
+export interface IntersectTask {
+  redisUrl: string;
+  clusterNodes: string[];
+  /** namespace version the planner read; cached sets of another version are refetched */
+  version: string;
+  sets: string[];
+  docsKey: string;
+  after: number;
+  limit: number;
+}
+
+/**
+ * The page, packed into one buffer so it can be moved rather than copied:
+ * [u32 more][u32 n][n × f64 seqs][UTF-8 documents joined with "\n"] (serialised JSON never
+ * holds a raw newline, so the join can be split again)
+ */
+export function packPage(seqs: Float64Array, docs: string, more: boolean): Uint8Array {
+  const text = Buffer.from(docs);
+  const out = new Uint8Array(8 + seqs.length * 8 + text.length);
+  const view = new DataView(out.buffer);
+  view.setUint32(0, more ? 1 : 0, true);
+  view.setUint32(4, seqs.length, true);
+  for (let i = 0; i < seqs.length; i++) view.setFloat64(8 + i * 8, seqs[i]!, true);
+  out.set(text, 8 + seqs.length * 8);
+  return out;
+}
+
+export function unpackPage(buf: Uint8Array): { seqs: number[]; docs: string[]; more: boolean } {
+  const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+  const n = view.getUint32(4, true);
+  const seqs: number[] = [];
+  for (let i = 0; i < n; i++) seqs.push(view.getFloat64(8 + i * 8, true));
+  const text = Buffer.from(buf.buffer, buf.byteOffset + 8 + n * 8, buf.byteLength - 8 - n * 8).toString();
+  return { seqs, more: view.getUint32(0, true) === 1, docs: text ? text.split('\n') : [] };
+}
+
+let client: Redis | Cluster | null = null;
+const setCache = new Map<string, { version: string; members: Float64Array }>();
+const SET_CACHE_MAX = 64;
+
+function redis(t: IntersectTask): Redis | Cluster {
+  if (!client) {
+    client = t.clusterNodes.length
+      ? new Cluster(t.clusterNodes.map((n) => ({ host: n.split(':')[0]!, port: Number(n.split(':')[1]) })), { redisOptions: { maxRetriesPerRequest: 1 } })
+      : new Redis(t.redisUrl, { maxRetriesPerRequest: 1 });
+    client.on('error', () => undefined);
+  }
+  return client;
+}
+
+async function members(r: Redis | Cluster, key: string, version: string): Promise<Float64Array> {
+  const hit = setCache.get(key);
+  if (hit && hit.version === version) return hit.members;
+  const raw = await r.zrange(key, 0, -1);
+  const arr = new Float64Array(raw.length);
+  for (let i = 0; i < raw.length; i++) arr[i] = Number(raw[i]);
+  if (setCache.size >= SET_CACHE_MAX) setCache.delete(setCache.keys().next().value!);
+  setCache.set(key, { version, members: arr });
+  return arr;
+}
+
+export default async function intersectPage(t: IntersectTask): Promise<Uint8Array> {
+  const r = redis(t);
+  const arrays = await Promise.all(t.sets.map((k) => members(r, k, t.version)));
+  const hits = intersectSorted(arrays, t.after, t.limit + 1);
+  const more = hits.length > t.limit;
+  const seqs = more ? hits.slice(0, t.limit) : hits;
+  let docs = '';
+  if (seqs.length) docs = (await r.hmget(t.docsKey, ...Array.from(seqs, String))).map((x) => x ?? 'null').join('\n');
+  return move(packPage(seqs, docs, more)) as Uint8Array;
+}
