@@ -1,8 +1,9 @@
 // Service writes and reads against PostgreSQL. Each write runs in one transaction that
 // also inserts an outbox row; the caller acknowledges only after COMMIT returned.
 import { randomBytes } from 'node:crypto';
+import { appendChanges, deletedData, type ChangeInput, type ChangeType } from '../changes/events.js';
 import { ApiError } from '../domain/errors.js';
-import type { ServiceRecord } from '../domain/service.js';
+import { serializeService, type ServiceRecord } from '../domain/service.js';
 import type { ServiceChange, ServiceInput } from '../domain/validation.js';
 import { query, withTx, type Client, type Pool } from './pool.js';
 
@@ -33,6 +34,12 @@ export interface WriteResult {
 async function outbox(c: Client, ns: string, id: string): Promise<number> {
   const r = await c.query<{ id: string }>('INSERT INTO outbox (ns, service_id) VALUES ($1, $2) RETURNING id', [ns, id]);
   return Number(r.rows[0]!.id);
+}
+
+/** The change event of a write, with the service as it stands inside the transaction. */
+async function changeOf(c: Client, ns: string, id: string, type: ChangeType): Promise<ChangeInput> {
+  const r = await c.query<Row>(SELECT_STATE + ' WHERE s.id = $1', [id]);
+  return { ns, serviceId: id, type, data: r.rows[0] ? serializeService(toRecord(r.rows[0])) : deletedData(id) };
 }
 
 async function writeDetails(c: Client, id: string, s: Partial<ServiceInput>): Promise<void> {
@@ -74,13 +81,15 @@ export async function createService(pool: Pool, ns: string, s: ServiceInput, id 
       [id, ns, s.endpoint, s.deprecated, s.locked, s.sunsetDate],
     );
     await writeDetails(c, id, s);
-    return { id, ns, rev: await outbox(c, ns, id) };
+    const rev = await outbox(c, ns, id);
+    await appendChanges(c, [await changeOf(c, ns, id, 'service.created')]); // last: see changes/events.ts
+    return { id, ns, rev };
   });
 }
 
 /** Lock the row and check it is in `ns`; a service of another namespace is "not found". */
-async function lockService(c: Client, ns: string, id: string): Promise<{ locked: boolean }> {
-  const r = await c.query<{ locked: boolean }>('SELECT locked FROM services WHERE id = $1 AND ns = $2 FOR UPDATE', [id, ns]);
+async function lockService(c: Client, ns: string, id: string): Promise<{ locked: boolean; deprecated: boolean }> {
+  const r = await c.query<{ locked: boolean; deprecated: boolean }>('SELECT locked, deprecated FROM services WHERE id = $1 AND ns = $2 FOR UPDATE', [id, ns]);
   if (!r.rows[0]) throw new ApiError('NOT_FOUND', 'no such service');
   return r.rows[0];
 }
@@ -110,7 +119,11 @@ export async function patchService(pool: Pool, ns: string, id: string, ch: Servi
       [id, ch.endpoint ?? null, ch.deprecated ?? null, ch.locked ?? null, ch.sunsetDate !== undefined, ch.sunsetDate ?? null],
     );
     await writeDetails(c, id, ch);
-    return { id, ns, rev: await outbox(c, ns, id) };
+    const rev = await outbox(c, ns, id);
+    // a patch that turns deprecation on is the event fleets care most about: its own type
+    const type: ChangeType = ch.deprecated === true && !cur.deprecated ? 'service.deprecated' : 'service.updated';
+    await appendChanges(c, [await changeOf(c, ns, id, type)]);
+    return { id, ns, rev };
   });
 }
 
@@ -123,6 +136,8 @@ export async function deleteService(pool: Pool, ns: string, id: string): Promise
     await c.query('DELETE FROM services WHERE id = $1', [id]);
     const out: WriteResult[] = [{ id, ns, rev: await outbox(c, ns, id) }];
     for (const r of by.rows) out.push({ id: r.service_id, ns, rev: await outbox(c, ns, r.service_id) });
+    // the listing services' objects do not show candidates, so only the deletion is an event
+    await appendChanges(c, [{ ns, serviceId: id, type: 'service.deleted', data: deletedData(id) }]);
     return out;
   });
 }
@@ -140,7 +155,9 @@ export async function addReplacement(pool: Pool, ns: string, id: string, candida
       [id, candidateId],
     );
     if (!ins.rowCount) throw new ApiError('CONFLICT', 'that service is already a replacement candidate');
-    return { id, ns, rev: await outbox(c, ns, id) };
+    const rev = await outbox(c, ns, id);
+    await appendChanges(c, [await changeOf(c, ns, id, 'service.updated')]);
+    return { id, ns, rev };
   });
 }
 

@@ -1,0 +1,94 @@
+// The admin API read by the dashboard: stats, the paged sandbox list, sandbox detail, the
+// located sandboxes for the overview map, and tier changes. Every handler authenticates
+// first, so an unauthenticated caller learns nothing (401) before anything else is checked.
+import type { TemplatedApp } from 'uWebSockets.js';
+import type { App } from '../hot/app.js';
+import { ApiError } from '../hot/domain/errors.js';
+import { check, validators } from '../hot/domain/validation.js';
+import { parseJson, route, type Headers, type RouteOptions } from '../hot/http.js';
+import { pollData, sandboxSummary } from '../hot/routes/sandbox.js';
+import { writeSandboxMeta } from '../hot/store/sandbox-meta.js';
+import { countServices, getSandbox, setTier } from '../hot/store/sandboxes.js';
+import { requireAdmin } from './auth.js';
+import { pageFields, parseListQuery } from './paging.js';
+import { listSandboxes, locatedSandboxes, tierHistory } from './queries.js';
+import { stats } from './stats.js';
+
+const NO_STORE: Headers = [['Cache-Control', 'no-store']];
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** markers on the overview map; more would only be ink */
+const MAP_POINTS = 2000;
+
+export function registerAdminApi(uws: TemplatedApp, app: App, o: RouteOptions): void {
+  const ob = { ...o, body: true };
+
+  route(uws, 'get', '/admin/api/stats', async (req, reply) => {
+    await requireAdmin(app, req);
+    reply.json(200, JSON.stringify(await stats(app)), NO_STORE);
+  }, o);
+
+  route(uws, 'get', '/admin/api/sandboxes', async (req, reply) => {
+    await requireAdmin(app, req);
+    const q = parseListQuery(req.query, app.cfg.tiers);
+    const size = app.cfg.adminPageSize;
+    const { rows, total } = await listSandboxes(app.pool, q.tier, size, q.page * size);
+    const items = rows.map((r) => ({ ...sandboxSummary(app, r), serviceCount: Number(r.service_count) }));
+    reply.json(200, JSON.stringify({ items, tier: q.tier, ...pageFields(total, size, q.page) }), NO_STORE);
+  }, o);
+
+  route(uws, 'get', '/admin/api/locations', async (req, reply) => {
+    await requireAdmin(app, req);
+    reply.json(200, JSON.stringify(await locatedSandboxes(app.pool, MAP_POINTS)), NO_STORE);
+  }, o);
+
+  route(uws, 'get', '/admin/api/sandboxes/:uuid', async (req, reply) => {
+    await requireAdmin(app, req);
+    const uuid = req.params[0]!;
+    const s = UUID_RE.test(uuid) ? await getSandbox(app.pool, uuid) : null;
+    if (!s) throw new ApiError('NOT_FOUND', 'no such sandbox');
+    const [serviceCount, history, poll] = await Promise.all([
+      countServices(app.pool, s.uuid),
+      tierHistory(app.pool, s.uuid),
+      // counters are derived data: the detail still answers while Redis is away
+      pollData(app, s.uuid, 12).catch(() => null),
+    ]);
+    reply.json(
+      200,
+      JSON.stringify({
+        ...sandboxSummary(app, s),
+        serviceCount,
+        counters: poll ? { total: poll.total, rejected: poll.rejected, windowTotal: poll.buckets.reduce((a, b) => a + b, 0) } : null,
+        tierChanges: history.map((h) => ({ from: h.old_tier, to: h.new_tier, by: h.changed_by, at: h.changed_at.toISOString() })),
+      }),
+      NO_STORE,
+    );
+  }, o);
+
+  route(uws, 'post', '/admin/api/sandboxes/:uuid/tier', async (req, reply, body) => {
+    const who = await requireAdmin(app, req);
+    const { tier } = check(validators.tierChange, parseJson(req, body));
+    const limit = app.cfg.tiers[tier];
+    if (!Object.hasOwn(app.cfg.tiers, tier) || limit === undefined) {
+      throw new ApiError('VALIDATION_FAILED', `unknown tier "${tier}"; one of ${Object.keys(app.cfg.tiers).join(', ')}`);
+    }
+    const uuid = req.params[0]!;
+    if (!UUID_RE.test(uuid)) throw new ApiError('NOT_FOUND', 'no such sandbox');
+    const row = await setTier(app.pool, uuid.toLowerCase(), tier, who.by);
+    // The rate-limit script reads the limit from this hash on every request, so the new
+    // limit applies to the very next one. PostgreSQL already has the change; if Redis
+    // fails here the caller is told, and repeating the call applies it.
+    try {
+      await writeSandboxMeta(app.redis, app.keys, row.uuid, row.name, row.tier, limit, '');
+    } catch (err) {
+      app.log.warn({ err: String(err), uuid: row.uuid }, 'tier saved but not applied to Redis');
+      throw new ApiError('UNAVAILABLE', 'the tier was saved but the new limit could not be applied yet; repeat the call', { 'Retry-After': '1' });
+    }
+    reply.json(200, JSON.stringify(sandboxSummary(app, row)), NO_STORE);
+  }, ob);
+
+  // Unknown /admin/api/* paths: 401 first (nothing is revealed to strangers), then 404.
+  route(uws, 'any', '/admin/api/*', async (req, reply) => {
+    await requireAdmin(app, req);
+    reply.error('NOT_FOUND', `no route for ${req.method} ${req.path}`);
+  }, o);
+}
