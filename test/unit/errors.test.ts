@@ -1,0 +1,30 @@
+// The error registry: every code maps to a 4xx/5xx status, codes are unique and
+// UPPER_SNAKE_CASE, every status has a reason phrase, and the body has the contract shape.
+import t from 'tap';
+import { ApiError, errorBody, ERRORS, STATUS_TEXT, type ErrorCode } from '../../src/hot/domain/errors.js';
+
+const entries = Object.entries(ERRORS) as [ErrorCode, number][];
+
+t.ok(entries.length > 0, 'the registry is not empty');
+
+for (const [code, status] of entries) {
+  t.test(code, async (t) => {
+    t.match(code, /^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$/, 'upper snake case');
+    t.ok(Number.isInteger(status) && status >= 400 && status <= 599, `status ${status} is 4xx/5xx`);
+    t.ok(STATUS_TEXT[status], 'the status has a reason phrase');
+    t.match(STATUS_TEXT[status] ?? '', new RegExp(`^${status} `));
+    const e = new ApiError(code, 'msg');
+    t.equal(e.status, status);
+    t.same(JSON.parse(errorBody(code, 'human readable')), { error: { code, message: 'human readable' } });
+  });
+}
+
+t.test('codes are unique (case-insensitively)', async (t) => {
+  const lower = entries.map(([c]) => c.toLowerCase());
+  t.equal(new Set(lower).size, lower.length);
+});
+
+t.test('the statuses the contract names have codes', async (t) => {
+  const statuses = new Set(entries.map(([, s]) => s));
+  for (const s of [400, 401, 403, 404, 413, 415, 429, 500, 503]) t.ok(statuses.has(s), String(s));
+});
