@@ -27,7 +27,7 @@ local function dropCache(seq)
 end
 local function split(s, sep)
   local out = {}
-  if s == nil or s == '' then return out end
+  if not s or s == '' then return out end
   for part in string.gmatch(s, '([^' .. sep .. ']+)') do out[#out + 1] = part end
   return out
 end
