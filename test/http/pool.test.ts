@@ -1,0 +1,54 @@
+// Heavy intersections run in the Piscina pool: the same pages as Redis's own scan, a
+// bounded queue that answers 503 + Retry-After when full.
+import t from 'tap';
+import { registerProduction, startTestServer } from '../helpers/server.js';
+
+t.test('pool intersections equal Redis intersections, page by page', async (t) => {
+  const redisSide = await startTestServer({ env: { HEAVY_INTERSECTION_THRESHOLD: '0', RESULT_CACHE_ENTRIES: '0' } });
+  t.teardown(() => redisSide.close());
+  const poolSide = await startTestServer({
+    env: { HEAVY_INTERSECTION_THRESHOLD: '1', RESULT_CACHE_ENTRIES: '0' },
+    databaseUrl: redisSide.cfg.databaseUrl,
+    redisKeyPrefix: redisSide.cfg.redisKeyPrefix,
+  });
+  t.teardown(() => poolSide.server.close(100).then(() => poolSide.app.redis.quit()).then(() => poolSide.app.pool.end()).then(() => poolSide.app.workers?.close()));
+  t.ok(poolSide.app.workers, 'the pool exists');
+  t.equal(redisSide.app.workers, null, 'threshold 0 disables it');
+
+  for (let i = 0; i < 40; i++) {
+    const caps = ['heavy-a'];
+    if (i % 2 === 0) caps.push('heavy-b');
+    if (i % 3 === 0) caps.push('heavy-c');
+    await registerProduction(redisSide, { endpoint: `https://h${i}.example.com`, capabilities: caps, properties: { mod: String(i % 4) } });
+  }
+  for (const q of ['capability=heavy-a&capability=heavy-b&limit=4', 'capability=heavy-b&capability=heavy-c&limit=3', 'capability=heavy-a&capability=heavy-c&property=mod:0']) {
+    let path: string | null = `/services?${q}`;
+    let pages = 0;
+    while (path) {
+      const [r1, r2]: [Response, Response] = await Promise.all([redisSide.req(path), poolSide.req(path)]);
+      t.equal(r2.status, 200);
+      t.equal(await r2.text(), await r1.text(), `${path} body`);
+      t.equal(r2.headers.get('link'), r1.headers.get('link'), `${path} next link`);
+      const link: string | null = r1.headers.get('link');
+      path = link ? /<([^>]+)>/.exec(link)![1]! : null;
+      pages++;
+    }
+    t.ok(pages >= 1, `${q}: ${pages} pages compared`);
+  }
+});
+
+t.test('a full queue answers 503 with Retry-After', async (t) => {
+  const s = await startTestServer({ env: { HEAVY_INTERSECTION_THRESHOLD: '1', RESULT_CACHE_ENTRIES: '0', POOL_MAX_QUEUE: '1', POOL_THREADS: '1' } });
+  t.teardown(() => s.close().then(() => s.app.workers?.close()));
+  for (let i = 0; i < 30; i++) await registerProduction(s, { endpoint: `https://q${i}.example.com`, capabilities: ['qa', 'qb'] });
+  const rs = await Promise.all(Array.from({ length: 60 }, (_, i) => s.req(`/services?capability=qa&capability=qb&limit=${1 + (i % 20)}`)));
+  const statuses = rs.map((r) => r.status);
+  t.ok(statuses.every((x) => x === 200 || x === 503), 'only 200 or 503');
+  t.ok(statuses.includes(200), 'some were served');
+  const busy = rs.find((r) => r.status === 503);
+  t.ok(busy, 'some were refused while the queue was full');
+  if (busy) {
+    t.equal(busy.headers.get('retry-after'), '1');
+    t.match(await busy.json(), { error: { code: 'OVERLOADED' } });
+  }
+});

@@ -1,0 +1,44 @@
+import t from 'tap';
+import { ResultCache } from '../../src/hot/cache.js';
+
+const v = (s: string) => ({ body: Buffer.from(s), headers: [] as [string, string][] });
+
+t.test('hit until the namespace is invalidated', async (t) => {
+  const c = new ResultCache(10, 60_000);
+  c.set('k', 'production', c.version('production'), v('a'));
+  t.equal(c.get('k', 'production')?.body.toString(), 'a');
+  c.invalidate('sandbox-1');
+  t.ok(c.get('k', 'production'), 'another namespace does not matter');
+  c.invalidate('production');
+  t.equal(c.get('k', 'production'), null);
+});
+
+t.test('a result computed across an invalidation is not stored', async (t) => {
+  const c = new ResultCache(10, 60_000);
+  const before = c.version('production');
+  c.invalidate('production'); // a write landed while the result was being computed
+  c.set('k', 'production', before, v('stale'));
+  t.equal(c.get('k', 'production'), null);
+});
+
+t.test('clear() kills namespaces never invalidated before, and in-flight results', async (t) => {
+  const c = new ResultCache(10, 60_000);
+  const before = c.version('x');
+  c.set('k', 'x', before, v('a'));
+  c.clear();
+  t.equal(c.get('k', 'x'), null);
+  c.set('k2', 'x', before, v('stale'));
+  t.equal(c.get('k2', 'x'), null);
+});
+
+t.test('entries expire and the size is bounded', async (t) => {
+  const c = new ResultCache(2, 0);
+  c.set('a', 'n', c.version('n'), v('a'));
+  await new Promise((r) => setTimeout(r, 5));
+  t.equal(c.get('a', 'n'), null, 'expired');
+  const d = new ResultCache(2, 60_000);
+  for (const k of ['a', 'b', 'c']) d.set(k, 'n', d.version('n'), v(k));
+  t.equal(d.size, 2);
+  t.equal(d.get('a', 'n'), null, 'oldest evicted');
+  t.ok(d.get('c', 'n'));
+});

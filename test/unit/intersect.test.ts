@@ -1,0 +1,45 @@
+import t from 'tap';
+import { gallop, intersectSorted } from '../../src/workers/intersect.js';
+import { packPage, unpackPage } from '../../src/workers/intersect-task.js';
+import { prng } from '../../src/admin/seed.js';
+
+const f = (xs: number[]) => Float64Array.from(xs);
+
+t.test('gallop finds the first index not below x', async (t) => {
+  const a = f([1, 3, 5, 7, 9, 11]);
+  t.equal(gallop(a, 0, 0), 0);
+  t.equal(gallop(a, 5, 0), 2);
+  t.equal(gallop(a, 6, 0), 3);
+  t.equal(gallop(a, 6, 3), 3);
+  t.equal(gallop(a, 12, 0), 6);
+});
+
+t.test('intersection, bounds and limits', async (t) => {
+  t.same(Array.from(intersectSorted([f([1, 2, 3, 4, 5]), f([2, 4, 6]), f([0, 2, 4])], -1, 10)), [2, 4]);
+  t.same(Array.from(intersectSorted([f([1, 2, 3, 4, 5]), f([1, 2, 3, 4, 5])], 2, 2)), [3, 4], 'after is exclusive, max caps');
+  t.same(Array.from(intersectSorted([f([]), f([1])], -1, 10)), []);
+  t.same(Array.from(intersectSorted([f([7])], -1, 10)), [7], 'one array is itself');
+});
+
+t.test('matches a naive intersection on random sets', async (t) => {
+  const r = prng(7);
+  for (let round = 0; round < 50; round++) {
+    const sets = Array.from({ length: 2 + Math.floor(r() * 3) }, () => {
+      const s = new Set<number>();
+      const n = Math.floor(r() * 400);
+      for (let i = 0; i < n; i++) s.add(1 + Math.floor(r() * 500));
+      return [...s].sort((a, b) => a - b);
+    });
+    const after = Math.floor(r() * 100) - 1;
+    const max = 1 + Math.floor(r() * 50);
+    const naive = sets[0]!.filter((x) => x > after && sets.every((s) => s.includes(x))).slice(0, max);
+    t.same(Array.from(intersectSorted(sets.map(f), after, max)), naive, `round ${round}`);
+  }
+});
+
+t.test('a packed page survives the move', async (t) => {
+  const docs = ['{"a":"x,y"}', '{"b":"line\\nbreak"}'];
+  const back = unpackPage(packPage(f([3, 9]), docs.join('\n'), true));
+  t.same(back, { seqs: [3, 9], docs, more: true });
+  t.same(unpackPage(packPage(f([]), '', false)), { seqs: [], docs: [], more: false });
+});
