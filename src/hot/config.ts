@@ -52,6 +52,17 @@ export interface Config {
   /** pino level; access log lines are written at `accessLogLevel` */
   logLevel: string;
   accessLog: boolean;
+  accessLogLevel: string;
+  /** GET /metrics and the per-request accounting behind it */
+  metricsEnabled: boolean;
+  /** change feed: how often a thread with open streams polls for new events, ms */
+  changesPollMs: number;
+  /** change feed: comment line sent to every idle stream this often, ms */
+  changesHeartbeatMs: number;
+  /** change feed: events older than this are pruned, hours (also the resume horizon) */
+  changesRetentionHours: number;
+  /** change feed: open streams per thread */
+  changesMaxStreams: number;
   /** Piscina: intersections whose smallest set exceeds this run in the worker pool */
   heavyIntersectionThreshold: number;
   poolMaxQueue: number;
@@ -79,6 +90,14 @@ function bool(env: Env, name: string, def: boolean): boolean {
   if (/^(1|true|yes|on)$/i.test(raw)) return true;
   if (/^(0|false|no|off)$/i.test(raw)) return false;
   throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+}
+
+const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+function level(env: Env, name: string, def: string): string {
+  const raw = env[name] || def;
+  if (!LEVELS.includes(raw)) throw new ConfigError(`${name} must be one of ${LEVELS.join(', ')}, got "${raw}"`);
+  return raw;
 }
 
 function url(env: Env, name: string, def: string, schemes: string[]): string {
@@ -147,7 +166,9 @@ export function loadConfig(env: Env = process.env): Config {
     redisUrl: url(env, 'REDIS_URL', 'redis://127.0.0.1:6390', ['redis:', 'rediss:']),
     redisClusterNodes,
     redisKeyPrefix: prefix,
-    workers: int(env, 'WORKERS', availableParallelism(), 1, 256), // one uWS thread per core
+    // one uWS thread per core, less one left to Redis, PostgreSQL and the OS: on the 2-core
+    // machines here 2 threads served 2.5x fewer requests than 1 (docs/decisions.md)
+    workers: int(env, 'WORKERS', Math.max(1, availableParallelism() - 1), 1, 256),
     allowUwsFallback: bool(env, 'ALLOW_UWS_FALLBACK', false), // refuse the slow JS fallback
     env: nodeEnv,
     tiers: t,
@@ -164,8 +185,14 @@ export function loadConfig(env: Env = process.env): Config {
     maxBodyBytes: int(env, 'MAX_BODY_BYTES', 64 * 1024, 1024, 16 * 1024 * 1024), // 64 KiB
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     outboxSweepMs: int(env, 'OUTBOX_SWEEP_MS', 1000, 50, 600_000),
-    logLevel: env.LOG_LEVEL || 'info',
-    accessLog: bool(env, 'ACCESS_LOG', false), // off: it costs hot-path throughput
+    logLevel: level(env, 'LOG_LEVEL', 'info'),
+    accessLog: bool(env, 'ACCESS_LOG', false), // off: it costs hot-path throughput (docs/decisions.md)
+    accessLogLevel: level(env, 'ACCESS_LOG_LEVEL', 'info'), // must be >= LOG_LEVEL to be written
+    metricsEnabled: bool(env, 'METRICS_ENABLED', true), // GET /metrics, unauthenticated
+    changesPollMs: int(env, 'CHANGES_POLL_MS', 250, 10, 60_000), // delivery latency vs. one tiny query per tick
+    changesHeartbeatMs: int(env, 'CHANGES_HEARTBEAT_MS', 15_000, 100, 3_600_000), // keeps proxies from closing idle streams
+    changesRetentionHours: int(env, 'CHANGES_RETENTION_HOURS', 168, 1, 24 * 365), // a week of resumable history
+    changesMaxStreams: int(env, 'CHANGES_MAX_STREAMS', 10_000, 1, 1_000_000),
     heavyIntersectionThreshold: int(env, 'HEAVY_INTERSECTION_THRESHOLD', 5_000, 0, 100_000_000), // 0 disables the pool
     poolMaxQueue: int(env, 'POOL_MAX_QUEUE', 64, 1, 100_000),
     poolThreads: int(env, 'POOL_THREADS', 1, 1, 64),
