@@ -1,0 +1,83 @@
+# Two commands on a fresh Debian machine:  `make run`  (server) and  `make test`.
+# Everything else is reached through them: npm deps, the TypeScript and web builds, local
+# Redis + PostgreSQL (scripts/services.sh, state in .local/), migrations and seed data.
+#
+#   make deps build services migrate seed run test lint typecheck bench bench-quick down clean
+#
+# Servers named by REDIS_URL / DATABASE_URL in the environment are used instead of local ones.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := build
+
+NPM_CI := npm ci --no-audit --no-fund
+# Every target that talks to the servers runs with the URLs that `services` wrote.
+WITH_ENV := source .local/env.sh &&
+
+.PHONY: deps build web services migrate seed run test test-prep lint typecheck bench bench-quick \
+	down clean
+
+# npm rewrites node_modules/.package-lock.json on every install: it is the stamp.
+node_modules/.package-lock.json: package-lock.json package.json
+	$(NPM_CI)
+	touch $@
+
+deps: node_modules/.package-lock.json
+
+# The dashboard bundle is rebuilt only when something under web/ (or the lock file) changed.
+WEB_STAMP := dist/.web-build-stamp
+define WEB_BUILD
+if [[ -f web/index.html ]]; then \
+  if [[ ! -f $(WEB_STAMP) || ! -f web/dist/index.html \
+        || -n "$$(find web package-lock.json -path web/dist -prune -o -type f -newer $(WEB_STAMP) -print -quit)" ]]; then \
+    echo "npx vite build web"; npx vite build web; mkdir -p dist; touch $(WEB_STAMP); \
+  fi; \
+fi
+endef
+
+build: deps
+	npx tsc -p tsconfig.json
+	@$(WEB_BUILD)
+
+web: deps
+	@$(WEB_BUILD)
+
+services:
+	scripts/services.sh up
+
+migrate: build services
+	$(WITH_ENV) node dist/src/admin/tasks.js migrate
+
+seed: migrate
+	$(WITH_ENV) node dist/src/admin/tasks.js seed
+
+run: seed
+	$(WITH_ENV) export COOKIE_SECURE="$${COOKIE_SECURE:-false}" NODE_ENV="$${NODE_ENV:-development}" \
+	  && exec node dist/src/hot/main.js
+
+# Everything the test run needs; .ci/run calls it and then scripts/run-tests.sh itself so
+# that the `N passed, N failed` line is the last thing printed even on failure.
+test-prep: deps build services
+	@if [[ -d test/web ]]; then scripts/services.sh chromium >/dev/null; fi
+
+test: test-prep
+	scripts/run-tests.sh
+
+lint: deps
+	npx eslint .
+
+typecheck: deps
+	npx tsc -p tsconfig.json --noEmit
+	@if [[ -f web/tsconfig.json ]]; then echo "npx tsc -p web/tsconfig.json --noEmit"; npx tsc -p web/tsconfig.json --noEmit; fi
+
+bench: build services
+	$(WITH_ENV) node dist/bench/run.js
+
+bench-quick: build services
+	$(WITH_ENV) node dist/bench/run.js --quick
+
+down:
+	scripts/services.sh down
+
+clean: down
+	rm -rf dist web/dist

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Run the compiled test suite (dist/test, built by `make build`) with tap against the
+# servers named in .local/env.sh (written by `scripts/services.sh up`).
+#
+#   scripts/run-tests.sh                 every test/**/*.test.ts (run as dist/test/**/*.test.js)
+#   scripts/run-tests.sh FILE...         only these (test/x.test.ts or dist/test/x.test.js)
+#
+# The TAP stream is shown as it runs and saved to test-artifacts/tap.log. The last line
+# printed is always `N passed, N failed[, N skipped]`, counted from tap's own final
+# summary (`# { total, pass, fail, todo, skip }`: assertions and childless subtests, each
+# failing test file counted even when it died before asserting anything). Exit status is
+# non-zero when anything failed, tap itself failed, or no test ran.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ART=test-artifacts
+LOG=$ART/tap.log
+mkdir -p "$ART"
+
+note() { printf 'run-tests: %s\n' "$*" >&2; }
+result() { # PASSED FAILED SKIPPED
+  if (($3 > 0)); then printf '%d passed, %d failed, %d skipped\n' "$1" "$2" "$3"
+  else printf '%d passed, %d failed\n' "$1" "$2"; fi
+}
+
+if [[ -f .local/env.sh ]]; then
+  # shellcheck source=/dev/null
+  source .local/env.sh
+else
+  note "no .local/env.sh: run 'scripts/services.sh up' (or 'make test') first; using REDIS_URL/DATABASE_URL from the environment"
+fi
+export NODE_ENV=test
+if [[ -z ${CHROMIUM_PATH:-} ]] && command -v chromium >/dev/null; then
+  CHROMIUM_PATH=$(command -v chromium); export CHROMIUM_PATH
+fi
+
+# test/a/b.test.ts -> dist/test/a/b.test.js (tsc output); plain .js tests run in place.
+to_dist() {
+  case $1 in
+    dist/*) printf '%s\n' "$1" ;;
+    *.ts) printf 'dist/%s\n' "${1%.ts}.js" ;;
+    *.mts) printf 'dist/%s\n' "${1%.mts}.mjs" ;;
+    *) printf '%s\n' "$1" ;;
+  esac
+}
+
+files=()
+if (($# > 0)); then
+  for f in "$@"; do files+=("$(to_dist "$f")"); done
+elif [[ -d test ]]; then
+  # From the sources, not dist/test: tsc never deletes the output of a removed test.
+  while IFS= read -r -d '' f; do
+    files+=("$(to_dist "${f#./}")")
+  done < <(find test -type f \( -name '*.test.ts' -o -name '*.test.mts' -o -name '*.test.js' -o -name '*.test.mjs' \) -print0 | sort -z)
+fi
+
+if ((${#files[@]} == 0)); then
+  note "no test files found under test/"
+  : >"$LOG"
+  result 0 0 0
+  exit 1
+fi
+missing=()
+for f in "${files[@]}"; do [[ -f $f ]] || missing+=("$f"); done
+if ((${#missing[@]} > 0)); then
+  note "not built: ${missing[*]} (run 'make build')"
+  result 0 "${#missing[@]}" 0
+  exit 1
+fi
+
+note "running ${#files[@]} test file(s) with NODE_ENV=test${REDIS_URL:+ REDIS_URL=$REDIS_URL}"
+rc=0
+npx --no-install tap --reporter=tap "${files[@]}" | tee "$LOG" || rc=$?
+
+summary=$(grep -E '^# \{ *total: *[0-9]+' "$LOG" | tail -n 1 || true)
+field() { grep -oE "\\b$1: *[0-9]+" <<<"$summary" | grep -oE '[0-9]+$' || echo 0; }
+top_failed=$(grep -cE '^not ok [0-9]+' "$LOG" || true)
+top_passed=$(grep -E '^ok [0-9]+' "$LOG" | grep -cvE '# (SKIP|TODO)' || true)
+
+if [[ -n $summary ]]; then
+  passed=$(field pass); failed=$(field fail); skipped=$(( $(field skip) + $(field todo) ))
+else
+  # No summary: tap bailed out or crashed. Fall back to the per-file results.
+  note "tap printed no final summary (bail out or crash); counting test files instead"
+  passed=$top_passed; failed=$top_failed; skipped=0
+  ((failed > 0)) || failed=1
+fi
+if ((top_failed > failed)); then failed=$top_failed; fi
+if ((rc != 0 && failed == 0)); then
+  note "tap exited with status $rc although no test failed; counting that as a failure"
+  failed=1
+fi
+status=0
+if ((passed + failed == 0)); then
+  note "no test ran"
+  status=1
+fi
+((failed == 0)) || status=1
+((rc == 0)) || status=1
+result "$passed" "$failed" "$skipped"
+exit "$status"
