@@ -9,7 +9,7 @@ import type { Headers } from '../http.js';
 import type { RedisClient } from '../redis/client.js';
 import type { Pool } from '../store/pool.js';
 import { writeSandboxMeta } from '../store/sandbox-meta.js';
-import { sandboxByKeyHash } from '../store/sandboxes.js';
+import { getSandbox, sandboxByKeyHash } from '../store/sandboxes.js';
 import type { TierConfig } from '../config.js';
 import { hashKey, KEY_RE } from './keys.js';
 
@@ -56,8 +56,15 @@ export class SandboxAuth {
   /** Count one request; the result says whether it is admitted. */
   async count(uuid: string): Promise<RateResult> {
     const k = this.keys;
-    const r = (await this.redis.rateLimit(k.sandbox(uuid), k.rateWindow(uuid), k.rateHistory(uuid), k.rateTotals(uuid), Date.now())) as number[];
-    if (r[0] === -1) throw new ApiError('UNAUTHORIZED', 'unknown sandbox');
+    const run = async () => (await this.redis.rateLimit(k.sandbox(uuid), k.rateWindow(uuid), k.rateHistory(uuid), k.rateTotals(uuid), Date.now())) as number[];
+    let r = await run();
+    if (r[0] === -1) {
+      // Redis lost the sandbox's hash (flushed or restarted): PostgreSQL still knows it
+      const row = await getSandbox(this.pool, uuid);
+      if (!row) throw new ApiError('UNAUTHORIZED', 'unknown sandbox');
+      await writeSandboxMeta(this.redis, k, row.uuid, row.name, row.tier, this.tiers[row.tier] ?? 0, '');
+      r = await run();
+    }
     return { admitted: r[0] === 1, limit: r[1]!, used: r[2]!, retryAfter: r[3]!, reset: r[4]! };
   }
 
