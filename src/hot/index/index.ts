@@ -3,7 +3,7 @@
 // device query, which has to expand profiles into bindings.
 import { ApiError } from '../domain/errors.js';
 import type { Filters } from '../domain/canonical.js';
-import { Keys } from '../domain/keys.js';
+import { Keys, PRODUCTION } from '../domain/keys.js';
 import type { RedisClient } from '../redis/client.js';
 import type { IntersectPool } from '../../workers/pool.js';
 
@@ -58,12 +58,25 @@ export class Index {
   }
 
   /** One page of a search; `after` is an exclusive seq bound ("" for the start). */
+  /**
+   * A sandbox created while Redis was away has no namespace marker in a generation that is
+   * otherwise complete. Callers only reach a sandbox namespace after its key was verified
+   * against PostgreSQL, so it is safe to create the marker and try once more.
+   */
+  private async retryNamespace<T>(ns: string, r: T, again: () => Promise<T>): Promise<T> {
+    if (r !== -1 || ns === PRODUCTION || !this.gen) return r;
+    if ((await this.redis.get(this.keys.gen())) !== this.gen) return r;
+    await this.redis.set(this.keys.ver(ns, this.gen), '1', 'NX');
+    return again();
+  }
+
   async search(ns: string, f: FilterSets, after: string, limit: number, signal?: AbortSignal): Promise<Page> {
     const gen = this.liveGen();
     const k = this.keys;
     const sets = this.filterKeys(ns, gen, f);
     const heavy = this.pool ? this.heavyThreshold : 0;
-    const r = (await this.redis.search(2 + sets.length, k.ver(ns, gen), k.docs(ns, gen), ...sets, after, limit, 0, heavy)) as number | string[];
+    const run = async () => (await this.redis.search(2 + sets.length, k.ver(ns, gen), k.docs(ns, gen), ...sets, after, limit, 0, heavy)) as number | string[];
+    const r = await this.retryNamespace(ns, await run(), run);
     if (r === -1) throw notIndexed();
     const arr = r as (string | number)[];
     if (arr[0] === -2 && this.pool) {
@@ -83,7 +96,8 @@ export class Index {
 
   async getService(ns: string, id: string): Promise<{ seq: string; doc: string; hdr: string } | null> {
     const gen = this.liveGen();
-    const r = (await this.redis.getService(this.keys.ver(ns, gen), this.keys.base(ns, gen), id)) as number | string[];
+    const run = async () => (await this.redis.getService(this.keys.ver(ns, gen), this.keys.base(ns, gen), id)) as number | string[];
+    const r = await this.retryNamespace(ns, await run(), run);
     if (r === -1) throw notIndexed();
     if (r === 0) return null;
     const a = r as string[];

@@ -55,6 +55,9 @@ export class Projector {
     if (!gens.length) return [];
     const done: OutboxEntry[] = [];
     const touched = new Set<string>();
+    // a namespace that PostgreSQL has written to exists; a sandbox created while Redis was
+    // away lacks its marker in the live generation: create it (never for a missing gen)
+    if (live) for (const ns of new Set(entries.map((e) => e.ns))) await this.redis.set(this.keys.ver(ns, live), '1', 'NX');
     for (const e of entries) {
       let appliedLive = false;
       for (const gen of gens) {
