@@ -1,0 +1,79 @@
+// Shapes of the admin API answers the dashboard reads (src/admin/api.ts on the server).
+export interface Location {
+  lat: number;
+  lon: number;
+}
+
+export interface SandboxSummary {
+  uuid: string;
+  name: string;
+  tier: string;
+  rateLimit: number;
+  location: Location | null;
+  createdAt: string;
+  serviceCount?: number;
+}
+
+export interface SandboxPage {
+  items: SandboxSummary[];
+  total: number;
+  pageSize: number;
+  page: number;
+  displayPage: number;
+  hasPrev: boolean;
+  hasNext: boolean;
+  prevPage: number | null;
+  nextPage: number | null;
+}
+
+export interface TierChange {
+  from: string;
+  to: string;
+  by: string;
+  at: string;
+}
+
+export interface SandboxDetail extends SandboxSummary {
+  serviceCount: number;
+  counters: { total: number; rejected: number; windowTotal: number } | null;
+  tierChanges: TierChange[];
+}
+
+type PerNamespace = { production: number; sandboxes: number };
+
+export interface Stats {
+  services: PerNamespace;
+  deprecated: PerNamespace;
+  locked: PerNamespace;
+  iotReady: PerNamespace;
+  sandboxesByTier: Record<string, number>;
+  sandboxes: number;
+  locatedSandboxes: number;
+  requests: { total: number; rejected: number };
+  tiers: Record<string, number>;
+  defaultTier: string;
+}
+
+export interface LocatedSandbox extends Location {
+  uuid: string;
+  name: string;
+  tier: string;
+}
+
+export interface Poll {
+  uuid: string;
+  now: number;
+  total: number;
+  rateLimit: number;
+  bucketSeconds: number;
+  buckets: number[];
+  windowTotal: number;
+  rejected: number;
+  tier: string;
+}
+
+/** A marker on the world map */
+export interface MapPoint extends Location {
+  label: string;
+  href?: string;
+}
