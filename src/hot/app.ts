@@ -7,7 +7,7 @@ import { Index } from './index/index.js';
 import { Projector } from './index/projector.js';
 import { createRedis, type RedisClient } from './redis/client.js';
 import { SandboxAuth } from './sandbox/auth.js';
-import { createPool, type Pool } from './store/pool.js';
+import { createPool, SERVING_TIMEOUTS, type Pool } from './store/pool.js';
 import { ResultCache } from './cache.js';
 import { IntersectPool } from '../workers/pool.js';
 
@@ -56,7 +56,7 @@ export function createLogger(cfg: Config, bindings: Record<string, unknown> = {}
 }
 
 export function createApp(cfg: Config, version: string, log = createLogger(cfg)): App {
-  const pool = createPool(cfg.databaseUrl);
+  const pool = createPool(cfg.databaseUrl, 10, SERVING_TIMEOUTS);
   const redis = createRedis(cfg);
   const keys = new Keys(cfg.redisKeyPrefix);
   const index = new Index(redis, keys);

@@ -3,6 +3,7 @@
 // responses inside cork() and only if the client is still there, cap and copy body chunks.
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import { ApiError, errorBody, STATUS_TEXT, type ErrorCode } from './domain/errors.js';
+import { outageError } from './outage.js';
 
 export type Headers = [string, string][];
 
@@ -23,6 +24,8 @@ export interface Req {
   contentLength: number;
   remote: string;
   startedAt: number;
+  /** headers a route asked for through RouteOptions.headers (lower-case names) */
+  extra?: Record<string, string>;
 }
 
 export class Reply {
@@ -30,6 +33,8 @@ export class Reply {
   done = false;
   /** status sent (0 when the client went away first), for metrics and access logs */
   status = 0;
+  /** close the connection after the response (shutdown drain) */
+  closeAfter = false;
   private ac: AbortController | null = null;
   /** called exactly once: after the response was written, or when the client aborted */
   constructor(
@@ -60,7 +65,7 @@ export class Reply {
     this.res.cork(() => {
       this.res.writeStatus(STATUS_TEXT[status] ?? String(status));
       for (const [k, v] of headers) this.res.writeHeader(k, v);
-      this.res.end(body, close);
+      this.res.end(body, close || this.closeAfter);
     });
     this.onEnd(this);
   }
@@ -72,6 +77,40 @@ export class Reply {
   error(code: ErrorCode, message: string, headers: Headers = [], close = false): void {
     const e = new ApiError(code, message);
     this.send(e.status, [['Content-Type', JSON_TYPE], ['Cache-Control', 'no-store'], ...headers], errorBody(code, message), close);
+  }
+
+  /**
+   * Start a streamed response (Server-Sent Events): status, headers and a first chunk now,
+   * more through write(), and finish() at the end. The route's onDone runs at finish() or
+   * when the client leaves. Returns false when the client is already gone.
+   */
+  begin(status: number, headers: Headers, first: string): boolean {
+    if (this.aborted || this.done) return false;
+    this.status = status;
+    this.res.cork(() => {
+      this.res.writeStatus(STATUS_TEXT[status] ?? String(status));
+      for (const [k, v] of headers) this.res.writeHeader(k, v);
+      this.res.write(first);
+    });
+    return true;
+  }
+
+  /** One chunk of a begun stream; false under backpressure (wait for res.onWritable) or when gone. */
+  write(chunk: string): boolean {
+    if (this.aborted || this.done) return false;
+    let ok = false;
+    this.res.cork(() => {
+      ok = this.res.write(chunk);
+    });
+    return ok;
+  }
+
+  /** End a begun stream. */
+  finish(): void {
+    if (this.aborted || this.done) return;
+    this.done = true;
+    this.res.cork(() => this.res.end());
+    this.onEnd(this);
   }
 }
 
@@ -124,11 +163,24 @@ export interface RouteOptions {
   /** called when a request starts, and once when it ends (answered or aborted) */
   onStart?: () => void;
   onDone?: (req: Req, reply: Reply, route: string) => void;
+  /** more request headers to copy into req.extra (lower-case names) */
+  headers?: string[];
+  /** true while the server drains for shutdown: answers close their connection */
+  draining?: () => boolean;
 }
 
+/**
+ * Longest path + query accepted (RFC 9110 asks for at least 8000 octets). uWS itself drops
+ * the connection when the request head does not fit its buffers; this answers a clear 414
+ * below that.
+ */
+export const MAX_URL_BYTES = 8192;
+
 export function sendError(reply: Reply, err: unknown, onError: (err: unknown) => void): void {
-  if (err instanceof ApiError) {
-    reply.error(err.code, err.message, Object.entries(err.headers));
+  // an unreachable PostgreSQL or Redis is a 503 with Retry-After wherever it surfaces
+  const e = err instanceof ApiError ? err : outageError(err);
+  if (e) {
+    reply.error(e.code, e.message, Object.entries(e.headers));
   } else {
     onError(err);
     reply.error('INTERNAL', 'internal error');
@@ -154,8 +206,13 @@ export function route(app: TemplatedApp, method: 'get' | 'post' | 'patch' | 'del
   const nParams = (pattern.match(/:/g) ?? []).length;
   app[method](pattern, (res: HttpResponse, r: HttpRequest) => {
     const req = readReq(r, res, nParams);
+    if (o.headers) req.extra = Object.fromEntries(o.headers.map((h) => [h, r.getHeader(h)]));
     o.onStart?.();
     const reply = new Reply(res, (rep) => o.onDone?.(req, rep, pattern));
+    if (o.draining?.()) reply.closeAfter = true;
+    if (req.path.length + (req.query?.length ?? 0) > MAX_URL_BYTES) {
+      return reply.error('URI_TOO_LONG', `the URL is longer than ${MAX_URL_BYTES} bytes`, [], true);
+    }
     if (!o.body) return run(handler, req, reply, null, o);
     if (req.contentLength === -2) return reply.error('BAD_REQUEST', 'Content-Length is not a number', [], true);
     if (req.contentLength > o.maxBody) {

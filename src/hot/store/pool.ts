@@ -6,13 +6,28 @@ import { ApiError } from '../domain/errors.js';
 export type Pool = pg.Pool;
 export type Client = pg.PoolClient;
 
-export function createPool(databaseUrl: string, max = 10): Pool {
+export interface PoolTimeouts {
+  /** server side: PostgreSQL cancels a statement running longer (0: none) */
+  statementMs: number;
+  /** client side: give up waiting for an answer (0: never) — for when none can come at all,
+   * as in a network partition that leaves the socket open */
+  queryMs: number;
+}
+
+/** Serving threads: a request never waits long on a sick database; it gets 503 instead. */
+export const SERVING_TIMEOUTS: PoolTimeouts = { statementMs: 5_000, queryMs: 6_000 };
+/** Operator tasks (migrate, seed, bench data): long statements are expected. */
+export const BATCH_TIMEOUTS: PoolTimeouts = { statementMs: 15_000, queryMs: 0 };
+
+export function createPool(databaseUrl: string, max = 10, t: PoolTimeouts = BATCH_TIMEOUTS): Pool {
   const pool = new pg.Pool({
     connectionString: databaseUrl,
     max,
     connectionTimeoutMillis: 3000, // a down database answers 503 fast instead of hanging
     idleTimeoutMillis: 30_000,
-    statement_timeout: 15_000,
+    ...(t.statementMs ? { statement_timeout: t.statementMs } : {}),
+    ...(t.queryMs ? { query_timeout: t.queryMs } : {}),
+    keepAlive: true,
     application_name: 'service-registry',
   });
   pool.on('error', () => {
@@ -21,12 +36,18 @@ export function createPool(databaseUrl: string, max = 10): Pool {
   return pool;
 }
 
-const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EPIPE', '57P01', '57P02', '57P03', '53300']);
+// Connection failures, and the server's ways of saying "not now": shutting down or
+// restarting (57P01-57P03), too many connections (53300), connection exceptions (08xxx), a
+// statement cancelled by statement_timeout (57014: overloaded or blocked, worth a retry).
+const UNAVAILABLE_CODES = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EPIPE', 'EHOSTUNREACH',
+  '57P01', '57P02', '57P03', '57014', '53300', '08000', '08001', '08003', '08006',
+]);
 
 export function isUnavailable(err: unknown): boolean {
   const e = err as { code?: string; message?: string };
   if (e?.code && UNAVAILABLE_CODES.has(e.code)) return true;
-  return /timeout exceeded when trying to connect|Connection terminated|connect ECONNREFUSED/i.test(e?.message ?? '');
+  return /timeout exceeded when trying to connect|Connection terminated|connect ECONNREFUSED|Query read timeout|Client has encountered a connection error|Cannot use a pool after calling end/i.test(e?.message ?? '');
 }
 
 function mapError(err: unknown): unknown {
@@ -42,16 +63,22 @@ export async function withTx<T>(pool: Pool, fn: (c: Client) => Promise<T>): Prom
   } catch (err) {
     throw mapError(err);
   }
+  // a connection that failed mid-transaction (or whose ROLLBACK failed) is destroyed, not
+  // returned to the pool where the next request would inherit its broken state
+  let broken: Error | undefined;
   try {
     await client.query('BEGIN');
     const out = await fn(client);
     await client.query('COMMIT');
     return out;
   } catch (err) {
-    await client.query('ROLLBACK').catch(() => undefined);
+    // a lost connection rolls back on the server by itself; waiting for a ROLLBACK there
+    // would only double the time the caller waits for its 503
+    if (isUnavailable(err)) broken = err as Error;
+    else await client.query('ROLLBACK').catch((e: Error) => (broken = e));
     throw mapError(err);
   } finally {
-    client.release();
+    client.release(broken);
   }
 }
 
