@@ -5,9 +5,11 @@ import { createHash } from 'node:crypto';
 import type { TemplatedApp } from 'uWebSockets.js';
 import type { App } from '../app.js';
 import { PRODUCTION } from '../domain/keys.js';
+import { ApiError } from '../domain/errors.js';
 import { deprecationHeaders } from '../domain/service.js';
 import { route, type Headers, type Reply, type Req, type RouteOptions } from '../http.js';
 import { bearerKey } from '../sandbox/auth.js';
+import { countReplacementsCache } from '../metrics.js';
 import { anonymousSearchHeaders, searchDevices, searchServices } from './search.js';
 
 /** If-None-Match matches (weak comparison is not allowed for strong ETags; '*' matches). */
@@ -25,6 +27,16 @@ const ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
 
 export function registerPublic(uws: TemplatedApp, app: App, o: RouteOptions): void {
   route(uws, 'get', '/services', async (req, reply) => {
+    try {
+      await search(req, reply);
+    } catch (err) {
+      // every answer of the search varies on Authorization, its errors (429, 503) too
+      if (err instanceof ApiError) err.headers.Vary = 'Authorization';
+      throw err;
+    }
+  }, o);
+
+  const search = async (req: Req, reply: Reply) => {
     if (!req.authorization) return searchServices(app, req, reply, PRODUCTION, anonymousSearchHeaders(app));
     // a request that carried Authorization is private, whatever the key turns out to be
     const common: Headers = [
@@ -34,13 +46,9 @@ export function registerPublic(uws: TemplatedApp, app: App, o: RouteOptions): vo
     const key = bearerKey(req.authorization);
     const uuid = key ? await app.auth.resolve(key) : null;
     if (!uuid) return searchServices(app, req, reply, PRODUCTION, common);
-    const rate = await app.auth.limitOrThrow(uuid).catch((err: unknown) => {
-      // a 429 of the search still varies on Authorization
-      if (err && typeof err === 'object' && 'headers' in err) (err as { headers: Record<string, string> }).headers.Vary = 'Authorization';
-      throw err;
-    });
+    const rate = await app.auth.limitOrThrow(uuid);
     return searchServices(app, req, reply, uuid, [...common, ...rate]);
-  }, o);
+  };
 
   route(uws, 'get', '/services/:id', async (req, reply) => {
     const id = req.params[0]!;
@@ -73,6 +81,7 @@ export function sendCached(
   maxAge: number,
   replacementsPath: string,
 ): void {
+  countReplacementsCache(r.status);
   const age = Math.max(0, Math.min(maxAge, Math.floor((Date.now() - r.storedAt) / 1000)));
   const headers: Headers = [
     ['Cache-Control', `public, max-age=${maxAge}`],
