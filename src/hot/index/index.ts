@@ -21,6 +21,23 @@ export function notIndexed(): ApiError {
   return new ApiError('UNAVAILABLE', 'the search index is being rebuilt; try again shortly', { 'Retry-After': '2' });
 }
 
+/**
+ * Create a sandbox's namespace marker in the live generation `gen` unless it has one. The
+ * production marker is checked before and after the SET: a FLUSHALL between reading
+ * reg:gen and the SET would otherwise resurrect a marker in a dead generation, and a reader
+ * still holding that generation would serve the namespace empty. Production's marker is
+ * only ever made by a rebuild.
+ */
+export async function markNamespace(redis: RedisClient, keys: Keys, ns: string, gen: string): Promise<boolean> {
+  if (ns === PRODUCTION || !(await redis.exists(keys.ver(PRODUCTION, gen)))) return false;
+  const created = (await redis.set(keys.ver(ns, gen), '1', 'NX')) === 'OK';
+  if (created && !(await redis.exists(keys.ver(PRODUCTION, gen)))) {
+    await redis.del(keys.ver(ns, gen));
+    return false;
+  }
+  return true;
+}
+
 export class Index {
   /** live generation; null until known (or after Redis lost it) */
   gen: string | null = null;
@@ -66,7 +83,7 @@ export class Index {
   private async retryNamespace<T>(ns: string, r: T, again: () => Promise<T>): Promise<T> {
     if (r !== -1 || ns === PRODUCTION || !this.gen) return r;
     if ((await this.redis.get(this.keys.gen())) !== this.gen) return r;
-    await this.redis.set(this.keys.ver(ns, this.gen), '1', 'NX');
+    if (!(await markNamespace(this.redis, this.keys, ns, this.gen))) return r;
     return again();
   }
 

@@ -9,6 +9,7 @@ import { headerData, serializeService, type ServiceRecord } from '../domain/serv
 import type { RedisClient } from '../redis/client.js';
 import type { Pool } from '../store/pool.js';
 import { loadServices } from '../store/services.js';
+import { markNamespace } from './index.js';
 
 export interface OutboxEntry {
   rev: number;
@@ -57,7 +58,7 @@ export class Projector {
     const touched = new Set<string>();
     // a namespace that PostgreSQL has written to exists; a sandbox created while Redis was
     // away lacks its marker in the live generation: create it (never for a missing gen)
-    if (live) for (const ns of new Set(entries.map((e) => e.ns))) await this.redis.set(this.keys.ver(ns, live), '1', 'NX');
+    if (live) for (const ns of new Set(entries.map((e) => e.ns))) await markNamespace(this.redis, this.keys, ns, live);
     for (const e of entries) {
       let appliedLive = false;
       for (const gen of gens) {
