@@ -9,6 +9,11 @@ import { startInvalidation } from './invalidation.js';
 import { openApiDocument } from './openapi.js';
 import { registerPublic } from './routes/public.js';
 import { registerSandbox } from './routes/sandbox.js';
+import { registerChanges } from './changes/route.js';
+import { closeHub } from './changes/hub.js';
+import { countBackendError, countUnexpected, joinAggregation, setBackendStateSource, setOutboxLagSource, setPoolStatsSource } from './metrics.js';
+import { requestObserver } from './observe.js';
+import { registerMetrics } from './routes/metrics.js';
 
 export interface Server {
   port: number;
@@ -23,7 +28,10 @@ export function buildUws(app: App, hooks: Partial<Pick<RouteOptions, 'onStart' |
   const uws = uWS.App();
   const o: RouteOptions = {
     maxBody: app.cfg.maxBodyBytes,
-    onError: (err, req) => app.log.error({ err: err instanceof Error ? { message: err.message, stack: err.stack } : String(err), method: req.method, path: req.path }, 'request failed'),
+    onError: (err, req) => {
+      countUnexpected(err);
+      app.log.error({ err: err instanceof Error ? { message: err.message, stack: err.stack } : String(err), method: req.method, path: req.path }, 'request failed');
+    },
     ...hooks,
   };
   const openapi = JSON.stringify(openApiDocument(app.version));
@@ -35,6 +43,8 @@ export function buildUws(app: App, hooks: Partial<Pick<RouteOptions, 'onStart' |
     if (s.ready) reply.json(200, body, [['Cache-Control', 'no-store']]);
     else reply.json(503, body, [['Cache-Control', 'no-store'], ['Retry-After', '1']]);
   }, o);
+  registerMetrics(uws, app, o);
+  registerChanges(uws, app, o); // before /services/:id (see changes/route.ts)
   registerPublic(uws, app, o);
   registerSandbox(uws, app, o);
   registerAdmin(uws, app, o);
@@ -45,14 +55,22 @@ export function buildUws(app: App, hooks: Partial<Pick<RouteOptions, 'onStart' |
 export async function startServer(app: App, port = app.cfg.port, host = app.cfg.host): Promise<Server> {
   let inflight = 0;
   const idle: (() => void)[] = [];
+  const observe = requestObserver(app); // metrics and the access log; null when both are off
   const uws = buildUws(app, {
     onStart: () => {
       inflight++;
     },
-    onDone: () => {
+    onDone: (req, reply, route) => {
+      observe?.(req, reply, route);
       if (--inflight === 0) for (const f of idle.splice(0)) f();
     },
   });
+  joinAggregation(app.cfg.workers);
+  setOutboxLagSource(() => app.projector.lag());
+  setPoolStatsSource(() => app.workers?.stats() ?? null);
+  setBackendStateSource(() => ({ postgres: app.state.pgUp, redis: app.state.redisUp }));
+  app.redis.on('error', () => countBackendError('redis', 'connection'));
+  app.pool.on('error', () => countBackendError('postgres', 'connection'));
   const watchers = startWatchers(app);
   const stopInvalidation = startInvalidation(app);
   await watchers.tick();
@@ -69,6 +87,7 @@ export async function startServer(app: App, port = app.cfg.port, host = app.cfg.
       app.state.shuttingDown = true;
       app.state.ready = false;
       uWS.us_listen_socket_close(socket);
+      closeHub(app); // change streams never finish by themselves: end them, clients resume elsewhere
       if (inflight > 0) {
         await new Promise<void>((resolve) => {
           const t = setTimeout(resolve, graceMs);

@@ -12,6 +12,7 @@ import { writeSandboxMeta } from '../store/sandbox-meta.js';
 import { getSandbox, sandboxByKeyHash } from '../store/sandboxes.js';
 import type { TierConfig } from '../config.js';
 import { hashKey, KEY_RE } from './keys.js';
+import { countRateLimited } from '../metrics.js';
 
 export const RATELIMIT_DRAFT = 'draft-ietf-httpapi-ratelimit-headers-10';
 const CACHE_MAX = 50_000;
@@ -85,6 +86,8 @@ export class SandboxAuth {
     const r = await this.count(uuid);
     const h = rateHeaders(r);
     if (!r.admitted) {
+      // the script reports the limit, not the tier: the tier is the one with that limit
+      countRateLimited(Object.keys(this.tiers).find((t) => this.tiers[t] === r.limit) ?? 'unknown');
       throw new ApiError('RATE_LIMITED', `rate limit of ${r.limit} requests per minute exceeded; retry in ${r.retryAfter} s`, Object.fromEntries([...h, ['Retry-After', String(r.retryAfter)]]));
     }
     return h;

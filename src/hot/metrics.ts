@@ -1,0 +1,254 @@
+// Prometheus metrics (prom-client). Each uWS thread keeps its own registry (a module
+// instance is per thread); the thread that answers GET /metrics asks the others for theirs
+// over a BroadcastChannel and merges them with AggregatorRegistry.aggregate(), so a scrape
+// shows the whole process whichever thread the kernel handed the connection to.
+// Counters and histograms are summed; each gauge names its own aggregator.
+import { BroadcastChannel, threadId } from 'node:worker_threads';
+import { randomBytes } from 'node:crypto';
+import { AggregatorRegistry, Counter, Gauge, Histogram, Registry, type MetricObjectWithValues, type MetricValue } from 'prom-client';
+
+export const registry = new Registry();
+const registers = [registry];
+
+const requests = new Counter({
+  name: 'registry_http_requests_total',
+  help: 'HTTP requests answered, by route pattern, method and status ("aborted" when the client left first)',
+  labelNames: ['route', 'method', 'status'] as const,
+  registers,
+});
+const duration = new Histogram({
+  name: 'registry_http_request_duration_seconds',
+  help: 'Time from reading the request to the end of the response (a change stream: its whole life)',
+  labelNames: ['route', 'method'] as const,
+  // the hot path answers in well under a millisecond; writes take a few
+  buckets: [0.0002, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
+  registers,
+});
+const rateLimited = new Counter({
+  name: 'registry_rate_limit_rejections_total',
+  help: 'Sandbox requests refused with 429, by tier',
+  labelNames: ['tier'] as const,
+  registers,
+});
+const replacementsCache = new Counter({
+  name: 'registry_replacements_cache_total',
+  help: 'Replacement look-ups through the shared public cache, by X-Cache result',
+  labelNames: ['result'] as const,
+  registers,
+});
+const backendErrors = new Counter({
+  name: 'registry_backend_errors_total',
+  help: 'Errors from Redis and PostgreSQL (connection losses and failed commands/queries)',
+  labelNames: ['backend', 'kind'] as const,
+  registers,
+});
+const poolQueue = new Gauge({
+  name: 'registry_worker_pool_queue_depth',
+  help: 'Tasks waiting in the Piscina pools (summed over threads)',
+  aggregator: 'sum',
+  registers,
+  collect() {
+    pullPoolStats();
+  },
+});
+const poolUtilization = new Gauge({
+  name: 'registry_worker_pool_utilization',
+  help: 'Piscina utilisation, 0..1 (averaged over threads)',
+  aggregator: 'average',
+  registers,
+});
+const outboxLag = new Gauge({
+  name: 'registry_outbox_lag',
+  help: 'Committed writes not yet applied to the Redis index (outbox rows)',
+  // every thread reads the same PostgreSQL table: summing would multiply it
+  aggregator: 'max',
+  registers,
+  async collect() {
+    if (!lagSource) return;
+    try {
+      this.set(await lagSource());
+    } catch {
+      countBackendError('postgres', 'query');
+    }
+  },
+});
+const threads = new Gauge({
+  name: 'registry_threads_reporting',
+  help: 'Serving threads whose metrics are in this scrape',
+  aggregator: 'sum',
+  registers,
+});
+threads.set(1);
+const streams = new Gauge({
+  name: 'registry_change_streams',
+  help: 'Open GET /services/changes streams',
+  aggregator: 'sum',
+  registers,
+});
+
+const backendUp = new Gauge({
+  name: 'registry_backend_up',
+  help: 'Whether the readiness watcher reached Redis / PostgreSQL at its last check (1 or 0; the minimum over threads)',
+  labelNames: ['backend'] as const,
+  aggregator: 'min',
+  registers,
+  collect() {
+    const s = stateSource?.();
+    if (!s) return;
+    this.labels('postgres').set(s.postgres ? 1 : 0);
+    this.labels('redis').set(s.redis ? 1 : 0);
+  },
+});
+
+let stateSource: (() => { postgres: boolean; redis: boolean }) | null = null;
+let lagSource: (() => Promise<number>) | null = null;
+let poolSource: (() => { queue: number; utilization: number } | null) | null = null;
+
+/** Where the backend health comes from (the readiness watcher's app.state). */
+export function setBackendStateSource(f: (() => { postgres: boolean; redis: boolean }) | null): void {
+  stateSource = f;
+}
+
+/** Where the outbox lag comes from (Projector.lag of this thread's app). */
+export function setOutboxLagSource(f: (() => Promise<number>) | null): void {
+  lagSource = f;
+}
+
+/** Pull-style pool stats, read at every scrape (e.g. () => app.workers?.stats() ?? null). */
+export function setPoolStatsSource(f: (() => { queue: number; utilization: number } | null) | null): void {
+  poolSource = f;
+}
+
+/** Push-style pool stats, for a pool that prefers to report by itself. */
+export function setPoolStats(s: { queue: number; utilization: number }): void {
+  poolQueue.set(s.queue);
+  poolUtilization.set(s.utilization);
+}
+
+function pullPoolStats(): void {
+  const s = poolSource?.();
+  if (s) setPoolStats(s);
+}
+
+// label children are looked up once per (route, method, status) instead of hashing labels
+// on every request
+const children = new Map<string, { c: Counter.Internal; h: Histogram.Internal<'route' | 'method'> }>();
+
+export function observeRequest(route: string, method: string, status: number, seconds: number): void {
+  const s = status === 0 ? 'aborted' : String(status);
+  const k = route + ' ' + method + ' ' + s;
+  let ch = children.get(k);
+  if (!ch) {
+    ch = { c: requests.labels(route, method, s), h: duration.labels(route, method) };
+    children.set(k, ch);
+  }
+  ch.c.inc();
+  ch.h.observe(seconds);
+}
+
+export function countRateLimited(tier: string): void {
+  rateLimited.labels(tier).inc();
+}
+
+export function countReplacementsCache(result: 'HIT' | 'MISS'): void {
+  replacementsCache.labels(result === 'HIT' ? 'hit' : 'miss').inc();
+}
+
+export function countBackendError(backend: 'redis' | 'postgres', kind: string): void {
+  backendErrors.labels(backend, kind).inc();
+}
+
+export function changeStreams(delta: number): void {
+  streams.inc(delta);
+}
+
+/** Does this error come from ioredis? (their classes are not exported in a stable way) */
+export function isRedisError(err: unknown): boolean {
+  const e = err as { name?: string; message?: string } | null;
+  if (!e) return false;
+  if (e.name === 'ReplyError' || e.name === 'MaxRetriesPerRequestError' || e.name === 'ClusterAllFailedError') return true;
+  return /Connection is closed|Command timed out|Stream isn't writeable|enableOfflineQueue|NOSCRIPT|CLUSTERDOWN|MOVED|READONLY/.test(e.message ?? '');
+}
+
+/** Is this error PostgreSQL's (a server error with a SQLSTATE, or a pg connection failure)? */
+export function isPgError(err: unknown): boolean {
+  const e = err as { code?: unknown; severity?: unknown; message?: string } | null;
+  if (!e) return false;
+  if (typeof e.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code) && typeof e.severity === 'string') return true;
+  return /Connection terminated|Query read timeout|timeout exceeded when trying to connect|Client has encountered a connection error/.test(e.message ?? '');
+}
+
+/** Count an unexpected request error under its backend, if it came from one. */
+export function countUnexpected(err: unknown): void {
+  if (isRedisError(err)) countBackendError('redis', 'command');
+  else if (isPgError(err)) countBackendError('postgres', 'query');
+}
+
+// ---- aggregation across threads ----
+
+const CHANNEL = 'service-registry:metrics';
+const WAIT_MS = 1000; // a thread busy for longer than this is left out (registry_threads_reporting shows it)
+
+interface CollectMsg {
+  t: 'collect';
+  id: string;
+  from: number;
+}
+interface ReplyMsg {
+  t: 'metrics';
+  id: string;
+  to: number;
+  data: MetricObjectWithValues<MetricValue<string>>[];
+}
+
+let channel: BroadcastChannel | null = null;
+let peers = 1;
+const pending = new Map<string, (data: ReplyMsg['data']) => void>();
+
+/**
+ * Join the scrape channel: call once per serving thread, with the number of serving
+ * threads of the process. With one thread nothing is set up.
+ */
+export function joinAggregation(serving: number): void {
+  peers = serving;
+  if (serving <= 1 || channel) return;
+  const ch = new BroadcastChannel(CHANNEL);
+  ch.unref();
+  ch.onmessage = (ev: unknown) => {
+    const m = (ev as { data: CollectMsg | ReplyMsg }).data;
+    if (m.t === 'collect' && m.from !== threadId) {
+      void registry.getMetricsAsJSON().then((data) => ch.postMessage({ t: 'metrics', id: m.id, to: m.from, data } satisfies ReplyMsg));
+    } else if (m.t === 'metrics' && m.to === threadId) {
+      pending.get(m.id)?.(m.data);
+    }
+  };
+  channel = ch;
+}
+
+export function leaveAggregation(): void {
+  channel?.close();
+  channel = null;
+  peers = 1;
+}
+
+/** The Prometheus text of every serving thread of this process. */
+export async function scrape(): Promise<{ contentType: string; body: string }> {
+  if (!channel) return { contentType: registry.contentType, body: await registry.metrics() };
+  const ch = channel;
+  const parts = [await registry.getMetricsAsJSON()];
+  const id = randomBytes(8).toString('hex');
+  await new Promise<void>((resolve) => {
+    const t = setTimeout(resolve, WAIT_MS);
+    pending.set(id, (data) => {
+      parts.push(data);
+      if (parts.length >= peers) {
+        clearTimeout(t);
+        resolve();
+      }
+    });
+    ch.postMessage({ t: 'collect', id, from: threadId } satisfies CollectMsg);
+  });
+  pending.delete(id);
+  const merged = AggregatorRegistry.aggregate(parts);
+  return { contentType: merged.contentType, body: await merged.metrics() };
+}

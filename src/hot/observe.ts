@@ -1,0 +1,36 @@
+// What happens when a request ends (server.ts hangs this on every route's onDone): the
+// Prometheus accounting and, when ACCESS_LOG is on, one JSON access-log line. The line is
+// built from the fields below only, never from request headers, so no Authorization value,
+// cookie or key can reach it (pino's redaction in app.ts is the second line of defence).
+import type { Level } from 'pino';
+import type { App } from './app.js';
+import type { Reply, Req } from './http.js';
+import { observeRequest } from './metrics.js';
+
+export type Observer = (req: Req, reply: Reply, route: string) => void;
+
+export function requestObserver(app: App): Observer | null {
+  const metrics = app.cfg.metricsEnabled;
+  const access = app.cfg.accessLog;
+  if (!metrics && !access) return null;
+  const log = app.log;
+  const level = app.cfg.accessLogLevel as Level;
+  return (req, reply, route) => {
+    const ms = performance.now() - req.startedAt;
+    if (metrics) observeRequest(route, req.method, reply.status, ms / 1000);
+    if (access) {
+      log[level](
+        {
+          method: req.method,
+          route,
+          path: req.path,
+          query: req.query,
+          status: reply.status || 'aborted',
+          ms: Math.round(ms * 1000) / 1000,
+          remote: req.remote,
+        },
+        'request',
+      );
+    }
+  };
+}
