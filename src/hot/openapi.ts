@@ -50,7 +50,7 @@ function serviceWrites(base: string, security: Obj[], tag: string, extra: Obj[] 
     },
     [`${base}/{id}`]: {
       parameters: [p('id', 'service id')],
-      patch: { ...sec, summary: 'Change a service (deprecated, locked, sunset_date, properties, iot, endpoint, capabilities)', requestBody: { required: true, ...json('#/components/schemas/ServicePatch') }, responses: { 200: { description: 'changed', headers: deprecationHeaders, ...json('#/components/schemas/Service') }, 400: err('invalid body'), 401: err('no valid key'), 404: err('unknown service'), 409: err('the service is locked'), 429: r429 } },
+      patch: { ...sec, summary: 'Change a service (deprecated, locked, sunset_date, properties, iot, endpoint, capabilities)', requestBody: { required: true, ...json('#/components/schemas/ServicePatch') }, responses: { 200: { description: 'changed', headers: deprecationHeaders, ...json('#/components/schemas/Service') }, 400: err('invalid body'), 401: err('no valid key'), 404: err('unknown service'), 429: r429 } },
       delete: { ...sec, summary: 'Delete a service', responses: { 204: { description: 'deleted' }, 401: err('no valid key'), 404: err('unknown service'), 429: r429 } },
     },
     [`${base}/{id}/replacements`]: {

@@ -59,7 +59,13 @@ function validDate(s: string): boolean {
   return !Number.isNaN(d.getTime()) && d.toISOString().slice(0, 10) === s;
 }
 
+// URL parsers silently drop tabs and newlines, and PostgreSQL refuses NUL: neither may
+// reach storage, so any whitespace or control character makes the endpoint invalid
+// eslint-disable-next-line no-control-regex
+const ENDPOINT_BAD_CHAR = /[\u0000-\u0020\u007f-\u009f]/;
+
 function normEndpoint(s: string): string {
+  if (ENDPOINT_BAD_CHAR.test(s)) throw new ApiError('VALIDATION_FAILED', '/endpoint must not contain whitespace or control characters');
   let u: URL;
   try {
     u = new URL(s);

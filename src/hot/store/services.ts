@@ -94,17 +94,12 @@ async function lockService(c: Client, ns: string, id: string): Promise<{ locked:
   return r.rows[0];
 }
 
-const REGISTRATION_FIELDS = ['endpoint', 'capabilities', 'properties', 'iot'] as const;
-
 export async function patchService(pool: Pool, ns: string, id: string, ch: ServiceChange): Promise<WriteResult> {
   return withTx(pool, async (c) => {
+    // `locked` is a flag published to clients (with deprecated and sunset_date), not a
+    // write lock: the contract lets PATCH change locked, properties and iot together
+    // (see docs/decisions.md)
     const cur = await lockService(c, ns, id);
-    // A locked service's registration is frozen until it is unlocked (in the same or an
-    // earlier request); deprecation, sunset and replacements stay writable.
-    const stillLocked = ch.locked ?? cur.locked;
-    if (stillLocked && REGISTRATION_FIELDS.some((f) => ch[f] !== undefined)) {
-      throw new ApiError('CONFLICT', 'the service is locked: unlock it before changing endpoint, capabilities, properties or iot');
-    }
     await c.query(
       `UPDATE services SET
          endpoint = COALESCE($2, endpoint),
