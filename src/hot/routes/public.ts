@@ -10,7 +10,6 @@ import { deprecationHeaders } from '../domain/service.js';
 import { route, type Headers, type Reply, type Req, type RouteOptions } from '../http.js';
 import { bearerKey } from '../sandbox/auth.js';
 import { countReplacementsCache } from '../metrics.js';
-import { countReplacementsCache } from '../metrics.js';
 import { anonymousSearchHeaders, searchDevices, searchServices } from './search.js';
 
 /** If-None-Match matches (weak comparison is not allowed for strong ETags; '*' matches). */
@@ -82,7 +81,6 @@ export function sendCached(
   maxAge: number,
   replacementsPath: string,
 ): void {
-  countReplacementsCache(r.status);
   countReplacementsCache(r.status);
   const age = Math.max(0, Math.min(maxAge, Math.floor((Date.now() - r.storedAt) / 1000)));
   const headers: Headers = [
