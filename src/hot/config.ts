@@ -181,7 +181,7 @@ export function loadConfig(env: Env = process.env): Config {
     adminPageSize: int(env, 'ADMIN_PAGE_SIZE', 20, 1, 500),
     sessionIdleSeconds: int(env, 'SESSION_IDLE_SECONDS', 30 * 60, 60, 86400 * 7), // 30 min idle
     sessionAbsoluteSeconds: int(env, 'SESSION_ABSOLUTE_SECONDS', 12 * 3600, 60, 86400 * 30), // 12 h
-    cookieSecure: bool(env, 'COOKIE_SECURE', nodeEnv === 'production'),
+    cookieSecure: bool(env, 'COOKIE_SECURE', true), // contract: Secure unless configured off (COOKIE_SECURE=false for local http)
     maxBodyBytes: int(env, 'MAX_BODY_BYTES', 64 * 1024, 1024, 16 * 1024 * 1024), // 64 KiB
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     outboxSweepMs: int(env, 'OUTBOX_SWEEP_MS', 1000, 50, 600_000),
