@@ -12,11 +12,15 @@ import { bearerKey } from '../sandbox/auth.js';
 import { countReplacementsCache } from '../metrics.js';
 import { anonymousSearchHeaders, searchDevices, searchServices } from './search.js';
 
-/** If-None-Match matches (weak comparison is not allowed for strong ETags; '*' matches). */
+/** If-None-Match matches: RFC 9110 13.1.2 uses the weak comparison (W/"x" matches "x"); '*' matches. */
 export function notModified(ifNoneMatch: string, etag: string): boolean {
   if (!ifNoneMatch) return false;
   if (ifNoneMatch.trim() === '*') return true;
-  return ifNoneMatch.split(',').some((t) => t.trim() === etag);
+  const opaque = etag.startsWith('W/') ? etag.slice(2) : etag;
+  return ifNoneMatch.split(',').some((t) => {
+    const v = t.trim();
+    return (v.startsWith('W/') ? v.slice(2) : v) === opaque;
+  });
 }
 
 export function etagOf(body: string): string {
