@@ -149,7 +149,7 @@ export class RateChart extends LitElement {
         { splits: () => X_TICKS.map((t) => t.value), values: () => X_TICKS.map((t) => t.label), grid: { show: false }, stroke: '#5d6976' },
         { splits: () => yt().map((t) => t.value), values: () => yt().map((t) => t.label), size: 56, grid: { stroke: '#e6eaef', width: 1 }, stroke: '#5d6976' },
       ],
-      series: [{}, { label: 'req/min', stroke: '#2457a6', fill: 'rgba(36, 87, 166, 0.45)', width: 1, paths: uPlot.paths.bars!({ size: [0.85, 40] }) }],
+      series: [{}, { label: 'req/min', stroke: '#2457a6', fill: 'rgba(36, 87, 166, 0.45)', width: 1, points: { show: false }, paths: uPlot.paths.bars!({ size: [0.85, 40] }) }],
     };
   }
 
