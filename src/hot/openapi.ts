@@ -128,6 +128,33 @@ export function openApiDocument(version: string): Obj {
           },
         },
       },
+      '/services/changes': {
+        get: {
+          tags: ['public'],
+          summary: 'Change feed (Server-Sent Events): service.created, service.updated, service.deprecated, service.deleted',
+          description:
+            'A `text/event-stream` that stays open. Anonymous (or with a key that is not a valid sandbox key): production; with a valid sandbox key: that sandbox only, ' +
+            'counted once against its rate limit when the stream opens. Each event has `id:` (increasing), `event:` (the type) and `data:` (the service object as JSON; ' +
+            '`{"id"}` for service.deleted). Without Last-Event-ID the stream starts at the newest event; with it, it first sends every later event of the namespace, ' +
+            'in order, with no gap and no duplicate, then live ones. A comment line is sent every 15 s (configurable) to keep proxies from closing the stream. ' +
+            'History is kept for CHANGES_RETENTION_HOURS (default 168).',
+          security: [{}, { sandboxKey: [] }],
+          parameters: [
+            { name: 'Last-Event-ID', in: 'header', required: false, description: 'resume after this event id (EventSource sends it on reconnect)', schema: { type: 'string', pattern: '^[0-9]+$' } },
+            q('lastEventId', 'the same as the Last-Event-ID header, for clients that cannot set headers', { type: 'string', pattern: '^[0-9]+$' }),
+          ],
+          responses: {
+            200: {
+              description: 'the event stream',
+              headers: rateHeaders,
+              content: { 'text/event-stream': { schema: { type: 'string', description: 'id: <n>\\nevent: service.updated\\ndata: {"id":...}\\n\\n' } } },
+            },
+            400: err('Last-Event-ID is not an event id'),
+            429: r429,
+            503: err('too many open streams'),
+          },
+        },
+      },
       '/services/{id}': {
         get: {
           tags: ['public'],
@@ -212,6 +239,7 @@ export function openApiDocument(version: string): Obj {
       },
       '/openapi.json': { get: { tags: ['meta'], summary: 'This document', responses: { 200: { description: 'OpenAPI 3.1' } } } },
       '/livez': { get: { tags: ['meta'], summary: 'Liveness', responses: { 200: { description: 'alive' } } } },
+      '/metrics': { get: { tags: ['meta'], summary: 'Prometheus metrics of every serving thread (404 when METRICS_ENABLED=false)', responses: { 200: { description: 'Prometheus text exposition format', content: { 'text/plain': { schema: { type: 'string' } } } } } } },
       '/readyz': { get: { tags: ['meta'], summary: 'Readiness: 503 until PostgreSQL and the Redis index are usable', responses: { 200: { description: 'ready' }, 503: err('not ready') } } },
     },
   };
