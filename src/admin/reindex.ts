@@ -19,8 +19,14 @@ export interface RebuildResult {
   ms: number;
 }
 
-const LOCK_MS = 10 * 60_000;
+// The lock is short and renewed while the rebuild runs: a rebuilder that dies (SIGKILL,
+// lost host) blocks the next one for at most LOCK_MS, not for the length of a rebuild.
+const LOCK_MS = 15_000;
+const RENEW_MS = 5_000;
 const BATCH = 1000;
+
+/** The rebuild lost its footing (Redis emptied or restarted under it, lock lost): retry. */
+export class RebuildAborted extends Error {}
 
 export async function rebuildIndex(
   pool: Pool,
@@ -32,6 +38,14 @@ export async function rebuildIndex(
   const t0 = Date.now();
   const token = randomBytes(8).toString('hex');
   if ((await redis.set(keys.rebuildLock(), token, 'PX', LOCK_MS, 'NX')) !== 'OK') return null; // another node rebuilds
+  let lost = false;
+  const heartbeat = setInterval(() => {
+    redis.pexpireIfEqual(keys.rebuildLock(), token, LOCK_MS).then(
+      (r) => (lost ||= r !== 1),
+      () => undefined, // Redis away: the next command of the rebuild fails too
+    );
+  }, RENEW_MS);
+  heartbeat.unref();
   try {
     const gen = randomBytes(5).toString('hex');
     const oldGen = await redis.get(keys.gen());
@@ -47,19 +61,33 @@ export async function rebuildIndex(
       const page = await loadServicePage(pool, after, BATCH);
       if (!page.length) break;
       // revision 0: any write applied meanwhile (revision = outbox id > 0) wins over it
-      await Promise.all(page.map((s) => redis.applyService(...applyArgs(keys, gen, s.ns, s.id, 0, s))));
+      const rs = await Promise.all(page.map((s) => redis.applyService(...applyArgs(keys, gen, s.ns, s.id, 0, s))));
+      // -1: a namespace marker of this generation vanished — Redis was emptied under us
+      if (rs.includes(-1)) throw new RebuildAborted('the index being built vanished (Redis emptied or restarted); starting over');
+      if (lost) throw new RebuildAborted('the rebuild lock was lost; another rebuild may be running');
       after = page[page.length - 1]!.seq;
       n += page.length;
       onProgress(n);
     }
+    // Switch only to a generation that is whole: our building pointer and production's
+    // marker must still be there (a FLUSHALL at any point before removes both), and check
+    // again after the switch, undoing it if Redis was emptied in between — a live pointer
+    // to a dead generation would answer 503 for good instead of triggering a rebuild.
+    const whole = async () => (await redis.get(keys.building())) === gen && (await redis.exists(keys.ver(PRODUCTION, gen))) === 1;
+    if (!(await whole())) throw new RebuildAborted('the index being built vanished before the switch; starting over');
     await redis.set(keys.gen(), gen);
-    await redis.del(keys.building());
+    if (!(await redis.exists(keys.ver(PRODUCTION, gen)))) {
+      await redis.delIfEqual(keys.gen(), gen);
+      throw new RebuildAborted('Redis was emptied during the switch; starting over');
+    }
+    await redis.delIfEqual(keys.building(), gen);
     await redis.publish(keys.invalidationChannel(), 'gen:' + gen);
     if (oldGen && oldGen !== gen) void dropGeneration(redis, keys, oldGen).catch(() => undefined);
     return { gen, services: n, sandboxes: sbs.rowCount ?? 0, ms: Date.now() - t0 };
   } finally {
-    // release only our own lock
-    if ((await redis.get(keys.rebuildLock())) === token) await redis.del(keys.rebuildLock());
+    clearInterval(heartbeat);
+    // release only our own lock (compare-and-delete in one step)
+    await redis.delIfEqual(keys.rebuildLock(), token).catch(() => undefined);
   }
 }
 

@@ -1,61 +1,128 @@
 // Background duties of a serving thread: learn the live index generation (and rebuild the
-// index from PostgreSQL when Redis has none), watch PostgreSQL, sweep the outbox, and
-// derive readiness from all of it.
+// index from PostgreSQL when Redis has none, or lost it), watch PostgreSQL, sweep the
+// outbox, and derive readiness from all of it. The two probes run side by side, each with
+// its own time limit, so one sick server never freezes the view of the other; a rebuild
+// runs beside the probes, so a long one does not freeze readiness either.
 import { rebuildIndex } from '../admin/reindex.js';
 import type { App } from './app.js';
+import { PRODUCTION } from './domain/keys.js';
 
 export interface Watchers {
   stop(): void;
-  /** one round of checks now (tests and start-up use it) */
+  /** one round of checks now, and the rebuild it starts (tests and start-up use it) */
   tick(): Promise<void>;
 }
 
+/** a probe that takes longer than this counts as a failure */
+const PROBE_MS = 2000;
+
+function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let t: NodeJS.Timeout;
+  return Promise.race([
+    p,
+    new Promise<never>((_, reject) => {
+      t = setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms);
+    }),
+  ]).finally(() => clearTimeout(t));
+}
+
 export function startWatchers(app: App, intervalMs = 500): Watchers {
+  const s = app.state;
   let running = false;
-  const tick = async () => {
-    if (running) return;
+  let stopped = false;
+  /** PostgreSQL answered at least once: from then on its outage degrades writes only */
+  let pgSeen = false;
+  let rebuild: Promise<void> | null = null;
+
+  const probePg = async (): Promise<boolean> => {
+    try {
+      await within(app.pool.query('SELECT 1'), PROBE_MS, 'PostgreSQL');
+      return true;
+    } catch {
+      return false;
+    }
+  };
+
+  /**
+   * The live generation, or null when the index is missing or was emptied under us (its
+   * production marker is gone: a FLUSHALL, a restart, an eviction). Throws while Redis is
+   * unreachable.
+   */
+  const probeIndex = async (): Promise<string | null> => {
+    const gen = await within(app.index.refreshGen(), PROBE_MS, 'Redis');
+    if (!gen) return null;
+    if ((await within(app.redis.exists(app.keys.ver(PRODUCTION, gen)), PROBE_MS, 'Redis')) === 1) return gen;
+    // broken: drop the live pointer so that a rebuild starts — unless a rebuild switched to
+    // a new generation meanwhile (and is dropping the old one we just looked at)
+    if ((await app.redis.delIfEqual(app.keys.gen(), gen)) === 1) {
+      app.log.warn({ gen }, 'the live index generation lost its keys (Redis emptied?); rebuilding');
+      app.index.gen = null;
+      return null;
+    }
+    return app.index.refreshGen();
+  };
+
+  const startRebuild = (): Promise<void> => {
+    s.rebuilding = true;
+    const p = (async () => {
+      try {
+        app.log.warn('no search index in Redis; rebuilding it from PostgreSQL (searches answer 503 until it is complete)');
+        const r = await rebuildIndex(app.pool, app.redis, app.keys, app.cfg.tiers);
+        if (r) {
+          app.log.info({ gen: r.gen, services: r.services, sandboxes: r.sandboxes, ms: r.ms }, 'index rebuilt from PostgreSQL');
+          app.index.gen = r.gen;
+        }
+      } catch (err) {
+        app.log.error({ err: String(err) }, 'index rebuild failed; will retry');
+      } finally {
+        s.rebuilding = false;
+        rebuild = null;
+      }
+    })();
+    rebuild = p;
+    return p;
+  };
+
+  const round = async () => {
+    if (running || stopped) return;
     running = true;
     try {
-      try {
-        await app.pool.query('SELECT 1');
-        app.state.pgUp = true;
-      } catch {
-        app.state.pgUp = false;
-      }
-      let gen: string | null = null;
-      try {
-        gen = await app.index.refreshGen();
-        app.state.redisUp = true;
-      } catch {
-        app.state.redisUp = false;
-      }
-      if (app.state.redisUp && !gen && app.state.pgUp && !app.state.rebuilding) {
-        app.state.ready = false;
-        app.state.rebuilding = true;
-        try {
-          const r = await rebuildIndex(app.pool, app.redis, app.keys, app.cfg.tiers);
-          if (r) app.log.info({ gen: r.gen, services: r.services, sandboxes: r.sandboxes, ms: r.ms }, 'index rebuilt from PostgreSQL');
-          gen = await app.index.refreshGen();
-        } catch (err) {
-          app.log.error({ err: String(err) }, 'index rebuild failed; will retry');
-        } finally {
-          app.state.rebuilding = false;
-        }
-      }
-      // readiness: PostgreSQL answers and a complete index generation is live
-      app.state.ready = !app.state.shuttingDown && app.state.pgUp && app.state.redisUp && !!gen;
+      const [pgUp, idx] = await Promise.all([
+        probePg(),
+        probeIndex().then(
+          (gen) => ({ up: true, gen }),
+          () => ({ up: false, gen: app.index.gen }),
+        ),
+      ]);
+      if (pgUp !== s.pgUp && pgSeen) app.log.warn(pgUp ? 'PostgreSQL is reachable again' : 'PostgreSQL is unreachable: writes answer 503, reads go on from Redis');
+      if (idx.up !== s.redisUp && (pgSeen || idx.up)) app.log.warn(idx.up ? 'Redis is reachable again' : 'Redis is unreachable: searches answer 503, writes go on (the outbox keeps them for the index)');
+      s.pgUp = pgUp;
+      pgSeen ||= pgUp;
+      s.redisUp = idx.up;
+      if (idx.up && !idx.gen && pgUp && !rebuild && !stopped) void startRebuild().then(round);
+      // ready: a complete index generation is live in a reachable Redis, and PostgreSQL has
+      // answered (since start-up: a later PostgreSQL outage degrades writes, not reads)
+      s.ready = !s.shuttingDown && s.redisUp && !!idx.gen && !s.rebuilding && pgSeen;
     } finally {
       running = false;
     }
   };
-  const t = setInterval(() => void tick(), intervalMs);
+
+  const t = setInterval(() => void round(), intervalMs);
   t.unref();
   app.projector.start(app.cfg.outboxSweepMs);
   return {
     stop() {
+      stopped = true;
       clearInterval(t);
       app.projector.stop();
     },
-    tick,
+    async tick() {
+      await round();
+      if (rebuild) {
+        await rebuild;
+        await round();
+      }
+    },
   };
 }

@@ -15,20 +15,48 @@ import { ROOT } from './paths.js';
 
 const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 
+/**
+ * How long a draining thread keeps its port open, answering /readyz 503 (and closing each
+ * connection after its answer), before it stops accepting: probes and balancers read "not
+ * ready" instead of a refused connection while they take this server out of rotation.
+ */
+function listenPhaseMs(graceMs: number): number {
+  return Math.min(2000, Math.floor(graceMs / 4));
+}
+
+/** Time kept back from the grace period to close the pools after the drain. */
+const CLOSE_MS = 250;
+
 async function serveThread(cfg: Config, index: number): Promise<void> {
   const log = createLogger(cfg, { thread: index });
   const app = createApp(cfg, VERSION, log);
   const server = await startServer(app);
   parentPort?.postMessage({ type: 'listening', port: server.port });
+  let stopping = false;
   const stop = async () => {
-    await server.close();
+    if (stopping) return;
+    stopping = true;
+    const grace = cfg.shutdownGraceMs;
+    log.info({ graceMs: grace, inflight: server.inflight() }, 'draining: /readyz answers 503, in-flight requests may finish');
+    // whatever still hangs at the deadline (a client that never sends the rest of its body,
+    // a pool that will not end) cannot keep this thread past its grace period
+    const hard = setTimeout(() => {
+      log.warn({ inflight: server.inflight() }, 'grace period over with requests still in flight; exiting');
+      process.exit(1);
+    }, grace);
+    await server.close(Math.max(0, grace - CLOSE_MS), listenPhaseMs(grace));
+    const left = server.inflight();
     await closeApp(app);
-    process.exit(0);
+    clearTimeout(hard);
+    log.info({ abandoned: left }, 'stopped: requests drained, pools closed');
+    if (parentPort) parentPort.postMessage({ type: 'stopped' });
+    process.exit(0); // in a worker thread this ends the thread; the main thread exits after the last
   };
   if (parentPort) parentPort.on('message', (m: { type: string }) => m.type === 'stop' && void stop());
   else {
-    process.once('SIGTERM', () => void stop());
-    process.once('SIGINT', () => void stop());
+    const onSignal = () => (stopping ? process.exit(1) : void stop()); // a second signal: now
+    process.on('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal);
   }
 }
 
@@ -88,12 +116,27 @@ async function main(): Promise<void> {
     });
     workers.push(w);
   }
+  // SIGTERM reaches the main thread only: forward it to every serving thread; each drains
+  // within the grace period, and the process exits when the last thread has, or at the
+  // deadline whatever happens
+  let stopping = false;
+  let alive = workers.length;
+  for (const w of workers) {
+    w.on('exit', () => {
+      if (--alive === 0 && stopping) process.exit(0);
+    });
+  }
   const stop = () => {
+    if (stopping) process.exit(1); // a second signal: now
+    stopping = true;
     for (const w of workers) w.postMessage({ type: 'stop' });
-    setTimeout(() => process.exit(0), cfg.shutdownGraceMs + 1000).unref();
+    setTimeout(() => {
+      console.error(`shutdown: ${alive} thread(s) still busy after ${cfg.shutdownGraceMs} ms; exiting`);
+      process.exit(1);
+    }, cfg.shutdownGraceMs + 100).unref();
   };
-  process.once('SIGTERM', stop);
-  process.once('SIGINT', stop);
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
 }
 
 if (isMainThread) {

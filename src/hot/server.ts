@@ -19,12 +19,16 @@ export interface Server {
   port: number;
   app: App;
   watchers: Watchers;
-  /** stop accepting, let in-flight requests finish (up to graceMs), close connections */
-  close(graceMs?: number): Promise<void>;
+  /**
+   * Drain: /readyz answers 503 at once and every answer closes its connection; after
+   * `listenMs` (probes see the 503 instead of a refused connection) stop accepting; let
+   * in-flight requests finish, all within `graceMs`.
+   */
+  close(graceMs?: number, listenMs?: number): Promise<void>;
   inflight(): number;
 }
 
-export function buildUws(app: App, hooks: Partial<Pick<RouteOptions, 'onStart' | 'onDone'>> = {}): uWS.TemplatedApp {
+export function buildUws(app: App, hooks: Partial<Pick<RouteOptions, 'onStart' | 'onDone' | 'draining'>> = {}): uWS.TemplatedApp {
   const uws = uWS.App();
   const o: RouteOptions = {
     maxBody: app.cfg.maxBodyBytes,
@@ -64,6 +68,7 @@ export async function startServer(app: App, port = app.cfg.port, host = app.cfg.
       observe?.(req, reply, route);
       if (--inflight === 0) for (const f of idle.splice(0)) f();
     },
+    draining: () => app.state.shuttingDown,
   });
   joinAggregation(app.cfg.workers);
   setOutboxLagSource(() => app.projector.lag());
@@ -83,14 +88,16 @@ export async function startServer(app: App, port = app.cfg.port, host = app.cfg.
     app,
     watchers,
     inflight: () => inflight,
-    async close(graceMs = app.cfg.shutdownGraceMs) {
+    async close(graceMs = app.cfg.shutdownGraceMs, listenMs = 0) {
+      const t0 = Date.now();
       app.state.shuttingDown = true;
       app.state.ready = false;
-      uWS.us_listen_socket_close(socket);
       closeHub(app); // change streams never finish by themselves: end them, clients resume elsewhere
+      if (listenMs > 0) await new Promise((r) => setTimeout(r, Math.min(listenMs, graceMs)));
+      uWS.us_listen_socket_close(socket);
       if (inflight > 0) {
         await new Promise<void>((resolve) => {
-          const t = setTimeout(resolve, graceMs);
+          const t = setTimeout(resolve, Math.max(0, graceMs - (Date.now() - t0)));
           idle.push(() => {
             clearTimeout(t);
             resolve();
