@@ -1,0 +1,65 @@
+// Command-line flags of bench/run.ts (see bench/README.md, "Running").
+export interface Flags {
+  quick: boolean;
+  /** WORKERS settings: every scenario runs with the first, the main scenario with each */
+  workers: number[];
+  durationS: number;
+  warmupS: number;
+  connections: number;
+  /** connections of the heavy-intersection load beside the light search (scenario h) */
+  heavyConnections: number;
+  /** scenario ids to run (a1 a2 b c d e f h); null = all. The ceiling always runs. */
+  only: Set<string> | null;
+  regenerate: boolean;
+  rebuild: boolean;
+  /** rewrite the table in bench/README.md (default: full runs only) */
+  readme: boolean;
+  pin: boolean;
+  /** internal: this process was re-executed under taskset */
+  pinned: boolean;
+  /** the arguments as given, minus --pinned (shown in the report) */
+  argv: string[];
+}
+
+export const USAGE = `usage: node dist/bench/run.js [--quick] [--workers 1,2] [--duration S] [--warmup S]
+  [--connections N] [--heavy-connections N] [--scenarios a1,a2,b,c,d,e,f,h]
+  [--regenerate] [--rebuild] [--readme|--no-readme] [--no-pin]`;
+
+function positiveInt(name: string, v: string | undefined): number {
+  if (!v || !/^\d+$/.test(v) || Number(v) < 1) throw new Error(`${name} needs a positive integer\n${USAGE}`);
+  return Number(v);
+}
+
+export function parseFlags(argv: string[], nproc: number): Flags {
+  const has = (f: string) => argv.includes(f);
+  const val = (f: string) => {
+    const i = argv.indexOf(f);
+    return i === -1 ? undefined : argv[i + 1];
+  };
+  const known = new Set(['--quick', '--workers', '--duration', '--warmup', '--connections', '--heavy-connections', '--scenarios', '--regenerate', '--rebuild', '--readme', '--no-readme', '--no-pin', '--pinned']);
+  const withValue = new Set(['--workers', '--duration', '--warmup', '--connections', '--heavy-connections', '--scenarios']);
+  for (let i = 0; i < argv.length; i++) {
+    if (!known.has(argv[i]!)) throw new Error(`unknown argument ${argv[i]}\n${USAGE}`);
+    if (withValue.has(argv[i]!)) i++;
+  }
+  const quick = has('--quick');
+  const workersRaw = val('--workers');
+  // full runs report 1 vs N by default; quick runs stay under a minute with one setting
+  const workers = workersRaw ? workersRaw.split(',').map((w) => positiveInt('--workers', w)) : quick || nproc < 2 ? [1] : [1, nproc];
+  const only = val('--scenarios');
+  return {
+    quick,
+    workers,
+    durationS: val('--duration') ? positiveInt('--duration', val('--duration')) : quick ? 3 : 10,
+    warmupS: val('--warmup') ? positiveInt('--warmup', val('--warmup')) : quick ? 1 : 3,
+    connections: val('--connections') ? positiveInt('--connections', val('--connections')) : 100,
+    heavyConnections: val('--heavy-connections') ? positiveInt('--heavy-connections', val('--heavy-connections')) : 10,
+    only: only ? new Set(only.split(',')) : null,
+    regenerate: has('--regenerate'),
+    rebuild: has('--rebuild'),
+    readme: has('--readme') || (!quick && !has('--no-readme')),
+    pin: !has('--no-pin'),
+    pinned: has('--pinned'),
+    argv: argv.filter((a) => a !== '--pinned'),
+  };
+}

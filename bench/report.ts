@@ -1,0 +1,166 @@
+// The bench's output: the results object (bench/results/latest.json), the table printed to
+// stdout, and the block of bench/README.md between the bench markers.
+import { readFileSync } from 'node:fs';
+import { cpus, release, totalmem } from 'node:os';
+import type { LoadResult } from './cannon.js';
+
+export const START = '<!-- bench:start -->';
+export const END = '<!-- bench:end -->';
+/** above this share of one core, the load generator was (close to) saturated */
+export const SATURATED_PCT = 90;
+
+export interface Row extends LoadResult {
+  id: string;
+  title: string;
+  path: string;
+  /** rps / ceiling rps of the same WORKERS setting */
+  ratio: number | null;
+  loadgenSaturated: boolean;
+  /** response size (body bytes) seen by the preflight request */
+  bodyBytes: number;
+}
+
+export interface WorkersRun {
+  workers: number;
+  pinning: string;
+  rows: Row[];
+  ceiling: Row | null;
+}
+
+export interface Isolation {
+  light: string;
+  heavy: string;
+  heavyConnections: number;
+  alone: Row;
+  withHeavy: Row;
+  heavyRun: Row;
+  /** p99 with heavy / p99 alone; issue 5 wants ≤ 2 */
+  p99Ratio: number;
+}
+
+export interface Machine {
+  nproc: number;
+  cpu: string;
+  node: string;
+  kernel: string;
+  memGiB: number;
+}
+
+export interface Results {
+  date: string;
+  mode: 'full' | 'quick';
+  command: string;
+  machine: Machine;
+  settings: { connections: number; pipelining: number; durationS: number; warmupS: number; heavyConnections: number; tiers: string };
+  data: {
+    production: number;
+    sandboxes: number;
+    servicesPerSandbox: number;
+    capabilities: number;
+    dataCached: boolean;
+    loadS: number;
+    indexServices: number;
+    indexRebuildS: number;
+    indexCached: boolean;
+    sizes: Record<string, number>;
+  };
+  runs: WorkersRun[];
+  isolation: Isolation | null;
+  notes: string[];
+  totalS: number;
+}
+
+export function machine(): Machine {
+  let cpu = 'unknown';
+  try {
+    const m = /^model name\s*:\s*(.+)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'));
+    if (m) cpu = m[1]!.trim();
+  } catch {
+    /* not Linux: keep "unknown" */
+  }
+  // cpus(), not availableParallelism(): the machine's cores, whatever this process's affinity
+  return { nproc: cpus().length, cpu, node: process.version, kernel: release(), memGiB: Math.round(totalmem() / 2 ** 30) };
+}
+
+const n0 = (x: number) => (Number.isFinite(x) ? Math.round(x).toLocaleString('en-US') : '–');
+const ms = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : '–');
+const pct = (x: number) => `${Math.round(x)} %`;
+const ratio = (x: number | null) => (x === null || !Number.isFinite(x) ? '–' : `${x.toFixed(2)}×`);
+
+function non2xx(r: Row): string {
+  if (!r.non2xx && !r.errors && !r.timeouts) return '0';
+  const codes = Object.entries(r.statusCodes).filter(([c]) => !c.startsWith('2')).map(([c, n]) => `${n} × ${c}`);
+  if (r.errors) codes.push(`${r.errors} errors`);
+  if (r.timeouts) codes.push(`${r.timeouts} timeouts`);
+  return codes.join(', ');
+}
+
+function cpuCell(r: Row): string {
+  return r.loadgenSaturated ? `**${pct(r.loadgenCpuPct)} saturated**` : pct(r.loadgenCpuPct);
+}
+
+export function scenarioTable(run: WorkersRun): string {
+  const lines = ['| | scenario | req/s | p50 ms | p99 ms | non-2xx | × ceiling | autocannon CPU |', '|---|---|--:|--:|--:|---|--:|--:|'];
+  for (const r of [...run.rows, ...(run.ceiling ? [run.ceiling] : [])]) {
+    lines.push(`| ${r.id} | ${r.title} | ${n0(r.rps)} | ${ms(r.p50)} | ${ms(r.p99)} | ${non2xx(r)} | ${ratio(r.ratio)} | ${cpuCell(r)} |`);
+  }
+  return lines.join('\n');
+}
+
+export function workersTable(runs: WorkersRun[], main: string): string {
+  const lines = ['| WORKERS | pinning | search req/s | p99 ms | ceiling req/s | × ceiling | autocannon CPU |', '|--:|---|--:|--:|--:|--:|--:|'];
+  for (const run of runs) {
+    const r = run.rows.find((x) => x.id === main);
+    if (!r) continue;
+    lines.push(`| ${run.workers} | ${run.pinning} | ${n0(r.rps)} | ${ms(r.p99)} | ${run.ceiling ? n0(run.ceiling.rps) : '–'} | ${ratio(r.ratio)} | ${cpuCell(r)} |`);
+  }
+  return lines.join('\n');
+}
+
+export function isolationTable(h: Isolation): string {
+  return [
+    '| light search | p50 ms | p99 ms | req/s | heavy req/s beside it |',
+    '|---|--:|--:|--:|--:|',
+    `| alone | ${ms(h.alone.p50)} | ${ms(h.alone.p99)} | ${n0(h.alone.rps)} | – |`,
+    `| with ${h.heavyConnections} connections of scenario ${h.heavy} | ${ms(h.withHeavy.p50)} | ${ms(h.withHeavy.p99)} | ${n0(h.withHeavy.rps)} | ${n0(h.heavyRun.rps)} (non-2xx: ${non2xx(h.heavyRun)}) |`,
+    '',
+    `p99 with heavy intersections / p99 alone = **${h.p99Ratio.toFixed(2)}×** (issue 5 asks for ≤ 2×).`,
+  ].join('\n');
+}
+
+/** The Markdown block that goes between the markers of bench/README.md. */
+export function markdown(res: Results, main: string): string {
+  const first = res.runs[0];
+  const m = res.machine;
+  const d = res.data;
+  const out = [
+    `Run of **${res.date}**, mode **${res.mode}**: \`${res.command}\` (${res.totalS.toFixed(0)} s in all).`,
+    '',
+    `Machine: nproc ${m.nproc}, ${m.cpu}, ${m.memGiB} GiB, Linux ${m.kernel}, Node ${m.node}. ` +
+      `autocannon in-process: ${res.settings.connections} connections, pipelining ${res.settings.pipelining}, ` +
+      `${res.settings.warmupS} s warm-up then ${res.settings.durationS} s measured per row, loopback only. TIERS=${res.settings.tiers} (see "Caveats").`,
+    '',
+    `Data: ${d.production.toLocaleString('en-US')} production services over ${d.capabilities.toLocaleString('en-US')} capabilities, ` +
+      `${d.sandboxes.toLocaleString('en-US')} sandboxes × ${d.servicesPerSandbox} services` +
+      (d.dataCached ? ' (database reused; loading it took ' : ' (generated and loaded in ') + `${d.loadS.toFixed(1)} s). ` +
+      `**Index rebuild of ${d.indexServices.toLocaleString('en-US')} services: ${d.indexRebuildS.toFixed(1)} s**` +
+      (d.indexCached ? ' (measured when the reused index was built).' : '.'),
+    '',
+  ];
+  if (first) {
+    out.push(`### Scenarios, WORKERS=${first.workers} (${first.pinning})`, '', scenarioTable(first), '');
+  }
+  if (res.runs.length > 1) out.push(`### 1 vs N: scenario ${main}`, '', workersTable(res.runs, main), '');
+  if (res.isolation) out.push(`### h: light search (${res.isolation.light}) beside heavy intersections (${res.isolation.heavy})`, '', isolationTable(res.isolation), '');
+  if (res.notes.length) out.push(...res.notes.map((n) => `- ${n}`), '');
+  return out.join('\n');
+}
+
+/** Replace what is between the markers (markers kept); append a section when they are missing. */
+export function replaceBlock(text: string, block: string): string {
+  const a = text.indexOf(START);
+  const b = text.indexOf(END);
+  const inner = `${START}\n${block.trim()}\n${END}`;
+  if (a === -1 || b === -1 || b < a) return `${text.trimEnd()}\n\n## Results\n\n${inner}\n`;
+  return text.slice(0, a) + inner + text.slice(b + END.length);
+}

@@ -1,0 +1,200 @@
+// `make bench` / `make bench-quick`: prepare the data, start the real server as a child
+// (pinned to core 0 when WORKERS=1), load every scenario with autocannon from this process
+// (re-executed under taskset on the last core), then serve the warm search's exact bytes
+// from a minimal uWS server (the ceiling) pinned the same way, and report everything:
+// stdout, bench/results/latest.json, and the table in bench/README.md.
+import { spawn } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ROOT } from '../src/hot/paths.js';
+import { load, startLoad, type LoadOptions, type LoadResult } from './cannon.js';
+import type { CeilingResponse } from './ceiling.js';
+import { parseFlags, type Flags } from './flags.js';
+import { BENCH_TIERS, prepare, type BenchData } from './generate.js';
+import { freePort, get, HAS_TASKSET, LOADGEN_CPU, NPROC, pinning, spawnNode, waitFor200, type Child, type Pinning, type RawResponse } from './procs.js';
+import { machine, markdown, replaceBlock, SATURATED_PCT, type Isolation, type Results, type Row, type WorkersRun } from './report.js';
+import { HEAVY, LIGHT, MAIN, scenarios, type Scenario } from './scenarios.js';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const RESULTS = join(ROOT, 'bench/results');
+const README = join(ROOT, 'bench/README.md');
+/** headers uWS writes by itself; the ceiling must not send them twice */
+const UWS_OWN = new Set(['date', 'uwebsockets', 'content-length', 'connection', 'keep-alive', 'transfer-encoding']);
+
+const log = (m: string) => console.log(m);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function toRow(s: Pick<Scenario, 'id' | 'title' | 'path'>, r: LoadResult, bodyBytes: number): Row {
+  return { ...r, id: s.id, title: s.title, path: s.path, ratio: null, loadgenSaturated: r.loadgenCpuPct > SATURATED_PCT, bodyBytes };
+}
+
+function show(r: Row): void {
+  const bad = r.non2xx || r.errors || r.timeouts ? `  NON-2XX ${JSON.stringify(r.statusCodes)} errors ${r.errors} timeouts ${r.timeouts}` : '';
+  log(
+    `  ${r.id.padEnd(3)} ${r.title.padEnd(36)} ${Math.round(r.rps).toString().padStart(7)} req/s  p50 ${r.p50.toFixed(2)} ms  p99 ${r.p99.toFixed(2)} ms  autocannon CPU ${Math.round(r.loadgenCpuPct)} %${r.loadgenSaturated ? ' (saturated)' : ''}${bad}`,
+  );
+}
+
+async function measure(f: Flags, base: string, s: Scenario, bodyBytes: number, warm = true): Promise<Row> {
+  const o: LoadOptions = { url: base + s.path, headers: s.headers, connections: f.connections, durationS: f.durationS };
+  if (warm) await load({ ...o, durationS: f.warmupS });
+  const row = toRow(s, await load(o), bodyBytes);
+  show(row);
+  return row;
+}
+
+async function startServer(d: BenchData, workers: number, pin: Pinning): Promise<{ child: Child; base: string }> {
+  const port = await freePort();
+  const env = { ...d.serverEnv, PORT: String(port), HOST: '127.0.0.1', WORKERS: String(workers) };
+  const child = spawnNode(join(ROOT, 'dist/src/hot/main.js'), [], env, pin.server, join(RESULTS, `server-w${workers}.log`));
+  const base = `http://127.0.0.1:${port}`;
+  try {
+    await waitFor200(base + '/readyz', child, 120_000);
+  } catch (e) {
+    await child.stop();
+    throw e;
+  }
+  return { child, base };
+}
+
+/** Scenario h: the light search alone, then beside a second autocannon on the heavy intersection. */
+async function isolation(f: Flags, base: string, light: Scenario, heavy: Scenario, bytes: Map<string, number>): Promise<Isolation> {
+  log(`  h   light ${light.id} alone, then beside ${f.heavyConnections} connections of ${heavy.id}`);
+  const o: LoadOptions = { url: base + light.path, connections: f.connections, durationS: f.durationS };
+  if (!bytes.has(light.id)) await load({ ...o, durationS: f.warmupS }); // not warmed by its own row
+  const alone = toRow({ ...light, id: 'h0' }, await load(o), bytes.get(light.id) ?? 0);
+  show(alone);
+  const bg = startLoad({ url: base + heavy.path, connections: f.heavyConnections, durationS: f.durationS + 30 });
+  await sleep(1000); // the heavy load is up to speed before the light one is measured
+  const withHeavy = toRow({ ...light, id: 'h1', title: light.title + ' + heavy' }, await load(o), bytes.get(light.id) ?? 0);
+  bg.stop();
+  const heavyRun = toRow({ ...heavy, id: 'h-bg' }, await bg.done, bytes.get(heavy.id) ?? 0);
+  show(withHeavy);
+  show(heavyRun);
+  return { light: light.id, heavy: heavy.id, heavyConnections: f.heavyConnections, alone, withHeavy, heavyRun, p99Ratio: withHeavy.p99 / alone.p99 };
+}
+
+/** Serve `warm`'s bytes from the ceiling server and load it like the main scenario. */
+async function ceiling(f: Flags, warm: RawResponse, workers: number, pin: Pinning): Promise<Row> {
+  const resp: CeilingResponse = {
+    status: `${warm.status} ${warm.statusText}`,
+    headers: warm.headers.filter(([k]) => !UWS_OWN.has(k.toLowerCase())),
+    bodyBase64: warm.body.toString('base64'),
+  };
+  const file = join(RESULTS, `ceiling-response-w${workers}.json`);
+  writeFileSync(file, JSON.stringify(resp));
+  const port = await freePort();
+  const child = spawnNode(join(HERE, 'ceiling.js'), [file, String(port), String(workers)], {}, pin.server, join(RESULTS, `ceiling-w${workers}.log`));
+  try {
+    const base = `http://127.0.0.1:${port}`;
+    await waitFor200(base + '/', child, 30_000);
+    const c = await get(base + '/');
+    const norm = (h: [string, string][]) => JSON.stringify(h.filter(([k]) => !UWS_OWN.has(k.toLowerCase())));
+    if (!c.body.equals(warm.body) || norm(c.headers) !== norm(warm.headers)) throw new Error('the ceiling does not answer the same bytes as the server');
+    return await measure(f, base, { id: 'g', title: `CEILING (uWS, same bytes as ${MAIN})`, measures: '', path: '/' }, warm.body.length);
+  } finally {
+    await child.stop();
+  }
+}
+
+async function runWorkers(f: Flags, d: BenchData, workers: number, list: Scenario[], withH: boolean, notes: string[]): Promise<{ run: WorkersRun; iso: Isolation | null }> {
+  const pin = pinning(workers, f.pin);
+  log(`\nWORKERS=${workers}: ${pin.note}`);
+  const { child, base } = await startServer(d, workers, pin);
+  const rows: Row[] = [];
+  const bytes = new Map<string, number>();
+  let iso: Isolation | null = null;
+  let warm: RawResponse;
+  try {
+    for (const s of list) {
+      const pre = await get(base + s.path, s.headers);
+      bytes.set(s.id, pre.body.length);
+      if (pre.status !== 200) {
+        // a 302 here means the path is not canonical; the row would measure something else
+        notes.push(`scenario ${s.id} (${s.path}) answered ${pre.status} before the run, so it was not measured: ${pre.body.toString().slice(0, 160)}`);
+        log(`  ${s.id} SKIPPED: preflight answered ${pre.status}`);
+        continue;
+      }
+      rows.push(await measure(f, base, s, pre.body.length));
+    }
+    const all = scenarios(d);
+    if (withH) iso = await isolation(f, base, all.find((s) => s.id === LIGHT)!, all.find((s) => s.id === HEAVY)!, bytes);
+    warm = await get(base + all.find((s) => s.id === MAIN)!.path);
+    if (warm.status !== 200) throw new Error(`the main scenario answers ${warm.status}: no ceiling bytes`);
+  } finally {
+    await child.stop();
+  }
+  const ceil = await ceiling(f, warm, workers, pin);
+  for (const r of rows) r.ratio = r.rps / ceil.rps;
+  ceil.ratio = 1;
+  return { run: { workers, pinning: pin.note, rows, ceiling: ceil }, iso };
+}
+
+function reexecPinned(): void {
+  const args = [...process.execArgv, fileURLToPath(import.meta.url), ...process.argv.slice(2), '--pinned'];
+  const child = spawn('taskset', ['-c', String(LOADGEN_CPU), process.execPath, ...args], { stdio: 'inherit' });
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => child.kill(sig));
+  child.on('exit', (code, sig) => process.exit(code ?? (sig ? 1 : 0)));
+}
+
+async function main(): Promise<void> {
+  const f = parseFlags(process.argv.slice(2), NPROC);
+  if (f.pin && !f.pinned && HAS_TASKSET && NPROC >= 2) return reexecPinned();
+  const t0 = Date.now();
+  mkdirSync(RESULTS, { recursive: true });
+  const d = await prepare({ quick: f.quick, regenerate: f.regenerate, rebuild: f.rebuild, log });
+  const list = scenarios(d).filter((s) => !f.only || f.only.has(s.id));
+  const withH = !f.only || f.only.has('h');
+  const notes: string[] = [];
+  const runs: WorkersRun[] = [];
+  let iso: Isolation | null = null;
+  for (const [i, w] of f.workers.entries()) {
+    const r = await runWorkers(f, d, w, i === 0 ? list : list.filter((s) => s.id === MAIN), i === 0 && withH, notes);
+    runs.push(r.run);
+    iso ??= r.iso;
+  }
+  const saturated = runs.flatMap((r) => [...r.rows, ...(r.ceiling ? [r.ceiling] : [])].filter((x) => x.loadgenSaturated).map((x) => `${x.id} (WORKERS=${r.workers})`));
+  if (saturated.length) {
+    notes.push(`The load generator was the bottleneck (autocannon above ${SATURATED_PCT} % of its core) in: ${saturated.join(', ')}. Those rows, the ceiling first, are bounded by autocannon, not by the server: their ratios understate the server's headroom.`);
+  } else notes.push(`autocannon stayed below ${SATURATED_PCT} % of its core in every row: the server side was the bottleneck.`);
+  const bad = runs.flatMap((r) => r.rows.filter((x) => x.non2xx || x.errors || x.timeouts).map((x) => x.id));
+  if (bad.length) notes.push(`Rows with non-2xx answers, errors or timeouts: ${bad.join(', ')} (their req/s count 2xx only).`);
+  notes.push('Redis and PostgreSQL are not pinned: they run on whichever core is free, beside the server and autocannon.');
+  const res: Results = {
+    date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+    mode: f.quick ? 'quick' : 'full',
+    command: ['node dist/bench/run.js', ...f.argv].join(' '),
+    machine: machine(),
+    settings: { connections: f.connections, pipelining: 1, durationS: f.durationS, warmupS: f.warmupS, heavyConnections: f.heavyConnections, tiers: BENCH_TIERS },
+    data: {
+      production: d.spec.production,
+      sandboxes: d.spec.sandboxes,
+      servicesPerSandbox: d.spec.servicesPerSandbox,
+      capabilities: d.spec.capabilities,
+      dataCached: d.dataCached,
+      loadS: d.stored.loadMs / 1000,
+      indexServices: d.index.services,
+      indexRebuildS: d.index.ms / 1000,
+      indexCached: d.index.cached,
+      sizes: d.facts.sizes,
+    },
+    runs,
+    isolation: iso,
+    notes,
+    totalS: (Date.now() - t0) / 1000,
+  };
+  const md = markdown(res, MAIN);
+  log('\n' + md);
+  writeFileSync(join(RESULTS, 'latest.json'), JSON.stringify(res, null, 2) + '\n');
+  log(`wrote bench/results/latest.json`);
+  if (f.readme) {
+    writeFileSync(README, replaceBlock(readFileSync(README, 'utf8'), md));
+    log('rewrote the results table in bench/README.md');
+  }
+}
+
+main().catch((e: unknown) => {
+  console.error(e instanceof Error ? e.message : e);
+  process.exit(1);
+});

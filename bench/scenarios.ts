@@ -1,0 +1,70 @@
+// The bench scenarios. Every query string is canonical (contract: otherwise the server
+// answers 302 and the bench would measure redirects); run.ts checks each answers 200
+// before it is loaded.
+import type { BenchData } from './generate.js';
+
+export interface Scenario {
+  id: string;
+  title: string;
+  /** what the row tells, for bench/README.md */
+  measures: string;
+  path: string;
+  headers?: Record<string, string>;
+}
+
+/** The warm anonymous search: the main scenario, and the bytes the ceiling serves. */
+export const MAIN = 'a1';
+/** The light search of scenario h, and the heavy intersection it runs beside. */
+export const LIGHT = 'a2';
+export const HEAVY = 'c';
+
+export function scenarios(d: BenchData): Scenario[] {
+  const f = d.facts;
+  const size = (q: string) => f.sizes[q] ?? 0;
+  const heavyQ = `capability=${f.heavyCapabilities.join('&capability=')}&iotReady=true`;
+  return [
+    {
+      id: 'a1',
+      title: 'search: popular capability',
+      measures: `anonymous GET /services by the most popular capability (${size(`capability=${f.popularCapability}`)} matches; a page of 100)`,
+      path: `/services?capability=${f.popularCapability}`,
+    },
+    {
+      id: 'a2',
+      title: 'search: mid-popularity capability',
+      measures: `anonymous search by a capability of rank ${Number(f.midCapability.slice(4))} (${size(`capability=${f.midCapability}`)} matches)`,
+      path: `/services?capability=${f.midCapability}`,
+    },
+    {
+      id: 'b',
+      title: 'search: capability + property',
+      measures: `two-set intersection ${f.popularCapability} ∩ ${f.property} (${size(`capability=${f.popularCapability}&property=${f.property}`)} matches)`,
+      path: `/services?capability=${f.popularCapability}&property=${f.property}`,
+    },
+    {
+      id: 'c',
+      title: 'search: 3 capabilities + iotReady',
+      measures: `large intersection: the three most popular capabilities (${f.heavyCapabilities.map((c) => size(`capability=${c}`)).join(', ')} services) ∩ IoT (${size('iotReady=true')}) = ${size(heavyQ)}`,
+      path: `/services?${heavyQ}`,
+    },
+    {
+      id: 'd',
+      title: 'devices: deviceClass',
+      measures: `GET /devices by deviceClass ${f.deviceClass} (${size(`deviceClass=${f.deviceClass}`)} services; bindings expanded per request)`,
+      path: `/devices?deviceClass=${f.deviceClass}`,
+    },
+    {
+      id: 'e',
+      title: 'replacements (deprecated service)',
+      measures: `GET /services/{id}/replacements of the deprecated service (${d.spec.replacements} candidates; shared-cache path, X-Cache HIT)`,
+      path: `/services/${d.stored.deprecatedId}/replacements`,
+    },
+    {
+      id: 'f',
+      title: 'sandbox-key search (enterprise)',
+      measures: `GET /services with Authorization: Bearer <enterprise sandbox key>: key resolution + rate-limit counting + search of the sandbox (capability ${d.sandbox.capability}, ${d.sandbox.matches} matches)`,
+      path: `/services?capability=${d.sandbox.capability}`,
+      headers: { authorization: `Bearer ${d.sandbox.key}` },
+    },
+  ];
+}
