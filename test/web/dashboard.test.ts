@@ -45,7 +45,7 @@ t.test('dashboard: login, list, drill-down with map and live chart, promotion, l
     ['Perth lab', -31.95, 115.86],
     ['Oslo lab', 59.91, 10.75],
   ];
-  const made = [];
+  const made: Awaited<ReturnType<typeof createSandbox>>[] = [];
   for (const [name, lat, lon] of places) made.push(await createSandbox(s, name, { lat, lon }));
   for (const sb of made.slice(5)) t.equal((await s.admin('POST', `/admin/api/sandboxes/${sb.uuid}/tier`, { tier: 'pro' })).status, 200);
   const target = made[0]!;
