@@ -221,6 +221,7 @@ export function openApiDocument(version: string): Obj {
       ...serviceWrites('/admin/api/services', admin, 'admin'),
       '/admin/session': {
         post: { tags: ['admin'], summary: 'Log in with the admin key; sets the HttpOnly session cookie', requestBody: { required: true, ...json('#/components/schemas/AdminLogin') }, responses: { 200: { description: 'logged in', ...json({ type: 'object', properties: { csrfToken: { type: 'string' } } }) }, 401: err('wrong key') } },
+        get: { tags: ['admin'], summary: "The session's CSRF token again (the dashboard keeps it in memory only; after a reload it asks here with its cookie)", responses: { 200: { description: 'the token', ...json({ type: 'object', properties: { csrfToken: { type: 'string' } } }) }, 401: err('no session') } },
         delete: { tags: ['admin'], security: admin, summary: 'Log out (cookie callers send X-CSRF-Token)', responses: { 204: { description: 'logged out' }, 401: err('no session'), 403: err('CSRF token missing or wrong') } },
       },
       '/admin/api/stats': { get: { tags: ['admin'], security: admin, summary: 'Global statistics', responses: { 200: { description: 'stats', ...json({ type: 'object' }) }, 401: err('not authenticated') } } },
@@ -230,9 +231,10 @@ export function openApiDocument(version: string): Obj {
           security: admin,
           summary: 'A page of sandbox summaries',
           parameters: [q('tier', 'only this tier'), q('page', '0-based page', { type: 'integer', minimum: 0 })],
-          responses: { 200: { description: 'page', ...json({ type: 'object', required: ['items', 'total', 'pageSize', 'page', 'displayPage', 'hasPrev', 'hasNext', 'prevPage', 'nextPage'] }) }, 401: err('not authenticated') },
+          responses: { 200: { description: 'page', ...json({ type: 'object', required: ['items', 'total', 'pageSize', 'page', 'displayPage', 'hasPrev', 'hasNext', 'prevPage', 'nextPage'] }) }, 400: err('unknown tier or bad page'), 401: err('not authenticated') },
         },
       },
+      '/admin/api/locations': { get: { tags: ['admin'], security: admin, summary: 'Located sandboxes for the overview map (newest 2000): uuid, name, tier, lat, lon', responses: { 200: { description: 'located sandboxes', ...json({ type: 'array', items: { type: 'object' } }) }, 401: err('not authenticated') } } },
       '/admin/api/sandboxes/{uuid}': { get: { tags: ['admin'], security: admin, parameters: [sbParam], summary: 'Sandbox detail', responses: { 200: { description: 'detail', ...json({ type: 'object' }) }, 401: err('not authenticated'), 404: err('unknown sandbox') } } },
       '/admin/api/sandboxes/{uuid}/tier': {
         post: { tags: ['admin'], security: admin, parameters: [sbParam], summary: 'Change the tier; the new limit applies to the next request', requestBody: { required: true, ...json('#/components/schemas/TierChange') }, responses: { 200: { description: 'summary', ...json('#/components/schemas/Sandbox') }, 400: err('unknown tier'), 401: err('not authenticated'), 403: err('CSRF token missing or wrong'), 404: err('unknown sandbox') } },
