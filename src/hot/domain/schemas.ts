@@ -74,7 +74,8 @@ export const sandboxCreate = {
   additionalProperties: false,
   required: ['name'],
   properties: {
-    name: { type: 'string', minLength: 1, maxLength: 64 },
+    // no control characters: a NUL cannot be stored in PostgreSQL text, the others break displays
+    name: { type: 'string', minLength: 1, maxLength: 64, pattern: '^[^\\u0000-\\u001f\\u007f-\\u009f]*$' },
     location: {
       oneOf: [
         {
