@@ -13,7 +13,7 @@ export interface Session {
 }
 
 function key(app: App, id: string): string {
-  return `${app.cfg.redisKeyPrefix}admin:sess:${id}`;
+  return app.keys.adminSession(id);
 }
 
 export function cookieValue(header: string): string {

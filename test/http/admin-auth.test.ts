@@ -125,6 +125,23 @@ t.test('admin auth', async (t) => {
     t.equal((await s.admin('POST', `/admin/api/sandboxes/${sb.uuid}/tier`, { tier: 'free' })).status, 200, 'a Bearer caller needs no CSRF token');
   });
 
+  t.test('sessions expire: idle TTL in Redis, and an absolute age limit', async (t) => {
+    const { cookie } = await login(s);
+    const id = cookie.slice('registry_admin='.length);
+    const k = s.app.keys.adminSession(id);
+    const ttl = await s.app.redis.ttl(k);
+    t.ok(ttl > s.cfg.sessionIdleSeconds - 5 && ttl <= s.cfg.sessionIdleSeconds, `idle expiry is the key's TTL (${ttl} s)`);
+    await s.app.redis.expire(k, 100);
+    t.equal((await s.req('/admin/api/stats', { headers: { cookie } })).status, 200);
+    t.ok((await s.app.redis.ttl(k)) > 100, 'use slides the idle expiry');
+    // a session older than the absolute lifetime is refused even while in use
+    const sess = JSON.parse((await s.app.redis.get(k))!) as { createdAt: number };
+    sess.createdAt = Date.now() - s.cfg.sessionAbsoluteSeconds * 1000 - 1000;
+    await s.app.redis.set(k, JSON.stringify(sess), 'EX', 600);
+    t.equal((await s.req('/admin/api/stats', { headers: { cookie } })).status, 401, 'past the absolute lifetime');
+    t.equal(await s.app.redis.exists(k), 0, 'and removed');
+  });
+
   t.test('logout: CSRF required for cookie callers, and nothing changes without it', async (t) => {
     const { cookie, csrf } = await login(s);
     t.equal((await s.req('/admin/session', { method: 'DELETE' })).status, 401, 'no session, no logout');

@@ -77,6 +77,12 @@ export class Keys {
     return `${this.prefix}throttle:create:${addr}:${minute}`;
   }
 
+  // ---- admin ----
+  /** string: JSON of one admin browser session (id, csrf, createdAt); TTL = idle expiry */
+  adminSession(id: string): string {
+    return `${this.prefix}admin:sess:${id}`;
+  }
+
   // ---- pub/sub (channels are not keys; the prefix keeps test runs apart) ----
   invalidationChannel(): string {
     return `${this.prefix}reg:changes`;
