@@ -30,7 +30,7 @@ export async function migrate(pool: Pool, log: (msg: string) => void = () => und
         await client.query('COMMIT');
       } catch (err) {
         await client.query('ROLLBACK');
-        throw new Error(`migration ${f} failed: ${(err as Error).message}`);
+        throw new Error(`migration ${f} failed: ${(err as Error).message}`, { cause: err });
       }
       applied.push(f);
       log(`applied migration ${f}`);
