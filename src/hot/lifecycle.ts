@@ -26,9 +26,21 @@ function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   ]).finally(() => clearTimeout(t));
 }
 
+/** Does the live generation still have its keys? (false, never a throw, when Redis is away) */
+export async function indexAlive(app: App): Promise<boolean> {
+  const gen = app.index.gen;
+  if (!gen) return false;
+  try {
+    return (await within(app.redis.exists(app.keys.ver(PRODUCTION, gen)), PROBE_MS / 2, 'Redis')) === 1;
+  } catch {
+    return false;
+  }
+}
+
 export function startWatchers(app: App, intervalMs = 500): Watchers {
   const s = app.state;
-  let running = false;
+  /** the round under way; callers meanwhile share it */
+  let current: Promise<void> | null = null;
   let stopped = false;
   /** PostgreSQL answered at least once: from then on its outage degrades writes only */
   let pgSeen = false;
@@ -83,29 +95,31 @@ export function startWatchers(app: App, intervalMs = 500): Watchers {
     return p;
   };
 
-  const round = async () => {
-    if (running || stopped) return;
-    running = true;
-    try {
-      const [pgUp, idx] = await Promise.all([
-        probePg(),
-        probeIndex().then(
-          (gen) => ({ up: true, gen }),
-          () => ({ up: false, gen: app.index.gen }),
-        ),
-      ]);
-      if (pgUp !== s.pgUp && pgSeen) app.log.warn(pgUp ? 'PostgreSQL is reachable again' : 'PostgreSQL is unreachable: writes answer 503, reads go on from Redis');
-      if (idx.up !== s.redisUp && (pgSeen || idx.up)) app.log.warn(idx.up ? 'Redis is reachable again' : 'Redis is unreachable: searches answer 503, writes go on (the outbox keeps them for the index)');
-      s.pgUp = pgUp;
-      pgSeen ||= pgUp;
-      s.redisUp = idx.up;
-      if (idx.up && !idx.gen && pgUp && !rebuild && !stopped) void startRebuild().then(round);
-      // ready: a complete index generation is live in a reachable Redis, and PostgreSQL has
-      // answered (since start-up: a later PostgreSQL outage degrades writes, not reads)
-      s.ready = !s.shuttingDown && s.redisUp && !!idx.gen && !s.rebuilding && pgSeen;
-    } finally {
-      running = false;
-    }
+  const round = (): Promise<void> => {
+    if (stopped) return Promise.resolve();
+    current ??= oneRound().finally(() => (current = null));
+    return current;
+  };
+
+  let first = true;
+  const oneRound = async () => {
+    const [pgUp, idx] = await Promise.all([
+      probePg(),
+      probeIndex().then(
+        (gen) => ({ up: true, gen }),
+        () => ({ up: false, gen: app.index.gen }),
+      ),
+    ]);
+    if (!first && pgUp !== s.pgUp) app.log.warn(pgUp ? 'PostgreSQL is reachable again' : 'PostgreSQL is unreachable: writes answer 503, reads go on from Redis');
+    if (!first && idx.up !== s.redisUp) app.log.warn(idx.up ? 'Redis is reachable again' : 'Redis is unreachable: searches answer 503, writes go on (the outbox keeps them for the index)');
+    first = false;
+    s.pgUp = pgUp;
+    pgSeen ||= pgUp;
+    s.redisUp = idx.up;
+    if (idx.up && !idx.gen && pgUp && !rebuild && !stopped) void startRebuild().then(round);
+    // ready: a complete index generation is live in a reachable Redis, and PostgreSQL has
+    // answered (since start-up: a later PostgreSQL outage degrades writes, not reads)
+    s.ready = !s.shuttingDown && s.redisUp && !!idx.gen && !s.rebuilding && pgSeen;
   };
 
   const t = setInterval(() => void round(), intervalMs);
@@ -119,10 +133,10 @@ export function startWatchers(app: App, intervalMs = 500): Watchers {
     },
     async tick() {
       await round();
-      if (rebuild) {
-        await rebuild;
-        await round();
-      }
+      if (rebuild) await rebuild;
+      // a round begun before the rebuild ended may have seen no index yet: look again
+      while (current) await current;
+      await round();
     },
   };
 }

@@ -4,7 +4,7 @@ import uWS from 'uWebSockets.js';
 import { registerAdmin } from '../admin/routes.js';
 import type { App } from './app.js';
 import { route, type RouteOptions } from './http.js';
-import { startWatchers, type Watchers } from './lifecycle.js';
+import { indexAlive, startWatchers, type Watchers } from './lifecycle.js';
 import { startInvalidation } from './invalidation.js';
 import { openApiDocument } from './openapi.js';
 import { registerPublic } from './routes/public.js';
@@ -41,10 +41,12 @@ export function buildUws(app: App, hooks: Partial<Pick<RouteOptions, 'onStart' |
   const openapi = JSON.stringify(openApiDocument(app.version));
   route(uws, 'get', '/openapi.json', (_req, reply) => reply.json(200, openapi, [['Cache-Control', 'public, max-age=300']]), o);
   route(uws, 'get', '/livez', (_req, reply) => reply.json(200, '{"status":"ok"}', [['Cache-Control', 'no-store']]), o);
-  route(uws, 'get', '/readyz', (_req, reply) => {
+  route(uws, 'get', '/readyz', async (_req, reply) => {
     const s = app.state;
-    const body = JSON.stringify({ status: s.ready ? 'ready' : 'not ready', postgres: s.pgUp, redis: s.redisUp, index: !!app.index.gen && !s.rebuilding, shuttingDown: s.shuttingDown });
-    if (s.ready) reply.json(200, body, [['Cache-Control', 'no-store']]);
+    // the watchers' view is up to one poll old: an index emptied since reads "not ready" now
+    const ready = s.ready && (await indexAlive(app));
+    const body = JSON.stringify({ status: ready ? 'ready' : 'not ready', postgres: s.pgUp, redis: s.redisUp, index: !!app.index.gen && !s.rebuilding, shuttingDown: s.shuttingDown });
+    if (ready) reply.json(200, body, [['Cache-Control', 'no-store']]);
     else reply.json(503, body, [['Cache-Control', 'no-store'], ['Retry-After', '1']]);
   }, o);
   registerMetrics(uws, app, o);

@@ -1,0 +1,305 @@
+// Real processes for fault tests: throw-away redis-server instances on free loopback ports,
+// the built server (`node dist/src/hot/main.js`) as a child process with its own env and
+// captured logs, and a tiny TCP proxy that can cut a connection path (refuse, or black-hole)
+// to one server without touching the server itself.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer, connect, type Server as NetServer, type Socket } from 'node:net';
+import { join } from 'node:path';
+import pg from 'pg';
+import { ROOT } from '../../src/hot/paths.js';
+
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** A port that was free a moment ago (the kernel picks it). */
+export async function freePort(): Promise<number> {
+  const s = createServer();
+  s.listen(0, '127.0.0.1');
+  await once(s, 'listening');
+  const port = (s.address() as { port: number }).port;
+  s.close();
+  await once(s, 'close');
+  return port;
+}
+
+/** Poll `probe` until it returns a truthy value; throws after `timeoutMs` (a hang detector). */
+export async function waitFor<T>(what: string, probe: () => Promise<T | null | undefined | false> | T | null | undefined | false, timeoutMs = 20_000, everyMs = 100): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  let last: unknown = null;
+  for (;;) {
+    try {
+      const v = await probe();
+      if (v) return v;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+    await sleep(everyMs);
+  }
+}
+
+// ---------------------------------------------------------------- data
+
+/**
+ * Insert `n` services of namespace `ns` straight into PostgreSQL, in a few statements (fast
+ * enough for tens of thousands; no outbox rows: the index learns them from a rebuild).
+ * Service `<idPrefix><g>` (g = 1..n, zero-padded) has capabilities `cap<g % 7>` and
+ * `seeded`, and the property `zone:z<g % 3>`.
+ */
+export async function seedServices(databaseUrl: string, n: number, ns = 'production', idPrefix = 'seed'): Promise<void> {
+  const c = new pg.Client({ connectionString: databaseUrl });
+  await c.connect();
+  try {
+    const id = `$2::text || lpad(g::text, 8, '0')`;
+    const each = (cols: string, select: string) => `INSERT INTO ${cols} SELECT ${select} FROM generate_series(1, $1::int) g`;
+    await c.query('BEGIN');
+    await c.query(each('services (id, ns, endpoint)', `${id}, $3::text, 'https://' || ${id} || '.example.com/'`), [n, idPrefix, ns]);
+    await c.query(each('service_capabilities (service_id, capability, ord)', `${id}, 'cap' || (g % 7), 1`), [n, idPrefix]);
+    await c.query(each('service_capabilities (service_id, capability, ord)', `${id}, 'seeded', 2`), [n, idPrefix]);
+    await c.query(each('service_properties (service_id, key, value)', `${id}, 'zone', 'z' || (g % 3)`), [n, idPrefix]);
+    await c.query('COMMIT');
+  } finally {
+    await c.end();
+  }
+}
+
+// ---------------------------------------------------------------- redis-server
+
+/** Send one inline command to a Redis on loopback and return the first reply line. */
+export async function redisCommand(port: number, line: string, timeoutMs = 2000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const s = connect(port, '127.0.0.1');
+    let buf = '';
+    const t = setTimeout(() => {
+      s.destroy();
+      reject(new Error(`redis :${port} did not answer ${line}`));
+    }, timeoutMs);
+    s.on('error', (e) => {
+      clearTimeout(t);
+      reject(e);
+    });
+    s.on('connect', () => s.write(line + '\r\n'));
+    s.on('data', (d) => {
+      buf += d.toString();
+      const i = buf.indexOf('\r\n');
+      if (i >= 0) {
+        clearTimeout(t);
+        s.destroy();
+        resolve(buf.slice(0, i));
+      }
+    });
+  });
+}
+
+export interface RedisProcess {
+  port: number;
+  url: string;
+  /** stop it (SIGKILL: no persistence anyway, and the fastest "crash") */
+  kill(): Promise<void>;
+  /** start a fresh, empty redis-server on the same port */
+  restart(): Promise<void>;
+  running(): boolean;
+}
+
+/** A throw-away redis-server: no persistence, loopback only, killed by the caller. */
+export async function startRedis(extraArgs: string[] = [], port?: number): Promise<RedisProcess> {
+  const p = port ?? (await freePort());
+  let proc: ChildProcess | null = null;
+  const start = async () => {
+    const child = spawn('redis-server', ['--port', String(p), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', '/tmp', ...extraArgs], {
+      stdio: 'ignore',
+    });
+    proc = child;
+    child.on('exit', () => {
+      if (proc === child) proc = null;
+    });
+    await waitFor(`redis-server on :${p}`, async () => (await redisCommand(p, 'PING')) === '+PONG', 10_000, 50);
+  };
+  await start();
+  const kill = async () => {
+    const c = proc;
+    if (!c) return;
+    const gone = once(c, 'exit');
+    c.kill('SIGKILL');
+    await gone;
+  };
+  return {
+    port: p,
+    url: `redis://127.0.0.1:${p}`,
+    running: () => proc !== null,
+    kill,
+    async restart() {
+      await kill();
+      await start();
+    },
+  };
+}
+
+// ---------------------------------------------------------------- the built server
+
+export interface ServerProcess {
+  proc: ChildProcess;
+  port: number;
+  url: string;
+  /** every stdout and stderr line so far (pino JSON and plain lines) */
+  logs: string[];
+  /** resolves with the exit code (or signal name) */
+  exited: Promise<number | string>;
+  signal(sig: NodeJS.Signals): void;
+}
+
+/**
+ * Spawn `node dist/src/hot/main.js` with `env` on top of the current environment. Resolves
+ * once it printed its banner (it is listening) — not necessarily ready.
+ */
+export async function spawnServer(env: Record<string, string>, timeoutMs = 30_000): Promise<ServerProcess> {
+  const port = env.PORT ? Number(env.PORT) : await freePort();
+  const proc = spawn(process.execPath, [join(ROOT, 'dist/src/hot/main.js')], {
+    env: { ...process.env, NODE_ENV: 'test', HOST: '127.0.0.1', ...env, PORT: String(port) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const logs: string[] = [];
+  const exited = new Promise<number | string>((resolve) => proc.on('exit', (code, sig) => resolve(code ?? sig ?? -1)));
+  let listening: () => void = () => undefined;
+  const up = new Promise<void>((r) => (listening = r));
+  for (const stream of [proc.stdout!, proc.stderr!]) {
+    let rest = '';
+    stream.on('data', (d: Buffer) => {
+      const lines = (rest + d.toString()).split('\n');
+      rest = lines.pop()!;
+      for (const l of lines) {
+        logs.push(l);
+        if (l.includes('listening on http://')) listening();
+      }
+    });
+    stream.on('end', () => rest && logs.push(rest));
+  }
+  const timer = new Promise<never>((_, reject) =>
+    setTimeout(() => reject(new Error(`server did not start within ${timeoutMs} ms:\n${logs.slice(-20).join('\n')}`)), timeoutMs).unref(),
+  );
+  const early = exited.then((c) => {
+    throw new Error(`server exited (${c}) before listening:\n${logs.slice(-20).join('\n')}`);
+  });
+  await Promise.race([up, timer, early]);
+  early.catch(() => undefined);
+  return { proc, port, url: `http://127.0.0.1:${port}`, logs, exited, signal: (s) => proc.kill(s) };
+}
+
+// ---------------------------------------------------------------- TCP proxy
+
+export type ProxyMode = 'pass' | 'refuse' | 'blackhole';
+
+export interface TcpProxy {
+  port: number;
+  mode: ProxyMode;
+  /**
+   * pass: forward; refuse: drop every connection and refuse new ones (the server went
+   * away); blackhole: keep connections open but forward nothing (a network partition).
+   */
+  set(mode: ProxyMode): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** A loopback TCP proxy in front of 127.0.0.1:targetPort. */
+export async function startProxy(targetPort: number): Promise<TcpProxy> {
+  const pairs = new Set<[Socket, Socket]>();
+  let mode: ProxyMode = 'pass';
+  let server: NetServer | null = null;
+  let port = 0;
+  const onConn = (client: Socket) => {
+    client.on('error', () => undefined);
+    if (mode === 'blackhole') {
+      // accept and swallow: the other side waits for bytes that never come
+      const pair: [Socket, Socket] = [client, client];
+      pairs.add(pair);
+      client.on('close', () => pairs.delete(pair));
+      client.resume();
+      return;
+    }
+    const upstream = connect(targetPort, '127.0.0.1');
+    upstream.on('error', () => client.destroy());
+    client.on('error', () => upstream.destroy());
+    const pair: [Socket, Socket] = [client, upstream];
+    pairs.add(pair);
+    const drop = () => {
+      pairs.delete(pair);
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on('close', drop);
+    upstream.on('close', drop);
+    client.on('data', (d) => mode === 'pass' && upstream.write(d));
+    upstream.on('data', (d) => mode === 'pass' && client.write(d));
+  };
+  const listen = async () => {
+    server = createServer(onConn);
+    server.listen(port, '127.0.0.1');
+    await once(server, 'listening');
+    port = (server.address() as { port: number }).port;
+  };
+  const unlisten = async () => {
+    const s = server;
+    server = null;
+    if (s) await new Promise<void>((r) => s.close(() => r()));
+  };
+  await listen();
+  const proxy: TcpProxy = {
+    get port() {
+      return port;
+    },
+    get mode() {
+      return mode;
+    },
+    async set(next) {
+      if (mode === 'blackhole' && next !== 'blackhole') {
+        // end the partition for good: swallowed connections are dropped, clients reconnect
+        for (const pair of pairs) if (pair[0] === pair[1]) pair[0].destroy();
+      }
+      mode = next;
+      if (next === 'refuse') {
+        for (const [a, b] of pairs) {
+          a.destroy();
+          b.destroy();
+        }
+        pairs.clear();
+        await unlisten();
+      } else if (!server) await listen();
+    },
+    async close() {
+      mode = 'refuse';
+      for (const [a, b] of pairs) {
+        a.destroy();
+        b.destroy();
+      }
+      await unlisten();
+    },
+  };
+  return proxy;
+}
+
+/** A raw HTTP/1.1 exchange on a socket we control (slow, partial and keep-alive requests). */
+export function rawSocket(port: number): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const s = connect(port, '127.0.0.1', () => resolve(s));
+    s.on('error', reject);
+  });
+}
+
+/** Everything a socket receives until it closes or `idleMs` pass without data. */
+export function collect(s: Socket, idleMs = 1000): Promise<{ data: string; closed: boolean }> {
+  return new Promise((resolve) => {
+    let data = '';
+    let t: NodeJS.Timeout = setTimeout(() => finish(false), idleMs);
+    const finish = (closed: boolean) => {
+      clearTimeout(t);
+      s.removeAllListeners('data');
+      resolve({ data, closed });
+    };
+    s.on('data', (d) => {
+      data += d.toString('latin1');
+      clearTimeout(t);
+      t = setTimeout(() => finish(false), idleMs);
+    });
+    s.once('close', () => finish(true));
+  });
+}

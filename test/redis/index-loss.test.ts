@@ -1,0 +1,143 @@
+// Redis loses the index while the server is serving: FLUSHALL, then a restart without
+// persistence. The server must notice, answer /readyz 503 until its rebuild from PostgreSQL
+// is complete, never answer a search from a half-built index (a 200 is always the whole
+// answer; anything else is 503 with Retry-After), and afterwards answer exactly what
+// PostgreSQL holds. Runs against a redis-server of its own, so FLUSHALL harms nobody.
+import t, { type Test } from 'tap';
+import pg from 'pg';
+import { createSandbox, freshDatabase, registerProduction, startTestServer, type TestServer } from '../helpers/server.js';
+import { redisCommand, seedServices, startRedis, waitFor } from '../helpers/processes.js';
+
+const SEEDED = 5_000; // enough that a rebuild takes a noticeable moment
+const QUERY = '/services?capability=cap3&limit=1000&property=zone:z1'; // canonical: no 302
+
+interface Seen {
+  status: number;
+  body: string;
+  retryAfter: string | null;
+}
+
+async function pgIds(url: string, sql: string, params: unknown[] = []): Promise<string[]> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    return (await c.query<{ id: string }>(sql, params)).rows.map((r) => r.id);
+  } finally {
+    await c.end();
+  }
+}
+
+/** Every id of a search, following its `next` links. */
+async function allPages(s: TestServer, path: string, headers: Record<string, string> = {}): Promise<string[]> {
+  const ids: string[] = [];
+  let next: string | null = path;
+  while (next) {
+    const r: Response = await s.req(next, { headers });
+    if (r.status !== 200) throw new Error(`${next}: ${r.status} ${await r.text()}`);
+    ids.push(...((await r.json()) as { id: string }[]).map((x) => x.id));
+    next = /<([^>]+)>; rel="next"/.exec(r.headers.get('link') ?? '')?.[1] ?? null;
+  }
+  return ids;
+}
+
+/** Hammer a few searches until stopped, keeping every answer. */
+function readers(s: TestServer, paths: [string, Record<string, string>][]): { stop: () => Promise<Map<string, Seen[]>> } {
+  let running = true;
+  const seen = new Map<string, Seen[]>(paths.map(([p]) => [p, []]));
+  const loops = paths.map(async ([path, headers]) => {
+    while (running) {
+      const r = await s.req(path, { headers });
+      seen.get(path)!.push({ status: r.status, body: await r.text(), retryAfter: r.headers.get('retry-after') });
+    }
+  });
+  return {
+    async stop() {
+      running = false;
+      await Promise.all(loops);
+      return seen;
+    },
+  };
+}
+
+t.test('the index is rebuilt after Redis loses it, and no search ever sees half of it', async (t) => {
+  const redis = await startRedis();
+  const db = await freshDatabase();
+  await seedServices(db.url, SEEDED);
+  const s = await startTestServer({ databaseUrl: db.url, env: {
+      REDIS_URL: redis.url,
+      TIERS: 'free=1000000', // the readers must not meet the rate limit
+      // the in-process result cache would answer the watched queries (whole, from before the
+      // loss) for its TTL: turned off, every answer comes from the index under test
+      RESULT_CACHE_ENTRIES: '0',
+    },
+  });
+  t.teardown(async () => {
+    await s.close();
+    await db.drop();
+    await redis.kill();
+  });
+  t.equal((await s.req('/readyz')).status, 200, 'ready after the start-up rebuild');
+
+  const sb = await createSandbox(s, 'Loss Test');
+  const auth = { authorization: `Bearer ${sb.apiKey}` };
+  for (let i = 0; i < 3; i++) {
+    const r = await s.req(`/sandbox/${sb.uuid}/services`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ endpoint: `https://sb${i}.example.com`, capability: 'sb-cap' }) });
+    t.equal(r.status, 201);
+  }
+  const sbPath = `/sandbox/${sb.uuid}/services`;
+  const expectProd = await pgIds(db.url, `SELECT s.id FROM services s JOIN service_capabilities c ON c.service_id = s.id JOIN service_properties p ON p.service_id = s.id
+     WHERE s.ns = 'production' AND c.capability = 'cap3' AND p.key = 'zone' AND p.value = 'z1' ORDER BY s.seq`);
+  const expectSb = await pgIds(db.url, 'SELECT id FROM services WHERE ns = $1 ORDER BY seq', [sb.uuid]);
+  t.ok(expectProd.length > 100 && expectProd.length < 1000, 'the watched query fits one page');
+  const wholeProd = JSON.stringify(expectProd);
+  const wholeSb = JSON.stringify(expectSb);
+
+  const check = async (t: Test, how: string, loseIt: () => Promise<void>) => {
+    const before = JSON.stringify(((await (await s.req(QUERY)).json()) as { id: string }[]).map((x) => x.id));
+    t.equal(before, wholeProd, `${how}: the search is whole before`);
+    const r = readers(s, [
+      [QUERY, {}],
+      [sbPath, auth],
+    ]);
+    await new Promise((res) => setTimeout(res, 100));
+    await loseIt();
+    const ready = await s.req('/readyz');
+    t.equal(ready.status, 503, `${how}: /readyz answers 503 at once`);
+    t.equal(((await ready.json()) as { status: string }).status, 'not ready');
+    // a write while the index is missing or being rebuilt is acknowledged and not lost
+    const late = await registerProduction(s, { endpoint: 'https://late.example.com', capabilities: [`late-${how}`] });
+    await waitFor(`${how}: /readyz 200 again`, async () => (await s.req('/readyz')).status === 200, 60_000, 50);
+    const seen = await r.stop();
+
+    for (const [path, whole] of [
+      [QUERY, wholeProd],
+      [sbPath, wholeSb],
+    ] as const) {
+      const answers = seen.get(path)!;
+      const bad = answers.filter((a) => !(a.status === 200 || (a.status === 503 && a.retryAfter !== null)));
+      t.same(bad.map((a) => `${a.status} ${a.body.slice(0, 80)}`), [], `${how} ${path}: only 200 or 503 with Retry-After`);
+      const partial = answers.filter((a) => a.status === 200 && JSON.stringify((JSON.parse(a.body) as { id: string }[]).map((x) => x.id)) !== whole);
+      t.equal(partial.length, 0, `${how} ${path}: every 200 is the whole answer (${answers.length} answers, ${answers.filter((a) => a.status === 503).length} were 503)`);
+      for (const a of answers.filter((x) => x.status === 503)) {
+        t.match(JSON.parse(a.body), { error: { code: 'UNAVAILABLE' } });
+        break;
+      }
+    }
+    t.ok(seen.get(QUERY)!.some((a) => a.status === 503), `${how}: searches were refused while the index was missing`);
+
+    // afterwards: exactly PostgreSQL's answers
+    t.same(await allPages(s, '/services?capability=seeded&limit=1000'), await pgIds(db.url, `SELECT id FROM services WHERE ns = 'production' AND id LIKE 'seed%' ORDER BY seq`), `${how}: every seeded service, in order`);
+    t.same(await allPages(s, sbPath, auth), expectSb, `${how}: the sandbox, through its key`);
+    await waitFor(`${how}: the late write is searchable`, async () => {
+      const ids = await allPages(s, `/services?capability=late-${how}`);
+      return ids.length === 1 && ids[0] === late.id;
+    });
+    const one = await s.req(`/services/${expectProd[0]}`);
+    t.equal(one.status, 200, `${how}: /services/{id} answers again`);
+  };
+
+  await t.test('FLUSHALL', (t) => check(t, 'flushall', async () => {
+    t.equal(await redisCommand(redis.port, 'FLUSHALL'), '+OK');
+  }));
+  await t.test('restart without persistence', (t) => check(t, 'restart', () => redis.restart()));
+});
