@@ -104,6 +104,8 @@ t.test('poll: fields, JSON whatever Accept says, not counted, total = requests a
   for (const [path, init] of reqs) {
     const r = await s.req(path, init);
     got.push(r.status);
+    t.match(r.headers.get('ratelimit-policy') ?? '', /q=60/, `${r.status}: an admitted response carries RateLimit-Policy`);
+    t.match(r.headers.get('ratelimit') ?? '', /r=\d+/, `${r.status}: and RateLimit`);
     await r.body?.cancel();
     const p = await poll(sb.uuid);
     t.equal(p.total, got.length, `total after ${got.length} request(s)`);

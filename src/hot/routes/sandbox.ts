@@ -5,7 +5,7 @@ import type { App } from '../app.js';
 import { ApiError } from '../domain/errors.js';
 import { deprecationHeaders } from '../domain/service.js';
 import { check, validators } from '../domain/validation.js';
-import { parseJson, route, type Headers, type Req, type RouteOptions } from '../http.js';
+import { parseJson, route, type Headers, type Reply, type Req, type RouteOptions } from '../http.js';
 import { hashKey, newSandboxKey } from '../sandbox/keys.js';
 import { writeSandboxMeta } from '../store/sandbox-meta.js';
 import { countServices, getSandbox, insertSandbox, type SandboxRow } from '../store/sandboxes.js';
@@ -106,45 +106,40 @@ export function registerSandbox(uws: TemplatedApp, app: App, o: RouteOptions): v
   }, o);
 
   // ---- key-protected registry of one sandbox ----
-  const guard = (req: Req) => app.auth.admit(req.authorization, req.params[0]!);
   const base = (req: Req) => `/sandbox/${req.params[0]!.toLowerCase()}/services`;
   const ns = (req: Req) => req.params[0]!.toLowerCase();
 
-  route(uws, 'post', '/sandbox/:uuid/services', async (req, reply, body) => {
-    const rl = await guard(req);
-    await createHandler(app, ns(req), base(req), req, reply, body, rl);
-  }, ob);
+  /**
+   * A route that needs this sandbox's key: the key is checked (and the request counted)
+   * first; every answer to an admitted request, errors included, carries the rate headers.
+   */
+  const keyedRoute = (method: 'get' | 'post' | 'patch' | 'del', pattern: string, opts: RouteOptions, fn: (req: Req, reply: Reply, body: Buffer | null, rl: Headers) => Promise<void>) =>
+    route(uws, method, pattern, async (req, reply, body) => {
+      const rl = await app.auth.admit(req.authorization, req.params[0]!);
+      try {
+        await fn(req, reply, body, rl);
+      } catch (err) {
+        if (err instanceof ApiError) for (const [k, v] of rl) err.headers[k] ??= v;
+        throw err;
+      }
+    }, opts);
 
-  route(uws, 'get', '/sandbox/:uuid/services', async (req, reply) => {
-    const rl = await guard(req);
-    await searchServices(app, req, reply, ns(req), [...PRIVATE, ['Vary', 'Authorization'], ...rl]);
-  }, o);
+  keyedRoute('post', '/sandbox/:uuid/services', ob, (req, reply, body, rl) => createHandler(app, ns(req), base(req), req, reply, body, rl));
 
-  route(uws, 'get', '/sandbox/:uuid/services/:id', async (req, reply) => {
-    const rl = await guard(req);
+  keyedRoute('get', '/sandbox/:uuid/services', o, (req, reply, _body, rl) => searchServices(app, req, reply, ns(req), [...PRIVATE, ['Vary', 'Authorization'], ...rl]));
+
+  keyedRoute('get', '/sandbox/:uuid/services/:id', o, async (req, reply, _body, rl) => {
     const id = req.params[1]!;
     const s = await app.index.getService(ns(req), id);
     if (!s) throw new ApiError('NOT_FOUND', 'no such service');
     reply.json(200, s.doc, [...PRIVATE, ...deprecationHeaders(s.hdr, `${base(req)}/${id}/replacements`), ...rl]);
-  }, o);
+  });
 
-  route(uws, 'patch', '/sandbox/:uuid/services/:id', async (req, reply, body) => {
-    const rl = await guard(req);
-    await patchHandler(app, ns(req), base(req), req.params[1]!, req, reply, body, rl);
-  }, ob);
+  keyedRoute('patch', '/sandbox/:uuid/services/:id', ob, (req, reply, body, rl) => patchHandler(app, ns(req), base(req), req.params[1]!, req, reply, body, rl));
 
-  route(uws, 'del', '/sandbox/:uuid/services/:id', async (req, reply) => {
-    const rl = await guard(req);
-    await deleteHandler(app, ns(req), req.params[1]!, reply, rl);
-  }, ob);
+  keyedRoute('del', '/sandbox/:uuid/services/:id', ob, (req, reply, _body, rl) => deleteHandler(app, ns(req), req.params[1]!, reply, rl));
 
-  route(uws, 'get', '/sandbox/:uuid/services/:id/replacements', async (req, reply) => {
-    const rl = await guard(req);
-    await listReplacementsHandler(app, ns(req), req.params[1]!, reply, rl);
-  }, o);
+  keyedRoute('get', '/sandbox/:uuid/services/:id/replacements', o, (req, reply, _body, rl) => listReplacementsHandler(app, ns(req), req.params[1]!, reply, rl));
 
-  route(uws, 'post', '/sandbox/:uuid/services/:id/replacements', async (req, reply, body) => {
-    const rl = await guard(req);
-    await addReplacementHandler(app, ns(req), req.params[1]!, req, reply, body, rl);
-  }, ob);
+  keyedRoute('post', '/sandbox/:uuid/services/:id/replacements', ob, (req, reply, body, rl) => addReplacementHandler(app, ns(req), req.params[1]!, req, reply, body, rl));
 }
