@@ -29,6 +29,8 @@ export interface Config {
   defaultTier: string;
   /** POST /sandboxes per client address per minute */
   sandboxCreatePerMinute: number;
+  /** failed POST /admin/session per client address per minute before 429 */
+  loginFailuresPerMinute: number;
   /** Cache-Control max-age of anonymous search and device responses, seconds */
   searchMaxAge: number;
   /** Cache-Control max-age (and shared cache lifetime) of /services/{id}[/replacements] */
@@ -174,6 +176,7 @@ export function loadConfig(env: Env = process.env): Config {
     tiers: t,
     defaultTier,
     sandboxCreatePerMinute: int(env, 'SANDBOX_CREATE_PER_MINUTE', 10, 1, 1_000_000), // contract default
+    loginFailuresPerMinute: int(env, 'LOGIN_FAILURES_PER_MINUTE', 20, 1, 1_000_000), // slows key guessing
     searchMaxAge: int(env, 'SEARCH_MAX_AGE', 5, 0, 86400), // short: registrations show up quickly
     discoveryMaxAge: int(env, 'DISCOVERY_MAX_AGE', 60, 1, 86400), // must be > 0 (contract)
     defaultLimit: 100, // contract: limit default 100

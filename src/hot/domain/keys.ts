@@ -72,6 +72,10 @@ export class Keys {
   rateTotals(uuid: string): string {
     return `${this.prefix}rl:{${uuid}}:t`;
   }
+  /** string counter: failed admin logins from one client address in one minute */
+  loginFailures(addr: string, minute: number): string {
+    return `${this.prefix}throttle:login:${addr}:${minute}`;
+  }
   /** string counter: sandbox creations by one client address in one minute */
   createThrottle(addr: string, minute: number): string {
     return `${this.prefix}throttle:create:${addr}:${minute}`;

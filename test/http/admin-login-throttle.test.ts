@@ -1,0 +1,16 @@
+import t from 'tap';
+import { ADMIN_KEY, startTestServer } from '../helpers/server.js';
+
+t.test('failed admin logins are throttled per client address', async (t) => {
+  const s = await startTestServer({ env: { LOGIN_FAILURES_PER_MINUTE: '3' } });
+  t.teardown(() => s.close());
+  const login = (apiKey: string) => s.req('/admin/session', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ apiKey }) });
+  const ok = await login(ADMIN_KEY);
+  t.equal(ok.status, 200, 'successes do not count');
+  for (let i = 0; i < 3; i++) t.equal((await login('wrong-key-' + i)).status, 401);
+  const refused = await login(ADMIN_KEY);
+  t.equal(refused.status, 429, 'even the right key waits once the address is throttled');
+  t.ok(Number(refused.headers.get('retry-after')) >= 1);
+  t.match(await refused.json(), { error: { code: 'RATE_LIMITED' } });
+  t.notOk(refused.headers.get('set-cookie'), 'no session was made');
+});
