@@ -209,6 +209,12 @@ export async function loadService(pool: Pool, ns: string, id: string): Promise<S
   return r.rows[0] ? toRecord(r.rows[0]) : null;
 }
 
+/** Services matching `where` (SQL over alias s, e.g. "WHERE s.id = ANY($1)"): bulk import and export. */
+export async function loadStatesWhere(c: Client | Pool, where: string, params: unknown[]): Promise<ServiceRecord[]> {
+  const r = await c.query<Row>(SELECT_STATE + ' ' + where, params);
+  return r.rows.map(toRecord);
+}
+
 /** Page through every service in seq order (rebuild). */
 export async function loadServicePage(c: Client | Pool, afterSeq: number, n: number): Promise<ServiceRecord[]> {
   const r = await c.query<Row>(SELECT_STATE + ' WHERE s.seq > $1 ORDER BY s.seq LIMIT $2', [afterSeq, n]);

@@ -1,0 +1,79 @@
+// Command-line parsing for bin/registry: positionals plus `--name value` / `--name=value`
+// options and `--flag` switches. Hand-written because node:util parseArgs refuses option
+// values that start with a dash, and `--lat -33.9` is the natural way to write a latitude.
+export interface Parsed {
+  positionals: string[];
+  options: Record<string, string>;
+  flags: Set<string>;
+}
+
+export class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+/** `valued`: options that take a value; anything else starting with -- is a switch. */
+export function parseArgs(argv: string[], valued: readonly string[]): Parsed {
+  const out: Parsed = { positionals: [], options: {}, flags: new Set() };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === '--') {
+      out.positionals.push(...argv.slice(i + 1));
+      break;
+    }
+    if (!a.startsWith('--') || a === '-') {
+      out.positionals.push(a);
+      continue;
+    }
+    const eq = a.indexOf('=');
+    const name = a.slice(2, eq < 0 ? undefined : eq);
+    if (valued.includes(name)) {
+      const v = eq < 0 ? argv[++i] : a.slice(eq + 1);
+      if (v === undefined) throw new UsageError(`--${name} needs a value`);
+      out.options[name] = v;
+    } else if (eq < 0) out.flags.add(name);
+    else throw new UsageError(`--${name} takes no value`);
+  }
+  return out;
+}
+
+/** A decimal number within [min, max], or a UsageError naming the option. */
+export function numberOption(p: Parsed, name: string, min: number, max: number): number | undefined {
+  const raw = p.options[name];
+  if (raw === undefined) return undefined;
+  if (!/^-?\d+(\.\d+)?$/.test(raw)) throw new UsageError(`--${name} must be a number, got "${raw}"`);
+  const n = Number(raw);
+  if (n < min || n > max) throw new UsageError(`--${name} must be between ${min} and ${max}, got ${n}`);
+  return n;
+}
+
+/** A progress bar on stderr, redrawn in place on a terminal, one line per 10% otherwise. */
+export function progressBar(label: string, total: number | null, out: NodeJS.WritableStream & { isTTY?: boolean }): { update(n: number): void; done(msg: string): void } {
+  const tty = !!out.isTTY;
+  let lastStep = -1;
+  let lastDraw = 0;
+  const draw = (n: number) => {
+    const pct = total ? Math.min(1, n / total) : 0;
+    if (tty) {
+      const now = Date.now();
+      if (now - lastDraw < 100 && n !== total) return;
+      lastDraw = now;
+      const width = 30;
+      const fill = Math.round(pct * width);
+      const bar = total ? `[${'#'.repeat(fill)}${'.'.repeat(width - fill)}] ${(pct * 100).toFixed(0).padStart(3)}%` : '';
+      out.write(`\r${label} ${bar} ${n}${total ? '/' + total : ''}`);
+    } else {
+      const step = total ? Math.floor(pct * 10) : Math.floor(n / 10_000);
+      if (step !== lastStep) {
+        lastStep = step;
+        out.write(`${label} ${n}${total ? '/' + total : ''}\n`);
+      }
+    }
+  };
+  return {
+    update: draw,
+    done(msg: string) {
+      if (tty) out.write('\r\x1b[K');
+      out.write(msg + '\n');
+    },
+  };
+}

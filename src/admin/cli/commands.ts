@@ -1,0 +1,99 @@
+// The small commands of bin/registry: reindex (with a progress bar), sandbox create, tier
+// set, stats. Each talks to PostgreSQL (the source of truth) and keeps Redis's derived
+// copy in step, as the HTTP API does.
+import type { App } from '../../hot/app.js';
+import type { Config } from '../../hot/config.js';
+import { Keys } from '../../hot/domain/keys.js';
+import { check, validators } from '../../hot/domain/validation.js';
+import { Index } from '../../hot/index/index.js';
+import { createRedis, type RedisClient } from '../../hot/redis/client.js';
+import { hashKey, newSandboxKey } from '../../hot/sandbox/keys.js';
+import type { Pool } from '../../hot/store/pool.js';
+import { writeSandboxMeta } from '../../hot/store/sandbox-meta.js';
+import { insertSandbox, setTier, type SandboxRow } from '../../hot/store/sandboxes.js';
+import { rebuildIndex, type RebuildResult } from '../reindex.js';
+import { stats } from '../stats.js';
+import { progressBar, UsageError } from './args.js';
+
+export interface Ctx {
+  cfg: Config;
+  pool: Pool;
+  keys: Keys;
+  /** connected on first use */
+  redis(): RedisClient;
+  out: (line: string) => void;
+  err: (line: string) => void;
+  /** where progress bars go (stderr) */
+  errStream: NodeJS.WritableStream & { isTTY?: boolean };
+}
+
+export function lazyRedis(cfg: Config): { get(): RedisClient; close(): Promise<void> } {
+  let r: RedisClient | null = null;
+  return {
+    get: () => (r ??= createRedis(cfg)),
+    close: async () => {
+      if (r) await r.quit().catch(() => r?.disconnect());
+    },
+  };
+}
+
+export async function reindex(ctx: Ctx, quiet = false): Promise<RebuildResult | null> {
+  const total = Number((await ctx.pool.query<{ n: string }>('SELECT count(*) AS n FROM services')).rows[0]!.n);
+  const bar = quiet ? null : progressBar('reindex', total, ctx.errStream);
+  const r = await rebuildIndex(ctx.pool, ctx.redis(), ctx.keys, ctx.cfg.tiers, (n) => bar?.update(n));
+  bar?.done(r ? `index rebuilt: ${r.services} services, ${r.sandboxes} sandboxes in ${r.ms} ms (generation ${r.gen})` : 'another rebuild is running; nothing done');
+  return r;
+}
+
+function summary(cfg: Config, s: SandboxRow): Record<string, unknown> {
+  return {
+    uuid: s.uuid,
+    name: s.name,
+    tier: s.tier,
+    rateLimit: cfg.tiers[s.tier] ?? 0,
+    location: s.lat === null || s.lon === null ? null : { lat: s.lat, lon: s.lon },
+    createdAt: s.created_at.toISOString(),
+  };
+}
+
+export async function sandboxCreate(ctx: Ctx, name: string, loc: { lat: number; lon: number } | null, tier: string | undefined, json: boolean): Promise<void> {
+  const body = check(validators.sandboxCreate, loc ? { name, location: loc } : { name });
+  const t = tier ?? ctx.cfg.defaultTier;
+  if (!Object.hasOwn(ctx.cfg.tiers, t)) throw new UsageError(`unknown tier "${t}"; one of ${Object.keys(ctx.cfg.tiers).join(', ')}`);
+  const clean = body.name.trim();
+  if (!clean) throw new UsageError('the name must not be blank');
+  const { key, prefix } = newSandboxKey(clean);
+  const hash = hashKey(key);
+  const row = await insertSandbox(ctx.pool, clean, prefix, hash, t, body.location ?? null);
+  try {
+    await writeSandboxMeta(ctx.redis(), ctx.keys, row.uuid, row.name, row.tier, ctx.cfg.tiers[row.tier] ?? 0, hash.toString('hex'));
+    await new Index(ctx.redis(), ctx.keys).ensureNamespace(row.uuid);
+  } catch (e) {
+    ctx.err(`warning: sandbox saved, but Redis could not be updated (${(e as Error).message}); the server catches up by itself`);
+  }
+  if (json) ctx.out(JSON.stringify({ ...summary(ctx.cfg, row), apiKey: key }));
+  else {
+    ctx.out(`uuid:    ${row.uuid}`);
+    ctx.out(`apiKey:  ${key}`);
+    ctx.out(`tier:    ${row.tier} (${ctx.cfg.tiers[row.tier]} requests/minute)`);
+    ctx.err('The key is shown only this once: store it now.');
+  }
+}
+
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export async function tierSet(ctx: Ctx, uuid: string, tier: string): Promise<void> {
+  if (!UUID_RE.test(uuid)) throw new UsageError(`"${uuid}" is not a sandbox uuid`);
+  const limit = ctx.cfg.tiers[tier];
+  if (!Object.hasOwn(ctx.cfg.tiers, tier) || limit === undefined) throw new UsageError(`unknown tier "${tier}"; one of ${Object.keys(ctx.cfg.tiers).join(', ')}`);
+  const row = await setTier(ctx.pool, uuid.toLowerCase(), tier, 'cli');
+  // the rate-limit script reads the limit from Redis: apply it for the next request
+  await writeSandboxMeta(ctx.redis(), ctx.keys, row.uuid, row.name, row.tier, limit, '');
+  ctx.out(JSON.stringify(summary(ctx.cfg, row)));
+}
+
+export async function printStats(ctx: Ctx): Promise<void> {
+  // stats() reads only these members of the app
+  const app = { cfg: ctx.cfg, pool: ctx.pool, redis: ctx.redis(), keys: ctx.keys } as unknown as App;
+  ctx.out(JSON.stringify(await stats(app), null, 2));
+}

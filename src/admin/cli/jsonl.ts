@@ -1,0 +1,43 @@
+// The JSON Lines format of `registry import` / `registry export`: one production service
+// object per line, as GET /services/{id} returns it, plus `replacements` (candidate ids,
+// ranked). `iotReady` is derived and ignored on input; `id` is kept, so that re-importing
+// an export upserts the same services instead of adding copies. A line without `id` gets
+// a new one (and would be added again by a second import).
+import { ApiError } from '../../hot/domain/errors.js';
+import { serviceObject, type ServiceRecord } from '../../hot/domain/service.js';
+import { parseServiceCreate } from '../../hot/domain/validation.js';
+import { newServiceId } from '../../hot/store/services.js';
+import type { BulkRow } from '../../hot/store/bulk.js';
+
+const ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
+
+export class LineError extends Error {
+  override name = 'LineError';
+}
+
+/** One line -> a row to upsert; throws LineError with the reason. Blank lines -> null. */
+export function parseLine(line: string): BulkRow | null {
+  if (!line.trim()) return null;
+  let obj: unknown;
+  try {
+    obj = JSON.parse(line);
+  } catch {
+    throw new LineError('not valid JSON');
+  }
+  if (!obj || typeof obj !== 'object' || Array.isArray(obj)) throw new LineError('not a JSON object');
+  const { id, iotReady: _derived, replacements, ...rest } = obj as Record<string, unknown>;
+  if (id !== undefined && (typeof id !== 'string' || !ID_RE.test(id))) throw new LineError('"id" must be 1-64 of [A-Za-z0-9_-]');
+  if (replacements !== undefined && (!Array.isArray(replacements) || !replacements.every((r) => typeof r === 'string' && ID_RE.test(r)))) {
+    throw new LineError('"replacements" must be an array of service ids');
+  }
+  try {
+    return { id: (id as string | undefined) ?? newServiceId(), input: parseServiceCreate(rest), replacements: replacements as string[] | undefined };
+  } catch (e) {
+    if (e instanceof ApiError) throw new LineError(e.message);
+    throw e;
+  }
+}
+
+export function exportLine(s: ServiceRecord, replacements: string[]): string {
+  return JSON.stringify({ ...serviceObject(s), replacements }) + '\n';
+}

@@ -1,0 +1,133 @@
+// `registry import` and `registry export`: production services as JSON Lines, streamed both
+// ways (a batch in memory at a time). Import upserts batches of BATCH rows with multi-row
+// statements (store/bulk.ts), sets replacement candidates once every line is in, then
+// rebuilds the Redis index once: far faster than applying 100,000 single writes.
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
+import type { Readable, Writable } from 'node:stream';
+import { PRODUCTION } from '../../hot/domain/keys.js';
+import type { Pool } from '../../hot/store/pool.js';
+import { bulkReplacements, bulkUpsert, dropOutbox, exportPage, type BulkRow } from '../../hot/store/bulk.js';
+import { exportLine, LineError, parseLine } from './jsonl.js';
+
+export const BATCH = 1000;
+
+export interface ImportSummary {
+  lines: number;
+  created: number;
+  updated: number;
+  unchanged: number;
+  rejected: number;
+  replacementsChanged: number;
+  /** outbox rows written; dropped by the caller once a rebuild has covered them */
+  outbox: number[];
+}
+
+export interface ImportOptions {
+  batch?: number;
+  /** one message per rejected line (to stderr) */
+  warn?: (msg: string) => void;
+  /** lines read so far */
+  progress?: (lines: number) => void;
+}
+
+export async function importServices(pool: Pool, input: Readable, o: ImportOptions = {}): Promise<ImportSummary> {
+  const size = o.batch ?? BATCH;
+  const warn = o.warn ?? (() => undefined);
+  const sum: ImportSummary = { lines: 0, created: 0, updated: 0, unchanged: 0, rejected: 0, replacementsChanged: 0, outbox: [] };
+  const lists = new Map<string, string[]>();
+  let batch: BulkRow[] = [];
+  let lineOf = new Map<string, number>();
+  // Two batches in flight: PostgreSQL works on one while the next is parsed and sent (and
+  // uses a second core). A batch that names an id of the batch in flight waits for it, so
+  // the later line still wins.
+  let inflight: { done: Promise<void>; ids: Map<string, number> } | null = null;
+  const flush = async () => {
+    if (!batch.length) return;
+    const rows = batch;
+    const lines = lineOf;
+    batch = [];
+    lineOf = new Map();
+    if (inflight && rows.some((r) => inflight!.ids.has(r.id))) await inflight.done;
+    const prev = inflight;
+    const done = bulkUpsert(pool, PRODUCTION, rows).then((r) => {
+      sum.created += r.created;
+      sum.updated += r.updated;
+      sum.unchanged += r.unchanged;
+      sum.outbox.push(...r.outbox);
+      for (const f of r.refused) {
+        sum.rejected++;
+        lists.delete(f.id);
+        warn(`line ${lines.get(f.id) ?? '?'}: ${f.id}: ${f.reason}`);
+      }
+    });
+    done.catch(() => undefined); // handled: it is awaited (and rethrows) below or at the next flush
+    inflight = { done, ids: lines };
+    if (prev) await prev.done; // at most two at a time; errors surface in order
+  };
+  const rl = createInterface({ input, crlfDelay: Infinity });
+  for await (const line of rl) {
+    sum.lines++;
+    let row: BulkRow | null;
+    try {
+      row = parseLine(line);
+    } catch (e) {
+      if (!(e instanceof LineError)) throw e;
+      sum.rejected++;
+      warn(`line ${sum.lines}: ${e.message}`);
+      continue;
+    }
+    if (!row) continue;
+    if (row.replacements) lists.set(row.id, row.replacements);
+    lineOf.set(row.id, sum.lines);
+    batch.push(row);
+    if (batch.length >= size) {
+      await flush();
+      o.progress?.(sum.lines);
+    }
+  }
+  await flush();
+  await (inflight as { done: Promise<void> } | null)?.done;
+  o.progress?.(sum.lines);
+  // candidates may name services further down the file: set them once all are in
+  const ids = [...lists.keys()];
+  for (let i = 0; i < ids.length; i += size) {
+    const part = new Map(ids.slice(i, i + size).map((id) => [id, lists.get(id)!]));
+    const r = await bulkReplacements(pool, PRODUCTION, part);
+    sum.replacementsChanged += r.changed;
+    sum.outbox.push(...r.outbox);
+    for (const d of r.dropped) warn(`${d.id}: replacement candidate ${d.candidate} is not a production service; left out`);
+  }
+  return sum;
+}
+
+async function writeAll(out: Writable, chunk: string): Promise<void> {
+  if (!out.write(chunk)) await once(out, 'drain');
+}
+
+/**
+ * Every production service, in registration order, from one consistent snapshot
+ * (REPEATABLE READ): a file that reflects one moment even while writes go on.
+ */
+export async function exportServices(pool: Pool, out: Writable, progress?: (n: number) => void): Promise<number> {
+  const c = await pool.connect();
+  let n = 0;
+  try {
+    await c.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    let after = 0;
+    for (;;) {
+      const page = await exportPage(c, PRODUCTION, after, BATCH);
+      if (!page.length) break;
+      await writeAll(out, page.map((p) => exportLine(p.s, p.replacements)).join(''));
+      after = page[page.length - 1]!.s.seq;
+      n += page.length;
+      progress?.(n);
+    }
+    await c.query('COMMIT');
+  } finally {
+    c.release();
+  }
+  return n;
+}
+
+export { dropOutbox };
