@@ -35,6 +35,8 @@ export class Reply {
   status = 0;
   /** close the connection after the response (shutdown drain) */
   closeAfter = false;
+  /** a HEAD request: send the headers (and Content-Length) of the GET answer, no body */
+  head = false;
   private ac: AbortController | null = null;
   /** called exactly once: after the response was written, or when the client aborted */
   constructor(
@@ -65,7 +67,12 @@ export class Reply {
     this.res.cork(() => {
       this.res.writeStatus(STATUS_TEXT[status] ?? String(status));
       for (const [k, v] of headers) this.res.writeHeader(k, v);
-      this.res.end(body, close || this.closeAfter);
+      // a body after a HEAD answer would be read as the start of the next response. (This
+      // uWS build writes nothing at all for endWithoutBody(n), so the length goes in by hand.)
+      if (this.head) {
+        this.res.writeHeader('Content-Length', String(typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength));
+        this.res.endWithoutBody();
+      } else this.res.end(body, close || this.closeAfter);
     });
     this.onEnd(this);
   }
@@ -201,14 +208,42 @@ function run(handler: Handler, req: Req, reply: Reply, body: Buffer | null, o: R
   }
 }
 
-/** Register a handler; `pattern` uses uWS's :param syntax. */
+/** Method + path pattern of every registered route, per app: the catch-all answers 405 from it. */
+const routeTable = new WeakMap<TemplatedApp, { method: string; re: RegExp }[]>();
+
+function patternRegExp(pattern: string): RegExp {
+  const body = pattern
+    .split('/')
+    .map((seg) => (seg.startsWith(':') ? '[^/]+' : seg === '*' ? '.*' : seg.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+    .join('/');
+  return new RegExp(`^${body}$`);
+}
+
+/** Methods that have a route for `path` (empty: no route at all, a 404). */
+export function allowedMethods(app: TemplatedApp, path: string): string[] {
+  const out = new Set<string>();
+  for (const r of routeTable.get(app) ?? []) if (r.re.test(path)) out.add(r.method);
+  return [...out];
+}
+
+const METHOD_NAME = { get: 'GET', post: 'POST', patch: 'PATCH', del: 'DELETE' } as const;
+
+/** Register a handler; `pattern` uses uWS's :param syntax. A GET route answers HEAD too. */
 export function route(app: TemplatedApp, method: 'get' | 'post' | 'patch' | 'del' | 'any', pattern: string, handler: Handler, o: RouteOptions): void {
   const nParams = (pattern.match(/:/g) ?? []).length;
-  app[method](pattern, (res: HttpResponse, r: HttpRequest) => {
+  if (method !== 'any') {
+    const table = routeTable.get(app) ?? [];
+    routeTable.set(app, table);
+    const re = patternRegExp(pattern);
+    table.push({ method: METHOD_NAME[method], re });
+    if (method === 'get') table.push({ method: 'HEAD', re });
+  }
+  const register = (m: 'get' | 'post' | 'patch' | 'del' | 'any' | 'head') => app[m](pattern, (res: HttpResponse, r: HttpRequest) => {
     const req = readReq(r, res, nParams);
     if (o.headers) req.extra = Object.fromEntries(o.headers.map((h) => [h, r.getHeader(h)]));
     o.onStart?.();
     const reply = new Reply(res, (rep) => o.onDone?.(req, rep, pattern));
+    reply.head = req.method === 'HEAD';
     if (o.draining?.()) reply.closeAfter = true;
     if (req.path.length + (req.query?.length ?? 0) > MAX_URL_BYTES) {
       return reply.error('URI_TOO_LONG', `the URL is longer than ${MAX_URL_BYTES} bytes`, [], true);
@@ -224,6 +259,8 @@ export function route(app: TemplatedApp, method: 'get' | 'post' | 'patch' | 'del
       run(handler, req, reply, body, o);
     });
   });
+  register(method);
+  if (method === 'get') register('head');
 }
 
 /** Parse a JSON body; 415 for a declared non-JSON type, 400 for bad JSON. */

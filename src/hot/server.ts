@@ -3,7 +3,7 @@
 import uWS from 'uWebSockets.js';
 import { registerAdmin } from '../admin/routes.js';
 import type { App } from './app.js';
-import { route, type RouteOptions } from './http.js';
+import { allowedMethods, route, type RouteOptions } from './http.js';
 import { indexAlive, startWatchers, type Watchers } from './lifecycle.js';
 import { startInvalidation } from './invalidation.js';
 import { openApiDocument } from './openapi.js';
@@ -54,7 +54,11 @@ export function buildUws(app: App, hooks: Partial<Pick<RouteOptions, 'onStart' |
   registerPublic(uws, app, o);
   registerSandbox(uws, app, o);
   registerAdmin(uws, app, o);
-  route(uws, 'any', '/*', (req, reply) => reply.error('NOT_FOUND', `no route for ${req.method} ${req.path}`), o);
+  route(uws, 'any', '/*', (req, reply) => {
+    const allow = allowedMethods(uws, req.path);
+    if (allow.length) return reply.error('METHOD_NOT_ALLOWED', `${req.method} is not allowed here; use ${allow.join(', ')}`, [['Allow', allow.join(', ')]]);
+    reply.error('NOT_FOUND', `no route for ${req.method} ${req.path}`);
+  }, o);
   return uws;
 }
 
