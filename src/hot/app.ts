@@ -51,8 +51,10 @@ export const REDACT = [
   '*.key',
 ];
 
-export function createLogger(cfg: Config, bindings: Record<string, unknown> = {}): Logger {
-  return pino({ level: cfg.logLevel, redact: { paths: REDACT, censor: '[redacted]' }, base: { pid: process.pid, ...bindings } });
+/** `dest`: where lines go (default stdout); tests pass a stream they read back. */
+export function createLogger(cfg: Config, bindings: Record<string, unknown> = {}, dest?: pino.DestinationStream): Logger {
+  const opts = { level: cfg.logLevel, redact: { paths: REDACT, censor: '[redacted]' }, base: { pid: process.pid, ...bindings } };
+  return dest ? pino(opts, dest) : pino(opts);
 }
 
 export function createApp(cfg: Config, version: string, log = createLogger(cfg)): App {

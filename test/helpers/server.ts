@@ -4,7 +4,7 @@
 // parallel against one Redis and one PostgreSQL server.
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { createApp, closeApp, type App } from '../../src/hot/app.js';
+import { createApp, closeApp, createLogger, type App } from '../../src/hot/app.js';
 import { loadConfig, type Config } from '../../src/hot/config.js';
 import { startServer, type Server } from '../../src/hot/server.js';
 import { createPool } from '../../src/hot/store/pool.js';
@@ -68,13 +68,15 @@ export interface StartOptions {
   /** reuse a database (for restart tests); default: a fresh one, dropped on close */
   databaseUrl?: string;
   redisKeyPrefix?: string;
+  /** log through the production logger (redaction included) into this stream */
+  logStream?: { write(line: string): void };
 }
 
 export async function startTestServer(opts: StartOptions = {}): Promise<TestServer> {
   const db = opts.databaseUrl ? { url: opts.databaseUrl, drop: async () => undefined } : await freshDatabase();
   const prefix = opts.redisKeyPrefix ?? 't' + randomBytes(4).toString('hex') + ':';
   const cfg = loadConfig({ ...baseEnv(), DATABASE_URL: db.url, REDIS_KEY_PREFIX: prefix, ...opts.env });
-  const app = createApp(cfg, 'test', pino({ level: cfg.logLevel }));
+  const app = createApp(cfg, 'test', opts.logStream ? createLogger(cfg, {}, opts.logStream) : pino({ level: cfg.logLevel }));
   const server = await startServer(app, 0, '127.0.0.1');
   const url = `http://127.0.0.1:${server.port}`;
   const req = (path: string, init: RequestInit = {}) => fetch(url + path, { redirect: 'manual', ...init });

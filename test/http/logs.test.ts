@@ -1,0 +1,92 @@
+// Logs: with ACCESS_LOG on, one JSON line per request (method, route, status, duration),
+// and no sandbox key, admin key, cookie, CSRF token or Authorization value anywhere in the
+// output, whatever the requests carried. Also the logger's own redaction paths.
+import { Writable } from 'node:stream';
+import t from 'tap';
+import { createLogger } from '../../src/hot/app.js';
+import { loadConfig } from '../../src/hot/config.js';
+import { ADMIN_KEY, baseEnv, startTestServer } from '../helpers/server.js';
+import { openSse } from './changes-sse.js';
+
+class Capture extends Writable {
+  text = '';
+  override _write(chunk: Buffer, _enc: string, cb: () => void): void {
+    this.text += chunk.toString();
+    cb();
+  }
+  lines(): Record<string, unknown>[] {
+    return this.text
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+  }
+}
+
+t.test('access log: one line per request, no secret in any line', async (t) => {
+  const cap = new Capture();
+  const s = await startTestServer({ env: { ACCESS_LOG: 'true', LOG_LEVEL: 'info', CHANGES_POLL_MS: '30' }, logStream: cap });
+  t.teardown(() => s.close());
+  const json = { 'content-type': 'application/json' };
+  let made = 0;
+  const req = async (path: string, init: RequestInit = {}) => {
+    made++;
+    return s.req(path, init);
+  };
+
+  const created = await req('/sandboxes', { method: 'POST', headers: json, body: JSON.stringify({ name: 'Log Test' }) });
+  t.equal(created.status, 201);
+  const sb = (await created.json()) as { uuid: string; apiKey: string };
+  const bearer = { authorization: `Bearer ${sb.apiKey}` };
+  t.equal((await req('/services?capability=x', { headers: bearer })).status, 200);
+  t.equal((await req(`/sandbox/${sb.uuid}/services`, { headers: bearer })).status, 200);
+  t.equal((await req(`/sandbox/${sb.uuid}/services`, { method: 'POST', headers: { ...bearer, ...json }, body: JSON.stringify({ endpoint: 'https://l.example.com', capability: 'log' }) })).status, 201);
+  t.equal((await req(`/sandbox/${sb.uuid}/services`, { headers: { authorization: 'Bearer not-a-real-key-but-secret-looking-1234' } })).status, 401);
+
+  const login = await req('/admin/session', { method: 'POST', headers: json, body: JSON.stringify({ apiKey: ADMIN_KEY }) });
+  t.equal(login.status, 200);
+  const { csrfToken } = (await login.json()) as { csrfToken: string };
+  const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
+  const cookieValue = cookie.split('=')[1]!;
+  t.ok(cookieValue.length > 20);
+  t.equal((await req('/admin/api/stats', { headers: { cookie } })).status, 200);
+  t.equal((await req('/admin/api/services', { method: 'POST', headers: { authorization: `Bearer ${ADMIN_KEY}`, ...json }, body: JSON.stringify({ endpoint: 'https://a.example.com', capability: 'log' }) })).status, 201);
+  t.equal((await req('/admin/session', { method: 'POST', headers: json, body: JSON.stringify({ apiKey: 'wrong-admin-key-0123456789' }) })).status, 401);
+
+  // a change stream with the key, closed by the client
+  made++;
+  const st = await openSse(s.url + '/services/changes', bearer);
+  t.equal(st.status, 200);
+  await st.nextComment();
+  st.close();
+
+  t.equal((await req('/admin/session', { method: 'DELETE', headers: { cookie, 'x-csrf-token': csrfToken } })).status, 204);
+
+  // wait until every request has its line (the stream's is written when the server sees the abort)
+  for (let i = 0; i < 100 && cap.lines().filter((l) => l.msg === 'request').length < made; i++) await new Promise((r) => setTimeout(r, 20));
+  const access = cap.lines().filter((l) => l.msg === 'request');
+  t.equal(access.length, made, 'one access line per request');
+  t.match(access[0], { level: 30, method: 'POST', route: '/sandboxes', path: '/sandboxes', status: 201, ms: Number });
+  t.match(access.find((l) => l.route === '/services/changes'), { method: 'GET', status: 200 });
+  t.match(access.find((l) => l.route === '/sandbox/:uuid/services' && l.status === 401), { path: `/sandbox/${sb.uuid}/services` });
+
+  const secrets = [sb.apiKey, sb.apiKey.split('_sb_')[1]!, ADMIN_KEY, cookieValue, csrfToken, 'not-a-real-key-but-secret-looking-1234', 'wrong-admin-key-0123456789'];
+  for (const secret of secrets) t.notOk(cap.text.includes(secret), `no secret in the log (${secret.slice(0, 6)}…)`);
+  t.notMatch(cap.text, /Bearer/i, 'no Authorization value');
+  t.notMatch(cap.text, /registry_admin=/, 'no cookie');
+});
+
+t.test('without ACCESS_LOG there is no access line', async (t) => {
+  const cap = new Capture();
+  const s = await startTestServer({ env: { LOG_LEVEL: 'info' }, logStream: cap });
+  t.teardown(() => s.close());
+  t.equal((await s.req('/livez')).status, 200);
+  t.equal(cap.lines().filter((l) => l.msg === 'request').length, 0);
+});
+
+t.test('the logger redacts authorization, cookies and keys wherever they are put', async (t) => {
+  const cap = new Capture();
+  const log = createLogger(loadConfig({ ...baseEnv(), LOG_LEVEL: 'info' }), {}, cap);
+  log.info({ authorization: 'Bearer s3cr3t-a', cookie: 'c=s3cr3t-b', apiKey: 's3cr3t-c', req: { headers: { authorization: 'Bearer s3cr3t-d', cookie: 's3cr3t-e' } }, body: { apiKey: 's3cr3t-f', key: 's3cr3t-g' } }, 'x');
+  t.notMatch(cap.text, /s3cr3t/);
+  t.match(cap.text, /\[redacted\]/);
+});
