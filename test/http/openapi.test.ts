@@ -1,0 +1,89 @@
+// /openapi.json: an OpenAPI 3.1 document covering every path and method of the contract,
+// with resolvable references and declared path parameters.
+import t from 'tap';
+import { serve } from '../helpers/checks.js';
+
+const s = await serve(t);
+
+type Obj = Record<string, unknown>;
+
+const CONTRACT: Record<string, string[]> = {
+  '/services': ['get'],
+  '/services/{id}': ['get'],
+  '/services/{id}/replacements': ['get'],
+  '/devices': ['get'],
+  '/sandboxes': ['post'],
+  '/sandbox/{uuid}/dashboard': ['get'],
+  '/sandbox/{uuid}/poll': ['get'],
+  '/openapi.json': ['get'],
+  '/livez': ['get'],
+  '/readyz': ['get'],
+  '/sandbox/{uuid}/services': ['get', 'post'],
+  '/sandbox/{uuid}/services/{id}': ['get', 'patch', 'delete'],
+  '/sandbox/{uuid}/services/{id}/replacements': ['get', 'post'],
+  '/admin/session': ['post', 'delete'],
+  '/admin/api/stats': ['get'],
+  '/admin/api/sandboxes': ['get'],
+  '/admin/api/sandboxes/{uuid}': ['get'],
+  '/admin/api/sandboxes/{uuid}/tier': ['post'],
+  '/admin/api/services': ['post'],
+  '/admin/api/services/{id}': ['patch', 'delete'],
+  '/admin/api/services/{id}/replacements': ['post'],
+};
+
+const r = await s.req('/openapi.json');
+const text = await r.text();
+const doc = JSON.parse(text) as Obj;
+const paths = (doc.paths ?? {}) as Record<string, Obj>;
+
+t.test('served as JSON, OpenAPI 3.1', async (t) => {
+  t.equal(r.status, 200);
+  t.match(r.headers.get('content-type') ?? '', /^application\/json/);
+  t.match(doc.openapi, /^3\.1\.\d+$/);
+  const info = doc.info as Obj;
+  t.type(info?.title, 'string');
+  t.type(info?.version, 'string');
+  t.match(text, /draft-ietf-httpapi-ratelimit-headers-\d+/, 'names the rate-limit headers draft');
+});
+
+t.test('every path and method of the contract', async (t) => {
+  for (const [p, methods] of Object.entries(CONTRACT)) {
+    t.ok(paths[p], `path ${p}`);
+    for (const m of methods) t.ok(paths[p]?.[m], `${m.toUpperCase()} ${p}`);
+  }
+});
+
+t.test('every operation has responses; every templated segment is a declared path parameter', async (t) => {
+  for (const [p, item] of Object.entries(paths)) {
+    const common = (item.parameters ?? []) as Obj[];
+    for (const m of ['get', 'post', 'patch', 'delete', 'put']) {
+      const op = item[m] as Obj | undefined;
+      if (!op) continue;
+      t.ok(op.responses && Object.keys(op.responses as Obj).length > 0, `${m} ${p} has responses`);
+      const params = [...common, ...((op.parameters ?? []) as Obj[])];
+      for (const name of [...p.matchAll(/\{([^}]+)\}/g)].map((x) => x[1])) {
+        t.ok(params.some((x) => x.in === 'path' && x.name === name && x.required === true), `${m} ${p}: path parameter ${name}`);
+      }
+    }
+  }
+});
+
+t.test('every $ref resolves inside the document', async (t) => {
+  const refs = [...text.matchAll(/"\$ref":"([^"]+)"/g)].map((x) => x[1]!);
+  t.ok(refs.length > 0, 'the document uses components');
+  for (const ref of new Set(refs)) {
+    t.match(ref, /^#\//, `${ref} is local`);
+    let cur: unknown = doc;
+    for (const part of ref.slice(2).split('/')) cur = (cur as Obj | undefined)?.[part.replace(/~1/g, '/').replace(/~0/g, '~')];
+    t.ok(cur, `${ref} resolves`);
+  }
+});
+
+t.test('the documented search parameters and error schema match the contract', async (t) => {
+  const names = ((paths['/services']?.get as Obj).parameters as Obj[]).map((x) => x.name).sort();
+  t.same(names, ['after', 'capability', 'deviceClass', 'iotReady', 'limit', 'property', 'protocol']);
+  const err = ((doc.components as Obj).schemas as Obj).Error as Obj;
+  t.ok(err, 'an Error schema');
+  t.match(JSON.stringify(err), /"code"/);
+  t.match(JSON.stringify(err), /"message"/);
+});
