@@ -18,6 +18,11 @@ export interface Row extends LoadResult {
   loadgenSaturated: boolean;
   /** response size (body bytes) seen by the preflight request */
   bodyBytes: number;
+  /** the server (or ceiling) process, % of one core; null without /proc */
+  serverCpuPct: number | null;
+  /** the rest of the machine beyond server and autocannon (Redis, PostgreSQL, other work), % of one core */
+  otherCpuPct: number | null;
+  stealPct: number | null;
 }
 
 export interface WorkersRun {
@@ -51,6 +56,8 @@ export interface Results {
   mode: 'full' | 'quick';
   command: string;
   machine: Machine;
+  /** 1-minute load average when the run started and ended: above nproc, other work competed */
+  loadavg: { start: number; end: number };
   settings: { connections: number; pipelining: number; durationS: number; warmupS: number; heavyConnections: number; tiers: string };
   data: {
     production: number;
@@ -99,20 +106,25 @@ function cpuCell(r: Row): string {
   return r.loadgenSaturated ? `**${pct(r.loadgenCpuPct)} saturated**` : pct(r.loadgenCpuPct);
 }
 
+const opt = (x: number | null) => (x === null ? '–' : pct(x));
+
 export function scenarioTable(run: WorkersRun): string {
-  const lines = ['| | scenario | req/s | p50 ms | p99 ms | non-2xx | × ceiling | autocannon CPU |', '|---|---|--:|--:|--:|---|--:|--:|'];
+  const lines = [
+    '| | scenario | req/s | p50 ms | p99 ms | non-2xx | × ceiling | autocannon CPU | server CPU | other CPU |',
+    '|---|---|--:|--:|--:|---|--:|--:|--:|--:|',
+  ];
   for (const r of [...run.rows, ...(run.ceiling ? [run.ceiling] : [])]) {
-    lines.push(`| ${r.id} | ${r.title} | ${n0(r.rps)} | ${ms(r.p50)} | ${ms(r.p99)} | ${non2xx(r)} | ${ratio(r.ratio)} | ${cpuCell(r)} |`);
+    lines.push(`| ${r.id} | ${r.title} | ${n0(r.rps)} | ${ms(r.p50)} | ${ms(r.p99)} | ${non2xx(r)} | ${ratio(r.ratio)} | ${cpuCell(r)} | ${opt(r.serverCpuPct)} | ${opt(r.otherCpuPct)} |`);
   }
   return lines.join('\n');
 }
 
 export function workersTable(runs: WorkersRun[], main: string): string {
-  const lines = ['| WORKERS | pinning | search req/s | p99 ms | ceiling req/s | × ceiling | autocannon CPU |', '|--:|---|--:|--:|--:|--:|--:|'];
+  const lines = ['| WORKERS | pinning | search req/s | p99 ms | ceiling req/s | × ceiling | autocannon CPU | server CPU |', '|--:|---|--:|--:|--:|--:|--:|--:|'];
   for (const run of runs) {
     const r = run.rows.find((x) => x.id === main);
     if (!r) continue;
-    lines.push(`| ${run.workers} | ${run.pinning} | ${n0(r.rps)} | ${ms(r.p99)} | ${run.ceiling ? n0(run.ceiling.rps) : '–'} | ${ratio(r.ratio)} | ${cpuCell(r)} |`);
+    lines.push(`| ${run.workers} | ${run.pinning} | ${n0(r.rps)} | ${ms(r.p99)} | ${run.ceiling ? n0(run.ceiling.rps) : '–'} | ${ratio(r.ratio)} | ${cpuCell(r)} | ${opt(r.serverCpuPct)} |`);
   }
   return lines.join('\n');
 }
@@ -136,7 +148,8 @@ export function markdown(res: Results, main: string): string {
   const out = [
     `Run of **${res.date}**, mode **${res.mode}**: \`${res.command}\` (${res.totalS.toFixed(0)} s in all).`,
     '',
-    `Machine: nproc ${m.nproc}, ${m.cpu}, ${m.memGiB} GiB, Linux ${m.kernel}, Node ${m.node}. ` +
+    `Machine: nproc ${m.nproc}, ${m.cpu}, ${m.memGiB} GiB, Linux ${m.kernel}, Node ${m.node}; ` +
+      `load average ${res.loadavg.start.toFixed(1)} at the start, ${res.loadavg.end.toFixed(1)} at the end. ` +
       `autocannon in-process: ${res.settings.connections} connections, pipelining ${res.settings.pipelining}, ` +
       `${res.settings.warmupS} s warm-up then ${res.settings.durationS} s measured per row, loopback only. TIERS=${res.settings.tiers} (see "Caveats").`,
     '',

@@ -5,11 +5,13 @@
 // stdout, bench/results/latest.json, and the table in bench/README.md.
 import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ROOT } from '../src/hot/paths.js';
 import { load, startLoad, type LoadOptions, type LoadResult } from './cannon.js';
 import type { CeilingResponse } from './ceiling.js';
+import { share, snapshot } from './cpu.js';
 import { parseFlags, type Flags } from './flags.js';
 import { BENCH_TIERS, prepare, type BenchData } from './generate.js';
 import { freePort, get, HAS_TASKSET, LOADGEN_CPU, NPROC, pinning, spawnNode, waitFor200, type Child, type Pinning, type RawResponse } from './procs.js';
@@ -26,20 +28,36 @@ const log = (m: string) => console.log(m);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function toRow(s: Pick<Scenario, 'id' | 'title' | 'path'>, r: LoadResult, bodyBytes: number): Row {
-  return { ...r, id: s.id, title: s.title, path: s.path, ratio: null, loadgenSaturated: r.loadgenCpuPct > SATURATED_PCT, bodyBytes };
+  return { ...r, id: s.id, title: s.title, path: s.path, ratio: null, loadgenSaturated: r.loadgenCpuPct > SATURATED_PCT, bodyBytes, serverCpuPct: null, otherCpuPct: null, stealPct: null };
+}
+
+/** Run one load while watching the server's CPU and the rest of the machine's. */
+async function watched(s: Pick<Scenario, 'id' | 'title' | 'path'>, o: LoadOptions, pid: number | undefined, bodyBytes: number): Promise<Row> {
+  const a = snapshot(pid);
+  const r = await load(o);
+  const c = share(a, snapshot(pid), NPROC);
+  const row = toRow(s, r, bodyBytes);
+  if (c) {
+    row.serverCpuPct = c.serverPct;
+    // Redis, PostgreSQL and whatever else ran: what is busy beyond the server and autocannon
+    row.otherCpuPct = Math.max(0, c.machinePct - c.serverPct - r.loadgenCpuPct);
+    row.stealPct = c.stealPct;
+  }
+  return row;
 }
 
 function show(r: Row): void {
   const bad = r.non2xx || r.errors || r.timeouts ? `  NON-2XX ${JSON.stringify(r.statusCodes)} errors ${r.errors} timeouts ${r.timeouts}` : '';
+  const cpu = r.serverCpuPct === null ? '' : `  server CPU ${Math.round(r.serverCpuPct)} %  other ${Math.round(r.otherCpuPct ?? 0)} %`;
   log(
-    `  ${r.id.padEnd(3)} ${r.title.padEnd(36)} ${Math.round(r.rps).toString().padStart(7)} req/s  p50 ${r.p50.toFixed(2)} ms  p99 ${r.p99.toFixed(2)} ms  autocannon CPU ${Math.round(r.loadgenCpuPct)} %${r.loadgenSaturated ? ' (saturated)' : ''}${bad}`,
+    `  ${r.id.padEnd(4)} ${r.title.padEnd(42)} ${Math.round(r.rps).toString().padStart(7)} req/s  p50 ${r.p50.toFixed(2)} ms  p99 ${r.p99.toFixed(2)} ms  autocannon CPU ${Math.round(r.loadgenCpuPct)} %${r.loadgenSaturated ? ' (saturated)' : ''}${cpu}${bad}`,
   );
 }
 
-async function measure(f: Flags, base: string, s: Scenario, bodyBytes: number, warm = true): Promise<Row> {
+async function measure(f: Flags, base: string, s: Scenario, bodyBytes: number, pid: number | undefined): Promise<Row> {
   const o: LoadOptions = { url: base + s.path, headers: s.headers, connections: f.connections, durationS: f.durationS };
-  if (warm) await load({ ...o, durationS: f.warmupS });
-  const row = toRow(s, await load(o), bodyBytes);
+  await load({ ...o, durationS: f.warmupS });
+  const row = await watched(s, o, pid, bodyBytes);
   show(row);
   return row;
 }
@@ -59,15 +77,15 @@ async function startServer(d: BenchData, workers: number, pin: Pinning): Promise
 }
 
 /** Scenario h: the light search alone, then beside a second autocannon on the heavy intersection. */
-async function isolation(f: Flags, base: string, light: Scenario, heavy: Scenario, bytes: Map<string, number>): Promise<Isolation> {
+async function isolation(f: Flags, base: string, pid: number | undefined, light: Scenario, heavy: Scenario, bytes: Map<string, number>): Promise<Isolation> {
   log(`  h   light ${light.id} alone, then beside ${f.heavyConnections} connections of ${heavy.id}`);
   const o: LoadOptions = { url: base + light.path, connections: f.connections, durationS: f.durationS };
   if (!bytes.has(light.id)) await load({ ...o, durationS: f.warmupS }); // not warmed by its own row
-  const alone = toRow({ ...light, id: 'h0' }, await load(o), bytes.get(light.id) ?? 0);
+  const alone = await watched({ ...light, id: 'h0' }, o, pid, bytes.get(light.id) ?? 0);
   show(alone);
   const bg = startLoad({ url: base + heavy.path, connections: f.heavyConnections, durationS: f.durationS + 30 });
   await sleep(1000); // the heavy load is up to speed before the light one is measured
-  const withHeavy = toRow({ ...light, id: 'h1', title: light.title + ' + heavy' }, await load(o), bytes.get(light.id) ?? 0);
+  const withHeavy = await watched({ ...light, id: 'h1', title: light.title + ' + heavy' }, o, pid, bytes.get(light.id) ?? 0);
   bg.stop();
   const heavyRun = toRow({ ...heavy, id: 'h-bg' }, await bg.done, bytes.get(heavy.id) ?? 0);
   show(withHeavy);
@@ -92,7 +110,7 @@ async function ceiling(f: Flags, warm: RawResponse, workers: number, pin: Pinnin
     const c = await get(base + '/');
     const norm = (h: [string, string][]) => JSON.stringify(h.filter(([k]) => !UWS_OWN.has(k.toLowerCase())));
     if (!c.body.equals(warm.body) || norm(c.headers) !== norm(warm.headers)) throw new Error('the ceiling does not answer the same bytes as the server');
-    return await measure(f, base, { id: 'g', title: `CEILING (uWS, same bytes as ${MAIN})`, measures: '', path: '/' }, warm.body.length);
+    return await measure(f, base, { id: 'g', title: `CEILING (uWS, same bytes as ${MAIN})`, measures: '', path: '/' }, warm.body.length, child.proc.pid);
   } finally {
     await child.stop();
   }
@@ -116,10 +134,10 @@ async function runWorkers(f: Flags, d: BenchData, workers: number, list: Scenari
         log(`  ${s.id} SKIPPED: preflight answered ${pre.status}`);
         continue;
       }
-      rows.push(await measure(f, base, s, pre.body.length));
+      rows.push(await measure(f, base, s, pre.body.length, child.proc.pid));
     }
     const all = scenarios(d);
-    if (withH) iso = await isolation(f, base, all.find((s) => s.id === LIGHT)!, all.find((s) => s.id === HEAVY)!, bytes);
+    if (withH) iso = await isolation(f, base, child.proc.pid, all.find((s) => s.id === LIGHT)!, all.find((s) => s.id === HEAVY)!, bytes);
     warm = await get(base + all.find((s) => s.id === MAIN)!.path);
     if (warm.status !== 200) throw new Error(`the main scenario answers ${warm.status}: no ceiling bytes`);
   } finally {
@@ -142,6 +160,7 @@ async function main(): Promise<void> {
   const f = parseFlags(process.argv.slice(2), NPROC);
   if (f.pin && !f.pinned && HAS_TASKSET && NPROC >= 2) return reexecPinned();
   const t0 = Date.now();
+  const load0 = loadavg()[0]!;
   mkdirSync(RESULTS, { recursive: true });
   // a full run always times a fresh rebuild (the README reports it); quick runs reuse a valid index
   const d = await prepare({ quick: f.quick, regenerate: f.regenerate, rebuild: f.rebuild || !f.quick, log });
@@ -158,15 +177,20 @@ async function main(): Promise<void> {
   const saturated = runs.flatMap((r) => [...r.rows, ...(r.ceiling ? [r.ceiling] : [])].filter((x) => x.loadgenSaturated).map((x) => `${x.id} (WORKERS=${r.workers})`));
   if (saturated.length) {
     notes.push(`The load generator was the bottleneck (autocannon above ${SATURATED_PCT} % of its core) in: ${saturated.join(', ')}. Those rows, the ceiling first, are bounded by autocannon, not by the server: their ratios understate the server's headroom.`);
-  } else notes.push(`autocannon stayed below ${SATURATED_PCT} % of its core in every row: the server side was the bottleneck.`);
+  } else notes.push(`autocannon stayed below ${SATURATED_PCT} % of its core in every row: the load generator was not the bottleneck.`);
   const bad = runs.flatMap((r) => r.rows.filter((x) => x.non2xx || x.errors || x.timeouts).map((x) => x.id));
   if (bad.length) notes.push(`Rows with non-2xx answers, errors or timeouts: ${bad.join(', ')} (their req/s count 2xx only).`);
-  notes.push('Redis and PostgreSQL are not pinned: they run on whichever core is free, beside the server and autocannon.');
+  notes.push('Redis and PostgreSQL are not pinned: they run on whichever core is free, beside the server and autocannon ("other CPU" is their share plus any other work).');
+  const load1 = loadavg()[0]!;
+  if (Math.max(load0, load1) > NPROC) {
+    notes.push(`Other work competed for the machine: load average ${load0.toFixed(1)} at the start, ${load1.toFixed(1)} at the end, on ${NPROC} cores. Absolute numbers are noisy; compare ratios within this run, or re-run on a quiet machine.`);
+  }
   const res: Results = {
     date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
     mode: f.quick ? 'quick' : 'full',
     command: ['node dist/bench/run.js', ...f.argv].join(' '),
     machine: machine(),
+    loadavg: { start: load0, end: load1 },
     settings: { connections: f.connections, pipelining: 1, durationS: f.durationS, warmupS: f.warmupS, heavyConnections: f.heavyConnections, tiers: BENCH_TIERS },
     data: {
       production: d.spec.production,

@@ -44,7 +44,8 @@ t.test('the table flags non-2xx answers and a saturated load generator', async (
   const row = (over: Partial<Row>): Row => ({
     id: 'a1', title: 'search', path: '/services', ratio: 0.5, loadgenSaturated: false, bodyBytes: 10,
     rps: 1000, totalRps: 1000, p50: 1.234, p90: 2, p99: 3.456, max: 9, mean: 1.5, responses: 10, ok: 10, non2xx: 0,
-    statusCodes: { 200: 10 }, errors: 0, timeouts: 0, durationS: 1, bytesPerSec: 1, loadgenCpuPct: 50, ...over,
+    statusCodes: { 200: 10 }, errors: 0, timeouts: 0, durationS: 1, bytesPerSec: 1, loadgenCpuPct: 50,
+    serverCpuPct: 99.6, otherCpuPct: null, stealPct: null, ...over,
   });
   const table = scenarioTable({
     workers: 1,
@@ -52,7 +53,7 @@ t.test('the table flags non-2xx answers and a saturated load generator', async (
     rows: [row({}), row({ id: 'f', non2xx: 3, statusCodes: { 200: 7, 429: 3 } })],
     ceiling: row({ id: 'g', ratio: 1, loadgenCpuPct: 97, loadgenSaturated: true }),
   });
-  t.match(table, /\| a1 \| search \| 1,000 \| 1\.23 \| 3\.46 \| 0 \| 0\.50× \| 50 % \|/);
+  t.match(table, /\| a1 \| search \| 1,000 \| 1\.23 \| 3\.46 \| 0 \| 0\.50× \| 50 % \| 100 % \| – \|/);
   t.match(table, /\| f \| .* \| 3 × 429 \|/);
-  t.match(table, /\| g \| .*\*\*97 % saturated\*\* \|/);
+  t.match(table, /\| g \| .*\| \*\*97 % saturated\*\* \| 100 % \|/);
 });
