@@ -192,10 +192,17 @@ t.test('400 with the error body for undecodable and invalid queries', async (t) 
     const r = await s.req(q);
     t.equal(r.headers.get('location'), null, `${q}: no redirect`);
     t.match(r.headers.get('vary') ?? '', /Authorization/i, `${q}: Vary on the 400`);
-    await isError(t, r, 400, undefined, q);
+    t.match(r.headers.get('cache-control') ?? '', /^public, max-age=\d+$/, `${q}: an anonymous answer is public`);
+    await isError(t, r, 400, 'BAD_QUERY', q);
   }
   const keyedBad = await s.req('/services?limit=0', { headers: { authorization: 'Bearer junk' } });
-  await isError(t, keyedBad, 400, undefined, 'with Authorization');
+  t.match(keyedBad.headers.get('cache-control') ?? '', /private/, 'with Authorization: private');
+  t.notMatch(keyedBad.headers.get('cache-control') ?? '', /public/);
+  t.match(keyedBad.headers.get('vary') ?? '', /Authorization/i);
+  await isError(t, keyedBad, 400, 'BAD_QUERY', 'with Authorization');
+  const keyedUndecodable = await s.req('/services?capability=%zz', { headers: { authorization: 'Bearer junk' } });
+  t.match(keyedUndecodable.headers.get('cache-control') ?? '', /private/, 'undecodable with Authorization: private');
+  await isError(t, keyedUndecodable, 400, 'BAD_QUERY');
 });
 
 t.test('no query string and the full canonical query are served directly', async (t) => {

@@ -1,7 +1,7 @@
 // Search and device queries, shared by GET /services (anonymous or keyed),
 // GET /sandbox/{uuid}/services and GET /devices.
 import { canonicalize, DEVICES_SPEC, nextQuery, SEARCH_SPEC, toFilters, type Filters, type Params } from '../domain/canonical.js';
-import { ApiError } from '../domain/errors.js';
+import { ApiError, errorBody } from '../domain/errors.js';
 import type { App } from '../app.js';
 import { JSON_TYPE, type Headers, type Reply, type Req } from '../http.js';
 import { PRODUCTION } from '../domain/keys.js';
@@ -9,11 +9,20 @@ import type { CachedResult } from '../cache.js';
 
 type Canon = { params: Params; filters: Filters; canonical: string };
 
+/**
+ * 400 for a query that does not decode or is invalid. It carries the route's own caching
+ * headers: the answer follows from the query alone, so an anonymous one is as public as a
+ * result, and one to a request with Authorization stays private (contract, "Search").
+ */
+function badQuery(reply: Reply, message: string, common: Headers): void {
+  reply.send(400, [['Content-Type', JSON_TYPE], ...common], errorBody('BAD_QUERY', message));
+}
+
 /** Canonical check: answers 302/400 itself and returns null, or returns the filters. */
 export function canonicalOr(reply: Reply, req: Req, spec: typeof SEARCH_SPEC, common: Headers): Canon | null {
   const c = canonicalize(req.path, req.query, spec);
   if (c.kind === 'error') {
-    reply.error('BAD_QUERY', c.message, common.filter(([k]) => k !== 'Cache-Control'));
+    badQuery(reply, c.message, common);
     return null;
   }
   if (c.kind === 'redirect') {
@@ -22,7 +31,7 @@ export function canonicalOr(reply: Reply, req: Req, spec: typeof SEARCH_SPEC, co
   }
   const f = toFilters(c.params, spec);
   if (!f.ok) {
-    reply.error('BAD_QUERY', f.message, common.filter(([k]) => k !== 'Cache-Control'));
+    badQuery(reply, f.message, common);
     return null;
   }
   return { params: c.params, filters: f.filters, canonical: c.canonical };
