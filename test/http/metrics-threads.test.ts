@@ -1,0 +1,82 @@
+// /metrics aggregated across uWS threads: the real entry point (dist/src/hot/main.js) with
+// WORKERS=2 sharing one port; requests arrive on separate connections (the kernel spreads
+// them over both threads); every scrape, whichever thread answers it, shows the totals of
+// the whole process.
+import { spawn } from 'node:child_process';
+import { request } from 'node:http';
+import { createServer } from 'node:net';
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import t from 'tap';
+import { loadConfig } from '../../src/hot/config.js';
+import { ADMIN_KEY, baseEnv, freshDatabase } from '../helpers/server.js';
+import { parseProm, sample } from './metrics-util.js';
+
+const root = fileURLToPath(new URL('../../../', import.meta.url));
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const a = srv.address();
+      srv.close(() => resolve(typeof a === 'object' && a ? a.port : 0));
+    });
+  });
+}
+
+/** GET on a connection of its own (no keep-alive): each may land on either thread. */
+function get(port: number, path: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const r = request({ host: '127.0.0.1', port, path, agent: false, headers: { connection: 'close' } }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    r.on('error', reject);
+    r.end();
+  });
+}
+
+t.test('two threads, one total', async (t) => {
+  const db = await freshDatabase();
+  t.teardown(() => db.drop());
+  const prefix = 'tmt' + randomBytes(4).toString('hex') + ':';
+  const port = await freePort();
+  const env: Record<string, string | undefined> = { ...baseEnv(), DATABASE_URL: db.url, REDIS_KEY_PREFIX: prefix, PORT: String(port), WORKERS: '2', ADMIN_API_KEY: ADMIN_KEY, HEAVY_INTERSECTION_THRESHOLD: '0' };
+  const child = spawn(process.execPath, ['dist/src/hot/main.js'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stderr.on('data', (b: Buffer) => (err += b.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  t.teardown(async () => {
+    child.kill('SIGTERM');
+    await exited;
+    const r = new Redis(loadConfig(env).redisUrl);
+    const keys = await r.keys(prefix + '*');
+    if (keys.length) await r.unlink(...keys);
+    r.disconnect();
+  });
+  await new Promise<void>((resolve, reject) => {
+    child.stdout.on('data', (b: Buffer) => {
+      out += b.toString();
+      if (/listening on .*\(2 uWS threads\)/.test(out)) resolve();
+    });
+    void exited.then((code) => reject(new Error(`server exited (${code}): ${err}`)));
+  });
+  // readiness: both threads have learnt the index generation
+  for (let i = 0; i < 100 && (await get(port, '/readyz')).status !== 200; i++) await new Promise((r) => setTimeout(r, 50));
+
+  const N = 60;
+  for (let i = 0; i < N; i++) t.equal((await get(port, '/livez')).status, 200);
+  for (let k = 0; k < 8; k++) {
+    const m = await get(port, '/metrics');
+    t.equal(m.status, 200);
+    const p = parseProm(m.body);
+    t.equal(sample(p, 'registry_threads_reporting', {}), 2, `scrape ${k}: both threads reported`);
+    t.equal(sample(p, 'registry_http_requests_total', { route: '/livez', method: 'GET', status: '200' }), N, `scrape ${k}: every request counted once`);
+    t.equal(sample(p, 'registry_http_requests_total', { route: '/metrics', method: 'GET', status: '200' }), k || undefined, `scrape ${k}: the earlier scrapes`);
+  }
+});
