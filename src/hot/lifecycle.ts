@@ -16,12 +16,14 @@ export interface Watchers {
 /** a probe that takes longer than this counts as a failure */
 const PROBE_MS = 2000;
 
+class NoAnswer extends Error {}
+
 function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   let t: NodeJS.Timeout;
   return Promise.race([
     p,
     new Promise<never>((_, reject) => {
-      t = setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms);
+      t = setTimeout(() => reject(new NoAnswer(`${what} did not answer within ${ms} ms`)), ms);
     }),
   ]).finally(() => clearTimeout(t));
 }
@@ -107,7 +109,12 @@ export function startWatchers(app: App, intervalMs = 500): Watchers {
       probePg(),
       probeIndex().then(
         (gen) => ({ up: true, gen }),
-        () => ({ up: false, gen: app.index.gen }),
+        (err: unknown) => {
+          // an open connection that answers nothing (a partition) holds every command until
+          // its timeout: drop it; while it reconnects, commands fail at once (503)
+          if (err instanceof NoAnswer) app.redis.disconnect(true);
+          return { up: false, gen: app.index.gen };
+        },
       ),
     ]);
     if (!first && pgUp !== s.pgUp) app.log.warn(pgUp ? 'PostgreSQL is reachable again' : 'PostgreSQL is unreachable: writes answer 503, reads go on from Redis');

@@ -193,8 +193,9 @@ export interface TcpProxy {
   port: number;
   mode: ProxyMode;
   /**
-   * pass: forward; refuse: drop every connection and refuse new ones (the server went
-   * away); blackhole: keep connections open but forward nothing (a network partition).
+   * pass: forward. refuse: drop every connection and refuse new ones (the server went
+   * away). blackhole: keep connections open but hold every byte (a network partition: TCP
+   * keeps the bytes, so they arrive, in order, once it passes again).
    */
   set(mode: ProxyMode): Promise<void>;
   close(): Promise<void>;
@@ -207,18 +208,7 @@ export async function startProxy(targetPort: number): Promise<TcpProxy> {
   let server: NetServer | null = null;
   let port = 0;
   const onConn = (client: Socket) => {
-    client.on('error', () => undefined);
-    if (mode === 'blackhole') {
-      // accept and swallow: the other side waits for bytes that never come
-      const pair: [Socket, Socket] = [client, client];
-      pairs.add(pair);
-      client.on('close', () => pairs.delete(pair));
-      client.resume();
-      return;
-    }
     const upstream = connect(targetPort, '127.0.0.1');
-    upstream.on('error', () => client.destroy());
-    client.on('error', () => upstream.destroy());
     const pair: [Socket, Socket] = [client, upstream];
     pairs.add(pair);
     const drop = () => {
@@ -226,10 +216,15 @@ export async function startProxy(targetPort: number): Promise<TcpProxy> {
       client.destroy();
       upstream.destroy();
     };
-    client.on('close', drop);
-    upstream.on('close', drop);
-    client.on('data', (d) => mode === 'pass' && upstream.write(d));
-    upstream.on('data', (d) => mode === 'pass' && client.write(d));
+    for (const [from, to] of [
+      [client, upstream],
+      [upstream, client],
+    ] as const) {
+      from.on('error', drop);
+      from.on('close', drop);
+      from.on('data', (d) => to.write(d));
+      if (mode === 'blackhole') from.pause();
+    }
   };
   const listen = async () => {
     server = createServer(onConn);
@@ -242,8 +237,15 @@ export async function startProxy(targetPort: number): Promise<TcpProxy> {
     server = null;
     if (s) await new Promise<void>((r) => s.close(() => r()));
   };
+  const dropAll = () => {
+    for (const [a, b] of pairs) {
+      a.destroy();
+      b.destroy();
+    }
+    pairs.clear();
+  };
   await listen();
-  const proxy: TcpProxy = {
+  return {
     get port() {
       return port;
     },
@@ -251,30 +253,27 @@ export async function startProxy(targetPort: number): Promise<TcpProxy> {
       return mode;
     },
     async set(next) {
-      if (mode === 'blackhole' && next !== 'blackhole') {
-        // end the partition for good: swallowed connections are dropped, clients reconnect
-        for (const pair of pairs) if (pair[0] === pair[1]) pair[0].destroy();
-      }
       mode = next;
-      if (next === 'refuse') {
-        for (const [a, b] of pairs) {
-          a.destroy();
-          b.destroy();
+      for (const [a, b] of pairs) {
+        if (next === 'blackhole') {
+          a.pause();
+          b.pause();
+        } else {
+          a.resume();
+          b.resume();
         }
-        pairs.clear();
+      }
+      if (next === 'refuse') {
+        dropAll();
         await unlisten();
       } else if (!server) await listen();
     },
     async close() {
       mode = 'refuse';
-      for (const [a, b] of pairs) {
-        a.destroy();
-        b.destroy();
-      }
+      dropAll();
       await unlisten();
     },
   };
-  return proxy;
 }
 
 /** A raw HTTP/1.1 exchange on a socket we control (slow, partial and keep-alive requests). */

@@ -87,6 +87,12 @@ export function createRedis(cfg: Config, extra: RedisOptions = {}): RedisClient 
   client.on('error', () => {
     /* reported through readiness and request errors; reconnects by itself */
   });
+  // While the connection is down, a command fails at once (→ 503 with Retry-After) instead of
+  // waiting in the offline queue through reconnection attempts; while it is up, and at
+  // start-up before the first connection, commands queue as usual.
+  const live = client.options as { enableOfflineQueue?: boolean };
+  client.on('ready', () => (live.enableOfflineQueue = true));
+  client.on('close', () => (live.enableOfflineQueue = false));
   loadScripts(client);
   return client;
 }

@@ -6,7 +6,7 @@ import { timingSafeEqual } from 'node:crypto';
 import { ApiError } from '../domain/errors.js';
 import type { Keys } from '../domain/keys.js';
 import type { Headers } from '../http.js';
-import type { RedisClient } from '../redis/client.js';
+import { isRedisUnavailable, type RedisClient } from '../redis/client.js';
 import type { Pool } from '../store/pool.js';
 import { writeSandboxMeta } from '../store/sandbox-meta.js';
 import { getSandbox, sandboxByKeyHash } from '../store/sandboxes.js';
@@ -42,12 +42,17 @@ export class SandboxAuth {
     const hex = hash.toString('hex');
     const hit = this.cache.get(hex);
     if (hit && timingSafeEqual(hit.hash, hash)) return hit.uuid;
-    let uuid = await this.redis.get(this.keys.sandboxKey(hex));
+    // Redis away: PostgreSQL answers instead. PostgreSQL away too: the error propagates (503)
+    // rather than calling a valid key unknown and serving it production's answers
+    let uuid = await this.redis.get(this.keys.sandboxKey(hex)).catch((err: unknown) => {
+      if (isRedisUnavailable(err)) return null;
+      throw err;
+    });
     if (!uuid) {
-      const row = await sandboxByKeyHash(this.pool, hash).catch(() => null);
+      const row = await sandboxByKeyHash(this.pool, hash);
       if (!row || !timingSafeEqual(row.key_hash, hash)) return null;
       uuid = row.uuid;
-      await writeSandboxMeta(this.redis, this.keys, row.uuid, row.name, row.tier, this.tiers[row.tier] ?? 0, hex);
+      await writeSandboxMeta(this.redis, this.keys, row.uuid, row.name, row.tier, this.tiers[row.tier] ?? 0, hex).catch(() => undefined);
     }
     if (this.cache.size >= CACHE_MAX) this.cache.delete(this.cache.keys().next().value!);
     this.cache.set(hex, { uuid, hash });
@@ -83,7 +88,16 @@ export class SandboxAuth {
   }
 
   async limitOrThrow(uuid: string): Promise<Headers> {
-    const r = await this.count(uuid);
+    let r: RateResult;
+    try {
+      r = await this.count(uuid);
+    } catch (err) {
+      // Redis unreachable: the request is admitted uncounted, without RateLimit fields — fail
+      // open (docs/decisions.md, "Rate limiting while Redis is away"): the key was verified,
+      // and a limiter outage must not turn into a registry outage for every sandbox
+      if (isRedisUnavailable(err)) return [];
+      throw err;
+    }
     const h = rateHeaders(r);
     if (!r.admitted) {
       // the script reports the limit, not the tier: the tier is the one with that limit

@@ -1,0 +1,105 @@
+// Redis unreachable while the server runs. Writes still commit to PostgreSQL and are
+// acknowledged; searches answer 503 with Retry-After (the index lives in Redis; see
+// docs/decisions.md); keyed requests are admitted uncounted (rate limiting fails open);
+// sandbox creation is refused (its throttle fails closed); nothing hangs. When Redis is back
+// the index catches up with no manual step: from the outbox when Redis kept its data, by a
+// rebuild when it came back empty. Redis sits behind a TCP proxy the test can cut.
+import t, { type Test } from 'tap';
+import { ADMIN_KEY, createSandbox, registerProduction, startTestServer, type TestServer } from '../helpers/server.js';
+import { startProxy, startRedis, waitFor, type TcpProxy } from '../helpers/processes.js';
+
+/** A request that must answer within `ms` (the hang detector; not a performance bound). */
+async function answer(s: TestServer, path: string, init: RequestInit = {}, ms = 20_000): Promise<{ status: number; body: string; headers: Headers }> {
+  const r = await s.req(path, { ...init, signal: AbortSignal.timeout(ms) });
+  return { status: r.status, body: await r.text(), headers: r.headers };
+}
+
+const json = (key: string, body: unknown): RequestInit => ({
+  method: 'POST',
+  headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+  body: JSON.stringify(body),
+});
+
+async function ids(s: TestServer, path: string, key?: string): Promise<string[] | null> {
+  const r = await s.req(path, key ? { headers: { authorization: `Bearer ${key}` } } : {});
+  if (r.status !== 200) return null;
+  return ((await r.json()) as { id: string }[]).map((x) => x.id);
+}
+
+t.test('Redis unreachable: writes acknowledged, searches 503, index catches up afterwards', async (t) => {
+  const redis = await startRedis();
+  const proxy: TcpProxy = await startProxy(redis.port);
+  const s = await startTestServer({ env: { REDIS_URL: `redis://127.0.0.1:${proxy.port}`, RESULT_CACHE_ENTRIES: '0', OUTBOX_SWEEP_MS: '200' } });
+  t.teardown(async () => {
+    await proxy.set('pass');
+    await s.close();
+    await proxy.close();
+    await redis.kill();
+  });
+  const sb = await createSandbox(s, 'Outage');
+  const before = await registerProduction(s, { endpoint: 'https://before.example.com', capability: 'outage' });
+  t.same(await ids(s, '/services?capability=outage'), [before.id]);
+  // the key is known to this thread now; a fresh thread would find it in PostgreSQL
+  t.equal((await answer(s, `/sandbox/${sb.uuid}/services`, { headers: { authorization: `Bearer ${sb.apiKey}` } })).status, 200);
+
+  const outage = async (t: Test, how: string) => {
+    await waitFor(`${how}: /readyz 503`, async () => (await answer(s, '/readyz')).status === 503);
+    // writes: committed to PostgreSQL and acknowledged
+    const w = await answer(s, '/admin/api/services', json(ADMIN_KEY, { endpoint: `https://during-${how}.example.com`, capability: `during-${how}` }));
+    t.equal(w.status, 201, `${how}: a production write is acknowledged`);
+    const prodId = (JSON.parse(w.body) as { id: string }).id;
+    const sw = await answer(s, `/sandbox/${sb.uuid}/services`, json(sb.apiKey, { endpoint: `https://sb-${how}.example.com`, capability: `sb-${how}` }));
+    t.equal(sw.status, 201, `${how}: a keyed sandbox write is admitted (rate limiting fails open) and acknowledged`);
+    t.notOk(sw.headers.get('ratelimit'), `${how}: uncounted, so no RateLimit field`);
+    const sbId = (JSON.parse(sw.body) as { id: string }).id;
+    // reads that need the index: 503 with Retry-After and the error body
+    for (const [path, key] of [
+      ['/services?capability=outage', undefined],
+      [`/services/${before.id}`, undefined],
+      [`/sandbox/${sb.uuid}/services`, sb.apiKey],
+      ['/services?capability=outage', sb.apiKey],
+    ] as const) {
+      const r = await answer(s, path, key ? { headers: { authorization: `Bearer ${key}` } } : {});
+      t.equal(r.status, 503, `${how}: ${path}${key ? ' (keyed)' : ''} answers 503`);
+      t.ok(Number(r.headers.get('retry-after')) > 0, `${how}: ... with Retry-After`);
+      t.match(JSON.parse(r.body), { error: { code: 'UNAVAILABLE', message: String } });
+    }
+    // sandbox creation: its per-address throttle lives in Redis and fails closed
+    const c = await answer(s, '/sandboxes', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"name":"during"}' });
+    t.equal(c.status, 503, `${how}: sandbox creation is refused`);
+    t.ok(c.headers.get('retry-after'), `${how}: ... with Retry-After`);
+    t.equal((await answer(s, '/livez')).status, 200, `${how}: alive throughout`);
+    return { prodId, sbId };
+  };
+
+  const caughtUp = async (t: Test, how: string, w: { prodId: string; sbId: string }) => {
+    await waitFor(`${how}: /readyz 200`, async () => (await answer(s, '/readyz')).status === 200, 30_000);
+    await waitFor(`${how}: the production write is searchable`, async () => (await ids(s, `/services?capability=during-${how}`))?.[0] === w.prodId);
+    await waitFor(`${how}: the sandbox write is searchable`, async () => (await ids(s, `/sandbox/${sb.uuid}/services?capability=sb-${how}`, sb.apiKey))?.[0] === w.sbId);
+    t.same(await ids(s, '/services?capability=outage'), [before.id], `${how}: earlier data intact`);
+    await waitFor(`${how}: the outbox drains`, async () => (await s.app.pool.query<{ n: string }>('SELECT count(*) AS n FROM outbox')).rows[0]!.n === '0');
+    t.pass(`${how}: caught up with no manual step`);
+  };
+
+  await t.test('connection refused, Redis keeps its data: the outbox catches up', async (t) => {
+    await proxy.set('refuse');
+    const w = await outage(t, 'refused');
+    await proxy.set('pass');
+    await caughtUp(t, 'refused', w);
+  });
+
+  await t.test('network partition (no answers at all): nothing hangs', async (t) => {
+    await proxy.set('blackhole');
+    const w = await outage(t, 'partition');
+    await proxy.set('pass');
+    await caughtUp(t, 'partition', w);
+  });
+
+  await t.test('Redis stopped, then started empty: the index is rebuilt', async (t) => {
+    await redis.kill();
+    const w = await outage(t, 'restart');
+    await redis.restart();
+    await caughtUp(t, 'restart', w);
+  });
+});
+
