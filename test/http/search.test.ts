@@ -1,5 +1,6 @@
 // GET /services: filters, paging, canonical-query redirects and the caching headers a
 // shared cache relies on (contract, "Search" and "Canonical query strings").
+import { connect } from 'node:net';
 import t from 'tap';
 import { allPages, ids, isError, nextLink, rawGet, serve } from '../helpers/checks.js';
 import { createSandbox, registerProduction } from '../helpers/server.js';
@@ -203,6 +204,27 @@ t.test('400 with the error body for undecodable and invalid queries', async (t) 
   const keyedUndecodable = await s.req('/services?capability=%zz', { headers: { authorization: 'Bearer junk' } });
   t.match(keyedUndecodable.headers.get('cache-control') ?? '', /private/, 'undecodable with Authorization: private');
   await isError(t, keyedUndecodable, 400, 'BAD_QUERY');
+});
+
+/** Send a request head byte for byte (raw, unescaped bytes in the query); returns the status line. */
+function rawBytes(head: Buffer): Promise<string> {
+  const u = new URL(s.url);
+  return new Promise((resolve, reject) => {
+    const c = connect(Number(u.port), u.hostname, () => c.write(head));
+    let d = '';
+    c.on('data', (b) => (d += b.toString('latin1')));
+    c.on('error', reject);
+    c.on('close', () => resolve(d));
+  });
+}
+
+t.test('raw bytes in the query: UTF-8 is re-encoded (302), invalid UTF-8 is 400', async (t) => {
+  const ok = await rawBytes(Buffer.from('GET /services?property=k:\xc3\xa9 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', 'latin1'));
+  t.match(ok, /^HTTP\/1\.1 302/);
+  t.match(ok, /\r\nLocation: \/services\?property=k:%C3%A9\r\n/i);
+  const bad = await rawBytes(Buffer.from('GET /services?property=k:\xff HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', 'latin1'));
+  t.match(bad, /^HTTP\/1\.1 400/);
+  t.match(bad, /"code":"BAD_QUERY"/);
 });
 
 t.test('no query string and the full canonical query are served directly', async (t) => {

@@ -91,6 +91,8 @@ const rows: Row[] = [
   { name: 'invalid UTF-8 (%FF)', raw: 'property=k:%FF', expect: { error: true } },
   { name: 'invalid UTF-8 (truncated sequence)', raw: 'property=k:%C3%28', expect: { error: true } },
   { name: 'invalid UTF-8 (encoded surrogate)', raw: 'property=k:%ED%A0%80', expect: { error: true } },
+  { name: 'raw (unescaped) non-ASCII is encoded', raw: 'property=k:\u00e9', expect: { redirect: P + '?property=k:%C3%A9' } },
+  { name: 'raw invalid UTF-8 (arrives as U+FFFD) is refused', raw: 'property=k:\uFFFD', expect: { error: true } },
   { name: 'undecodable unknown parameter still refused', raw: 'foo=%zz&capability=a', expect: { error: true } },
   // canonical but invalid
   { name: 'bad token', raw: 'capability=a%21', expect: { invalid: true } },

@@ -104,6 +104,8 @@ function normalise(kind: ParamKind, v: string): string | null {
  */
 export function canonicalize(path: string, raw: string | null, spec: QuerySpec): CanonResult {
   if (raw === null) return { kind: 'ok', canonical: '', params: new Map() };
+  // uWS hands over raw (unescaped) bytes decoded as UTF-8 with U+FFFD for invalid sequences
+  if (raw.includes('\uFFFD')) return { kind: 'error', message: 'the query string is not valid UTF-8' };
   if (raw.includes('%')) {
     if (BAD_ESCAPE.test(raw)) return { kind: 'error', message: 'the query string has a malformed percent-escape' };
     try {
