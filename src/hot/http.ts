@@ -83,7 +83,9 @@ export class Reply {
 
   error(code: ErrorCode, message: string, headers: Headers = [], close = false): void {
     const e = new ApiError(code, message);
-    this.send(e.status, [['Content-Type', JSON_TYPE], ['Cache-Control', 'no-store'], ...headers], errorBody(code, message), close);
+    // no-store unless the caller chose a Cache-Control (never two of them)
+    const cc: Headers = headers.some(([k]) => k.toLowerCase() === 'cache-control') ? [] : [['Cache-Control', 'no-store']];
+    this.send(e.status, [['Content-Type', JSON_TYPE], ...cc, ...headers], errorBody(code, message), close);
   }
 
   /**

@@ -53,6 +53,8 @@ t.test('a free sandbox admits 60 +- 3 in a burst, then 429 with the headers and 
   t.equal(srch.status, 429, 'keyed /services is limited too');
   t.match(srch.headers.get('retry-after') ?? '', /^\d+$/);
   t.match(srch.headers.get('vary') ?? '', /Authorization/i, 'the 429 of /services still varies on Authorization');
+  t.match(srch.headers.get('cache-control') ?? '', /^private/, 'and is private');
+  t.equal((srch.headers.get('cache-control') ?? '').split(',').filter((x) => /store|private/.test(x)).length, 2, 'one Cache-Control header');
   await isError(t, srch, 429, 'RATE_LIMITED');
   const post = await s.req(`/sandbox/${sb.uuid}/services`, { method: 'POST', headers: { authorization: `Bearer ${sb.apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ endpoint: 'https://x.example.com', capability: 'x' }) });
   t.equal(post.status, 429, 'writes too');

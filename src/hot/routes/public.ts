@@ -34,8 +34,12 @@ export function registerPublic(uws: TemplatedApp, app: App, o: RouteOptions): vo
     try {
       await search(req, reply);
     } catch (err) {
-      // every answer of the search varies on Authorization, its errors (429, 503) too
-      if (err instanceof ApiError) err.headers.Vary = 'Authorization';
+      // every answer of the search varies on Authorization, its errors (429, 503) too, and
+      // one to a request that carried Authorization is private
+      if (err instanceof ApiError) {
+        err.headers.Vary = 'Authorization';
+        if (req.authorization) err.headers['Cache-Control'] = 'private, no-store';
+      }
       throw err;
     }
   }, o);
