@@ -5,7 +5,10 @@
 import autocannon from 'autocannon';
 
 export interface LoadOptions {
+  /** origin and path; with nextPath, only its origin is used */
   url: string;
+  /** a new path for every request (cache-busting cursors) */
+  nextPath?: () => string;
   headers?: Record<string, string>;
   connections: number;
   durationS: number;
@@ -104,7 +107,16 @@ export function startLoad(o: LoadOptions): Running {
   });
   // the callback form returns the running instance (the promise form does not expose stop())
   const inst = autocannon(
-    { url: o.url, headers: o.headers, connections: o.connections, pipelining: o.pipelining ?? 1, duration: o.durationS, timeout: 10 },
+    {
+      url: o.url,
+      headers: o.headers,
+      connections: o.connections,
+      pipelining: o.pipelining ?? 1,
+      duration: o.durationS,
+      timeout: 10,
+      // setupRequest rebuilds the request buffer each time: costlier for autocannon, so only when asked
+      ...(o.nextPath ? { requests: [{ method: 'GET' as const, setupRequest: (req: autocannon.Request) => ({ ...req, path: o.nextPath!() }) }] } : {}),
+    },
     (err: unknown, r: autocannon.Result) => finish(err, r),
   );
   inst.on('response', (_client, status, _bytes, ms) => {

@@ -52,6 +52,25 @@ export function freePort(): Promise<number> {
   });
 }
 
+/** Children still running: killed when the bench exits or is interrupted, never left behind. */
+const live = new Set<ChildProcess>();
+let guarded = false;
+
+/** Installed with the first child only: the re-exec parent of run.ts handles its signals itself. */
+function guard(): void {
+  if (guarded) return;
+  guarded = true;
+  process.once('exit', () => {
+    for (const c of live) c.kill('SIGKILL');
+  });
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(sig, () => {
+      for (const c of live) c.kill('SIGTERM');
+      process.exit(130);
+    });
+  }
+}
+
 export interface Child {
   proc: ChildProcess;
   exited: Promise<number | null>;
@@ -68,7 +87,14 @@ export function spawnNode(script: string, args: string[], env: Record<string, st
   const proc = spawn(cmd, argv, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   proc.stdout!.pipe(out);
   proc.stderr!.pipe(out);
-  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+  guard();
+  live.add(proc);
+  const exited = new Promise<number | null>((resolve) =>
+    proc.once('exit', (code) => {
+      live.delete(proc);
+      resolve(code);
+    }),
+  );
   return {
     proc,
     exited,

@@ -1,6 +1,7 @@
 // The bench scenarios. Every query string is canonical (contract: otherwise the server
 // answers 302 and the bench would measure redirects); run.ts checks each answers 200
 // before it is loaded.
+import { prng } from '../src/admin/seed.js';
 import type { BenchData } from './generate.js';
 
 export interface Scenario {
@@ -10,18 +11,43 @@ export interface Scenario {
   measures: string;
   path: string;
   headers?: Record<string, string>;
+  /**
+   * When set, every request carries a different `after` cursor (a seq in 1..cursorMax), so
+   * no result cache can answer it and each request does the index work.
+   */
+  cursorMax?: number;
 }
 
 /** The warm anonymous search: the main scenario, and the bytes the ceiling serves. */
 export const MAIN = 'a1';
-/** The light search of scenario h, and the heavy intersection it runs beside. */
+/** The light search of scenario h, and the heavy intersection it runs beside (both uncached). */
 export const LIGHT = 'a2';
-export const HEAVY = 'c';
+export const HEAVY = 'c2';
+
+/** The same request with a different cursor each time (see Scenario.cursorMax). */
+export function uncached(s: Scenario, cursorMax: number, id: string, title: string): Scenario {
+  return { ...s, id, title, cursorMax, measures: s.measures + '; a different `after` cursor on every request, so every request computes' };
+}
+
+/** Path generator of a scenario: fixed, or a seeded stream of cursors (canonical: `after` sorts first). */
+export function paths(s: Scenario, seed = 1): () => string {
+  if (!s.cursorMax) return () => s.path;
+  const r = prng(seed);
+  const max = s.cursorMax;
+  const [p, q] = s.path.split('?') as [string, string];
+  return () => `${p}?after=${1 + Math.floor(r() * max)}&${q}`;
+}
 
 export function scenarios(d: BenchData): Scenario[] {
   const f = d.facts;
   const size = (q: string) => f.sizes[q] ?? 0;
   const heavyQ = `capability=${f.heavyCapabilities.join('&capability=')}&iotReady=true`;
+  const heavy: Scenario = {
+    id: 'c',
+    title: 'search: 3 capabilities + iotReady',
+    measures: `large intersection: the three most popular capabilities (${f.heavyCapabilities.map((c) => size(`capability=${c}`)).join(', ')} services) ∩ IoT (${size('iotReady=true')}) = ${size(heavyQ)}`,
+    path: `/services?${heavyQ}`,
+  };
   return [
     {
       id: 'a1',
@@ -41,12 +67,8 @@ export function scenarios(d: BenchData): Scenario[] {
       measures: `two-set intersection ${f.popularCapability} ∩ ${f.property} (${size(`capability=${f.popularCapability}&property=${f.property}`)} matches)`,
       path: `/services?capability=${f.popularCapability}&property=${f.property}`,
     },
-    {
-      id: 'c',
-      title: 'search: 3 capabilities + iotReady',
-      measures: `large intersection: the three most popular capabilities (${f.heavyCapabilities.map((c) => size(`capability=${c}`)).join(', ')} services) ∩ IoT (${size('iotReady=true')}) = ${size(heavyQ)}`,
-      path: `/services?${heavyQ}`,
-    },
+    heavy,
+    uncached(heavy, d.spec.production, 'c2', 'search: 3 caps + iotReady, uncached'),
     {
       id: 'd',
       title: 'devices: deviceClass',
