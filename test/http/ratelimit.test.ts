@@ -149,6 +149,10 @@ t.test('dashboard: name, tier, rateLimit, service count, location, counters', as
   t.ok(d.counters && typeof d.counters === 'object', 'request counters');
   t.equal((d.counters as { total: number }).total, 3, 'counters see the requests');
   t.equal((await poll(sb.uuid)).total, 3, 'reading the dashboard does not count');
+  const upper = await s.req(`/sandbox/${sb.uuid.toUpperCase()}/dashboard`);
+  t.equal(upper.status, 200, 'the uuid is case-insensitive');
+  t.equal(((await upper.json()) as { uuid: string }).uuid, sb.uuid);
+  t.equal((await poll(sb.uuid.toUpperCase())).uuid, sb.uuid, 'poll too');
 });
 
 t.test('a tier change applies to the very next request', async (t) => {

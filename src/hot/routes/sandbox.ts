@@ -70,7 +70,7 @@ export function registerSandbox(uws: TemplatedApp, app: App, o: RouteOptions): v
   }, ob);
 
   route(uws, 'get', '/sandbox/:uuid/dashboard', async (req, reply) => {
-    const s = await sandboxOr404(app, req.params[0]!);
+    const s = await sandboxOr404(app, req.params[0]!.toLowerCase());
     const [count, poll] = await Promise.all([countServices(app.pool, s.uuid), pollData(app, s.uuid, 12)]);
     reply.json(
       200,
@@ -88,7 +88,7 @@ export function registerSandbox(uws: TemplatedApp, app: App, o: RouteOptions): v
   }, o);
 
   route(uws, 'get', '/sandbox/:uuid/poll', async (req, reply) => {
-    const uuid = req.params[0]!;
+    const uuid = req.params[0]!.toLowerCase(); // UUIDs compare case-insensitively
     let p = UUID_RE.test(uuid) ? await pollData(app, uuid) : null;
     if (!p) {
       // Redis may have lost the sandbox's hash: PostgreSQL decides whether it exists
