@@ -47,6 +47,7 @@ export type CanonResult =
 const DEFAULT_LIMIT = 100;
 const MAX_LIMIT = 1000;
 const BAD_ESCAPE = /%(?![0-9a-fA-F]{2})/;
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /** Percent-encode: unreserved characters and ':' literal, every other byte %XX upper-case. */
 export function encodeValue(s: string): string {
@@ -106,6 +107,9 @@ export function canonicalize(path: string, raw: string | null, spec: QuerySpec):
   if (raw === null) return { kind: 'ok', canonical: '', params: new Map() };
   // uWS hands over raw (unescaped) bytes decoded as UTF-8 with U+FFFD for invalid sequences
   if (raw.includes('\uFFFD')) return { kind: 'error', message: 'the query string is not valid UTF-8' };
+  // a lone UTF-16 surrogate has no UTF-8 form (encodeValue would throw); uWS never makes one,
+  // but this function must not throw whoever calls it
+  if (LONE_SURROGATE.test(raw)) return { kind: 'error', message: 'the query string is not valid UTF-8' };
   if (raw.includes('%')) {
     if (BAD_ESCAPE.test(raw)) return { kind: 'error', message: 'the query string has a malformed percent-escape' };
     try {

@@ -1,0 +1,178 @@
+// Hostile input, property-based (fast-check), against the pure functions the routes use:
+// the query-string canonicaliser and every body validator. No I/O here; the same kinds of
+// input against the live server are in hostile-server.test.ts.
+//
+// Properties: nothing throws except the designed ApiError (400) of a validator; the
+// canonicaliser always answers ok, redirect or error; a redirect's Location is itself
+// canonical and means the same filters; any way of spelling the same parameters (percent-
+// encoding any character, either hex case, '+' or '%20' for a space, any order, duplicates,
+// unknown parameters) lands on the one canonical form. (Pure; it sits with the other hostile-
+// input tests rather than in test/unit so that the whole hostile-input story is in one place.)
+import t from 'tap';
+import fc from 'fast-check';
+import { canonicalize, DEVICES_SPEC, encodeValue, SEARCH_SPEC, serialize, toFilters } from '../../src/hot/domain/canonical.js';
+import { ApiError } from '../../src/hot/domain/errors.js';
+import { check, parseServiceCreate, parseServicePatch, validators } from '../../src/hot/domain/validation.js';
+
+const RUNS = 3000;
+
+// ---- query strings ----
+
+const NAMES = ['capability', 'property', 'deviceClass', 'protocol', 'iotReady', 'limit', 'after', 'x', '', 'constructor', '__proto__', 'Capability', 'capability[]', 'limit%00'];
+/** fragments that hostile clients send: double encoding, NUL, overlong UTF-8, surrogates, ... */
+const TRICKS = ['%252e', '%2e', '%00', '%C0%AE', '%c0%ae', '%ED%A0%80', '%F0%9F%98%80', '%EF%BF%BD', '%', '%%', '%G1', '%4', '+', '%20', '%2B', '&', '=', '%26', '%3D', ':', '%3A', '..', '\u00e9', '\ufffd', '\u0000', '\ud800', '%FF', '%E2%82', 'TRUE', '0100', '1000', '1001', '0', '-1', '1e3'];
+
+const fragment = fc.oneof(fc.constantFrom(...TRICKS), fc.string({ maxLength: 6 }), fc.string({ unit: 'binary', maxLength: 4 }), fc.stringMatching(/^[a-z0-9._-]{1,8}$/));
+const rawQuery = fc.oneof(
+  fc.string({ unit: 'binary', maxLength: 40 }),
+  fc.array(fc.tuple(fc.constantFrom(...NAMES), fc.array(fragment, { maxLength: 4 }), fc.constantFrom('=', '', '=='), fc.constantFrom('&', '&&', ';')), { maxLength: 6 }).map((ps) => ps.map(([n, v, eq, sep]) => n + eq + v.join('') + sep).join('')),
+);
+
+t.test('the canonicaliser never throws, and its redirects land on canonical URLs', async (t) => {
+  for (const spec of [SEARCH_SPEC, DEVICES_SPEC]) {
+    fc.assert(
+      fc.property(rawQuery, (raw) => {
+        const r = canonicalize('/services', raw, spec);
+        if (r.kind === 'error') return typeof r.message === 'string' && r.message.length > 0;
+        if (r.kind === 'ok') {
+          // served as is: the filters are either valid or a 400, never an exception
+          const f = toFilters(r.params, spec);
+          return f.ok || typeof f.message === 'string';
+        }
+        const q = r.location.includes('?') ? r.location.slice(r.location.indexOf('?') + 1) : null;
+        const again = canonicalize('/services', q, spec);
+        if (again.kind !== 'ok') return false; // a redirect must land on a canonical URL
+        if (q !== null && again.canonical !== q) return false;
+        return true;
+      }),
+      { numRuns: RUNS },
+    );
+  }
+  t.pass(`${RUNS} hostile query strings per spec`);
+});
+
+// values as a client means them (decoded); then many spellings of the same thing
+const tokenValue = fc.stringMatching(/^[a-z0-9._-]{1,12}$/);
+const anyValue = fc.string({ minLength: 1, maxLength: 12, unit: 'grapheme' });
+const meaning = fc.record({
+  capability: fc.uniqueArray(tokenValue, { maxLength: 3 }),
+  property: fc.uniqueArray(fc.tuple(tokenValue, anyValue).map(([k, v]) => `${k}:${v}`), { maxLength: 3, selector: (p) => p.slice(0, p.indexOf(':')) }),
+  protocol: fc.option(tokenValue, { nil: undefined }),
+  limit: fc.option(fc.integer({ min: 1, max: 1000 }).map(String), { nil: undefined }),
+});
+
+/** Spell `s` in one of the many legal ways: each byte literal or %XX in either case, space as + or %20. */
+function respell(s: string, choices: number[]): string {
+  let out = '';
+  let i = 0;
+  for (const ch of s) {
+    const c = choices[i++ % choices.length]!;
+    const bytes = [...Buffer.from(ch, 'utf8')];
+    const literalOk = /^[A-Za-z0-9._~:-]$/.test(ch) || (ch === ' ' && c % 3 === 0);
+    if (literalOk && c % 2 === 0) out += ch === ' ' ? '+' : ch;
+    else out += bytes.map((b) => '%' + (c % 4 < 2 ? b.toString(16).toUpperCase() : b.toString(16)).padStart(2, '0')).join('');
+  }
+  return out;
+}
+
+t.test('every spelling of the same query lands on one canonical form', async (t) => {
+  fc.assert(
+    fc.property(meaning, fc.array(fc.nat(7), { minLength: 1, maxLength: 16 }), fc.boolean(), fc.nat(100), (m, choices, withUnknown, seed) => {
+      const pairs: [string, string][] = [];
+      for (const c of m.capability) pairs.push(['capability', c]);
+      for (const p of m.property) pairs.push(['property', p]);
+      if (m.protocol) pairs.push(['protocol', m.protocol]);
+      if (m.limit) pairs.push(['limit', m.limit]);
+      const expected = canonicalize('/services', pairs.map(([n, v]) => `${n}=${encodeValue(v)}`).join('&') || null, SEARCH_SPEC);
+      // the straightforward encoding, then a respelled, shuffled, duplicated one with noise
+      const spelled = pairs.map(([n, v]) => `${respell(n, choices)}=${respell(v, choices)}`);
+      if (spelled.length) spelled.push(spelled[seed % spelled.length]!);
+      if (withUnknown) spelled.push('utm_source=' + respell('x y', choices));
+      spelled.sort((a, b) => ((a.length * 31 + seed) % 7) - ((b.length * 31 + seed) % 7));
+      const r = canonicalize('/services', spelled.join('&') || null, SEARCH_SPEC);
+      const canonicalQuery = expected.kind === 'ok' ? expected.canonical : expected.kind === 'redirect' ? (expected.location.split('?')[1] ?? '') : null;
+      if (canonicalQuery === null) return false;
+      if (r.kind === 'ok') return r.canonical === canonicalQuery;
+      if (r.kind === 'redirect') return r.location === (canonicalQuery ? '/services?' + canonicalQuery : '/services');
+      return false;
+    }),
+    { numRuns: RUNS },
+  );
+  t.pass(`${RUNS} meanings, each spelled differently`);
+});
+
+t.test('the encoding tricks named in the brief: canonicalised or 400, never anything else', async (t) => {
+  const cases: [string, 'redirect' | 'error' | 'ok'][] = [
+    ['capability=%252e', 'ok'], // the value "%2e": canonical as sent, never decoded twice (then 400: not a token)
+    ['capability=%2E', 'redirect'], // "." is unreserved: literal in the canonical form
+    ['capability=%00', 'ok'], // decodes to NUL: canonical as %00, then refused as a token
+    ['property=k:%C0%AE', 'error'], // overlong UTF-8 for '.': does not decode
+    ['property=k:%ED%A0%80', 'error'], // a UTF-16 surrogate in UTF-8: does not decode
+    ['property=k:a+b', 'redirect'], // '+' means a space: canonical %20
+    ['property=k:a%20b', 'ok'],
+    ['property=k:%FF', 'error'],
+    ['capability=%', 'error'],
+  ];
+  for (const [raw, kind] of cases) t.equal(canonicalize('/services', raw, SEARCH_SPEC).kind, kind, raw);
+  const dbl = canonicalize('/services', 'capability=%252e', SEARCH_SPEC);
+  t.same(dbl.kind === 'ok' && dbl.params.get('capability'), ['%2e'], 'double encoding is decoded once');
+  t.ok(dbl.kind === 'ok' && !toFilters(dbl.params, SEARCH_SPEC).ok, '... and "%2e" is not a token: 400');
+  const dot = canonicalize('/services', 'capability=%2E', SEARCH_SPEC);
+  t.equal(dot.kind === 'redirect' && dot.location, '/services?capability=.');
+  const nul = canonicalize('/services', 'capability=%00', SEARCH_SPEC);
+  t.ok(nul.kind === 'ok' && !toFilters(nul.params, SEARCH_SPEC).ok, 'a NUL token is a 400 once canonical');
+  const nulValue = canonicalize('/services', 'property=k:%00', SEARCH_SPEC);
+  t.ok(nulValue.kind === 'ok' && !toFilters(nulValue.params, SEARCH_SPEC).ok, 'a NUL in a property value is a 400 (control character)');
+  t.equal(canonicalize('/services', 'capability=\ud800', SEARCH_SPEC).kind, 'error', 'a lone surrogate is refused, not thrown');
+  const plus = canonicalize('/services', 'property=k:a+b', SEARCH_SPEC);
+  t.equal(plus.kind === 'redirect' && plus.location, '/services?property=k:a%20b');
+  t.equal(serialize(new Map([['capability', ['a b']]])), 'capability=a%20b');
+});
+
+// ---- bodies ----
+
+const tokenish = fc.oneof(tokenValue, fc.string({ maxLength: 70 }), fc.constantFrom('A', 'UPPER', 'a.b-c_d', 'x'.repeat(64), 'x'.repeat(65), '', ' ', '\u0000', '__proto__', 'constructor'));
+const nearService = fc.record(
+  {
+    endpoint: fc.oneof(fc.constantFrom('https://a.example.com', 'http://x', 'https://', 'HTTPS://A.EXAMPLE.COM/p?q', 'ftp://x.example.com', 'https://[::1', 'http:// spaces .com', 'https://a.example.com/' + 'x'.repeat(3000)), fc.string()),
+    capabilities: fc.oneof(fc.array(tokenish, { maxLength: 34 }), fc.anything()),
+    capability: tokenish,
+    properties: fc.oneof(fc.dictionary(tokenish, fc.oneof(fc.string({ maxLength: 300 }), fc.anything()), { maxKeys: 34 }), fc.anything()),
+    iot: fc.oneof(fc.constant(null), fc.record({ deviceClasses: fc.array(tokenish, { maxLength: 33 }), protocols: fc.array(tokenish, { maxLength: 33 }) }, { requiredKeys: [] }), fc.anything()),
+    deprecated: fc.oneof(fc.boolean(), fc.anything()),
+    locked: fc.oneof(fc.boolean(), fc.anything()),
+    sunset_date: fc.oneof(fc.constantFrom(null, '2030-01-01', '2030-02-30', '2030-13-01', '0000-00-00', '9999-12-31', '2030-1-1'), fc.anything()),
+    serviceId: fc.oneof(tokenish, fc.anything()),
+    name: fc.oneof(fc.string({ maxLength: 70 }), fc.anything()),
+    location: fc.oneof(fc.record({ lat: fc.double(), lon: fc.double() }), fc.anything()),
+    tier: fc.oneof(tokenish, fc.anything()),
+    apiKey: fc.oneof(fc.string(), fc.anything()),
+  },
+  { requiredKeys: [] },
+);
+const hostileBody = fc.oneof(fc.anything({ withObjectString: true, withNullPrototype: true, withBigInt: false }), fc.jsonValue(), nearService, nearService.map((b) => JSON.parse(JSON.stringify(b)) as unknown));
+
+/** Only the designed failure: an ApiError with a 4xx status. */
+function designed(fn: () => unknown): boolean {
+  try {
+    fn();
+    return true;
+  } catch (e) {
+    return e instanceof ApiError && e.status >= 400 && e.status < 500;
+  }
+}
+
+t.test('every validator refuses hostile bodies only with its designed 400', async (t) => {
+  const all: [string, (b: unknown) => unknown][] = [
+    ['parseServiceCreate', parseServiceCreate],
+    ['parseServicePatch', parseServicePatch],
+    ...Object.entries(validators).map(([name, v]) => [name, (b: unknown) => check(v as never, b)] as [string, (b: unknown) => unknown]),
+  ];
+  for (const [name, fn] of all) {
+    fc.assert(
+      fc.property(hostileBody, (b) => designed(() => fn(b))),
+      { numRuns: RUNS / 3 },
+    );
+    t.pass(`${name}: ${RUNS / 3} hostile bodies`);
+  }
+});
