@@ -95,9 +95,9 @@ t.test('POST /sandboxes: invalid bodies are 400 with the error body', async (t) 
 });
 
 /** POST /sandboxes from a chosen local address (Linux routes all of 127/8 to loopback). */
-function createFrom(srv: TestServer, localAddress: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: Record<string, unknown>; body: string }> {
+function createFrom(srv: TestServer, localAddress: string, headers: Record<string, string> = {}, payload: unknown = { name: 'From ' + localAddress }): Promise<{ status: number; headers: Record<string, unknown>; body: string }> {
   const u = new URL(srv.url);
-  const data = JSON.stringify({ name: 'From ' + localAddress });
+  const data = JSON.stringify(payload);
   return new Promise((resolve, reject) => {
     const r = request({ host: u.hostname, port: u.port, path: '/sandboxes', method: 'POST', localAddress, agent: false, headers: { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(data)), ...headers } }, (res) => {
       let body = '';
@@ -116,9 +116,12 @@ t.test('sandbox creation is throttled per client address (429 + Retry-After + er
   if (sec >= 55) await new Promise((r) => setTimeout(r, (61 - sec) * 1000));
   const lim = await startTestServer({ env: { SANDBOX_CREATE_PER_MINUTE: '3' } });
   t.teardown(() => lim.close());
+  const invalid: number[] = [];
+  for (let i = 0; i < 4; i++) invalid.push((await createFrom(lim, '127.0.0.1', {}, { name: '' })).status);
+  t.same(invalid, [400, 400, 400, 400], 'rejected bodies');
   const statuses: number[] = [];
   for (let i = 0; i < 3; i++) statuses.push((await createFrom(lim, '127.0.0.1')).status);
-  t.same(statuses, [201, 201, 201], 'up to the configured number a minute');
+  t.same(statuses, [201, 201, 201], 'up to the configured number a minute (rejected bodies did not count)');
   const over = await createFrom(lim, '127.0.0.1');
   t.equal(over.status, 429, 'then 429');
   t.match(String(over.headers['retry-after']), /^[1-9]\d*$/, 'Retry-After in whole seconds');

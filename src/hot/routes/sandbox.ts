@@ -47,6 +47,11 @@ export function registerSandbox(uws: TemplatedApp, app: App, o: RouteOptions): v
   const ob = { ...o, body: true };
 
   route(uws, 'post', '/sandboxes', async (req, reply, body) => {
+    // validate first: the throttle counts sandboxes, so a client's rejected bodies do not
+    // use up its allowance
+    const b = check(validators.sandboxCreate, parseJson(req, body));
+    const name = b.name.trim();
+    if (!name) throw new ApiError('VALIDATION_FAILED', '/name must not be blank');
     const minute = Math.floor(Date.now() / 60_000);
     const tk = app.keys.createThrottle(req.remote, minute);
     const n = await app.redis.incr(tk);
@@ -55,9 +60,6 @@ export function registerSandbox(uws: TemplatedApp, app: App, o: RouteOptions): v
       const retry = String(Math.max(1, Math.ceil(((minute + 1) * 60_000 - Date.now()) / 1000)));
       throw new ApiError('RATE_LIMITED', `at most ${app.cfg.sandboxCreatePerMinute} sandboxes a minute from one address`, { 'Retry-After': retry });
     }
-    const b = check(validators.sandboxCreate, parseJson(req, body));
-    const name = b.name.trim();
-    if (!name) throw new ApiError('VALIDATION_FAILED', '/name must not be blank');
     const { key, prefix } = newSandboxKey(name);
     const hash = hashKey(key);
     const row = await insertSandbox(app.pool, name, prefix, hash, app.cfg.defaultTier, b.location ?? null);
