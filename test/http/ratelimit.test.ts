@@ -70,6 +70,21 @@ t.test('a free sandbox admits 60 +- 3 in a burst, then 429 with the headers and 
   t.equal(p.rateLimit, 60);
 });
 
+t.test('a concurrent burst is counted atomically: 60 +- 3 admitted', async (t) => {
+  const sb = await createSandbox(s, 'Parallel');
+  const all = await Promise.all(
+    Array.from({ length: 80 }, async () => {
+      const r = await s.req(`/sandbox/${sb.uuid}/services`, keyed(sb.apiKey));
+      await r.body?.cancel();
+      return r.status;
+    }),
+  );
+  const ok = all.filter((x) => x === 200).length;
+  t.ok(ok >= 57 && ok <= 63, `${ok} admitted`);
+  t.equal(all.filter((x) => x === 429).length, 80 - ok, 'the rest are 429');
+  t.equal((await poll(sb.uuid)).total, 80, 'every request counted once');
+});
+
 t.test('poll: fields, JSON whatever Accept says, not counted, total = requests answered before it', async (t) => {
   const sb = await createSandbox(s, 'Poller');
   const p0 = await poll(sb.uuid, { headers: { accept: 'text/html' } });
