@@ -95,6 +95,11 @@ export class Reply {
    */
   begin(status: number, headers: Headers, first: string): boolean {
     if (this.aborted || this.done) return false;
+    if (this.head) {
+      // HEAD of a stream: its headers, no body, and nothing more to write
+      this.send(status, headers);
+      return false;
+    }
     this.status = status;
     this.res.cork(() => {
       this.res.writeStatus(STATUS_TEXT[status] ?? String(status));

@@ -88,6 +88,9 @@ t.test('HEAD answers the GET headers without a body', async (t) => {
     });
   t.same([await one('HEAD'), await one('GET'), await one('HEAD'), await one('GET')], [200, 200, 200, 200], 'HEAD and GET on one keep-alive connection');
   agent.destroy();
+  const stream = await raw('HEAD', '/services/changes', {});
+  t.equal(stream.status, 200);
+  t.equal(stream.body, '', 'HEAD of the change stream: no body, and it ends');
 });
 
 t.test('body too large: 413 JSON, with Content-Length or chunked', async (t) => {
