@@ -1,0 +1,197 @@
+// Hostile input against the live server (fast-check): any query string — sent as raw bytes
+// on a socket, so nothing normalises it on the way — and any body, to every route that
+// takes one. Never a 5xx; a 302 always leads to a canonical URL (200 or 400, never another
+// 302); the percent-encoding tricks either canonicalise or get 400.
+import t from 'tap';
+import fc from 'fast-check';
+import { connect, type Socket } from 'node:net';
+import { ADMIN_KEY, createSandbox, registerProduction, startTestServer } from '../helpers/server.js';
+
+interface Raw {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/** A keep-alive HTTP/1.1 client on one socket that sends the request bytes exactly as given. */
+class RawClient {
+  private sock: Socket | null = null;
+  private buf = Buffer.alloc(0);
+  private waiting: (() => void) | null = null;
+  constructor(readonly port: number) {}
+
+  private async open(): Promise<Socket> {
+    if (this.sock && !this.sock.destroyed) return this.sock;
+    this.buf = Buffer.alloc(0);
+    const s = connect(this.port, '127.0.0.1');
+    s.on('data', (d) => {
+      this.buf = Buffer.concat([this.buf, d]);
+      this.waiting?.();
+    });
+    s.on('close', () => this.waiting?.());
+    s.on('error', () => undefined);
+    await new Promise((r) => s.once('connect', r));
+    this.sock = s;
+    return s;
+  }
+
+  async request(head: Buffer, body: Buffer = Buffer.alloc(0)): Promise<Raw> {
+    const s = await this.open();
+    s.write(Buffer.concat([head, body]));
+    const deadline = Date.now() + 15_000;
+    for (;;) {
+      const end = this.buf.indexOf('\r\n\r\n');
+      if (end >= 0) {
+        const lines = this.buf.subarray(0, end).toString('latin1').split('\r\n');
+        const status = Number(lines[0]!.split(' ')[1]);
+        const headers: Record<string, string> = {};
+        for (const l of lines.slice(1)) headers[l.slice(0, l.indexOf(':')).toLowerCase()] = l.slice(l.indexOf(':') + 1).trim();
+        const len = Number(headers['content-length'] ?? 0);
+        if (this.buf.length >= end + 4 + len) {
+          const out = { status, headers, body: this.buf.subarray(end + 4, end + 4 + len).toString('utf8') };
+          this.buf = this.buf.subarray(end + 4 + len);
+          if (headers.connection === 'close') this.close();
+          return out;
+        }
+      }
+      if (s.destroyed) {
+        this.sock = null;
+        return { status: 0, headers: {}, body: '' }; // closed without an answer
+      }
+      if (Date.now() > deadline) throw new Error('no answer within 15 s');
+      await new Promise<void>((r) => {
+        this.waiting = r;
+        setTimeout(r, 200);
+      });
+      this.waiting = null;
+    }
+  }
+
+  close(): void {
+    this.sock?.destroy();
+    this.sock = null;
+  }
+}
+
+/** Bytes a request line can carry: controls, space, DEL and '#' percent-escaped; the rest raw. */
+function onTheWire(bytes: Uint8Array): Buffer {
+  const out: number[] = [];
+  for (const b of bytes) {
+    if (b <= 0x20 || b === 0x7f || b === 0x23) out.push(...Buffer.from('%' + b.toString(16).toUpperCase().padStart(2, '0')));
+    else out.push(b);
+  }
+  return Buffer.from(out);
+}
+
+const NAMES = ['capability', 'property', 'deviceClass', 'protocol', 'iotReady', 'limit', 'after', 'x', 'constructor', '__proto__'];
+const TRICKS = ['%252e', '%2e', '%00', '%C0%AE', '%ED%A0%80', '%F0%9F%98%80', '%', '%G1', '+', '%20', '%2B', '&', '=', ':', '%3A', '..', 'TRUE', '0100', '1000', '1001', '0', '9'.repeat(20)];
+const value = fc.oneof(fc.constantFrom(...TRICKS), fc.string({ maxLength: 8 }), fc.stringMatching(/^[a-zA-Z0-9._-]{1,8}$/));
+const query = fc.oneof(
+  fc.uint8Array({ maxLength: 60 }).map((b) => onTheWire(b)),
+  fc.string({ unit: 'grapheme', maxLength: 30 }).map((s) => onTheWire(Buffer.from(s))),
+  fc
+    .array(fc.tuple(fc.constantFrom(...NAMES), fc.array(value, { minLength: 0, maxLength: 3 })), { maxLength: 6 })
+    .map((ps) => onTheWire(Buffer.from(ps.map(([n, v]) => n + '=' + v.join('')).join('&')))),
+);
+
+t.test('no query string gets a 5xx, and every 302 leads to a canonical URL', async (t) => {
+  const s = await startTestServer({ env: { TIERS: 'free=1000000' } });
+  t.teardown(() => s.close());
+  const sb = await createSandbox(s, 'Hostile');
+  await registerProduction(s, { endpoint: 'https://h.example.com', capabilities: ['hostile'], iot: { deviceClasses: ['sensor'], protocols: ['mqtt'] } });
+  const c = new RawClient(s.server.port);
+  t.teardown(() => c.close());
+  const paths = ['/services', '/devices', `/sandbox/${sb.uuid}/services`];
+  const get = (path: string, q: Buffer | null) =>
+    c.request(Buffer.concat([Buffer.from(`GET ${path}`), q === null ? Buffer.alloc(0) : Buffer.concat([Buffer.from('?'), q]), Buffer.from(` HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${sb.apiKey}\r\n\r\n`)]));
+  const seen = new Map<number, number>();
+  await fc.assert(
+    fc.asyncProperty(fc.constantFrom(...paths), query, async (path, q) => {
+      const r = await get(path, q);
+      seen.set(r.status, (seen.get(r.status) ?? 0) + 1);
+      if (!(r.status >= 200 && r.status < 500)) return false;
+      if (r.status !== 302) return true;
+      const loc = r.headers.location ?? '';
+      if (!loc.startsWith(path)) return false;
+      const i = loc.indexOf('?');
+      const again = await get(path, i < 0 ? null : Buffer.from(loc.slice(i + 1)));
+      seen.set(-again.status, (seen.get(-again.status) ?? 0) + 1);
+      return again.status === 200 || again.status === 400; // canonical: served, or invalid
+    }),
+    { numRuns: 600 },
+  );
+  // (negative: the status after following the redirect)
+  t.ok((seen.get(-200) ?? 0) > 0 && (seen.get(302) ?? 0) > 0 && (seen.get(400) ?? 0) > 0, `a mix of answers: ${JSON.stringify(Object.fromEntries(seen))}`);
+
+  // the named tricks, one by one, on the wire as they are
+  for (const trick of ['capability=%252e', 'capability=%00', 'property=k:%C0%AE', 'property=k:%ED%A0%80', 'property=k:a+b', 'property=k:a%20b', 'capability=%E2%82', 'capability=\u00e9'.normalize()]) {
+    const r = await get('/services', Buffer.from(trick));
+    if (r.status === 302) {
+      const loc = r.headers.location!;
+      const again = await get('/services', Buffer.from(loc.slice(loc.indexOf('?') + 1)));
+      t.ok(again.status === 200 || again.status === 400, `${trick}: 302 to ${loc}, then ${again.status}`);
+    } else t.ok(r.status === 200 || r.status === 400, `${trick}: ${r.status}`);
+    if (r.status === 400) t.match(JSON.parse(r.body), { error: { code: 'BAD_QUERY' } });
+  }
+  const plus = await get('/services', Buffer.from('property=k:a+b'));
+  t.equal(plus.headers.location, '/services?property=k:a%20b', '+ is a space: one canonical spelling');
+});
+
+const tokenish = fc.oneof(fc.stringMatching(/^[a-z0-9._-]{1,10}$/), fc.string({ maxLength: 70 }), fc.constantFrom('UPPER', 'x'.repeat(65), '', '\u0000'));
+const nearBody = fc.record(
+  {
+    endpoint: fc.oneof(fc.constantFrom('https://a.example.com', 'http://x', 'ftp://x', 'https://[::1', 'https://a.example.com/' + 'x'.repeat(3000)), fc.string()),
+    capabilities: fc.oneof(fc.array(tokenish, { maxLength: 34 }), fc.jsonValue()),
+    capability: tokenish,
+    properties: fc.oneof(fc.dictionary(tokenish, fc.oneof(fc.string({ maxLength: 300 }), fc.jsonValue()), { maxKeys: 34 }), fc.jsonValue()),
+    iot: fc.oneof(fc.constant(null), fc.record({ deviceClasses: fc.array(tokenish, { maxLength: 33 }), protocols: fc.array(tokenish, { maxLength: 33 }) }, { requiredKeys: [] }), fc.jsonValue()),
+    deprecated: fc.oneof(fc.boolean(), fc.jsonValue()),
+    locked: fc.oneof(fc.boolean(), fc.jsonValue()),
+    sunset_date: fc.oneof(fc.constantFrom(null, '2030-01-01', '2030-02-30', '0000-00-00', '9999-12-31'), fc.jsonValue()),
+    serviceId: fc.oneof(tokenish, fc.jsonValue()),
+    name: fc.oneof(fc.string({ maxLength: 70 }), fc.jsonValue()),
+    location: fc.oneof(fc.record({ lat: fc.double(), lon: fc.double() }), fc.jsonValue()),
+    tier: fc.oneof(tokenish, fc.jsonValue()),
+    apiKey: fc.oneof(fc.string(), fc.jsonValue()),
+  },
+  { requiredKeys: [] },
+);
+const body = fc.oneof(
+  fc.oneof(fc.jsonValue(), nearBody).map((v) => Buffer.from(JSON.stringify(v) ?? 'null')),
+  fc.uint8Array({ maxLength: 200 }).map((b) => Buffer.from(b)), // not JSON, not even UTF-8
+  fc.string({ maxLength: 100 }).map((s) => Buffer.from(s)),
+  nearBody.map((v) => Buffer.from(JSON.stringify(v).slice(0, -1))), // truncated
+);
+const contentType = fc.constantFrom('application/json', 'application/json; charset=utf-8', 'text/plain', 'application/merge-patch+json', '', 'application/json; charset=latin1');
+
+t.test('no body gets a 5xx on any route that takes one', async (t) => {
+  const s = await startTestServer({ env: { TIERS: 'free=1000000', SANDBOX_CREATE_PER_MINUTE: '1000000' } });
+  t.teardown(() => s.close());
+  const sb = await createSandbox(s, 'Hostile Bodies');
+  const a = await registerProduction(s, { endpoint: 'https://a.example.com', capability: 'a' });
+  const sa = (await (await s.req(`/sandbox/${sb.uuid}/services`, { method: 'POST', headers: { authorization: `Bearer ${sb.apiKey}`, 'content-type': 'application/json' }, body: '{"endpoint":"https://s.example.com","capability":"s"}' })).json()) as { id: string };
+  const routes: [string, string, string][] = [
+    ['POST', '/admin/api/services', ADMIN_KEY],
+    ['PATCH', `/admin/api/services/${a.id}`, ADMIN_KEY],
+    ['POST', `/admin/api/services/${a.id}/replacements`, ADMIN_KEY],
+    ['POST', `/sandbox/${sb.uuid}/services`, sb.apiKey],
+    ['PATCH', `/sandbox/${sb.uuid}/services/${sa.id}`, sb.apiKey],
+    ['POST', `/sandbox/${sb.uuid}/services/${sa.id}/replacements`, sb.apiKey],
+    ['POST', '/sandboxes', ''],
+    ['POST', '/admin/session', ''],
+  ];
+  const statuses = new Map<number, number>();
+  await fc.assert(
+    fc.asyncProperty(fc.constantFrom(...routes), body, contentType, async ([method, path, key], b, ct) => {
+      const r = await s.req(path, { method, body: b, headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...(ct ? { 'content-type': ct } : {}) } });
+      statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
+      const text = await r.text();
+      if (r.status >= 500) throw new Error(`${method} ${path}: ${r.status} ${text}`);
+      // every refusal carries the contract's error body
+      return r.status < 400 || (JSON.parse(text) as { error?: { code?: string } }).error?.code !== undefined;
+    }),
+    { numRuns: 500 },
+  );
+  t.ok((statuses.get(400) ?? 0) > 0, `answers: ${JSON.stringify(Object.fromEntries(statuses))}`);
+  t.equal((await s.req('/livez')).status, 200);
+});
