@@ -102,14 +102,18 @@ export async function startTestServer(opts: StartOptions = {}): Promise<TestServ
 }
 
 async function dropPrefix(app: App, prefix: string): Promise<void> {
-  let cursor = '0';
+  // in a Redis Cluster SCAN sees one node, and a multi-key UNLINK must stay in one slot:
+  // scan every primary, unlink key by key (auto-pipelined)
   const r = app.redis;
-  if (!('scan' in r)) return;
-  do {
-    const [next, keys] = await r.scan(cursor, 'MATCH', prefix + '*', 'COUNT', 1000);
-    cursor = next;
-    if (keys.length) await r.unlink(...keys);
-  } while (cursor !== '0');
+  const nodes = 'nodes' in r && typeof r.nodes === 'function' ? r.nodes('master') : [r];
+  for (const node of nodes) {
+    let cursor = '0';
+    do {
+      const [next, keys] = await node.scan(cursor, 'MATCH', prefix + '*', 'COUNT', 1000);
+      cursor = next;
+      await Promise.all(keys.map((k) => node.unlink(k)));
+    } while (cursor !== '0');
+  }
 }
 
 /** Register a production service through the admin API; returns the service object. */
