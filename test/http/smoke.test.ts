@@ -1,9 +1,9 @@
 import t from 'tap';
-import { registerProduction, startTestServer } from '../helpers/server.js';
+import { serve } from '../helpers/checks.js';
+import { registerProduction } from '../helpers/server.js';
 
 t.test('a registered production service is found by capability', async (t) => {
-  const s = await startTestServer();
-  t.teardown(() => s.close());
+  const s = await serve(t);
   const svc = await registerProduction(s, { endpoint: 'https://a.example.com', capabilities: ['Smoke-Test'] });
   t.equal(svc.capabilities && (svc.capabilities as string[])[0], 'smoke-test');
   const r = await s.req('/services?capability=smoke-test');
