@@ -147,6 +147,7 @@ t.test('isolation 1: a sandbox service is absent from anonymous search', async (
 t.test('isolation 2: production is absent from the sandbox list and sandbox searches', async (t) => {
   t.same(await list(A), [a1.id, a2.id], 'list: the sandbox services only');
   t.same(await list(A, '?capability=print'), [a1.id, a2.id], 'a capability production has too');
+  t.same(await ids(await s.req('/services?capability=isolation')), [prodIso.id], 'production has it');
   t.same(await list(A, '?capability=isolation'), [], 'a capability only production has');
   t.same(await list(A, '?property=color:blue'), [a2.id], 'a property production has too');
   t.notOk((await list(B)).includes(a1.id), 'nor another sandbox');
