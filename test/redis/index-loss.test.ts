@@ -65,6 +65,7 @@ t.test('the index is rebuilt after Redis loses it, and no search ever sees half 
   await seedServices(db.url, SEEDED);
   const s = await startTestServer({ databaseUrl: db.url, env: {
       REDIS_URL: redis.url,
+      REDIS_CLUSTER_NODES: '', // this test's own redis-server, even when the suite runs on a cluster
       TIERS: 'free=1000000', // the readers must not meet the rate limit
       // the in-process result cache would answer the watched queries (whole, from before the
       // loss) for its TTL: turned off, every answer comes from the index under test

@@ -29,7 +29,7 @@ async function ids(s: TestServer, path: string, key?: string): Promise<string[] 
 t.test('Redis unreachable: writes acknowledged, searches 503, index catches up afterwards', async (t) => {
   const redis = await startRedis();
   const proxy: TcpProxy = await startProxy(redis.port);
-  const s = await startTestServer({ env: { REDIS_URL: `redis://127.0.0.1:${proxy.port}`, RESULT_CACHE_ENTRIES: '0', OUTBOX_SWEEP_MS: '200' } });
+  const s = await startTestServer({ env: { REDIS_URL: `redis://127.0.0.1:${proxy.port}`, REDIS_CLUSTER_NODES: '', RESULT_CACHE_ENTRIES: '0', OUTBOX_SWEEP_MS: '200' } });
   t.teardown(async () => {
     await proxy.set('pass');
     await s.close();
