@@ -40,6 +40,7 @@ if (!NODES) {
   t.test('search, sandbox and rate-limit flows on a Redis Cluster, without a CROSSSLOT', async (t) => {
     const probe = new Cluster(NODES.split(',').map((n) => ({ host: n.split(':')[0]!, port: Number(n.split(':')[1]) })));
     probe.on('error', () => undefined);
+    await new Promise((r) => probe.once('ready', r)); // nodes('master') is empty until then
     const errorsBefore = await slotErrors(probe);
     const log: string[] = [];
     const s: TestServer = await startTestServer({
