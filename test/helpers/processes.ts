@@ -7,6 +7,7 @@ import { once } from 'node:events';
 import { createServer, connect, type Server as NetServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import pg from 'pg';
+import { Redis } from 'ioredis';
 import { ROOT } from '../../src/hot/paths.js';
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -60,6 +61,23 @@ export async function seedServices(databaseUrl: string, n: number, ns = 'product
     await c.query('COMMIT');
   } finally {
     await c.end();
+  }
+}
+
+/** Delete every key under `prefix` in the (standalone) Redis at `url`: a child server's leftovers. */
+export async function dropRedisPrefix(url: string, prefix: string): Promise<void> {
+  const r = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  r.on('error', () => undefined);
+  try {
+    await r.connect();
+    let cursor = '0';
+    do {
+      const [next, keys] = await r.scan(cursor, 'MATCH', prefix + '*', 'COUNT', 1000);
+      cursor = next;
+      if (keys.length) await r.unlink(...keys);
+    } while (cursor !== '0');
+  } finally {
+    r.disconnect();
   }
 }
 
