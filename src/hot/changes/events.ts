@@ -20,6 +20,7 @@ export interface ChangeInput {
 }
 
 export interface ChangeEvent {
+  /** bigint: pg hands it over as a decimal string (never order or compare these as text) */
   id: string;
   ns: string;
   type: ChangeType;
@@ -53,7 +54,7 @@ export function deletedData(id: string): string {
 /** Events of one namespace after `after` (exclusive) and up to `upTo` (inclusive), in order. */
 export async function readChanges(pool: Pool, ns: string, after: string, upTo: string, limit: number): Promise<ChangeEvent[]> {
   const r = await pool.query<ChangeEvent>(
-    'SELECT id::text AS id, ns, type, data FROM change_events WHERE ns = $1 AND id > $2 AND id <= $3 ORDER BY id LIMIT $4',
+    'SELECT id, ns, type, data FROM change_events WHERE ns = $1 AND id > $2 AND id <= $3 ORDER BY id LIMIT $4',
     [ns, after, upTo, limit],
   );
   return r.rows;
@@ -61,7 +62,7 @@ export async function readChanges(pool: Pool, ns: string, after: string, upTo: s
 
 /** Events of every namespace after `after`, in order (the per-thread poller). */
 export async function readAllChanges(pool: Pool, after: string, limit: number): Promise<ChangeEvent[]> {
-  const r = await pool.query<ChangeEvent>('SELECT id::text AS id, ns, type, data FROM change_events WHERE id > $1 ORDER BY id LIMIT $2', [after, limit]);
+  const r = await pool.query<ChangeEvent>('SELECT id, ns, type, data FROM change_events WHERE id > $1 ORDER BY id LIMIT $2', [after, limit]);
   return r.rows;
 }
 
