@@ -10,7 +10,7 @@ import { openApiDocument } from './openapi.js';
 import { registerPublic } from './routes/public.js';
 import { registerSandbox } from './routes/sandbox.js';
 import { registerChanges } from './changes/route.js';
-import { closeHub } from './changes/hub.js';
+import { closeHub, hubOf } from './changes/hub.js';
 import { countBackendError, countUnexpected, joinAggregation, setBackendStateSource, setOutboxLagSource, setPoolStatsSource } from './metrics.js';
 import { requestObserver } from './observe.js';
 import { registerMetrics } from './routes/metrics.js';
@@ -82,6 +82,7 @@ export async function startServer(app: App, port = app.cfg.port, host = app.cfg.
   setBackendStateSource(() => ({ postgres: app.state.pgUp, redis: app.state.redisUp }));
   app.redis.on('error', () => countBackendError('redis', 'connection'));
   app.pool.on('error', () => countBackendError('postgres', 'connection'));
+  hubOf(app); // now, not at the first stream: it also prunes expired change events
   const watchers = startWatchers(app);
   const stopInvalidation = startInvalidation(app);
   await watchers.tick();
