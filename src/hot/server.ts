@@ -11,7 +11,8 @@ import { registerPublic } from './routes/public.js';
 import { registerSandbox } from './routes/sandbox.js';
 import { registerChanges } from './changes/route.js';
 import { closeHub, hubOf } from './changes/hub.js';
-import { countBackendError, countUnexpected, joinAggregation, setBackendStateSource, setOutboxLagSource, setPoolStatsSource } from './metrics.js';
+import { countBackendError, countUnexpected, setBackendStateSource, setOutboxLagSource, setPoolStatsSource } from './metrics.js';
+import { joinAggregation } from './metrics-threads.js';
 import { requestObserver } from './observe.js';
 import { registerMetrics } from './routes/metrics.js';
 

@@ -5,7 +5,7 @@
 import type { TemplatedApp } from 'uWebSockets.js';
 import type { App } from '../app.js';
 import { route, type RouteOptions } from '../http.js';
-import { scrape } from '../metrics.js';
+import { scrape } from '../metrics-threads.js';
 
 export function registerMetrics(uws: TemplatedApp, app: App, o: RouteOptions): void {
   if (!app.cfg.metricsEnabled) return;
