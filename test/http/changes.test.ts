@@ -4,6 +4,7 @@
 import t from 'tap';
 import { createSandbox, registerProduction, startTestServer, type TestServer } from '../helpers/server.js';
 import { openSse, type SseStream } from './changes-sse.js';
+import { pruneChanges } from '../../src/hot/changes/events.js';
 
 const ENV = { CHANGES_POLL_MS: '30', CHANGES_HEARTBEAT_MS: '60000' };
 
@@ -142,4 +143,16 @@ t.test('heartbeats, and a shutdown ends open streams', async (t) => {
   closed = true;
   await st.ended();
   t.pass('the stream ended with the server');
+});
+
+t.test('events older than the retention are pruned, newer ones kept', async (t) => {
+  const s = await startTestServer({ env: ENV });
+  t.teardown(() => s.close());
+  const a = await registerProduction(s, { endpoint: 'https://old.example.com', capabilities: ['prune'] });
+  await registerProduction(s, { endpoint: 'https://new.example.com', capabilities: ['prune'] });
+  await s.app.pool.query("UPDATE change_events SET created_at = now() - interval '200 hours' WHERE service_id = $1", [a.id]);
+  t.equal(await pruneChanges(s.app.pool, 168), 1);
+  const left = await s.app.pool.query<{ service_id: string }>('SELECT service_id FROM change_events');
+  t.equal(left.rows.length, 1);
+  t.not(left.rows[0]!.service_id, a.id);
 });
