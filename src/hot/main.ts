@@ -42,15 +42,19 @@ async function serveThread(cfg: Config, index: number): Promise<void> {
     // a pool that will not end) cannot keep this thread past its grace period
     const hard = setTimeout(() => {
       log.warn({ inflight: server.inflight() }, 'grace period over with requests still in flight; exiting');
-      process.exit(1);
+      if (parentPort) parentPort.postMessage({ type: 'overdue' });
+      else process.exit(1);
     }, grace);
     await server.close(Math.max(0, grace - CLOSE_MS), listenPhaseMs(grace));
     const left = server.inflight();
     await closeApp(app);
     clearTimeout(hard);
     log.info({ abandoned: left }, 'stopped: requests drained, pools closed');
+    // A worker thread must not end itself: uWS keeps a poll handle on the thread's loop and
+    // Node aborts (uv_loop_close with open handles). It reports instead; the main thread
+    // exits the process once every thread has.
     if (parentPort) parentPort.postMessage({ type: 'stopped' });
-    process.exit(0); // in a worker thread this ends the thread; the main thread exits after the last
+    else process.exit(0);
   };
   if (parentPort) parentPort.on('message', (m: { type: string }) => m.type === 'stop' && void stop());
   else {
@@ -120,10 +124,19 @@ async function main(): Promise<void> {
   // within the grace period, and the process exits when the last thread has, or at the
   // deadline whatever happens
   let stopping = false;
-  let alive = workers.length;
+  let drained = 0;
+  let overdue = 0;
+  const settled = () => {
+    if (!stopping || drained + overdue < workers.length) return;
+    console.log(`stopped: ${drained} of ${workers.length} threads drained their requests and closed their pools`);
+    process.exit(overdue ? 1 : 0);
+  };
   for (const w of workers) {
-    w.on('exit', () => {
-      if (--alive === 0 && stopping) process.exit(0);
+    w.on('message', (m: { type: string }) => {
+      if (m.type === 'stopped') drained++;
+      else if (m.type === 'overdue') overdue++;
+      else return;
+      settled();
     });
   }
   const stop = () => {
@@ -131,7 +144,7 @@ async function main(): Promise<void> {
     stopping = true;
     for (const w of workers) w.postMessage({ type: 'stop' });
     setTimeout(() => {
-      console.error(`shutdown: ${alive} thread(s) still busy after ${cfg.shutdownGraceMs} ms; exiting`);
+      console.error(`shutdown: ${workers.length - drained} thread(s) still busy after ${cfg.shutdownGraceMs} ms; exiting`);
       process.exit(1);
     }, cfg.shutdownGraceMs + 100).unref();
   };

@@ -112,6 +112,10 @@ export async function startServer(app: App, port = app.cfg.port, host = app.cfg.
           });
         });
       }
+      // end every connection still open (idle keep-alive ones, abandoned requests): uWS's
+      // App.close() (in the binary, missing from its typings). A worker thread that exits
+      // with a uWS socket still open makes Node abort the whole process.
+      (uws as unknown as { close?: () => void }).close?.();
       watchers.stop();
       await stopInvalidation();
     },
