@@ -49,6 +49,10 @@ export class ChangeHub {
     this.pruneTimer.unref();
   }
 
+  isClosed(): boolean {
+    return this.closed;
+  }
+
   size(): number {
     return this.streams.size;
   }
@@ -223,7 +227,7 @@ export function hubOf(app: App): ChangeHub {
   return h;
 }
 
+/** End every stream; the hub stays, closed, so that a stream asked for while the server drains is refused. */
 export function closeHub(app: App): void {
-  hubs.get(app)?.close();
-  hubs.delete(app);
+  hubOf(app).close();
 }

@@ -28,6 +28,13 @@ export function registerChanges(uws: TemplatedApp, app: App, o: RouteOptions): v
   // uWS matches static segments before parameters whatever the registration order (checked
   // with this uWS build), but it is registered before /services/:id all the same
   route(uws, 'get', CHANGES_PATH, async (req, reply) => {
+    const hub = hubOf(app);
+    // refusals come before the key is counted against its rate limit; while draining, a
+    // stream opened now would only be cut again
+    if (hub.isClosed()) throw new ApiError('UNAVAILABLE', 'the server is shutting down; reconnect', { 'Retry-After': '1' });
+    if (hub.size() >= app.cfg.changesMaxStreams) {
+      throw new ApiError('OVERLOADED', 'too many open change streams; try again later', { 'Retry-After': '5' });
+    }
     const after = parseLastEventId(req.extra?.['last-event-id'] ?? '', req.query);
     let ns = PRODUCTION;
     const headers: Headers = [
@@ -41,10 +48,6 @@ export function registerChanges(uws: TemplatedApp, app: App, o: RouteOptions): v
     if (uuid) {
       ns = uuid;
       headers.push(...(await app.auth.limitOrThrow(uuid)));
-    }
-    const hub = hubOf(app);
-    if (hub.size() >= app.cfg.changesMaxStreams) {
-      throw new ApiError('OVERLOADED', 'too many open change streams; try again later', { 'Retry-After': '5' });
     }
     const start = after ?? (await hub.latest());
     // `retry:` tells EventSource how long to wait before reconnecting
