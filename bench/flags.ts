@@ -10,6 +10,8 @@ export interface Flags {
   heavyConnections: number;
   /** scenario ids to run (a1 a2 b c d e f h); null = all. The ceiling always runs. */
   only: Set<string> | null;
+  /** 2: the ceiling runs before and after the scenarios, ratios use the faster; 1: after only */
+  ceilingRuns: number;
   regenerate: boolean;
   rebuild: boolean;
   /** rewrite the table in bench/README.md (default: full runs only) */
@@ -22,7 +24,7 @@ export interface Flags {
 }
 
 export const USAGE = `usage: node dist/bench/run.js [--quick] [--workers 1,2] [--duration S] [--warmup S]
-  [--connections N] [--heavy-connections N] [--scenarios a1,a2,b,c,d,e,f,h]
+  [--connections N] [--heavy-connections N] [--scenarios a1,a2,b,c,c2,d,e,f,h] [--ceiling-runs 1|2]
   [--regenerate] [--rebuild] [--readme|--no-readme] [--no-pin]`;
 
 function positiveInt(name: string, v: string | undefined): number {
@@ -36,8 +38,8 @@ export function parseFlags(argv: string[], nproc: number): Flags {
     const i = argv.indexOf(f);
     return i === -1 ? undefined : argv[i + 1];
   };
-  const known = new Set(['--quick', '--workers', '--duration', '--warmup', '--connections', '--heavy-connections', '--scenarios', '--regenerate', '--rebuild', '--readme', '--no-readme', '--no-pin', '--pinned']);
-  const withValue = new Set(['--workers', '--duration', '--warmup', '--connections', '--heavy-connections', '--scenarios']);
+  const known = new Set(['--quick', '--workers', '--duration', '--warmup', '--connections', '--heavy-connections', '--scenarios', '--ceiling-runs', '--regenerate', '--rebuild', '--readme', '--no-readme', '--no-pin', '--pinned']);
+  const withValue = new Set(['--workers', '--duration', '--warmup', '--connections', '--heavy-connections', '--scenarios', '--ceiling-runs']);
   for (let i = 0; i < argv.length; i++) {
     if (!known.has(argv[i]!)) throw new Error(`unknown argument ${argv[i]}\n${USAGE}`);
     if (withValue.has(argv[i]!)) i++;
@@ -55,6 +57,8 @@ export function parseFlags(argv: string[], nproc: number): Flags {
     connections: val('--connections') ? positiveInt('--connections', val('--connections')) : 100,
     heavyConnections: val('--heavy-connections') ? positiveInt('--heavy-connections', val('--heavy-connections')) : 10,
     only: only ? new Set(only.split(',')) : null,
+    // bracketing the scenarios with two ceiling runs catches a ceiling taken in a noisy moment
+    ceilingRuns: val('--ceiling-runs') ? Math.min(2, positiveInt('--ceiling-runs', val('--ceiling-runs'))) : quick ? 1 : 2,
     regenerate: has('--regenerate'),
     rebuild: has('--rebuild'),
     readme: has('--readme') || (!quick && !has('--no-readme')),

@@ -23,13 +23,21 @@ export interface Row extends LoadResult {
   /** the rest of the machine beyond server and autocannon (Redis, PostgreSQL, other work), % of one core */
   otherCpuPct: number | null;
   stealPct: number | null;
+  /**
+   * server CPU per answered request, µs: a measure of the server's cost that holds even when
+   * autocannon is saturated (Redis's and PostgreSQL's share is not in it: see otherCpuPct)
+   */
+  serverUsPerReq: number | null;
 }
 
 export interface WorkersRun {
   workers: number;
   pinning: string;
   rows: Row[];
+  /** the faster ceiling run: ratios are taken against it (the conservative choice) */
   ceiling: Row | null;
+  /** every ceiling run: before the scenarios (full runs) and after them */
+  ceilings: Row[];
 }
 
 export interface Isolation {
@@ -107,24 +115,45 @@ function cpuCell(r: Row): string {
 }
 
 const opt = (x: number | null) => (x === null ? '–' : pct(x));
+const us = (x: number | null) => (x === null || !Number.isFinite(x) ? '–' : x.toFixed(1));
+
+/**
+ * When the ceiling saturated autocannon, req/s ratios only say "as fast as the load
+ * generator"; the server's CPU per request against the ceiling's still compares the two.
+ */
+export function costNote(run: WorkersRun, id: string): string | null {
+  const r = run.rows.find((x) => x.id === id);
+  const c = run.ceiling;
+  if (!r || !c || !c.loadgenSaturated || !r.serverUsPerReq || !c.serverUsPerReq) return null;
+  return (
+    `WORKERS=${run.workers}: the ceiling saturated autocannon, so req/s ratios are bounded by the load generator. ` +
+    `Per request the server spent ${r.serverUsPerReq.toFixed(1)} µs of CPU on ${id} and the ceiling ${c.serverUsPerReq.toFixed(1)} µs: ` +
+    `a cost ratio of ${(c.serverUsPerReq / r.serverUsPerReq).toFixed(2)}× (Redis's work not included).`
+  );
+}
 
 export function scenarioTable(run: WorkersRun): string {
   const lines = [
-    '| | scenario | req/s | p50 ms | p99 ms | non-2xx | × ceiling | autocannon CPU | server CPU | other CPU |',
-    '|---|---|--:|--:|--:|---|--:|--:|--:|--:|',
+    '| | scenario | req/s | p50 ms | p99 ms | non-2xx | × ceiling | autocannon CPU | server CPU | server µs/req | other CPU |',
+    '|---|---|--:|--:|--:|---|--:|--:|--:|--:|--:|',
   ];
-  for (const r of [...run.rows, ...(run.ceiling ? [run.ceiling] : [])]) {
-    lines.push(`| ${r.id} | ${r.title} | ${n0(r.rps)} | ${ms(r.p50)} | ${ms(r.p99)} | ${non2xx(r)} | ${ratio(r.ratio)} | ${cpuCell(r)} | ${opt(r.serverCpuPct)} | ${opt(r.otherCpuPct)} |`);
+  for (const r of [...run.rows, ...run.ceilings]) {
+    lines.push(
+      `| ${r.id} | ${r.title} | ${n0(r.rps)} | ${ms(r.p50)} | ${ms(r.p99)} | ${non2xx(r)} | ${ratio(r.ratio)} | ${cpuCell(r)} | ${opt(r.serverCpuPct)} | ${us(r.serverUsPerReq)} | ${opt(r.otherCpuPct)} |`,
+    );
   }
   return lines.join('\n');
 }
 
 export function workersTable(runs: WorkersRun[], main: string): string {
-  const lines = ['| WORKERS | pinning | search req/s | p99 ms | ceiling req/s | × ceiling | autocannon CPU | server CPU |', '|--:|---|--:|--:|--:|--:|--:|--:|'];
+  const lines = [
+    '| WORKERS | pinning | search req/s | p99 ms | ceiling req/s | × ceiling | autocannon CPU | server CPU | server µs/req | ceiling µs/req |',
+    '|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|',
+  ];
   for (const run of runs) {
     const r = run.rows.find((x) => x.id === main);
     if (!r) continue;
-    lines.push(`| ${run.workers} | ${run.pinning} | ${n0(r.rps)} | ${ms(r.p99)} | ${run.ceiling ? n0(run.ceiling.rps) : '–'} | ${ratio(r.ratio)} | ${cpuCell(r)} | ${opt(r.serverCpuPct)} |`);
+    lines.push(`| ${run.workers} | ${run.pinning} | ${n0(r.rps)} | ${ms(r.p99)} | ${run.ceiling ? n0(run.ceiling.rps) : '–'} | ${ratio(r.ratio)} | ${cpuCell(r)} | ${opt(r.serverCpuPct)} | ${us(r.serverUsPerReq)} | ${us(run.ceiling?.serverUsPerReq ?? null)} |`);
   }
   return lines.join('\n');
 }
@@ -162,8 +191,18 @@ export function markdown(res: Results, main: string): string {
   ];
   if (first) {
     out.push(`### Scenarios, WORKERS=${first.workers} (${first.pinning})`, '', scenarioTable(first), '');
+    for (const id of [main, 'f']) {
+      const n = costNote(first, id);
+      if (n) out.push(n, '');
+    }
   }
-  if (res.runs.length > 1) out.push(`### 1 vs N: scenario ${main}`, '', workersTable(res.runs, main), '');
+  if (res.runs.length > 1) {
+    out.push(`### 1 vs N: scenario ${main}`, '', workersTable(res.runs, main), '');
+    for (const run of res.runs.slice(1)) {
+      const n = costNote(run, main);
+      if (n) out.push(n, '');
+    }
+  }
   if (res.isolation) out.push(`### h: light search (${res.isolation.light}) beside heavy intersections (${res.isolation.heavy})`, '', isolationTable(res.isolation), '');
   if (res.notes.length) out.push(...res.notes.map((n) => `- ${n}`), '');
   return out.join('\n');

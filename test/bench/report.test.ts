@@ -2,7 +2,7 @@
 import t from 'tap';
 import { percentile } from '../../bench/cannon.js';
 import { parseFlags } from '../../bench/flags.js';
-import { END, replaceBlock, scenarioTable, START, type Row } from '../../bench/report.js';
+import { costNote, END, replaceBlock, scenarioTable, START, type Row } from '../../bench/report.js';
 
 t.test('flags: defaults of full and quick runs, lists, bad input', async (t) => {
   const full = parseFlags([], 2);
@@ -11,6 +11,8 @@ t.test('flags: defaults of full and quick runs, lists, bad input', async (t) => 
   t.equal(full.readme, true);
   const quick = parseFlags(['--quick'], 2);
   t.strictSame(quick.workers, [1]);
+  t.equal(quick.ceilingRuns, 1, 'quick runs measure the ceiling once');
+  t.equal(full.ceilingRuns, 2, 'full runs bracket the scenarios with two ceiling runs');
   t.equal(quick.durationS, 3);
   t.equal(quick.readme, false, 'a quick run leaves the README table alone');
   const f = parseFlags(['--workers', '1,4', '--scenarios', 'a1,h', '--pinned', '--no-readme'], 2);
@@ -45,15 +47,21 @@ t.test('the table flags non-2xx answers and a saturated load generator', async (
     id: 'a1', title: 'search', path: '/services', ratio: 0.5, loadgenSaturated: false, bodyBytes: 10,
     rps: 1000, totalRps: 1000, p50: 1.234, p90: 2, p99: 3.456, max: 9, mean: 1.5, responses: 10, ok: 10, non2xx: 0,
     statusCodes: { 200: 10 }, errors: 0, timeouts: 0, durationS: 1, bytesPerSec: 1, loadgenCpuPct: 50,
-    serverCpuPct: 99.6, otherCpuPct: null, stealPct: null, ...over,
+    serverCpuPct: 99.6, otherCpuPct: null, stealPct: null, serverUsPerReq: 40, ...over,
   });
+  const ceiling = row({ id: 'g', ratio: 1, loadgenCpuPct: 97, loadgenSaturated: true });
   const table = scenarioTable({
     workers: 1,
     pinning: 'x',
     rows: [row({}), row({ id: 'f', non2xx: 3, statusCodes: { 200: 7, 429: 3 } })],
-    ceiling: row({ id: 'g', ratio: 1, loadgenCpuPct: 97, loadgenSaturated: true }),
+    ceiling,
+    ceilings: [row({ id: 'g0', title: 'CEILING before', ratio: 0.9 }), ceiling],
   });
-  t.match(table, /\| a1 \| search \| 1,000 \| 1\.23 \| 3\.46 \| 0 \| 0\.50× \| 50 % \| 100 % \| – \|/);
+  t.match(table, /\| a1 \| search \| 1,000 \| 1\.23 \| 3\.46 \| 0 \| 0\.50× \| 50 % \| 100 % \| 40\.0 \| – \|/);
   t.match(table, /\| f \| .* \| 3 × 429 \|/);
   t.match(table, /\| g \| .*\| \*\*97 % saturated\*\* \| 100 % \|/);
+  t.match(table, /\| g0 \| CEILING before \| .* \| 0\.90× \|/, 'every ceiling run is listed');
+  const run = { workers: 1, pinning: 'x', rows: [row({})], ceiling: row({ id: 'g', loadgenSaturated: true, serverUsPerReq: 30 }), ceilings: [] };
+  t.match(costNote(run, 'a1') ?? '', /40\.0 µs .* 30\.0 µs: a cost ratio of 0\.75×/, 'cost ratio when the ceiling saturated autocannon');
+  t.equal(costNote({ ...run, ceiling: row({ id: 'g', serverUsPerReq: 30 }) }, 'a1'), null, 'no cost note when req/s ratios hold');
 });
