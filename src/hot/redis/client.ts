@@ -93,6 +93,14 @@ export function createRedis(cfg: Config, extra: RedisOptions = {}): RedisClient 
   const live = client.options as { enableOfflineQueue?: boolean };
   client.on('ready', () => (live.enableOfflineQueue = true));
   client.on('close', () => (live.enableOfflineQueue = false));
+  // a duplicate (the invalidation subscriber) copies the options as they are at that moment
+  // but not these listeners: it starts queueing, so its SUBSCRIBE waits for its connection
+  const duplicate = client.duplicate.bind(client) as (...a: unknown[]) => RedisClient;
+  (client as { duplicate: unknown }).duplicate = (...a: unknown[]) => {
+    const d = duplicate(...a);
+    (d.options as { enableOfflineQueue?: boolean }).enableOfflineQueue = true;
+    return d;
+  };
   loadScripts(client);
   return client;
 }
