@@ -49,7 +49,10 @@ export async function rebuildIndex(
   try {
     const gen = randomBytes(5).toString('hex');
     const oldGen = await redis.get(keys.gen());
+    // we hold the lock: a building pointer left now is a dead rebuild's partial generation
+    const dead = await redis.get(keys.building());
     await redis.set(keys.building(), gen);
+    if (dead && dead !== oldGen) void dropGeneration(redis, keys, dead).catch(() => undefined);
     // namespaces first, so that writers can apply to the building generation
     const sbs = await pool.query<{ uuid: string; name: string; tier: string; key_hash: Buffer }>('SELECT uuid, name, tier, key_hash FROM sandboxes');
     await redis.set(keys.ver(PRODUCTION, gen), '1');
@@ -95,6 +98,20 @@ export async function rebuildIndex(
     // release only our own lock (compare-and-delete in one step)
     await redis.delIfEqual(keys.rebuildLock(), token).catch(() => undefined);
   }
+}
+
+/**
+ * A rebuild that died (SIGKILL, lost host) leaves its building pointer, and writers keep
+ * applying to its partial generation. Once its lock has expired, drop both. Returns the
+ * generation dropped, or null.
+ */
+export async function dropStaleBuild(redis: RedisClient, keys: Keys): Promise<string | null> {
+  const stale = await redis.get(keys.building());
+  if (!stale || (await redis.exists(keys.rebuildLock())) === 1) return null;
+  // compare-and-delete: a rebuild that just started has put its own generation there
+  if ((await redis.delIfEqual(keys.building(), stale)) !== 1) return null;
+  if (stale !== (await redis.get(keys.gen()))) await dropGeneration(redis, keys, stale);
+  return stale;
 }
 
 /** Delete every key of an old generation (SCAN on each primary; UNLINK frees in background). */

@@ -3,7 +3,7 @@
 // outbox, and derive readiness from all of it. The two probes run side by side, each with
 // its own time limit, so one sick server never freezes the view of the other; a rebuild
 // runs beside the probes, so a long one does not freeze readiness either.
-import { rebuildIndex } from '../admin/reindex.js';
+import { dropStaleBuild, rebuildIndex } from '../admin/reindex.js';
 import type { App } from './app.js';
 import { PRODUCTION } from './domain/keys.js';
 
@@ -124,6 +124,12 @@ export function startWatchers(app: App, intervalMs = 500): Watchers {
     pgSeen ||= pgUp;
     s.redisUp = idx.up;
     if (idx.up && !idx.gen && pgUp && !rebuild && !stopped) void startRebuild().then(round);
+    if (idx.up && !rebuild) {
+      void dropStaleBuild(app.redis, app.keys).then(
+        (gen) => gen && app.log.warn({ gen }, 'dropped the partial index of a rebuild that died'),
+        () => undefined,
+      );
+    }
     // ready: a complete index generation is live in a reachable Redis, and PostgreSQL has
     // answered (since start-up: a later PostgreSQL outage degrades writes, not reads)
     s.ready = !s.shuttingDown && s.redisUp && !!idx.gen && !s.rebuilding && pgSeen;

@@ -141,4 +141,17 @@ t.test('the index is rebuilt after Redis loses it, and no search ever sees half 
     t.equal(await redisCommand(redis.port, 'FLUSHALL'), '+OK');
   }));
   await t.test('restart without persistence', (t) => check(t, 'restart', () => redis.restart()));
+
+  await t.test('a rebuild that died leaves nothing behind', async (t) => {
+    // what a SIGKILL mid-rebuild leaves: the building pointer, a partial generation, no lock
+    const k = s.app.keys;
+    const r = s.app.redis;
+    await r.set(k.building(), 'dead000000');
+    await r.set(k.ver('production', 'dead000000'), '1');
+    await r.zadd(k.all('production', 'dead000000'), 1, '1');
+    await waitFor('the dead rebuild is cleaned up', async () => !(await r.exists(k.building(), k.ver('production', 'dead000000'), k.all('production', 'dead000000'))));
+    t.pass('building pointer and partial generation dropped once no lock guards them');
+    t.equal((await s.req('/readyz')).status, 200, 'the live index is untouched');
+    t.same(await allPages(s, sbPath, auth), expectSb);
+  });
 });
