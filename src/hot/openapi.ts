@@ -124,7 +124,7 @@ export function openApiDocument(version: string): Obj {
             302: r302,
             400: err('undecodable or invalid query'),
             429: r429,
-            503: err('index being rebuilt'),
+            503: { ...err('the index is being rebuilt or Redis is unreachable: searches are never answered from a partial index, nor from PostgreSQL (docs/decisions.md)'), headers: retryAfter },
           },
         },
       },
@@ -242,7 +242,14 @@ export function openApiDocument(version: string): Obj {
       '/openapi.json': { get: { tags: ['meta'], summary: 'This document', responses: { 200: { description: 'OpenAPI 3.1' } } } },
       '/livez': { get: { tags: ['meta'], summary: 'Liveness', responses: { 200: { description: 'alive' } } } },
       '/metrics': { get: { tags: ['meta'], summary: 'Prometheus metrics of every serving thread (404 when METRICS_ENABLED=false)', responses: { 200: { description: 'Prometheus text exposition format', content: { 'text/plain': { schema: { type: 'string' } } } } } } },
-      '/readyz': { get: { tags: ['meta'], summary: 'Readiness: 503 until PostgreSQL and the Redis index are usable', responses: { 200: { description: 'ready' }, 503: err('not ready') } } },
+      '/readyz': {
+        get: {
+          tags: ['meta'],
+          summary: 'Readiness: 503 until PostgreSQL has answered and a complete Redis index is live; 503 while the index is rebuilt, while Redis is unreachable and from the moment a shutdown begins',
+          description: 'A PostgreSQL outage after start-up keeps readiness at 200 with `"postgres": false` in the body: reads go on from Redis, writes answer 503 with Retry-After.',
+          responses: { 200: { description: 'ready' }, 503: { ...err('not ready'), headers: retryAfter } },
+        },
+      },
     },
   };
 }
