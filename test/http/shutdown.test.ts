@@ -10,7 +10,13 @@ import { loadConfig } from '../../src/hot/config.js';
 import { ADMIN_KEY, freshDatabase } from '../helpers/server.js';
 import { collect, dropRedisPrefix, rawSocket, sleep, spawnServer, waitFor } from '../helpers/processes.js';
 
-const GRACE = 2000;
+// the port stays open for grace/4 after SIGTERM (max 2 s): 1 s here, room enough to read
+// /readyz on a new connection on a busy machine; the never-finishing request waits out its
+// whole grace period, so that one is shorter
+const GRACE = 4000;
+const GRACE_STUCK = 2000;
+/** slack for the exit itself on a loaded machine (a bound on a requirement, not a benchmark) */
+const SLACK = 1500;
 
 function statusOf(data: string): number {
   return Number(/^HTTP\/1\.1 (\d{3})/.exec(data)?.[1] ?? 0);
@@ -28,6 +34,7 @@ for (const workers of [1, 2]) {
       await dropRedisPrefix(loadConfig().redisUrl, prefix);
     });
     const env = { DATABASE_URL: db.url, REDIS_KEY_PREFIX: prefix, REDIS_CLUSTER_NODES: '', ADMIN_API_KEY: ADMIN_KEY, WORKERS: String(workers), SHUTDOWN_GRACE_MS: String(GRACE), LOG_LEVEL: 'info' };
+    const stuckEnv = { ...env, SHUTDOWN_GRACE_MS: String(GRACE_STUCK) };
 
     await t.test('an in-flight request finishes', async (t) => {
       const srv = await spawnServer(env);
@@ -62,7 +69,7 @@ for (const workers of [1, 2]) {
       const code = await srv.exited;
       const took = Date.now() - t0;
       t.equal(code, 0, 'exit code 0');
-      t.ok(took < GRACE + 1000, `exited ${took} ms after SIGTERM (grace ${GRACE} ms)`);
+      t.ok(took < GRACE + SLACK, `exited ${took} ms after SIGTERM (grace ${GRACE} ms)`);
       t.ok(srv.logs.some((l) => /stopped: .*(pools closed|closed their pools)/.test(l)), 'pools closed before the exit');
       if (workers > 1) t.ok(srv.logs.some((l) => l.includes(`stopped: ${workers} of ${workers} threads`)), 'every thread drained');
       // the write is durable: the next start finds it
@@ -77,7 +84,7 @@ for (const workers of [1, 2]) {
     });
 
     await t.test('a request that never finishes does not hold the exit past the grace period', async (t) => {
-      const srv = await spawnServer(env);
+      const srv = await spawnServer(stuckEnv);
       await waitFor('ready', async () => (await fetch(srv.url + '/readyz')).status === 200);
       const stuck = await rawSocket(srv.port);
       stuck.on('error', () => undefined);
@@ -87,7 +94,7 @@ for (const workers of [1, 2]) {
       srv.signal('SIGTERM');
       const code = await srv.exited;
       const took = Date.now() - t0;
-      t.ok(took < GRACE + 1000, `exited ${took} ms after SIGTERM (grace ${GRACE} ms), code ${code}`);
+      t.ok(took < GRACE_STUCK + SLACK, `exited ${took} ms after SIGTERM (grace ${GRACE_STUCK} ms), code ${code}`);
       stuck.destroy();
     });
   });
