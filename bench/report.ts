@@ -121,14 +121,18 @@ const us = (x: number | null) => (x === null || !Number.isFinite(x) ? '–' : x.
  * When the ceiling saturated autocannon, req/s ratios only say "as fast as the load
  * generator"; the server's CPU per request against the ceiling's still compares the two.
  */
-export function costNote(run: WorkersRun, id: string): string | null {
-  const r = run.rows.find((x) => x.id === id);
+export function costNote(run: WorkersRun, ids: string[]): string | null {
   const c = run.ceiling;
-  if (!r || !c || !c.loadgenSaturated || !r.serverUsPerReq || !c.serverUsPerReq) return null;
+  if (!c || !c.loadgenSaturated || !c.serverUsPerReq) return null;
+  const parts: string[] = [];
+  for (const id of ids) {
+    const r = run.rows.find((x) => x.id === id);
+    if (r?.serverUsPerReq) parts.push(`${id} ${r.serverUsPerReq.toFixed(1)} µs (cost ratio ${(c.serverUsPerReq / r.serverUsPerReq).toFixed(2)}×)`);
+  }
+  if (!parts.length) return null;
   return (
     `WORKERS=${run.workers}: the ceiling saturated autocannon, so req/s ratios are bounded by the load generator. ` +
-    `Per request the server spent ${r.serverUsPerReq.toFixed(1)} µs of CPU on ${id} and the ceiling ${c.serverUsPerReq.toFixed(1)} µs: ` +
-    `a cost ratio of ${(c.serverUsPerReq / r.serverUsPerReq).toFixed(2)}× (Redis's work not included).`
+    `Server CPU per request: ceiling ${c.serverUsPerReq.toFixed(1)} µs, ${parts.join(', ')}; Redis's work is not included.`
   );
 }
 
@@ -191,15 +195,13 @@ export function markdown(res: Results, main: string): string {
   ];
   if (first) {
     out.push(`### Scenarios, WORKERS=${first.workers} (${first.pinning})`, '', scenarioTable(first), '');
-    for (const id of [main, 'f']) {
-      const n = costNote(first, id);
-      if (n) out.push(n, '');
-    }
+    const n = costNote(first, [main, 'f']);
+    if (n) out.push(n, '');
   }
   if (res.runs.length > 1) {
     out.push(`### 1 vs N: scenario ${main}`, '', workersTable(res.runs, main), '');
     for (const run of res.runs.slice(1)) {
-      const n = costNote(run, main);
+      const n = costNote(run, [main]);
       if (n) out.push(n, '');
     }
   }
