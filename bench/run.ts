@@ -90,7 +90,7 @@ async function isolation(f: Flags, base: string, pid: number | undefined, light:
   const alone = await watched({ ...light, id: 'h0' }, loadOf(base, light, f.connections, f.durationS), pid, bytes.get(light.id) ?? 0);
   show(alone);
   const bg = startLoad(loadOf(base, heavy, f.heavyConnections, f.durationS + 30));
-  await sleep(1000); // the heavy load is up to speed before the light one is measured
+  await sleep(Math.min(1000, f.warmupS * 500)); // the heavy load is up to speed before the light one is measured
   const withHeavy = await watched({ ...light, id: 'h1', title: light.title + ' + heavy' }, loadOf(base, light, f.connections, f.durationS), pid, bytes.get(light.id) ?? 0);
   bg.stop();
   const heavyRun = toRow({ ...heavy, id: 'h-bg', title: heavy.title + ' (beside h1)' }, await bg.done, bytes.get(heavy.id) ?? 0);
