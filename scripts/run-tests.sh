@@ -30,6 +30,17 @@ else
   note "no .local/env.sh: run 'scripts/services.sh up' (or 'make test') first; using REDIS_URL/DATABASE_URL from the environment"
 fi
 export NODE_ENV=test
+# The Redis Cluster test (test/redis/cluster.test.ts) needs a 3-primary cluster: start (or
+# reuse) the project-local one unless the caller named one. A failure to start it is a test
+# failure, not a silent skip.
+if [[ -z ${TEST_REDIS_CLUSTER_NODES:-}${REDIS_CLUSTER_NODES:-} ]]; then
+  if nodes=$(scripts/services.sh cluster-up | sed -n 's/^REDIS_CLUSTER_NODES=//p') && [[ -n $nodes ]]; then
+    export TEST_REDIS_CLUSTER_NODES=$nodes
+  else
+    note "scripts/services.sh cluster-up failed: the cluster test cannot run"
+    export TEST_REDIS_CLUSTER_NODES=unavailable:1
+  fi
+fi
 if [[ -z ${CHROMIUM_PATH:-} ]] && command -v chromium >/dev/null; then
   CHROMIUM_PATH=$(command -v chromium); export CHROMIUM_PATH
 fi
