@@ -9,6 +9,7 @@ import { createRedis, type RedisClient } from './redis/client.js';
 import { SandboxAuth } from './sandbox/auth.js';
 import { createPool, SERVING_TIMEOUTS, type Pool } from './store/pool.js';
 import { ResultCache } from './cache.js';
+import type { Replacements } from './index/index.js';
 import { IntersectPool } from '../workers/pool.js';
 
 export interface AppState {
@@ -32,6 +33,8 @@ export interface App {
   state: AppState;
   version: string;
   cache: ResultCache;
+  /** in-process copies of the shared public replacements cache (Redis), per service id */
+  replacements: ResultCache<Replacements>;
   /** Piscina pool of heavy intersections (null when disabled) */
   workers: IntersectPool | null;
 }
@@ -66,11 +69,13 @@ export function createApp(cfg: Config, version: string, log = createLogger(cfg))
   index.pool = intersectPool;
   index.heavyThreshold = cfg.heavyIntersectionThreshold;
   const cache = new ResultCache(cfg.resultCacheEntries, cfg.resultCacheTtlMs);
+  const replacements = new ResultCache<Replacements>(cfg.resultCacheEntries, cfg.resultCacheTtlMs);
   const projector = new Projector(pool, redis, keys);
   projector.onApplied = (namespaces) => {
     // this thread at once; every other thread and node through Redis pub/sub
     for (const ns of namespaces) {
       cache.invalidate(ns);
+      replacements.invalidate(ns);
       redis.publish(keys.invalidationChannel(), ns).catch(() => undefined);
     }
   };
@@ -86,6 +91,7 @@ export function createApp(cfg: Config, version: string, log = createLogger(cfg))
     state: { ready: false, shuttingDown: false, rebuilding: false, pgUp: false, redisUp: false },
     version,
     cache,
+    replacements,
     workers: intersectPool,
   };
 }
@@ -93,4 +99,16 @@ export function createApp(cfg: Config, version: string, log = createLogger(cfg))
 export async function closeApp(app: App): Promise<void> {
   app.projector.stop();
   await Promise.allSettled([app.pool.end(), app.redis.quit(), app.workers?.close()]);
+}
+
+/** Drop what the in-process caches hold for a namespace (a write was applied there). */
+export function invalidateCaches(app: App, ns: string): void {
+  app.cache.invalidate(ns);
+  app.replacements.invalidate(ns);
+}
+
+/** Drop everything the in-process caches hold (invalidations may have been missed). */
+export function clearCaches(app: App): void {
+  app.cache.clear();
+  app.replacements.clear();
 }

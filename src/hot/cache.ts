@@ -5,6 +5,7 @@
 // bound on staleness should an invalidation message be lost (the subscriber's reconnects
 // clear everything, too).
 import type { Headers } from './http.js';
+import { SingleFlight } from './single-flight.js';
 
 export interface CachedResult {
   body: Buffer;
@@ -12,19 +13,22 @@ export interface CachedResult {
   headers: Headers;
 }
 
-interface Entry extends CachedResult {
+type Entry<V> = V & {
   ns: string;
   version: number;
   expires: number;
-}
+};
 
-export class ResultCache {
-  private entries = new Map<string, Entry>();
+/** V: what an entry holds (a serialised result by default). */
+export class ResultCache<V extends object = CachedResult> {
+  private entries = new Map<string, Entry<V>>();
   private versions = new Map<string, number>();
   /** bumped by clear(): entries of namespaces never invalidated before die too */
   private epoch = 0;
   hits = 0;
   misses = 0;
+  /** misses of one key (and version) share one computation */
+  readonly flights = new SingleFlight<V>();
 
   constructor(
     readonly maxEntries: number,
@@ -36,7 +40,7 @@ export class ResultCache {
     return this.epoch * 1e9 + (this.versions.get(ns) ?? 0);
   }
 
-  get(key: string, ns: string): CachedResult | null {
+  get(key: string, ns: string): V | null {
     const e = this.entries.get(key);
     if (!e || e.version !== this.version(ns) || e.expires < Date.now()) {
       if (e) this.entries.delete(key);
@@ -47,13 +51,13 @@ export class ResultCache {
     return e;
   }
 
-  set(key: string, ns: string, version: number, value: CachedResult): void {
+  set(key: string, ns: string, version: number, value: V, ttlMs = this.ttlMs): void {
     if (this.maxEntries === 0 || version !== this.version(ns)) return;
     if (this.entries.size >= this.maxEntries) {
       // evict the oldest insertion: cheap, and hot keys are re-inserted on their next miss
       this.entries.delete(this.entries.keys().next().value!);
     }
-    this.entries.set(key, { ...value, ns, version, expires: Date.now() + this.ttlMs });
+    this.entries.set(key, { ...value, ns, version, expires: Date.now() + Math.min(ttlMs, this.ttlMs) } as Entry<V>);
   }
 
   invalidate(ns: string): void {

@@ -2,20 +2,20 @@
 // subscriber connection per thread listens on the changes channel. Messages are a namespace
 // (drop that namespace's results) or "gen:<id>" (a rebuild switched generations: drop all).
 // A (re)connected subscriber may have missed messages, so it drops everything too.
-import type { App } from './app.js';
+import { clearCaches, invalidateCaches, type App } from './app.js';
 
 export function startInvalidation(app: App): () => Promise<void> {
   const sub = app.redis.duplicate();
   const channel = app.keys.invalidationChannel();
   sub.on('error', () => undefined);
-  sub.on('ready', () => app.cache.clear());
+  sub.on('ready', () => clearCaches(app));
   sub.on('message', (ch: string, msg: string) => {
     if (ch !== channel) return;
     if (msg.startsWith('gen:')) {
       app.index.gen = msg.slice(4); // switch at once rather than at the next poll
-      app.cache.clear();
+      clearCaches(app);
     }
-    else app.cache.invalidate(msg);
+    else invalidateCaches(app, msg);
   });
   sub.subscribe(channel).catch(() => undefined);
   return async () => {

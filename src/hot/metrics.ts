@@ -58,6 +58,16 @@ collector('registry_http_request_duration_seconds', 'Time from reading the reque
   return out;
 });
 
+collector('registry_result_cache_total', 'Search and device queries by in-process result cache outcome: hit, miss (computed), shared (a miss that waited for the same computation already running)', 'counter', () => {
+  const s = cacheSource?.();
+  if (!s) return [];
+  return [
+    { labels: { result: 'hit' }, value: s.hits },
+    { labels: { result: 'miss' }, value: s.misses - s.shared },
+    { labels: { result: 'shared' }, value: s.shared },
+  ];
+});
+
 const rateLimited = new Counter({
   name: 'registry_rate_limit_rejections_total',
   help: 'Sandbox requests refused with 429, by tier',
@@ -138,6 +148,12 @@ new Gauge({
 let stateSource: (() => { postgres: boolean; redis: boolean }) | null = null;
 let lagSource: (() => Promise<number>) | null = null;
 let poolSource: (() => { queue: number; utilization: number } | null) | null = null;
+let cacheSource: (() => { hits: number; misses: number; shared: number }) | null = null;
+
+/** Where the result cache counts come from (app.cache of this thread). */
+export function setResultCacheSource(f: (() => { hits: number; misses: number; shared: number }) | null): void {
+  cacheSource = f;
+}
 
 /** Where the backend health comes from (the readiness watcher's app.state). */
 export function setBackendStateSource(f: (() => { postgres: boolean; redis: boolean }) | null): void {

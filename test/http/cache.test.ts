@@ -37,3 +37,37 @@ t.test('writes invalidate cached results on this node and on others', async (t) 
   }
   t.same(seen, [second.id], 'a delete is seen on the other node too');
 });
+
+t.test('the in-process copy of a replacements entry never hides a write on another node', async (t) => {
+  const env = { RESULT_CACHE_TTL_MS: '3600000' };
+  const a = await startTestServer({ env });
+  t.teardown(() => a.close());
+  const b = await startTestServer({ env, databaseUrl: a.cfg.databaseUrl, redisKeyPrefix: a.cfg.redisKeyPrefix });
+  t.teardown(() => b.server.close(100).then(() => b.app.redis.quit()).then(() => b.app.pool.end()));
+
+  const old = await registerProduction(a, { endpoint: 'https://old.example.com', capability: 'legacy-x', deprecated: true });
+  const c1 = await registerProduction(a, { endpoint: 'https://c1.example.com', capability: 'modern-x' });
+  const c2 = await registerProduction(a, { endpoint: 'https://c2.example.com', capability: 'modern-x' });
+  t.equal((await a.admin('POST', `/admin/api/services/${old.id}/replacements`, { serviceId: c1.id })).status, 201);
+  const path = `/services/${old.id}/replacements`;
+
+  const first = await b.req(path);
+  t.same(await ids(first), [c1.id]);
+  const second = await b.req(path);
+  t.equal(second.headers.get('x-cache'), 'HIT', 'the call right after a MISS is a HIT');
+  t.same(await ids(second), [c1.id]);
+  t.equal(b.app.replacements.size, 1, 'B holds an in-process copy of the entry');
+  const etag = second.headers.get('etag');
+  t.equal((await b.req(path, { headers: { 'If-None-Match': etag! } })).status, 304, 'the copy answers 304 too');
+
+  t.equal((await a.admin('POST', `/admin/api/services/${old.id}/replacements`, { serviceId: c2.id })).status, 201);
+  let seen: string[] = [];
+  let res: Response | null = null;
+  for (let i = 0; i < 100 && seen.length < 2; i++) {
+    res = await b.req(path);
+    seen = await ids(res);
+    if (seen.length < 2) await new Promise((r) => setTimeout(r, 20));
+  }
+  t.same(seen, [c1.id, c2.id], 'node B sees the new candidate without waiting for expiry');
+  t.not(res!.headers.get('etag'), etag, 'with a new ETag');
+});

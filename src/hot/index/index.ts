@@ -38,6 +38,17 @@ export async function markNamespace(redis: RedisClient, keys: Keys, ns: string, 
   return true;
 }
 
+/** An entry of the shared public replacements cache, and whether this call hit it. */
+export interface Replacements {
+  status: 'HIT' | 'MISS';
+  body: string;
+  etag: string;
+  /** when the shared cache stored it (ms): the Age field */
+  storedAt: number;
+  /** the service's deprecation header data ("" when not deprecated) */
+  hdr: string;
+}
+
 export class Index {
   /** live generation; null until known (or after Redis lost it) */
   gen: string | null = null;
@@ -125,7 +136,7 @@ export class Index {
     ns: string,
     id: string,
     ttlSeconds: number,
-  ): Promise<{ status: 'HIT' | 'MISS'; body: string; etag: string; storedAt: number; hdr: string } | null> {
+  ): Promise<Replacements | null> {
     const gen = this.liveGen();
     const r = (await this.redis.replacements(this.keys.ver(ns, gen), this.keys.base(ns, gen), id, ttlSeconds, Date.now())) as number | string[];
     if (r === -1) throw notIndexed();

@@ -7,6 +7,7 @@ import type { App } from '../app.js';
 import { PRODUCTION } from '../domain/keys.js';
 import { ApiError } from '../domain/errors.js';
 import { deprecationHeaders } from '../domain/service.js';
+import type { Replacements } from '../index/index.js';
 import { route, type Headers, type Reply, type Req, type RouteOptions } from '../http.js';
 import { bearerKey } from '../sandbox/auth.js';
 import { countReplacementsCache } from '../metrics.js';
@@ -74,9 +75,20 @@ export function registerPublic(uws: TemplatedApp, app: App, o: RouteOptions): vo
 
   route(uws, 'get', '/services/:id/replacements', async (req, reply) => {
     const id = req.params[0]!;
-    const r = ID_RE.test(id) ? await app.index.replacements(PRODUCTION, id, app.cfg.discoveryMaxAge) : null;
+    if (!ID_RE.test(id)) return reply.error('NOT_FOUND', 'no such service');
+    const maxAge = app.cfg.discoveryMaxAge;
+    const path = `/services/${id}/replacements`;
+    // An in-process copy of the shared cache's entry: a HIT answered without Redis, dropped
+    // with the namespace's other cached results on any production write (the same write
+    // that deletes the shared entry), and never kept past the shared entry's own lifetime.
+    const copy = app.replacements.get(id, PRODUCTION);
+    if (copy) return sendCached(reply, req, copy, maxAge, path);
+    const version = app.replacements.version(PRODUCTION);
+    const r = await app.index.replacements(PRODUCTION, id, maxAge);
     if (!r) return reply.error('NOT_FOUND', 'no such service');
-    sendCached(reply, req, r, app.cfg.discoveryMaxAge, `/services/${id}/replacements`);
+    const left = r.storedAt + maxAge * 1000 - Date.now();
+    if (left > 0) app.replacements.set(id, PRODUCTION, version, { ...r, status: 'HIT' }, left);
+    sendCached(reply, req, r, maxAge, path);
   }, o);
 
   route(uws, 'get', '/devices', (req, reply) => searchDevices(app, req, reply, anonymousSearchHeaders(app).slice(0, 1)), o);
@@ -85,7 +97,7 @@ export function registerPublic(uws: TemplatedApp, app: App, o: RouteOptions): vo
 export function sendCached(
   reply: Reply,
   req: Req,
-  r: { status: 'HIT' | 'MISS'; body: string; etag: string; storedAt: number; hdr: string },
+  r: Replacements,
   maxAge: number,
   replacementsPath: string,
 ): void {

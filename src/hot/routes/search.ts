@@ -37,13 +37,20 @@ export function canonicalOr(reply: Reply, req: Req, spec: typeof SEARCH_SPEC, co
   return { params: c.params, filters: f.filters, canonical: c.canonical };
 }
 
-/** Answer from the in-process result cache, or compute, cache and answer. */
-async function cached(app: App, reply: Reply, ns: string, key: string, common: Headers, compute: () => Promise<CachedResult>): Promise<void> {
+/**
+ * Answer from the in-process result cache, or compute, cache and answer. Concurrent misses
+ * of one key share one computation (single flight), cancelled only when all its requests
+ * have gone away.
+ */
+async function cached(app: App, reply: Reply, ns: string, key: string, common: Headers, compute: (signal: AbortSignal) => Promise<CachedResult>): Promise<void> {
   const hit = app.cache.get(key, ns);
   if (hit) return reply.send(200, [['Content-Type', JSON_TYPE], ...common, ...hit.headers], hit.body);
   const version = app.cache.version(ns); // before reading Redis: a write meanwhile wins
-  const r = await compute();
-  app.cache.set(key, ns, version, r);
+  const r = await app.cache.flights.run(key + '\0' + version, reply.signal, async (signal) => {
+    const r = await compute(signal);
+    app.cache.set(key, ns, version, r);
+    return r;
+  });
   reply.send(200, [['Content-Type', JSON_TYPE], ...common, ...r.headers], r.body);
 }
 
@@ -51,8 +58,8 @@ export async function searchServices(app: App, req: Req, reply: Reply, ns: strin
   const c = canonicalOr(reply, req, SEARCH_SPEC, common);
   if (!c) return;
   const f = c.filters;
-  await cached(app, reply, ns, ns + '\0s\0' + req.path + '?' + c.canonical, common, async () => {
-    const page = await app.index.search(ns, f, f.after ?? '', f.limit, reply.signal);
+  await cached(app, reply, ns, ns + '\0s\0' + req.path + '?' + c.canonical, common, async (signal) => {
+    const page = await app.index.search(ns, f, f.after ?? '', f.limit, signal);
     const headers: Headers = [];
     if (page.more && page.last) headers.push(['Link', `<${req.path}?${nextQuery(c.params, page.last)}>; rel="next"`]);
     return { body: Buffer.from('[' + page.docs.join(',') + ']'), headers };
@@ -95,10 +102,10 @@ function bindingsOf(d: DocShape, f: Filters): Binding[] {
 export async function searchDevices(app: App, req: Req, reply: Reply, common: Headers): Promise<void> {
   const c = canonicalOr(reply, req, DEVICES_SPEC, common);
   if (!c) return;
-  await cached(app, reply, PRODUCTION, PRODUCTION + '\0d\0' + c.canonical, common, () => deviceBindings(app, req, reply, c));
+  await cached(app, reply, PRODUCTION, PRODUCTION + '\0d\0' + c.canonical, common, (signal) => deviceBindings(app, req, signal, c));
 }
 
-async function deviceBindings(app: App, req: Req, reply: Reply, c: Canon): Promise<CachedResult> {
+async function deviceBindings(app: App, req: Req, signal: AbortSignal, c: Canon): Promise<CachedResult> {
   const f = c.filters;
   let after = '';
   let skipSeq = '';
@@ -115,7 +122,7 @@ async function deviceBindings(app: App, req: Req, reply: Reply, c: Canon): Promi
   const pos: { seq: string; k: number; n: number }[] = [];
   let more = false;
   for (;;) {
-    const page = await app.index.search(PRODUCTION, { ...f, iotReady: true }, after, f.limit + 1, reply.signal);
+    const page = await app.index.search(PRODUCTION, { ...f, iotReady: true }, after, f.limit + 1, signal);
     for (let i = 0; i < page.docs.length && out.length <= f.limit; i++) {
       const seq = page.seqs[i]!;
       const all = bindingsOf(JSON.parse(page.docs[i]!) as DocShape, f);

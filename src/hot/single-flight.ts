@@ -1,0 +1,62 @@
+// One computation per key at a time: concurrent misses of the same cache key (a hot query
+// whose entry just expired or was invalidated) wait for the computation already running
+// instead of each starting its own. Without it, every expiry of a hot heavy query sent a
+// burst of identical intersections to the worker pool and overflowed its queue (503s in
+// bench rows b and c, see docs/decisions.md).
+//
+// The computation runs under its own AbortSignal, aborted only when every request waiting
+// for it has gone away: one client disconnecting must not cancel the others' answer.
+
+interface Flight<T> {
+  promise: Promise<T>;
+  controller: AbortController;
+  waiters: number;
+}
+
+export class SingleFlight<T> {
+  private flights = new Map<string, Flight<T>>();
+  /** requests that joined a computation already running (for metrics and tests) */
+  joined = 0;
+
+  run(key: string, signal: AbortSignal | undefined, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    let f = this.flights.get(key);
+    if (f) this.joined++;
+    else {
+      const controller = new AbortController();
+      const flight: Flight<T> = { controller, waiters: 0, promise: undefined as unknown as Promise<T> };
+      flight.promise = (async () => {
+        try {
+          return await fn(controller.signal);
+        } finally {
+          if (this.flights.get(key) === flight) this.flights.delete(key);
+        }
+      })();
+      this.flights.set(key, flight);
+      f = flight;
+    }
+    const flight = f;
+    flight.waiters++;
+    if (signal) {
+      const leave = () => {
+        if (--flight.waiters === 0) {
+          // nobody wants the answer: cancel it, and let the next request start afresh
+          if (this.flights.get(key) === flight) this.flights.delete(key);
+          flight.controller.abort();
+        }
+      };
+      if (signal.aborted) leave();
+      else {
+        signal.addEventListener('abort', leave, { once: true });
+        void flight.promise.then(
+          () => signal.removeEventListener('abort', leave),
+          () => signal.removeEventListener('abort', leave),
+        );
+      }
+    }
+    return flight.promise;
+  }
+
+  get size(): number {
+    return this.flights.size;
+  }
+}
