@@ -1,18 +1,36 @@
 -- rate-limit: count one request of a sandbox against its sliding window of twelve
--- 5-second buckets, and record it in the poll history. The limit is read here, from the
--- sandbox hash, so that a tier change applies to the very next request.
+-- 5-second buckets, record it in the poll history, and (for high limits) lease the
+-- calling thread a few more admissions of the current bucket. The limit is read here,
+-- from the sandbox hash, so that a tier change applies to the next request that asks.
 -- KEYS[1]  sb:{uuid}        hash: name, tier, limit
--- KEYS[2]  rl:{uuid}:w      hash: bucket -> admitted requests (the window)
+-- KEYS[2]  rl:{uuid}:w      hash: bucket -> admitted (and leased) requests: the window
 -- KEYS[3]  rl:{uuid}:h      hash: bucket -> all requests (72-bucket history for /poll)
 -- KEYS[4]  rl:{uuid}:t      hash: total, rejected
 -- ARGV[1]  now (ms)
+-- ARGV[2]  want: admissions to take at once, this request's included (default 1). The
+--          window counts them now; the thread answers want-1 more requests of this bucket
+--          without asking (see src/hot/sandbox/leases.ts, docs/decisions.md)
+-- ARGV[3]  requests the thread answered under its lease and has not recorded yet (history)
+-- ARGV[4]  unused admissions of the thread's previous lease, given back to the window
+-- ARGV[5]  the bucket that lease was taken in
 -- Returns { admitted (1/0), limit, used in window (after this request), retryAfter s,
---           reset s (until the oldest counted bucket leaves the window) }, or { -1 } when
--- the sandbox is unknown to Redis.
+--           reset s (until the oldest counted bucket leaves the window), granted }, or
+-- { -1 } when the sandbox is unknown to Redis.
 local limit = tonumber(redis.call('HGET', KEYS[1], 'limit'))
 if not limit then return { -1 } end
 local now = tonumber(ARGV[1])
+local want = math.max(1, tonumber(ARGV[2] or '1'))
+local pending = tonumber(ARGV[3] or '0')
+local refund = tonumber(ARGV[4] or '0')
 local b = math.floor(now / 5000)
+if refund > 0 then
+  local rb = tonumber(ARGV[5])
+  if rb and rb > b - 12 then
+    local have = tonumber(redis.call('HGET', KEYS[2], rb) or '0')
+    local give = math.min(have, refund)
+    if give > 0 then redis.call('HINCRBY', KEYS[2], rb, -give) end
+  end
+end
 local fields = {}
 for i = b - 11, b do fields[#fields + 1] = i end
 local counts = redis.call('HMGET', KEYS[2], unpack(fields))
@@ -24,8 +42,8 @@ for i, c in ipairs(counts) do
     if not oldest then oldest = fields[i] end
   end
 end
-redis.call('HINCRBY', KEYS[4], 'total', 1)
-redis.call('HINCRBY', KEYS[3], b, 1)
+redis.call('HINCRBY', KEYS[4], 'total', 1 + pending)
+redis.call('HINCRBY', KEYS[3], b, 1 + pending)
 redis.call('EXPIRE', KEYS[3], 420)
 if redis.call('HLEN', KEYS[3]) > 96 then
   for _, f in ipairs(redis.call('HKEYS', KEYS[3])) do
@@ -39,13 +57,14 @@ if used >= limit then
   redis.call('HINCRBY', KEYS[4], 'rejected', 1)
   -- the window frees room when its oldest admitted bucket slides out
   local retry = oldest and untilLeaves(oldest) or 5
-  return { 0, limit, used, retry, retry }
+  return { 0, limit, used, retry, retry, 0 }
 end
-redis.call('HINCRBY', KEYS[2], b, 1)
+local granted = math.min(want, limit - used)
+redis.call('HINCRBY', KEYS[2], b, granted)
 redis.call('EXPIRE', KEYS[2], 65)
 if redis.call('HLEN', KEYS[2]) > 16 then
   for _, f in ipairs(redis.call('HKEYS', KEYS[2])) do
     if tonumber(f) < b - 11 then redis.call('HDEL', KEYS[2], f) end
   end
 end
-return { 1, limit, used + 1, 0, untilLeaves(oldest or b) }
+return { 1, limit, used + 1, 0, untilLeaves(oldest or b), granted }

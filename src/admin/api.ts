@@ -83,6 +83,10 @@ export function registerAdminApi(uws: TemplatedApp, app: App, o: RouteOptions): 
       app.log.warn({ err: String(err), uuid: row.uuid }, 'tier saved but not applied to Redis');
       throw new ApiError('UNAVAILABLE', 'the tier was saved but the new limit could not be applied yet; repeat the call', { 'Retry-After': '1' });
     }
+    // Threads holding a rate-limit lease of this sandbox drop it: this one at once, the
+    // others (and other nodes) when the message arrives, at the latest when it expires
+    app.auth.dropLease(row.uuid);
+    await app.redis.publish(app.keys.invalidationChannel(), 'lease:' + row.uuid).catch(() => undefined);
     reply.json(200, JSON.stringify(sandboxSummary(app, row)), NO_STORE);
   }, ob);
 

@@ -1,6 +1,7 @@
 // Cross-thread and cross-node invalidation of the in-process result cache: a dedicated
 // subscriber connection per thread listens on the changes channel. Messages are a namespace
-// (drop that namespace's results) or "gen:<id>" (a rebuild switched generations: drop all).
+// (drop that namespace's results), "gen:<id>" (a rebuild switched generations: drop all)
+// or "lease:<uuid>" (that sandbox's tier changed: drop its rate-limit lease).
 // A (re)connected subscriber may have missed messages, so it drops everything too.
 import { clearCaches, invalidateCaches, type App } from './app.js';
 
@@ -11,7 +12,8 @@ export function startInvalidation(app: App): () => Promise<void> {
   sub.on('ready', () => clearCaches(app));
   sub.on('message', (ch: string, msg: string) => {
     if (ch !== channel) return;
-    if (msg.startsWith('gen:')) {
+    if (msg.startsWith('lease:')) app.auth.dropLease(msg.slice(6));
+    else if (msg.startsWith('gen:')) {
       app.index.gen = msg.slice(4); // switch at once rather than at the next poll
       clearCaches(app);
     }

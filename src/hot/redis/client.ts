@@ -17,6 +17,7 @@ declare module 'ioredis' {
     getService: Cmd;
     replacements: Cmd;
     rateLimit: Cmd;
+    rateCount: Cmd;
     pollData: Cmd;
     delIfEqual: Cmd;
     pexpireIfEqual: Cmd;

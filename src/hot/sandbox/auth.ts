@@ -13,6 +13,7 @@ import { getSandbox, sandboxByKeyHash } from '../store/sandboxes.js';
 import type { TierConfig } from '../config.js';
 import { hashKey, KEY_RE } from './keys.js';
 import { countRateLimited } from '../metrics.js';
+import { Leases } from './leases.js';
 
 export const RATELIMIT_DRAFT = 'draft-ietf-httpapi-ratelimit-headers-10';
 const CACHE_MAX = 50_000;
@@ -27,6 +28,12 @@ export interface RateResult {
 
 export class SandboxAuth {
   private cache = new Map<string, { uuid: string; hash: Buffer }>();
+  private leases = new Leases();
+  /** requests answered under a lease, not yet recorded in Redis */
+  private pending = new Map<string, number>();
+  private flushing = false;
+  /** calls of the rate-limit script, and requests answered from a lease (tests, metrics) */
+  readonly stats = { asked: 0, leased: 0 };
 
   constructor(
     readonly pool: Pool,
@@ -59,19 +66,79 @@ export class SandboxAuth {
     return uuid;
   }
 
-  /** Count one request; the result says whether it is admitted. */
+  /**
+   * Count one request; the result says whether it is admitted. A thread holding a lease
+   * answers from it without a Redis round trip (records reach Redis once per event-loop
+   * turn); otherwise the rate-limit script decides, and may lease more (see leases.ts).
+   */
   async count(uuid: string): Promise<RateResult> {
-    const k = this.keys;
-    const run = async () => (await this.redis.rateLimit(k.sandbox(uuid), k.rateWindow(uuid), k.rateHistory(uuid), k.rateTotals(uuid), Date.now())) as number[];
-    let r = await run();
-    if (r[0] === -1) {
-      // Redis lost the sandbox's hash (flushed or restarted): PostgreSQL still knows it
-      const row = await getSandbox(this.pool, uuid);
-      if (!row) throw new ApiError('UNAUTHORIZED', 'unknown sandbox');
-      await writeSandboxMeta(this.redis, k, row.uuid, row.name, row.tier, this.tiers[row.tier] ?? 0, '');
-      r = await run();
+    for (let waits = 0; ; waits++) {
+      const now = Date.now();
+      const local = this.leases.take(uuid, now);
+      if (local) {
+        this.stats.leased++;
+        this.recordLater(uuid);
+        return local;
+      }
+      // another request of this thread is already asking Redis for a lease: share it
+      const asking = this.leases.asking(uuid);
+      if (!asking || waits >= 2) break;
+      await asking.catch(() => undefined);
     }
-    return { admitted: r[0] === 1, limit: r[1]!, used: r[2]!, retryAfter: r[3]!, reset: r[4]! };
+    return this.leases.ask(uuid, () => this.grant(uuid));
+  }
+
+  private async grant(uuid: string): Promise<RateResult> {
+    const k = this.keys;
+    const pending = this.pending.get(uuid) ?? 0;
+    this.pending.delete(uuid);
+    const plan = this.leases.plan(uuid);
+    let at = 0;
+    const run = async () => {
+      at = Date.now();
+      this.stats.asked++;
+      return (await this.redis.rateLimit(k.sandbox(uuid), k.rateWindow(uuid), k.rateHistory(uuid), k.rateTotals(uuid), at, plan.want, pending, plan.refund, plan.refundBucket)) as number[];
+    };
+    let r: number[];
+    try {
+      r = await run();
+      if (r[0] === -1) {
+        // Redis lost the sandbox's hash (flushed or restarted): PostgreSQL still knows it
+        const row = await getSandbox(this.pool, uuid);
+        if (!row) throw new ApiError('UNAUTHORIZED', 'unknown sandbox');
+        await writeSandboxMeta(this.redis, k, row.uuid, row.name, row.tier, this.tiers[row.tier] ?? 0, '');
+        r = await run();
+      }
+    } catch (err) {
+      // not recorded: try again with the next request
+      if (pending > 0) this.pending.set(uuid, (this.pending.get(uuid) ?? 0) + pending);
+      throw err;
+    }
+    const res = { admitted: r[0] === 1, limit: r[1]!, used: r[2]!, retryAfter: r[3]!, reset: r[4]! };
+    this.leases.granted(uuid, res, r[5] ?? 0, at);
+    return res;
+  }
+
+  /** A request answered under a lease: record it in the history at the end of this turn. */
+  private recordLater(uuid: string): void {
+    this.pending.set(uuid, (this.pending.get(uuid) ?? 0) + 1);
+    if (this.flushing) return;
+    this.flushing = true;
+    setImmediate(() => this.flush());
+  }
+
+  private flush(): void {
+    this.flushing = false;
+    const now = Date.now();
+    for (const [uuid, n] of this.pending) {
+      this.redis.rateCount(this.keys.rateHistory(uuid), this.keys.rateTotals(uuid), now, n).catch(() => undefined);
+    }
+    this.pending.clear();
+  }
+
+  /** Forget this thread's lease of a sandbox (its tier changed): the next request asks Redis. */
+  dropLease(uuid: string): void {
+    this.leases.drop(uuid.toLowerCase());
   }
 
   /**

@@ -1,0 +1,144 @@
+// Rate-limit leases: for a sandbox with a high limit, the rate-limit script admits a small
+// batch of requests at once (counting them all in the window) and this thread answers the
+// rest of the batch without a Redis round trip, for at most LEASE_MS and never past the
+// 5-second bucket the batch was counted in. Their history and total records follow once
+// per event-loop turn (auth.ts). Limits below LEASE_DIVISOR × 2 a minute (the default
+// free and pro tiers) always lease exactly one: every request asks Redis, as before.
+//
+// Accuracy (docs/decisions.md, "Rate-limit leases"): a window never admits more than the
+// limit, since every admission is counted before it is used. A lease's unused admissions
+// count as used until this thread gives them back with its next request of that sandbox;
+// a thread holds at most limit / LEASE_DIVISOR of them (and at most LEASE_MAX), so a
+// sandbox can be refused early by at most threads × limit / LEASE_DIVISOR requests a minute.
+// A tier change reaches a thread holding a lease within LEASE_MS (at once on the thread
+// that made it, and on others when the invalidation message arrives).
+import type { RateResult } from './auth.js';
+
+export const LEASE_MS = 100;
+export const LEASE_MAX = 256;
+export const LEASE_DIVISOR = 1000;
+const STATES_MAX = 50_000;
+
+interface Lease {
+  /** the 5-second bucket the batch was counted in */
+  bucket: number;
+  granted: number;
+  /** admissions of the batch not used yet */
+  left: number;
+  /** admissions of the batch used without asking Redis */
+  taken: number;
+  /** the window's count right after the first admission of the batch */
+  used: number;
+  limit: number;
+  resetAt: number;
+  expires: number;
+}
+
+interface State {
+  lease: Lease | null;
+  /** admissions to ask for next time when no lease is held */
+  want: number;
+  asking: Promise<RateResult> | null;
+  /** unused admissions of a lease dropped or replaced, to give back with the next request */
+  refund: number;
+  refundBucket: number;
+}
+
+const bucketOf = (ms: number) => Math.floor(ms / 5000);
+
+export class Leases {
+  private states = new Map<string, State>();
+
+  private state(uuid: string): State {
+    let st = this.states.get(uuid);
+    if (!st) {
+      if (this.states.size >= STATES_MAX) this.states.delete(this.states.keys().next().value!);
+      st = { lease: null, want: 1, asking: null, refund: 0, refundBucket: 0 };
+      this.states.set(uuid, st);
+    }
+    return st;
+  }
+
+  /** An admission from this thread's lease, or null when Redis must be asked. */
+  take(uuid: string, now: number): RateResult | null {
+    const l = this.states.get(uuid)?.lease;
+    if (!l || l.left <= 0 || now >= l.expires || bucketOf(now) !== l.bucket) return null;
+    l.left--;
+    l.taken++;
+    return { admitted: true, limit: l.limit, used: Math.min(l.limit, l.used + l.taken), retryAfter: 0, reset: Math.max(1, Math.ceil((l.resetAt - now) / 1000)) };
+  }
+
+  /** The request of this thread asking Redis for this sandbox right now, if any. */
+  asking(uuid: string): Promise<RateResult> | null {
+    return this.states.get(uuid)?.asking ?? null;
+  }
+
+  ask(uuid: string, f: () => Promise<RateResult>): Promise<RateResult> {
+    const st = this.state(uuid);
+    const p = f();
+    st.asking = p;
+    const done = () => {
+      if (st.asking === p) st.asking = null;
+    };
+    p.then(done, done);
+    return p;
+  }
+
+  /** What to ask Redis for: the batch size, and the unused admissions to give back. */
+  plan(uuid: string): { want: number; refund: number; refundBucket: number } {
+    const st = this.state(uuid);
+    this.retire(st);
+    const out = { want: st.want, refund: st.refund, refundBucket: st.refundBucket };
+    st.refund = 0;
+    return out;
+  }
+
+  /** Redis answered: keep the rest of the batch as this thread's lease. */
+  granted(uuid: string, r: RateResult, granted: number, at: number): void {
+    const st = this.state(uuid);
+    this.retire(st); // a concurrent ask's lease: its unused admissions go back next time
+    const max = Math.min(LEASE_MAX, Math.floor(r.limit / LEASE_DIVISOR));
+    if (!r.admitted || granted <= 0) {
+      st.want = 1;
+      return;
+    }
+    st.lease = {
+      bucket: bucketOf(at),
+      granted,
+      left: granted - 1,
+      taken: 0,
+      used: r.used,
+      limit: r.limit,
+      resetAt: at + r.reset * 1000,
+      expires: at + LEASE_MS,
+    };
+    // next batch: twice this one while batches run out, never above the cap
+    st.want = max > 1 ? Math.min(max, Math.max(2, granted * 2)) : 1;
+  }
+
+  /** Forget the lease (the sandbox's tier changed); its unused admissions go back. */
+  drop(uuid: string): void {
+    const st = this.states.get(uuid);
+    if (!st) return;
+    this.retire(st);
+    st.want = 1;
+  }
+
+  /** End the current lease: size the next batch by its use, keep its rest for a refund. */
+  private retire(st: State): void {
+    const l = st.lease;
+    if (!l) return;
+    st.lease = null;
+    if (l.left > 0) {
+      // the batch was larger than this thread needed: ask for what it used next time
+      st.want = Math.max(1, l.taken + 1);
+      if (st.refund > 0 && st.refundBucket !== l.bucket) st.refund = 0; // one bucket at a time: the older rest stays counted
+      st.refund += l.left;
+      st.refundBucket = l.bucket;
+    }
+  }
+
+  get size(): number {
+    return this.states.size;
+  }
+}

@@ -1,0 +1,82 @@
+// Rate-limit leases (src/hot/sandbox/leases.ts): a sandbox with a high limit is answered
+// mostly without a Redis round trip per request, yet its window never admits more than
+// the limit, its RateLimit fields count down one by one, /poll's total counts every
+// request answered before it, and a tier change applies to the very next request.
+import t from 'tap';
+import { keyed, serve } from '../helpers/checks.js';
+import { createSandbox } from '../helpers/server.js';
+
+const TIERS = 'free=60,pro=600,mid=3000,huge=1000000';
+const s = await serve(t, { env: { TIERS } });
+
+/** calls of the rate-limit script so far */
+const calls = () => s.app.auth.stats.asked;
+
+async function sandboxOf(tier: string) {
+  const sb = await createSandbox(s, `Leases ${tier}`);
+  const r = await s.admin('POST', `/admin/api/sandboxes/${sb.uuid}/tier`, { tier });
+  if (r.status !== 200) throw new Error(`tier: ${r.status} ${await r.text()}`);
+  await r.body?.cancel();
+  return sb;
+}
+const remaining = (r: Response) => Number(/r=(\d+)/.exec(r.headers.get('ratelimit') ?? '')?.[1]);
+const pollTotal = async (uuid: string) => ((await (await s.req(`/sandbox/${uuid}/poll`)).json()) as { total: number }).total;
+
+t.test('a high limit: fewer script calls than requests, exact countdown and total', async (t) => {
+  const sb = await sandboxOf('huge');
+  const before = calls();
+  const rem: number[] = [];
+  const N = 300;
+  for (let i = 0; i < N; i++) {
+    const r = await s.req(`/sandbox/${sb.uuid}/services`, keyed(sb.apiKey));
+    t.equal(r.status, 200);
+    rem.push(remaining(r));
+    await r.body?.cancel();
+    if (i % 50 === 49) t.equal(await pollTotal(sb.uuid), i + 1, `poll total after ${i + 1} requests`);
+  }
+  const asked = calls() - before;
+  t.ok(asked < N / 2, `${asked} script calls for ${N} requests`);
+  t.same(rem, Array.from({ length: N }, (_, i) => 1_000_000 - (i + 1)), 'RateLimit remaining counts down by one per request');
+});
+
+t.test('a small limit still asks Redis on every request', async (t) => {
+  const sb = await sandboxOf('pro');
+  const before = calls();
+  for (let i = 0; i < 20; i++) await (await s.req(`/sandbox/${sb.uuid}/services`, keyed(sb.apiKey))).body?.cancel();
+  t.equal(calls() - before, 20);
+});
+
+t.test('a concurrent flood never gets more than the limit admitted', async (t) => {
+  const sb = await sandboxOf('mid'); // 3000 a minute: leases of up to 3
+  const N = 3150;
+  let admitted = 0;
+  let refused = 0;
+  let next = 0;
+  const worker = async () => {
+    while (next < N) {
+      next++;
+      const r = await s.req(`/sandbox/${sb.uuid}/services`, keyed(sb.apiKey));
+      if (r.status === 200) admitted++;
+      else if (r.status === 429) refused++;
+      await r.body?.cancel();
+    }
+  };
+  await Promise.all(Array.from({ length: 25 }, worker));
+  t.equal(admitted + refused, N, 'only 200 and 429');
+  t.ok(admitted <= 3000, `admitted ${admitted} <= 3000`);
+  t.ok(admitted >= 3000 - 3, `admitted ${admitted}: at most one lease's worth refused early`);
+  t.equal(await pollTotal(sb.uuid), N, 'poll total counts every request, refused ones too');
+});
+
+t.test('a tier change applies to the very next request, lease or not', async (t) => {
+  const sb = await sandboxOf('huge');
+  for (let i = 0; i < 80; i++) await (await s.req(`/sandbox/${sb.uuid}/services`, keyed(sb.apiKey))).body?.cancel();
+  // the thread now holds a lease of several admissions; 80 are counted, over free's 60
+  const down = await s.admin('POST', `/admin/api/sandboxes/${sb.uuid}/tier`, { tier: 'free' });
+  t.equal(down.status, 200);
+  await down.body?.cancel();
+  const r = await s.req(`/sandbox/${sb.uuid}/services`, keyed(sb.apiKey));
+  t.equal(r.status, 429, 'refused at once under the free limit');
+  t.match(r.headers.get('ratelimit-policy') ?? '', /q=60/);
+  await r.body?.cancel();
+});
