@@ -40,11 +40,12 @@ export class ResultCache<V extends object = CachedResult> {
     return this.epoch * 1e9 + (this.versions.get(ns) ?? 0);
   }
 
-  get(key: string, ns: string): V | null {
+  /** `countMiss` false: a look-up that is retried under another key when it misses */
+  get(key: string, ns: string, countMiss = true): V | null {
     const e = this.entries.get(key);
     if (!e || e.version !== this.version(ns) || e.expires < Date.now()) {
       if (e) this.entries.delete(key);
-      this.misses++;
+      if (countMiss) this.misses++;
       return null;
     }
     this.hits++;

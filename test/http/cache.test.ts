@@ -3,6 +3,7 @@
 // only an invalidation message can make the write visible).
 import t from 'tap';
 import { registerProduction, startTestServer } from '../helpers/server.js';
+import { rawGet } from '../helpers/checks.js';
 
 const ids = async (r: Response) => ((await r.json()) as { id: string }[]).map((x) => x.id);
 
@@ -70,4 +71,27 @@ t.test('the in-process copy of a replacements entry never hides a write on anoth
   }
   t.same(seen, [c1.id, c2.id], 'node B sees the new candidate without waiting for expiry');
   t.not(res!.headers.get('etag'), etag, 'with a new ETag');
+});
+
+t.test('cached answers never stand in for a non-canonical query', async (t) => {
+  const a = await startTestServer({ env: { RESULT_CACHE_TTL_MS: '3600000' } });
+  t.teardown(() => a.close());
+  await registerProduction(a, { endpoint: 'https://fast.example.com', capability: 'fast' });
+  for (const [path, bare] of [
+    ['/services', '/services?'],
+    ['/devices', '/devices?'],
+    ['/services?capability=fast', '/services?capability=fast&'],
+  ] as const) {
+    t.equal((await a.req(path)).status, 200, `${path} answered (and cached)`);
+    const hits = a.app.cache.hits;
+    t.equal((await a.req(path)).status, 200);
+    t.equal(a.app.cache.hits, hits + 1, `${path} again: a cache hit`);
+    // (fetch drops a bare "?": a raw request sends it as written)
+    const r = await rawGet(a, bare);
+    t.equal(r.status, 302, `${bare}: still a redirect`);
+    t.equal(r.headers.location, path);
+  }
+  // a query that is not canonical but means the same: 302, never the cached 200
+  const r = await a.req('/services?capability=FAST');
+  t.equal(r.status, 302);
 });

@@ -54,11 +54,28 @@ async function cached(app: App, reply: Reply, ns: string, key: string, common: H
   reply.send(200, [['Content-Type', JSON_TYPE], ...common, ...r.headers], r.body);
 }
 
+/**
+ * A cached result for the raw query as it came, before any parsing. Entries are stored
+ * under the canonical query, and canonicalize() answers 'ok' only when the raw query is
+ * already canonical (anything else is a 302 or a 400): so a raw query that finds an entry
+ * is canonical and valid, and the answer is the one the full path would give. A bare "?"
+ * (raw "") is not canonical although its canonical form is "": it takes the full path.
+ */
+function fastHit(app: App, reply: Reply, req: Req, ns: string, prefix: string, common: Headers): boolean {
+  if (req.query === '') return false;
+  const hit = app.cache.get(prefix + (req.query ?? ''), ns, false);
+  if (!hit) return false;
+  reply.send(200, [['Content-Type', JSON_TYPE], ...common, ...hit.headers], hit.body);
+  return true;
+}
+
 export async function searchServices(app: App, req: Req, reply: Reply, ns: string, common: Headers): Promise<void> {
+  const prefix = ns + '\0s\0' + req.path + '?';
+  if (fastHit(app, reply, req, ns, prefix, common)) return;
   const c = canonicalOr(reply, req, SEARCH_SPEC, common);
   if (!c) return;
   const f = c.filters;
-  await cached(app, reply, ns, ns + '\0s\0' + req.path + '?' + c.canonical, common, async (signal) => {
+  await cached(app, reply, ns, prefix + c.canonical, common, async (signal) => {
     const page = await app.index.search(ns, f, f.after ?? '', f.limit, signal);
     const headers: Headers = [];
     if (page.more && page.last) headers.push(['Link', `<${req.path}?${nextQuery(c.params, page.last)}>; rel="next"`]);
@@ -100,9 +117,11 @@ function bindingsOf(d: DocShape, f: Filters): Binding[] {
  * inside service <seq>, skipping its first k bindings).
  */
 export async function searchDevices(app: App, req: Req, reply: Reply, common: Headers): Promise<void> {
+  const prefix = PRODUCTION + '\0d\0';
+  if (fastHit(app, reply, req, PRODUCTION, prefix, common)) return;
   const c = canonicalOr(reply, req, DEVICES_SPEC, common);
   if (!c) return;
-  await cached(app, reply, PRODUCTION, PRODUCTION + '\0d\0' + c.canonical, common, (signal) => deviceBindings(app, req, signal, c));
+  await cached(app, reply, PRODUCTION, prefix + c.canonical, common, (signal) => deviceBindings(app, req, signal, c));
 }
 
 async function deviceBindings(app: App, req: Req, signal: AbortSignal, c: Canon): Promise<CachedResult> {
