@@ -17,6 +17,7 @@ import { Leases } from './leases.js';
 
 export const RATELIMIT_DRAFT = 'draft-ietf-httpapi-ratelimit-headers-10';
 const CACHE_MAX = 50_000;
+const UNKNOWN_KEY_MS = 10_000;
 
 export interface RateResult {
   admitted: boolean;
@@ -28,6 +29,8 @@ export interface RateResult {
 
 export class SandboxAuth {
   private cache = new Map<string, { uuid: string; hash: Buffer }>();
+  /** hashes of well-formed keys PostgreSQL did not know -> until when to believe that */
+  private unknown = new Map<string, number>();
   private leases = new Leases();
   /** requests answered under a lease, not yet recorded in Redis */
   private pending = new Map<string, number>();
@@ -49,6 +52,11 @@ export class SandboxAuth {
     const hex = hash.toString('hex');
     const hit = this.cache.get(hex);
     if (hit && timingSafeEqual(hit.hash, hash)) return hit.uuid;
+    const unknownUntil = this.unknown.get(hex);
+    if (unknownUntil !== undefined) {
+      if (unknownUntil > Date.now()) return null;
+      this.unknown.delete(hex);
+    }
     // Redis away: PostgreSQL answers instead. PostgreSQL away too: the error propagates (503)
     // rather than calling a valid key unknown and serving it production's answers
     let uuid = await this.redis.get(this.keys.sandboxKey(hex)).catch((err: unknown) => {
@@ -57,7 +65,13 @@ export class SandboxAuth {
     });
     if (!uuid) {
       const row = await sandboxByKeyHash(this.pool, hash);
-      if (!row || !timingSafeEqual(row.key_hash, hash)) return null;
+      if (!row || !timingSafeEqual(row.key_hash, hash)) {
+        // a client repeating a wrong key costs one PostgreSQL look-up per UNKNOWN_KEY_MS,
+        // not one a request (keys are random and never reused: no real key is hidden by it)
+        if (this.unknown.size >= CACHE_MAX) this.unknown.delete(this.unknown.keys().next().value!);
+        this.unknown.set(hex, Date.now() + UNKNOWN_KEY_MS);
+        return null;
+      }
       uuid = row.uuid;
       await writeSandboxMeta(this.redis, this.keys, row.uuid, row.name, row.tier, this.tiers[row.tier] ?? 0, hex).catch(() => undefined);
     }
