@@ -17,7 +17,20 @@ export interface RebuildResult {
   services: number;
   sandboxes: number;
   ms: number;
+  /**
+   * Settles once the previous generation's keys are gone (after RETIRE_GRACE_MS): a
+   * short-lived caller (the CLI) awaits it before disconnecting; a server need not.
+   */
+  retired: Promise<number>;
 }
+
+/**
+ * How long the previous generation outlives the switch. Every thread learns of the switch
+ * from the "gen:" message at once, or from its watcher within a tick (500 ms) should the
+ * message be lost; a search that read the old pointer just before the switch still finds
+ * its keys meanwhile instead of answering 503.
+ */
+export const RETIRE_GRACE_MS = 2000;
 
 // The lock is short and renewed while the rebuild runs: a rebuilder that dies (SIGKILL,
 // lost host) blocks the next one for at most LOCK_MS, not for the length of a rebuild.
@@ -91,8 +104,11 @@ export async function rebuildIndex(
     }
     await redis.delIfEqual(keys.building(), gen);
     await redis.publish(keys.invalidationChannel(), 'gen:' + gen);
-    if (oldGen && oldGen !== gen) void dropGeneration(redis, keys, oldGen).catch(() => undefined);
-    return { gen, services: n, sandboxes: sbs.rowCount ?? 0, ms: Date.now() - t0 };
+    const retired =
+      oldGen && oldGen !== gen
+        ? new Promise<void>((r) => setTimeout(r, RETIRE_GRACE_MS)).then(() => dropGeneration(redis, keys, oldGen)).catch(() => 0)
+        : Promise.resolve(0);
+    return { gen, services: n, sandboxes: sbs.rowCount ?? 0, ms: Date.now() - t0, retired };
   } finally {
     clearInterval(heartbeat);
     // release only our own lock (compare-and-delete in one step)

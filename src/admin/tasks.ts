@@ -27,6 +27,7 @@ async function main(cmd: string | undefined): Promise<void> {
         try {
           const r = await rebuildIndex(pool, redis, new Keys(cfg.redisKeyPrefix), cfg.tiers);
           console.log(r ? `index rebuilt: ${r.services} services, ${r.sandboxes} sandboxes in ${r.ms} ms (generation ${r.gen})` : 'another rebuild is running');
+          if (r) console.log(`previous generation dropped: ${await r.retired} keys`);
         } finally {
           redis.disconnect();
         }

@@ -42,6 +42,8 @@ export async function reindex(ctx: Ctx, quiet = false): Promise<RebuildResult | 
   const bar = quiet ? null : progressBar('reindex', total, ctx.errStream);
   const r = await rebuildIndex(ctx.pool, ctx.redis(), ctx.keys, ctx.cfg.tiers, (n) => bar?.update(n));
   bar?.done(r ? `index rebuilt: ${r.services} services, ${r.sandboxes} sandboxes in ${r.ms} ms (generation ${r.gen})` : 'another rebuild is running; nothing done');
+  // the previous generation goes after a grace period: wait for it before disconnecting
+  if (r) await r.retired;
   return r;
 }
 
