@@ -1,4 +1,7 @@
 // Shapes of the admin API answers the dashboard reads (src/admin/api.ts on the server).
+import type { PageFields } from '../../../src/admin/paging.js';
+
+export type { PageFields };
 export interface Location {
   lat: number;
   lon: number;
@@ -14,16 +17,9 @@ export interface SandboxSummary {
   serviceCount?: number;
 }
 
-export interface SandboxPage {
+/** A page of the sandbox list: the paging fields are the server's own (src/admin/paging.ts). */
+export interface SandboxPage extends PageFields {
   items: SandboxSummary[];
-  total: number;
-  pageSize: number;
-  page: number;
-  displayPage: number;
-  hasPrev: boolean;
-  hasNext: boolean;
-  prevPage: number | null;
-  nextPage: number | null;
 }
 
 export interface TierChange {
