@@ -68,8 +68,9 @@ export function createApp(cfg: Config, version: string, log = createLogger(cfg))
   const intersectPool = cfg.heavyIntersectionThreshold > 0 ? new IntersectPool(cfg) : null;
   index.pool = intersectPool;
   index.heavyThreshold = cfg.heavyIntersectionThreshold;
-  const cache = new ResultCache(cfg.resultCacheEntries, cfg.resultCacheTtlMs);
-  const replacements = new ResultCache<Replacements>(cfg.resultCacheEntries, cfg.resultCacheTtlMs);
+  const cache = new ResultCache(cfg.resultCacheEntries, cfg.resultCacheTtlMs, cfg.resultCacheBytes);
+  // (a small share of the budget: one entry per deprecated service that is being looked up)
+  const replacements = new ResultCache<Replacements>(cfg.resultCacheEntries, cfg.resultCacheTtlMs, cfg.resultCacheBytes / 8, (r) => 2 * (r.body.length + r.etag.length + r.hdr.length));
   const projector = new Projector(pool, redis, keys);
   projector.onApplied = (namespaces) => {
     // this thread at once; every other thread and node through Redis pub/sub

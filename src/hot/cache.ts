@@ -17,7 +17,16 @@ type Entry<V> = V & {
   ns: string;
   version: number;
   expires: number;
+  /** what sizeOf() said when it was stored */
+  bytes: number;
 };
+
+/** Approximate memory of a serialised result: its body and headers. */
+export function resultBytes(v: CachedResult): number {
+  let n = v.body.byteLength;
+  for (const [k, x] of v.headers) n += k.length + x.length;
+  return n;
+}
 
 /** V: what an entry holds (a serialised result by default). */
 export class ResultCache<V extends object = CachedResult> {
@@ -29,11 +38,24 @@ export class ResultCache<V extends object = CachedResult> {
   misses = 0;
   /** misses of one key (and version) share one computation */
   readonly flights = new SingleFlight<V>();
+  /** sum of the stored entries' sizes */
+  bytes = 0;
 
+  /**
+   * Bounded both by entries and by bytes (pages of 100 documents weigh ~30 KB each: 10,000
+   * of them would be 300 MB a thread); the oldest insertions go first.
+   */
   constructor(
     readonly maxEntries: number,
     readonly ttlMs: number,
+    readonly maxBytes = Number.POSITIVE_INFINITY,
+    readonly sizeOf: (v: V) => number = (v) => resultBytes(v as unknown as CachedResult),
   ) {}
+
+  private drop(key: string, e: Entry<V>): void {
+    this.entries.delete(key);
+    this.bytes -= e.bytes;
+  }
 
   /** Take the version before reading Redis; store with it (a write in between wins). */
   version(ns: string): number {
@@ -44,7 +66,7 @@ export class ResultCache<V extends object = CachedResult> {
   get(key: string, ns: string, countMiss = true): V | null {
     const e = this.entries.get(key);
     if (!e || e.version !== this.version(ns) || e.expires < Date.now()) {
-      if (e) this.entries.delete(key);
+      if (e) this.drop(key, e);
       if (countMiss) this.misses++;
       return null;
     }
@@ -54,11 +76,17 @@ export class ResultCache<V extends object = CachedResult> {
 
   set(key: string, ns: string, version: number, value: V, ttlMs = this.ttlMs): void {
     if (this.maxEntries === 0 || version !== this.version(ns)) return;
-    if (this.entries.size >= this.maxEntries) {
-      // evict the oldest insertion: cheap, and hot keys are re-inserted on their next miss
-      this.entries.delete(this.entries.keys().next().value!);
+    const bytes = key.length + this.sizeOf(value);
+    if (bytes > this.maxBytes) return; // larger than the whole cache: not worth evicting for
+    const old = this.entries.get(key);
+    if (old) this.drop(key, old);
+    // evict the oldest insertions: cheap, and hot keys are re-inserted on their next miss
+    while (this.entries.size > 0 && (this.entries.size >= this.maxEntries || this.bytes + bytes > this.maxBytes)) {
+      const [k, e] = this.entries.entries().next().value!;
+      this.drop(k, e);
     }
-    this.entries.set(key, { ...value, ns, version, expires: Date.now() + Math.min(ttlMs, this.ttlMs) } as Entry<V>);
+    this.entries.set(key, { ...value, ns, version, expires: Date.now() + Math.min(ttlMs, this.ttlMs), bytes } as Entry<V>);
+    this.bytes += bytes;
   }
 
   invalidate(ns: string): void {
@@ -68,6 +96,7 @@ export class ResultCache<V extends object = CachedResult> {
   clear(): void {
     this.epoch++;
     this.entries.clear();
+    this.bytes = 0;
   }
 
   get size(): number {

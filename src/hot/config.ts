@@ -73,6 +73,8 @@ export interface Config {
   resultCacheEntries: number;
   /** bound on a cached result's staleness should an invalidation message be lost, ms */
   resultCacheTtlMs: number;
+  /** bytes the result cache may hold per thread (RESULT_CACHE_MB) */
+  resultCacheBytes: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -201,5 +203,6 @@ export function loadConfig(env: Env = process.env): Config {
     poolThreads: int(env, 'POOL_THREADS', 1, 1, 64),
     resultCacheEntries: int(env, 'RESULT_CACHE_ENTRIES', 10_000, 0, 10_000_000),
     resultCacheTtlMs: int(env, 'RESULT_CACHE_TTL_MS', 2000, 10, 3_600_000), // pub/sub invalidates within ms; this is the safety net
+    resultCacheBytes: int(env, 'RESULT_CACHE_MB', 64, 1, 65_536) * 1024 * 1024,
   };
 }

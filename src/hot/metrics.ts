@@ -68,6 +68,17 @@ collector('registry_result_cache_total', 'Search and device queries by in-proces
   ];
 });
 
+new Gauge({
+  name: 'registry_result_cache_bytes',
+  help: 'Bytes held by the in-process result caches (summed over threads; bounded by RESULT_CACHE_MB each)',
+  aggregator: 'sum',
+  registers,
+  collect() {
+    const s = cacheSource?.();
+    if (s) this.set(s.bytes);
+  },
+});
+
 const rateLimited = new Counter({
   name: 'registry_rate_limit_rejections_total',
   help: 'Sandbox requests refused with 429, by tier',
@@ -148,10 +159,11 @@ new Gauge({
 let stateSource: (() => { postgres: boolean; redis: boolean }) | null = null;
 let lagSource: (() => Promise<number>) | null = null;
 let poolSource: (() => { queue: number; utilization: number } | null) | null = null;
-let cacheSource: (() => { hits: number; misses: number; shared: number }) | null = null;
+type CacheStats = { hits: number; misses: number; shared: number; bytes: number; entries: number };
+let cacheSource: (() => CacheStats) | null = null;
 
 /** Where the result cache counts come from (app.cache of this thread). */
-export function setResultCacheSource(f: (() => { hits: number; misses: number; shared: number }) | null): void {
+export function setResultCacheSource(f: (() => CacheStats) | null): void {
   cacheSource = f;
 }
 

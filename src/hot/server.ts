@@ -80,7 +80,7 @@ export async function startServer(app: App, port = app.cfg.port, host = app.cfg.
   joinAggregation(app.cfg.workers);
   setOutboxLagSource(() => app.projector.lag());
   setPoolStatsSource(() => app.workers?.stats() ?? null);
-  setResultCacheSource(() => ({ hits: app.cache.hits, misses: app.cache.misses, shared: app.cache.flights.joined }));
+  setResultCacheSource(() => ({ hits: app.cache.hits, misses: app.cache.misses, shared: app.cache.flights.joined, bytes: app.cache.bytes + app.replacements.bytes, entries: app.cache.size + app.replacements.size }));
   setBackendStateSource(() => ({ postgres: app.state.pgUp, redis: app.state.redisUp }));
   app.redis.on('error', () => countBackendError('redis', 'connection'));
   app.pool.on('error', () => countBackendError('postgres', 'connection'));

@@ -1,5 +1,5 @@
 // GET /metrics: counters equal the requests served (by route pattern and status), rate-limit
-// rejections by tier, replacement cache hits and misses, and METRICS_ENABLED=false.
+// rejections by tier, replacement and result cache outcomes, and METRICS_ENABLED=false.
 import t from 'tap';
 import { createSandbox, registerProduction, startTestServer } from '../helpers/server.js';
 import { parseProm, sample } from './metrics-util.js';
@@ -48,6 +48,11 @@ t.test('request counters equal the requests served, by route and status', async 
   t.equal(sample(m, 'registry_outbox_lag', {}), 0);
   t.equal(sample(m, 'registry_backend_up', { backend: 'postgres' }), 1);
   t.ok(m.has('registry_worker_pool_queue_depth'), 'the pool gauges are exported');
+  // result cache: the first /services search and the first sandbox search computed, the rest hit
+  t.equal(sample(m, 'registry_result_cache_total', { result: 'miss' }), 2);
+  t.equal(sample(m, 'registry_result_cache_total', { result: 'hit' }), N - 1 + 2);
+  t.equal(sample(m, 'registry_result_cache_total', { result: 'shared' }), 0);
+  t.ok((sample(m, 'registry_result_cache_bytes', {}) ?? 0) > 0, 'the cache reports the bytes it holds');
 
   // the next scrape counts the previous one
   const m2 = parseProm(await (await s.req('/metrics')).text());
