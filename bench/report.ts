@@ -3,6 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { cpus, release, totalmem } from 'node:os';
 import type { LoadResult } from './cannon.js';
+import type { Visibility } from './visibility.js';
 
 export const START = '<!-- bench:start -->';
 export const END = '<!-- bench:end -->';
@@ -81,6 +82,8 @@ export interface Results {
   };
   runs: WorkersRun[];
   isolation: Isolation | null;
+  /** scenario v: write on one node, visible on another (absent in results of older runs) */
+  visibility?: Visibility | null;
   notes: string[];
   totalS: number;
 }
@@ -173,6 +176,16 @@ export function isolationTable(h: Isolation): string {
   ].join('\n');
 }
 
+export function visibilityTable(v: Visibility): string {
+  return [
+    '| writes | p50 ms | p99 ms | max ms | within 100 ms | never seen (5 s) |',
+    '|--:|--:|--:|--:|--:|--:|',
+    `| ${v.rounds} | ${ms(v.p50)} | ${ms(v.p99)} | ${ms(v.max)} | ${v.within100} of ${v.rounds} | ${v.missed} |`,
+    '',
+    'From node A\'s 201 (committed in PostgreSQL) to node B\'s first search answer that holds the new service, B having cached the answer without it just before (issue 5: within 100 ms).',
+  ].join('\n');
+}
+
 /** The Markdown block that goes between the markers of bench/README.md. */
 export function markdown(res: Results, main: string): string {
   const first = res.runs[0];
@@ -206,6 +219,7 @@ export function markdown(res: Results, main: string): string {
     }
   }
   if (res.isolation) out.push(`### h: light search (${res.isolation.light}) beside heavy intersections (${res.isolation.heavy})`, '', isolationTable(res.isolation), '');
+  if (res.visibility) out.push('### v: a write on one node, visible on another', '', visibilityTable(res.visibility), '');
   if (res.notes.length) out.push(...res.notes.map((n) => `- ${n}`), '');
   return out.join('\n');
 }

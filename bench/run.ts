@@ -17,6 +17,7 @@ import { BENCH_TIERS, prepare, type BenchData } from './generate.js';
 import { freePort, get, HAS_TASKSET, LOADGEN_CPU, NPROC, pinning, spawnNode, waitFor200, type Child, type Pinning, type RawResponse } from './procs.js';
 import { machine, markdown, replaceBlock, SATURATED_PCT, type Isolation, type Results, type Row, type WorkersRun } from './report.js';
 import { HEAVY, LIGHT, MAIN, paths, scenarios, uncached, type Scenario } from './scenarios.js';
+import { visibility, type Visibility } from './visibility.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const RESULTS = join(ROOT, 'bench/results');
@@ -71,10 +72,10 @@ async function measure(f: Flags, base: string, s: Scenario, bodyBytes: number, p
   return row;
 }
 
-async function startServer(d: BenchData, workers: number, pin: Pinning): Promise<{ child: Child; base: string }> {
+async function startServer(d: BenchData, workers: number, pin: Pinning, name = `server-w${workers}`): Promise<{ child: Child; base: string }> {
   const port = await freePort();
   const env = { ...d.serverEnv, PORT: String(port), HOST: '127.0.0.1', WORKERS: String(workers) };
-  const child = spawnNode(join(ROOT, 'dist/src/hot/main.js'), [], env, pin.server, join(RESULTS, `server-w${workers}.log`));
+  const child = spawnNode(join(ROOT, 'dist/src/hot/main.js'), [], env, pin.server, join(RESULTS, `${name}.log`));
   const base = `http://127.0.0.1:${port}`;
   try {
     await waitFor200(base + '/readyz', child, 120_000);
@@ -124,7 +125,7 @@ async function ceiling(f: Flags, warm: RawResponse, workers: number, pin: Pinnin
   }
 }
 
-async function runWorkers(f: Flags, d: BenchData, workers: number, list: Scenario[], withH: boolean, notes: string[]): Promise<{ run: WorkersRun; iso: Isolation | null }> {
+async function runWorkers(f: Flags, d: BenchData, workers: number, list: Scenario[], withH: boolean, withV: boolean, notes: string[]): Promise<{ run: WorkersRun; iso: Isolation | null; vis: Visibility | null }> {
   const pin = pinning(workers, f.pin);
   log(`\nWORKERS=${workers}: ${pin.note}`);
   const { child, base } = await startServer(d, workers, pin);
@@ -132,6 +133,7 @@ async function runWorkers(f: Flags, d: BenchData, workers: number, list: Scenari
   const ceilings: Row[] = [];
   const bytes = new Map<string, number>();
   let iso: Isolation | null = null;
+  let vis: Visibility | null = null;
   let warm: RawResponse;
   const mainPath = scenarios(d).find((s) => s.id === MAIN)!.path;
   try {
@@ -160,6 +162,17 @@ async function runWorkers(f: Flags, d: BenchData, workers: number, list: Scenari
       // the a2 row already warmed the light search's code path (same query, other cursors)
       iso = await isolation(f, base, child.proc.pid, light, heavy, bytes, !rows.some((r) => r.id === LIGHT));
     }
+    if (withV) {
+      // a second node on the same PostgreSQL and Redis; both on the server's core
+      const b = await startServer(d, 1, pin, 'server-b');
+      try {
+        log(`  v    write on node A, visible on node B`);
+        vis = await visibility(base, b.base, d.sandbox, f.quick ? 20 : 50);
+        log(`  v    ${vis.delaysMs.length} writes: p50 ${vis.p50.toFixed(2)} ms  p99 ${vis.p99.toFixed(2)} ms  max ${vis.max.toFixed(2)} ms  within 100 ms: ${vis.within100}/${vis.rounds}${vis.missed ? `  MISSED ${vis.missed}` : ''}`);
+      } finally {
+        await b.child.stop();
+      }
+    }
     warm = await get(base + mainPath);
     if (warm.status !== 200) throw new Error(`the main scenario answers ${warm.status}: no ceiling bytes`);
   } finally {
@@ -168,7 +181,7 @@ async function runWorkers(f: Flags, d: BenchData, workers: number, list: Scenari
   ceilings.push(await ceiling(f, warm, workers, pin, 'g', ceilings.length ? 'after' : ''));
   const best = ceilings.reduce((a, b) => (b.rps > a.rps ? b : a));
   for (const r of [...rows, ...ceilings]) r.ratio = r.rps / best.rps;
-  return { run: { workers, pinning: pin.note, rows, ceiling: best, ceilings }, iso };
+  return { run: { workers, pinning: pin.note, rows, ceiling: best, ceilings }, iso, vis };
 }
 
 function reexecPinned(): void {
@@ -188,13 +201,16 @@ async function main(): Promise<void> {
   const d = await prepare({ quick: f.quick, regenerate: f.regenerate, rebuild: f.rebuild || !f.quick, log });
   const list = scenarios(d).filter((s) => !f.only || f.only.has(s.id));
   const withH = !f.only || f.only.has('h');
+  const withV = !f.only || f.only.has('v');
   const notes: string[] = [];
   const runs: WorkersRun[] = [];
   let iso: Isolation | null = null;
+  let vis: Visibility | null = null;
   for (const [i, w] of f.workers.entries()) {
-    const r = await runWorkers(f, d, w, i === 0 ? list : list.filter((s) => s.id === MAIN), i === 0 && withH, notes);
+    const r = await runWorkers(f, d, w, i === 0 ? list : list.filter((s) => s.id === MAIN), i === 0 && withH, i === 0 && withV, notes);
     runs.push(r.run);
     iso ??= r.iso;
+    vis ??= r.vis;
   }
   const saturated = runs.flatMap((r) => [...r.rows, ...r.ceilings].filter((x) => x.loadgenSaturated).map((x) => `${x.id} (WORKERS=${r.workers})`));
   if (saturated.length) {
@@ -233,6 +249,7 @@ async function main(): Promise<void> {
     },
     runs,
     isolation: iso,
+    visibility: vis,
     notes,
     totalS: (Date.now() - t0) / 1000,
   };

@@ -2,7 +2,7 @@
 import t from 'tap';
 import { percentile } from '../../bench/cannon.js';
 import { parseFlags } from '../../bench/flags.js';
-import { costNote, END, replaceBlock, scenarioTable, START, type Row } from '../../bench/report.js';
+import { costNote, END, replaceBlock, scenarioTable, START, visibilityTable, type Row } from '../../bench/report.js';
 
 t.test('flags: defaults of full and quick runs, lists, bad input', async (t) => {
   const full = parseFlags([], 2);
@@ -64,4 +64,9 @@ t.test('the table flags non-2xx answers and a saturated load generator', async (
   const run = { workers: 1, pinning: 'x', rows: [row({})], ceiling: row({ id: 'g', loadgenSaturated: true, serverUsPerReq: 30 }), ceilings: [] };
   t.match(costNote(run, ['a1', 'f']) ?? '', /ceiling 30\.0 µs, a1 40\.0 µs \(cost ratio 0\.75×\);/, 'cost ratio when the ceiling saturated autocannon');
   t.equal(costNote({ ...run, ceiling: row({ id: 'g', serverUsPerReq: 30 }) }, ['a1']), null, 'no cost note when req/s ratios hold');
+});
+
+t.test('the visibility table says how many writes showed up within 100 ms', async (t) => {
+  const md = visibilityTable({ rounds: 4, delaysMs: [2, 3, 5, 140], p50: 3, p99: 140, max: 140, within100: 3, missed: 1 });
+  t.match(md, /\| 4 \| 3\.00 \| 140\.00 \| 140\.00 \| 3 of 4 \| 1 \|/);
 });
