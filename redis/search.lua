@@ -8,9 +8,13 @@
 -- ARGV[3]    budget       most members of the smallest set to examine (0 = no bound)
 -- ARGV[4]    heavy        planner threshold: with several sets whose smallest has more
 --                          members than this, do not scan here (0 = always scan)
+-- ARGV[5]    joined       "1": answer the documents as one string, joined with "," (the
+--                          body of a search answer but its brackets; no per-document
+--                          strings for the caller to parse and join again)
 -- Returns: -1 when the namespace is not indexed; { -2, version } when the intersection is
 -- heavy (the caller runs it in the worker pool); otherwise
 --   { more (0/1), lastSeq ("" none), exhausted (0/1: budget ran out), seq1, doc1, seq2, doc2, ... }
+-- or, joined: { more, lastSeq, exhausted, "doc1,doc2,..." }
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 local limit = tonumber(ARGV[2])
 local budget = tonumber(ARGV[3])
@@ -23,6 +27,7 @@ for i = 3, #KEYS do
 end
 table.sort(sets, function(a, b) return a.n < b.n end)
 local out = { 0, '', 0 }
+if ARGV[5] == '1' then out[4] = '' end
 if sets[1].n == 0 then return out end
 local heavy = tonumber(ARGV[4] or '0')
 if #sets > 1 and heavy > 0 and sets[1].n > heavy then
@@ -63,6 +68,18 @@ end
 if #found > limit then
   out[1] = 1
   found[#found] = nil
+end
+if ARGV[5] == '1' then
+  local docs = {}
+  if #found > 0 then
+    docs = redis.call('HMGET', KEYS[2], unpack(found))
+    for i = 1, #found do
+      if not docs[i] then docs[i] = 'null' end
+    end
+    if out[3] == 0 then out[2] = found[#found] end
+  end
+  out[4] = table.concat(docs, ',')
+  return out
 end
 if #found > 0 then
   local docs = redis.call('HMGET', KEYS[2], unpack(found))

@@ -122,6 +122,31 @@ export class Index {
     return { seqs, docs, more: arr[0] === 1 || arr[2] === 1, last: String(arr[1]) };
   }
 
+  /**
+   * One page of a search as the bytes of its JSON array: the documents come from Redis
+   * already joined, as one buffer, and are wrapped, never parsed or re-encoded here.
+   */
+  async searchBody(ns: string, f: FilterSets, after: string, limit: number, signal?: AbortSignal): Promise<{ body: Buffer; more: boolean; last: string }> {
+    const gen = this.liveGen();
+    const k = this.keys;
+    const sets = this.filterKeys(ns, gen, f);
+    const heavy = this.pool ? this.heavyThreshold : 0;
+    const run = async () => (await this.redis.searchBuffer(2 + sets.length, k.ver(ns, gen), k.docs(ns, gen), ...sets, after, limit, 0, heavy, 1)) as number | (Buffer | number)[];
+    const r = await this.retryNamespace(ns, await run(), run);
+    if (r === -1) throw notIndexed();
+    const arr = r as (Buffer | number)[];
+    if (arr[0] === -2 && this.pool) {
+      const p = await this.pool.run({ version: String(arr[1]), sets, docsKey: k.docs(ns, gen), after: after === '' ? -1 : Number(after), limit }, signal);
+      return { body: Buffer.from('[' + p.docs.join(',') + ']'), more: p.more, last: p.seqs.length ? String(p.seqs[p.seqs.length - 1]) : '' };
+    }
+    const docs = arr[3] as Buffer;
+    const body = Buffer.allocUnsafe(docs.length + 2);
+    body[0] = 0x5b; // [
+    docs.copy(body, 1);
+    body[body.length - 1] = 0x5d; // ]
+    return { body, more: arr[0] === 1 || arr[2] === 1, last: String(arr[1]) };
+  }
+
   async getService(ns: string, id: string): Promise<{ seq: string; doc: string; hdr: string } | null> {
     const gen = this.liveGen();
     const run = async () => (await this.redis.getService(this.keys.ver(ns, gen), this.keys.base(ns, gen), id)) as number | string[];

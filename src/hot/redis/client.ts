@@ -14,6 +14,7 @@ declare module 'ioredis' {
   interface RedisCommander {
     applyService: Cmd;
     search: Cmd;
+    searchBuffer: Cmd;
     getService: Cmd;
     replacements: Cmd;
     rateLimit: Cmd;

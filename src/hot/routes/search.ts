@@ -76,10 +76,10 @@ export async function searchServices(app: App, req: Req, reply: Reply, ns: strin
   if (!c) return;
   const f = c.filters;
   await cached(app, reply, ns, prefix + c.canonical, common, async (signal) => {
-    const page = await app.index.search(ns, f, f.after ?? '', f.limit, signal);
+    const page = await app.index.searchBody(ns, f, f.after ?? '', f.limit, signal);
     const headers: Headers = [];
     if (page.more && page.last) headers.push(['Link', `<${req.path}?${nextQuery(c.params, page.last)}>; rel="next"`]);
-    return { body: Buffer.from('[' + page.docs.join(',') + ']'), headers };
+    return { body: page.body, headers };
   });
 }
 
