@@ -22,6 +22,7 @@ export interface Req {
   ifNoneMatch: string;
   contentType: string;
   contentLength: number;
+  /** the client address: "" unless the route reads it (RouteOptions.remote, body routes) */
   remote: string;
   startedAt: number;
   /** headers a route asked for through RouteOptions.headers (lower-case names) */
@@ -128,7 +129,12 @@ export class Reply {
   }
 }
 
-export function readReq(req: HttpRequest, res: HttpResponse, nParams: number): Req {
+/**
+ * Everything a handler may read of the request, copied now: uWS's request object is only
+ * valid until the handler first returns. The client address costs a native call, a buffer
+ * and a decode: it is read only for routes that use it (`withRemote`), "" otherwise.
+ */
+export function readReq(req: HttpRequest, res: HttpResponse, nParams: number, withRemote = true): Req {
   const q = req.getQuery();
   const params: string[] = [];
   for (let i = 0; i < nParams; i++) params.push(req.getParameter(i) ?? '');
@@ -144,7 +150,7 @@ export function readReq(req: HttpRequest, res: HttpResponse, nParams: number): R
     ifNoneMatch: req.getHeader('if-none-match'),
     contentType: req.getHeader('content-type'),
     contentLength: cl === '' ? -1 : /^\d{1,15}$/.test(cl) ? Number(cl) : -2,
-    remote: Buffer.from(res.getRemoteAddressAsText()).toString(),
+    remote: withRemote ? Buffer.from(res.getRemoteAddressAsText()).toString() : '',
     startedAt: performance.now(),
   };
 }
@@ -181,6 +187,8 @@ export interface RouteOptions {
   headers?: string[];
   /** true while the server drains for shutdown: answers close their connection */
   draining?: () => boolean;
+  /** copy the client address into req.remote (routes with a body always do; the access log needs it) */
+  remote?: boolean;
 }
 
 /**
@@ -245,8 +253,9 @@ export function route(app: TemplatedApp, method: 'get' | 'post' | 'patch' | 'del
     table.push({ method: METHOD_NAME[method], re });
     if (method === 'get') table.push({ method: 'HEAD', re });
   }
+  const withRemote = !!(o.body || o.remote);
   const register = (m: 'get' | 'post' | 'patch' | 'del' | 'any' | 'head') => app[m](pattern, (res: HttpResponse, r: HttpRequest) => {
-    const req = readReq(r, res, nParams);
+    const req = readReq(r, res, nParams, withRemote);
     if (o.headers) req.extra = Object.fromEntries(o.headers.map((h) => [h, r.getHeader(h)]));
     o.onStart?.();
     const reply = new Reply(res, (rep) => o.onDone?.(req, rep, pattern));

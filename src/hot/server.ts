@@ -33,6 +33,7 @@ export function buildUws(app: App, hooks: Partial<Pick<RouteOptions, 'onStart' |
   const uws = uWS.App();
   const o: RouteOptions = {
     maxBody: app.cfg.maxBodyBytes,
+    remote: app.cfg.accessLog,
     onError: (err, req) => {
       countUnexpected(err);
       app.log.error({ err: err instanceof Error ? { message: err.message, stack: err.stack } : String(err), method: req.method, path: req.path }, 'request failed');

@@ -68,6 +68,7 @@ t.test('access log: one line per request, no secret in any line', async (t) => {
   t.match(access[0], { level: 30, method: 'POST', route: '/sandboxes', path: '/sandboxes', status: 201, ms: Number });
   t.match(access.find((l) => l.route === '/services/changes'), { method: 'GET', status: 200 });
   t.match(access.find((l) => l.route === '/sandbox/:uuid/services' && l.status === 401), { path: `/sandbox/${sb.uuid}/services` });
+  t.ok(access.every((l) => /^(127\.0\.0\.1|(0{1,4}:){5}ffff:7f00:1|::1|[0:]+1|::ffff:127\.0\.0\.1)$/.test(String(l.remote))), 'every line has the client address, GET routes too');
 
   const secrets = [sb.apiKey, sb.apiKey.split('_sb_')[1]!, ADMIN_KEY, cookieValue, csrfToken, 'not-a-real-key-but-secret-looking-1234', 'wrong-admin-key-0123456789'];
   for (const secret of secrets) t.notOk(cap.text.includes(secret), `no secret in the log (${secret.slice(0, 6)}…)`);
