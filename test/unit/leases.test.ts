@@ -84,3 +84,12 @@ t.test('rejections and dropped leases', async (t) => {
   l.granted('a', { admitted: false, limit: 1e9, used: 1e9, retryAfter: 3, reset: 3 }, 0, T0);
   t.equal(l.take('a', T0), null, 'a refusal leases nothing');
 });
+
+t.test('only limits that allow batches make concurrent requests wait for one', async (t) => {
+  const l = new Leases();
+  t.equal(l.mayLease('a'), false, 'unknown limit: never wait');
+  l.granted('a', ok(LEASE_DIVISOR * 2 - 1, 1), 1, T0);
+  t.equal(l.mayLease('a'), false, 'a small limit asks side by side');
+  l.granted('b', ok(LEASE_DIVISOR * 2, 1), 1, T0);
+  t.equal(l.mayLease('b'), true);
+});

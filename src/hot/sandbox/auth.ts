@@ -94,8 +94,9 @@ export class SandboxAuth {
         this.recordLater(uuid);
         return local;
       }
-      // another request of this thread is already asking Redis for a lease: share it
-      const asking = this.leases.asking(uuid);
+      // another request of this thread is already asking Redis for a batch: share it (only
+      // worth it when the limit allows batches; small limits ask side by side, pipelined)
+      const asking = this.leases.mayLease(uuid) ? this.leases.asking(uuid) : null;
       if (!asking || waits >= 2) break;
       await asking.catch(() => undefined);
     }

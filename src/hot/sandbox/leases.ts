@@ -42,6 +42,8 @@ interface State {
   /** unused admissions of a lease dropped or replaced, to give back with the next request */
   refund: number;
   refundBucket: number;
+  /** the limit Redis last reported (0: not asked yet) */
+  limit: number;
 }
 
 const bucketOf = (ms: number) => Math.floor(ms / 5000);
@@ -53,7 +55,7 @@ export class Leases {
     let st = this.states.get(uuid);
     if (!st) {
       if (this.states.size >= STATES_MAX) this.states.delete(this.states.keys().next().value!);
-      st = { lease: null, want: 1, asking: null, refund: 0, refundBucket: 0 };
+      st = { lease: null, want: 1, asking: null, refund: 0, refundBucket: 0, limit: 0 };
       this.states.set(uuid, st);
     }
     return st;
@@ -66,6 +68,15 @@ export class Leases {
     l.left--;
     l.taken++;
     return { admitted: true, limit: l.limit, used: Math.min(l.limit, l.used + l.taken), retryAfter: 0, reset: Math.max(1, Math.ceil((l.resetAt - now) / 1000)) };
+  }
+
+  /**
+   * Whether batches are worth waiting for: the last known limit allows more than one
+   * admission at a time. Below that, concurrent requests ask Redis side by side.
+   */
+  mayLease(uuid: string): boolean {
+    const limit = this.states.get(uuid)?.limit ?? 0;
+    return Math.min(LEASE_MAX, Math.floor(limit / LEASE_DIVISOR)) > 1;
   }
 
   /** The request of this thread asking Redis for this sandbox right now, if any. */
@@ -97,6 +108,7 @@ export class Leases {
   granted(uuid: string, r: RateResult, granted: number, at: number): void {
     const st = this.state(uuid);
     this.retire(st); // a concurrent ask's lease: its unused admissions go back next time
+    st.limit = r.limit;
     const max = Math.min(LEASE_MAX, Math.floor(r.limit / LEASE_DIVISOR));
     if (!r.admitted || granted <= 0) {
       st.want = 1;
