@@ -97,8 +97,16 @@ export class Reply {
   begin(status: number, headers: Headers, first: string): boolean {
     if (this.aborted || this.done) return false;
     if (this.head) {
-      // HEAD of a stream: its headers, no body, and nothing more to write
-      this.send(status, headers);
+      // HEAD of a stream: its headers and nothing more. No Content-Length: a GET of it has
+      // none (its length is unknown), and a HEAD answer never has a body anyway.
+      this.done = true;
+      this.status = status;
+      this.res.cork(() => {
+        this.res.writeStatus(STATUS_TEXT[status] ?? String(status));
+        for (const [k, v] of headers) this.res.writeHeader(k, v);
+        this.res.endWithoutBody();
+      });
+      this.onEnd(this);
       return false;
     }
     this.status = status;

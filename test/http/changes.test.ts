@@ -156,3 +156,41 @@ t.test('events older than the retention are pruned, newer ones kept', async (t) 
   t.equal(left.rows.length, 1);
   t.not(left.rows[0]!.service_id, a.id);
 });
+
+t.test('HEAD of the stream: its headers, no length, and the connection stays usable', async (t) => {
+  const s = await startTestServer({ env: ENV });
+  t.teardown(() => s.close());
+  const { connect } = await import('node:net');
+  const u = new URL(s.url);
+  const sock = connect(Number(u.port), u.hostname);
+  t.teardown(() => sock.destroy());
+  let got = '';
+  const waiters: (() => void)[] = [];
+  sock.setEncoding('utf8');
+  sock.on('data', (d: string) => {
+    got += d;
+    for (const w of waiters.splice(0)) w();
+  });
+  /** wait until what arrived so far matches `re` */
+  const until = async (re: RegExp) => {
+    const end = Date.now() + 10_000;
+    while (!re.test(got)) {
+      if (Date.now() > end) throw new Error(`waiting for ${re}: got ${JSON.stringify(got)}`);
+      await new Promise<void>((r) => {
+        waiters.push(r);
+        setTimeout(r, 200);
+      });
+    }
+  };
+  sock.write('HEAD /services/changes HTTP/1.1\r\nHost: x\r\n\r\n');
+  await until(/\r\n\r\n/);
+  const head = got;
+  t.match(head, /^HTTP\/1\.1 200 /);
+  t.match(head, /\r\nContent-Type: text\/event-stream; charset=utf-8\r\n/i);
+  t.notMatch(head, /content-length/i, 'no Content-Length (a GET of it has none)');
+  t.notMatch(head, /transfer-encoding/i);
+  got = '';
+  sock.write('GET /livez HTTP/1.1\r\nHost: x\r\n\r\n');
+  await until(/\{"status":"ok"\}/);
+  t.match(got, /^HTTP\/1\.1 200 /, 'the next request on the same connection is answered, nothing of the stream before it');
+});
