@@ -106,6 +106,11 @@ t.test('admin API', async (t) => {
     t.equal((await call()).status, 429, 'and a demotion applies at once too');
     const d = (await (await s.admin('GET', `/admin/api/sandboxes/${sb.uuid}`)).json()) as { tierChanges: { from: string; to: string; by: string }[] };
     t.same(d.tierChanges.map((c) => [c.from, c.to, c.by]), [['pro', 'free', 'admin-api-key'], ['free', 'pro', 'admin-api-key']], 'newest first, with who');
+    const same = await s.admin('POST', `/admin/api/sandboxes/${sb.uuid}/tier`, { tier: 'free' });
+    t.equal(same.status, 200, 'setting the tier it has succeeds');
+    t.match(await same.json(), { tier: 'free', rateLimit: 3 });
+    const d2 = (await (await s.admin('GET', `/admin/api/sandboxes/${sb.uuid}`)).json()) as { tierChanges: unknown[] };
+    t.equal(d2.tierChanges.length, 2, 'and records no change that did not happen');
   });
 
   t.test('tier change: unknown tier 400, bad body 400, unknown sandbox 404; nothing changes', async (t) => {
