@@ -293,11 +293,29 @@ export function parseJson(req: Req, body: Buffer | null): unknown {
     throw new ApiError('UNSUPPORTED_MEDIA_TYPE', 'send the body as application/json');
   }
   if (!body || body.length === 0) throw new ApiError('BAD_JSON', 'the request needs a JSON body');
+  let v: unknown;
   try {
-    return JSON.parse(body.toString('utf8'));
+    v = JSON.parse(body.toString('utf8'));
   } catch {
     throw new ApiError('BAD_JSON', 'the body is not valid JSON');
   }
+  // An escaped lone surrogate ("\ud800") is valid JSON but not Unicode: PostgreSQL's UTF-8
+  // would store it as U+FFFD, silently other than what was sent. Refused instead.
+  if (!wellFormed(v)) throw new ApiError('BAD_JSON', 'the body holds a string that is not valid Unicode (an unpaired surrogate escape)');
+  return v;
+}
+
+/** a high surrogate not followed by a low one, or a low one not preceded by a high one */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** Every string in a parsed JSON value (object keys included) is well-formed UTF-16. */
+function wellFormed(v: unknown): boolean {
+  if (typeof v === 'string') return !LONE_SURROGATE.test(v);
+  if (Array.isArray(v)) return v.every(wellFormed);
+  if (v && typeof v === 'object') {
+    for (const [k, x] of Object.entries(v)) if (LONE_SURROGATE.test(k) || !wellFormed(x)) return false;
+  }
+  return true;
 }
 
 /** `Authorization: Bearer <token>` -> token, or "" */

@@ -124,6 +124,22 @@ t.test('invalid JSON: 400; no body: 400; wrong content type: 415', async (t) => 
   await isError(t, adminCt, 415, 'UNSUPPORTED_MEDIA_TYPE', 'admin write as XML');
 });
 
+t.test('an escaped lone surrogate is refused, never stored as something else', async (t) => {
+  const post = (body: string) => s.req('/sandboxes', { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+  await isError(t, await post('{"name":"a\\ud800b"}'), 400, 'BAD_JSON', 'a lone high surrogate');
+  await isError(t, await post('{"name":"a\\udc00"}'), 400, 'BAD_JSON', 'a lone low surrogate');
+  await isError(t, await post('{"name":"x","\\ud800":1}'), 400, 'BAD_JSON', 'in a key');
+  const admin = await s.req('/admin/api/services', {
+    method: 'POST',
+    headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' },
+    body: '{"endpoint":"https://s.example.com","capabilities":["ok"],"properties":{"k":"v\\ud83d"}}',
+  });
+  await isError(t, admin, 400, 'BAD_JSON', 'deep inside a service');
+  const pair = await post('{"name":"smile \\ud83d\\ude00"}');
+  t.equal(pair.status, 201, 'a surrogate pair is a character like any other');
+  t.equal(((await pair.json()) as { name: string }).name, 'smile \u{1F600}', 'and comes back as sent');
+});
+
 t.test('a URL that is too long is a JSON error, not a dropped connection', async (t) => {
   const r = await raw('GET', '/services?capability=' + 'a'.repeat(9000), {});
   t.ok(r.status === 414 || r.status === 400, `status ${r.status}`);
