@@ -15,31 +15,67 @@ export interface IntersectTask {
   docsKey: string;
   after: number;
   limit: number;
+  /** answer the page's JSON array itself (unpackBody) rather than the documents (unpackPage) */
+  joined?: boolean;
 }
 
 /**
  * The page, packed into one buffer so it can be moved rather than copied:
- * [u32 more][u32 n][n × f64 seqs][UTF-8 documents joined with "\n"] (serialised JSON never
- * holds a raw newline, so the join can be split again)
+ * [u32 more][u32 n][n × f64 seqs][text]. The text is the documents joined with "\n"
+ * (serialised JSON never holds a raw newline, so the join can be split again), or, for a
+ * joined task, the answer's whole JSON array "[doc1,doc2,...]", used as it is.
  */
-export function packPage(seqs: Float64Array, docs: string, more: boolean): Uint8Array {
-  const text = Buffer.from(docs);
-  const out = new Uint8Array(8 + seqs.length * 8 + text.length);
+export function packPage(seqs: Float64Array, parts: Uint8Array[], more: boolean): Uint8Array {
+  let size = 0;
+  for (const p of parts) size += p.length;
+  const out = new Uint8Array(8 + seqs.length * 8 + size);
   const view = new DataView(out.buffer);
   view.setUint32(0, more ? 1 : 0, true);
   view.setUint32(4, seqs.length, true);
   for (let i = 0; i < seqs.length; i++) view.setFloat64(8 + i * 8, seqs[i]!, true);
-  out.set(text, 8 + seqs.length * 8);
+  let at = 8 + seqs.length * 8;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
   return out;
 }
 
-export function unpackPage(buf: Uint8Array): { seqs: number[]; docs: string[]; more: boolean } {
+function header(buf: Uint8Array): { seqs: number[]; more: boolean; textAt: number } {
   const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
   const n = view.getUint32(4, true);
   const seqs: number[] = [];
   for (let i = 0; i < n; i++) seqs.push(view.getFloat64(8 + i * 8, true));
-  const text = Buffer.from(buf.buffer, buf.byteOffset + 8 + n * 8, buf.byteLength - 8 - n * 8).toString();
-  return { seqs, more: view.getUint32(0, true) === 1, docs: text ? text.split('\n') : [] };
+  return { seqs, more: view.getUint32(0, true) === 1, textAt: 8 + n * 8 };
+}
+
+export function unpackPage(buf: Uint8Array): { seqs: number[]; docs: string[]; more: boolean } {
+  const h = header(buf);
+  const text = Buffer.from(buf.buffer, buf.byteOffset + h.textAt, buf.byteLength - h.textAt).toString();
+  return { seqs: h.seqs, more: h.more, docs: text ? text.split('\n') : [] };
+}
+
+/** A joined page: its JSON array as a view of the moved memory (no copy, no decoding). */
+export function unpackBody(buf: Uint8Array): { seqs: number[]; body: Buffer; more: boolean } {
+  const h = header(buf);
+  return { seqs: h.seqs, more: h.more, body: Buffer.from(buf.buffer, buf.byteOffset + h.textAt, buf.byteLength - h.textAt) };
+}
+
+const NL = Buffer.from('\n');
+const COMMA = Buffer.from(',');
+const OPEN = Buffer.from('[');
+const CLOSE = Buffer.from(']');
+const NULL = Buffer.from('null');
+
+/** The documents as the parts of the page's text (see packPage). */
+export function docParts(docs: (Buffer | null)[], joined: boolean): Buffer[] {
+  const parts: Buffer[] = joined ? [OPEN] : [];
+  docs.forEach((d, i) => {
+    if (i > 0) parts.push(joined ? COMMA : NL);
+    parts.push(d ?? NULL);
+  });
+  if (joined) parts.push(CLOSE);
+  return parts;
 }
 
 let client: Redis | Cluster | null = null;
@@ -73,7 +109,7 @@ export default async function intersectPage(t: IntersectTask): Promise<Uint8Arra
   const hits = intersectSorted(arrays, t.after, t.limit + 1);
   const more = hits.length > t.limit;
   const seqs = more ? hits.slice(0, t.limit) : hits;
-  let docs = '';
-  if (seqs.length) docs = (await r.hmget(t.docsKey, ...Array.from(seqs, String))).map((x) => x ?? 'null').join('\n');
-  return move(packPage(seqs, docs, more)) as Uint8Array;
+  // the documents as bytes, never decoded here: they are joined and moved as they came
+  const docs = seqs.length ? await r.hmgetBuffer(t.docsKey, ...Array.from(seqs, String)) : [];
+  return move(packPage(seqs, docParts(docs, !!t.joined), more)) as Uint8Array;
 }

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import type { Config } from '../hot/config.js';
 import { ApiError } from '../hot/domain/errors.js';
-import { unpackPage, type IntersectTask } from './intersect-task.js';
+import { unpackBody, unpackPage, type IntersectTask } from './intersect-task.js';
 
 export class IntersectPool {
   readonly piscina: Piscina;
@@ -19,13 +19,23 @@ export class IntersectPool {
     });
   }
 
-  async run(task: Omit<IntersectTask, 'redisUrl' | 'clusterNodes'>, signal?: AbortSignal): Promise<{ seqs: number[]; docs: string[]; more: boolean }> {
+  /** One page, its documents one string each. */
+  async run(task: Omit<IntersectTask, 'redisUrl' | 'clusterNodes' | 'joined'>, signal?: AbortSignal): Promise<{ seqs: number[]; docs: string[]; more: boolean }> {
+    return unpackPage(await this.exec({ ...task, joined: false }, signal));
+  }
+
+  /** One page as the bytes of its JSON array. */
+  async runBody(task: Omit<IntersectTask, 'redisUrl' | 'clusterNodes' | 'joined'>, signal?: AbortSignal): Promise<{ seqs: number[]; body: Buffer; more: boolean }> {
+    return unpackBody(await this.exec({ ...task, joined: true }, signal));
+  }
+
+  private async exec(task: Omit<IntersectTask, 'redisUrl' | 'clusterNodes'>, signal?: AbortSignal): Promise<Uint8Array> {
     const full: IntersectTask = { ...task, redisUrl: this.cfg.redisUrl, clusterNodes: this.cfg.redisClusterNodes };
     if (this.piscina.queueSize >= this.cfg.poolMaxQueue) {
       throw new ApiError('OVERLOADED', 'too many heavy searches queued; try again shortly', { 'Retry-After': '1' });
     }
     try {
-      return unpackPage((await this.piscina.run(full, { signal })) as Uint8Array);
+      return (await this.piscina.run(full, { signal })) as Uint8Array;
     } catch (err) {
       if (signal?.aborted) throw new ApiError('BAD_REQUEST', 'the client went away');
       if (/queue is at limit|Task queue/i.test(String((err as Error)?.message))) {

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { gallop, intersectSorted } from '../../src/workers/intersect.js';
-import { packPage, unpackPage } from '../../src/workers/intersect-task.js';
+import { docParts, packPage, unpackBody, unpackPage } from '../../src/workers/intersect-task.js';
 import { prng } from '../../src/admin/seed.js';
 
 const f = (xs: number[]) => Float64Array.from(xs);
@@ -39,7 +39,13 @@ t.test('matches a naive intersection on random sets', async (t) => {
 
 t.test('a packed page survives the move', async (t) => {
   const docs = ['{"a":"x,y"}', '{"b":"line\\nbreak"}'];
-  const back = unpackPage(packPage(f([3, 9]), docs.join('\n'), true));
+  const bufs = docs.map((d) => Buffer.from(d));
+  const back = unpackPage(packPage(f([3, 9]), docParts(bufs, false), true));
   t.same(back, { seqs: [3, 9], docs, more: true });
-  t.same(unpackPage(packPage(f([]), '', false)), { seqs: [], docs: [], more: false });
+  t.same(unpackPage(packPage(f([]), docParts([], false), false)), { seqs: [], docs: [], more: false });
+  const joined = unpackBody(packPage(f([3, 9, 12]), docParts([...bufs, null], true), false));
+  t.same(joined.seqs, [3, 9, 12]);
+  t.equal(joined.more, false);
+  t.equal(joined.body.toString(), '[' + docs.join(',') + ',null]', 'a joined page is the answer itself');
+  t.equal(unpackBody(packPage(f([]), docParts([], true), false)).body.toString(), '[]');
 });

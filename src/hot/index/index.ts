@@ -136,8 +136,8 @@ export class Index {
     if (r === -1) throw notIndexed();
     const arr = r as (Buffer | number)[];
     if (arr[0] === -2 && this.pool) {
-      const p = await this.pool.run({ version: String(arr[1]), sets, docsKey: k.docs(ns, gen), after: after === '' ? -1 : Number(after), limit }, signal);
-      return { body: Buffer.from('[' + p.docs.join(',') + ']'), more: p.more, last: p.seqs.length ? String(p.seqs[p.seqs.length - 1]) : '' };
+      const p = await this.pool.runBody({ version: String(arr[1]), sets, docsKey: k.docs(ns, gen), after: after === '' ? -1 : Number(after), limit }, signal);
+      return { body: p.body, more: p.more, last: p.seqs.length ? String(p.seqs[p.seqs.length - 1]) : '' };
     }
     const docs = arr[3] as Buffer;
     const body = Buffer.allocUnsafe(docs.length + 2);
