@@ -11,8 +11,8 @@
 --          window counts them now; the thread answers want-1 more requests of this bucket
 --          without asking (see src/hot/sandbox/leases.ts, docs/decisions.md)
 -- ARGV[3]  requests the thread answered under its lease and has not recorded yet (history)
--- ARGV[4]  unused admissions of the thread's previous lease, given back to the window
--- ARGV[5]  the bucket that lease was taken in
+-- ARGV[4]  unused admissions of the thread's previous leases, given back to the window:
+--          "bucket:count,bucket:count" ("" none)
 -- Returns { admitted (1/0), limit, used in window (after this request), retryAfter s,
 --           reset s (until the oldest counted bucket leaves the window), granted }, or
 -- { -1 } when the sandbox is unknown to Redis.
@@ -21,13 +21,13 @@ if not limit then return { -1 } end
 local now = tonumber(ARGV[1])
 local want = math.max(1, tonumber(ARGV[2] or '1'))
 local pending = tonumber(ARGV[3] or '0')
-local refund = tonumber(ARGV[4] or '0')
 local b = math.floor(now / 5000)
-if refund > 0 then
-  local rb = tonumber(ARGV[5])
-  if rb and rb > b - 12 then
+for rb, n in string.gmatch(ARGV[4] or '', '(%d+):(%d+)') do
+  rb = tonumber(rb)
+  if rb > b - 12 then
+    -- (a bucket that left the window is gone from it already)
     local have = tonumber(redis.call('HGET', KEYS[2], rb) or '0')
-    local give = math.min(have, refund)
+    local give = math.min(have, tonumber(n))
     if give > 0 then redis.call('HINCRBY', KEYS[2], rb, -give) end
   end
 end

@@ -64,7 +64,9 @@ t.test('a concurrent flood never gets more than the limit admitted', async (t) =
   await Promise.all(Array.from({ length: 25 }, worker));
   t.equal(admitted + refused, N, 'only 200 and 429');
   t.ok(admitted <= 3000, `admitted ${admitted} <= 3000`);
-  t.ok(admitted >= 3000 - 3, `admitted ${admitted}: at most one lease's worth refused early`);
+  // refused early: at most the unused rest of the leases still held when the flood ended
+  // (the current one, and one a concurrent ask replaced: 3 admissions each at this limit)
+  t.ok(admitted >= 3000 - 6, `admitted ${admitted}: at most two leases' worth refused early`);
   t.equal(await pollTotal(sb.uuid), N, 'poll total counts every request, refused ones too');
 });
 

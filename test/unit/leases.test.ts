@@ -62,15 +62,18 @@ t.test('a lease ends after LEASE_MS and at the end of its bucket; the rest is gi
   t.ok(l.take('a', T0 + LEASE_MS - 1));
   t.equal(l.take('a', T0 + LEASE_MS), null, 'expired');
   const p = l.plan('a');
-  t.equal(p.refund, 8, 'unused admissions go back');
-  t.equal(p.refundBucket, Math.floor(T0 / 5000));
+  t.equal(p.refunds, `${Math.floor(T0 / 5000)}:8`, 'unused admissions go back, with their bucket');
   t.equal(p.want, 2, 'the next batch is what was used');
-  t.equal(l.plan('a').refund, 0, 'given back once');
+  t.equal(l.plan('a').refunds, '', 'given back once');
 
   const edge = (Math.floor(T0 / 5000) + 1) * 5000 - 10; // 10 ms before the bucket ends
   l.granted('a', ok(1e9, 1), 10, edge);
   t.ok(l.take('a', edge + 5));
   t.equal(l.take('a', edge + 10), null, 'never past its bucket');
+  // a lease of the next bucket retired before anything was given back: both buckets go back
+  l.granted('a', ok(1e9, 1), 4, edge + 10);
+  l.drop('a');
+  t.equal(l.plan('a').refunds, `${Math.floor(edge / 5000)}:8,${Math.floor(edge / 5000) + 1}:3`, 'every bucket keeps its own rest');
 });
 
 t.test('rejections and dropped leases', async (t) => {
@@ -80,7 +83,7 @@ t.test('rejections and dropped leases', async (t) => {
   t.equal(l.take('a', T0), null, 'a dropped lease answers nothing');
   const p = l.plan('a');
   t.equal(p.want, 1, 'after a drop (tier change) the next ask is for one');
-  t.equal(p.refund, 7);
+  t.equal(p.refunds, `${Math.floor(T0 / 5000)}:7`);
   l.granted('a', { admitted: false, limit: 1e9, used: 1e9, retryAfter: 3, reset: 3 }, 0, T0);
   t.equal(l.take('a', T0), null, 'a refusal leases nothing');
 });

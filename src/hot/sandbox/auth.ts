@@ -112,7 +112,7 @@ export class SandboxAuth {
     const run = async () => {
       at = Date.now();
       this.stats.asked++;
-      return (await this.redis.rateLimit(k.sandbox(uuid), k.rateWindow(uuid), k.rateHistory(uuid), k.rateTotals(uuid), at, plan.want, pending, plan.refund, plan.refundBucket)) as number[];
+      return (await this.redis.rateLimit(k.sandbox(uuid), k.rateWindow(uuid), k.rateHistory(uuid), k.rateTotals(uuid), at, plan.want, pending, plan.refunds)) as number[];
     };
     let r: number[];
     try {

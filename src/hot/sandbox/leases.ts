@@ -7,9 +7,11 @@
 //
 // Accuracy (docs/decisions.md, "Rate-limit leases"): a window never admits more than the
 // limit, since every admission is counted before it is used. A lease's unused admissions
-// count as used until this thread gives them back with its next request of that sandbox;
-// a thread holds at most limit / LEASE_DIVISOR of them (and at most LEASE_MAX), so a
-// sandbox can be refused early by at most threads × limit / LEASE_DIVISOR requests a minute.
+// count as used until this thread gives them back with its next request of that sandbox
+// (every bucket's rest is kept until then). A batch is at most limit / LEASE_DIVISOR (and
+// LEASE_MAX); a thread holds the rest of its current batch, plus that of one a concurrent
+// ask replaced, so a sandbox can be refused early by at most threads × 2 × limit /
+// LEASE_DIVISOR requests of a window: 0.2 % of the limit a thread.
 // A tier change reaches a thread holding a lease within LEASE_MS (at once on the thread
 // that made it, and on others when the invalidation message arrives).
 import type { RateResult } from './auth.js';
@@ -39,9 +41,8 @@ interface State {
   /** admissions to ask for next time when no lease is held */
   want: number;
   asking: Promise<RateResult> | null;
-  /** unused admissions of a lease dropped or replaced, to give back with the next request */
-  refund: number;
-  refundBucket: number;
+  /** unused admissions of leases dropped or replaced, by the bucket they were counted in: given back with the next request */
+  refunds: Map<number, number>;
   /** the limit Redis last reported (0: not asked yet) */
   limit: number;
 }
@@ -55,7 +56,7 @@ export class Leases {
     let st = this.states.get(uuid);
     if (!st) {
       if (this.states.size >= STATES_MAX) this.states.delete(this.states.keys().next().value!);
-      st = { lease: null, want: 1, asking: null, refund: 0, refundBucket: 0, limit: 0 };
+      st = { lease: null, want: 1, asking: null, refunds: new Map(), limit: 0 };
       this.states.set(uuid, st);
     }
     return st;
@@ -95,13 +96,16 @@ export class Leases {
     return p;
   }
 
-  /** What to ask Redis for: the batch size, and the unused admissions to give back. */
-  plan(uuid: string): { want: number; refund: number; refundBucket: number } {
+  /**
+   * What to ask Redis for: the batch size, and the unused admissions to give back as
+   * "bucket:count,…" (at most a few buckets: a lease never outlives its own).
+   */
+  plan(uuid: string): { want: number; refunds: string } {
     const st = this.state(uuid);
     this.retire(st);
-    const out = { want: st.want, refund: st.refund, refundBucket: st.refundBucket };
-    st.refund = 0;
-    return out;
+    const refunds = [...st.refunds].map(([b, n]) => `${b}:${n}`).join(',');
+    st.refunds.clear();
+    return { want: st.want, refunds };
   }
 
   /** Redis answered: keep the rest of the batch as this thread's lease. */
@@ -144,9 +148,7 @@ export class Leases {
     if (l.left > 0) {
       // the batch was larger than this thread needed: ask for what it used next time
       st.want = Math.max(1, l.taken + 1);
-      if (st.refund > 0 && st.refundBucket !== l.bucket) st.refund = 0; // one bucket at a time: the older rest stays counted
-      st.refund += l.left;
-      st.refundBucket = l.bucket;
+      st.refunds.set(l.bucket, (st.refunds.get(l.bucket) ?? 0) + l.left);
     }
   }
 
