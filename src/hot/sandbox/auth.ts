@@ -1,7 +1,9 @@
 // Resolving a sandbox key and counting the request against the sandbox's rate limit.
 // Key -> uuid goes through an in-process map, then Redis, then PostgreSQL's unique index on
 // the key hash (and repopulates Redis); never a table scan. A key is immutable, so the
-// in-process map never goes stale; the limit is read by the Lua script on every request.
+// in-process map never goes stale (unknown keys are remembered for UNKNOWN_KEY_MS). The
+// limit is read by the Lua script whenever the thread asks Redis: on every request below
+// 2,000 a minute, once per batch above (leases.ts).
 import { timingSafeEqual } from 'node:crypto';
 import { ApiError } from '../domain/errors.js';
 import type { Keys } from '../domain/keys.js';
