@@ -58,6 +58,15 @@ collector('registry_http_request_duration_seconds', 'Time from reading the reque
   return out;
 });
 
+collector('registry_rate_limit_checks_total', 'Sandbox requests counted against their limit, by where the decision came from: redis (the rate-limit script) or lease (a batch this thread holds)', 'counter', () => {
+  const s = rateSource?.();
+  if (!s) return [];
+  return [
+    { labels: { source: 'redis' }, value: s.asked },
+    { labels: { source: 'lease' }, value: s.leased },
+  ];
+});
+
 collector('registry_result_cache_total', 'Search and device queries by in-process result cache outcome: hit, miss (computed), shared (a miss that waited for the same computation already running)', 'counter', () => {
   const s = cacheSource?.();
   if (!s) return [];
@@ -161,6 +170,13 @@ let lagSource: (() => Promise<number>) | null = null;
 let poolSource: (() => { queue: number; utilization: number } | null) | null = null;
 type CacheStats = { hits: number; misses: number; shared: number; bytes: number; entries: number };
 let cacheSource: (() => CacheStats) | null = null;
+
+let rateSource: (() => { asked: number; leased: number }) | null = null;
+
+/** Where the rate-limit decision counts come from (app.auth.stats of this thread). */
+export function setRateLimitSource(f: (() => { asked: number; leased: number }) | null): void {
+  rateSource = f;
+}
 
 /** Where the result cache counts come from (app.cache of this thread). */
 export function setResultCacheSource(f: (() => CacheStats) | null): void {

@@ -53,6 +53,9 @@ t.test('request counters equal the requests served, by route and status', async 
   t.equal(sample(m, 'registry_result_cache_total', { result: 'hit' }), N - 1 + 2);
   t.equal(sample(m, 'registry_result_cache_total', { result: 'shared' }), 0);
   t.ok((sample(m, 'registry_result_cache_bytes', {}) ?? 0) > 0, 'the cache reports the bytes it holds');
+  // the free sandbox (3 a minute) asks Redis on every request: 5 checks, none from a lease
+  t.equal(sample(m, 'registry_rate_limit_checks_total', { source: 'redis' }), 5);
+  t.equal(sample(m, 'registry_rate_limit_checks_total', { source: 'lease' }), 0);
 
   // the next scrape counts the previous one
   const m2 = parseProm(await (await s.req('/metrics')).text());
