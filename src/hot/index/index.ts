@@ -7,6 +7,9 @@ import { Keys, PRODUCTION } from '../domain/keys.js';
 import type { RedisClient } from '../redis/client.js';
 import type { IntersectPool } from '../../workers/pool.js';
 
+/** a page for the worker pool to compute */
+type PoolTask = Parameters<IntersectPool['run']>[0];
+
 export type FilterSets = Pick<Filters, 'capabilities' | 'properties' | 'deviceClass' | 'protocol' | 'iotReady'>;
 
 export interface Page {
@@ -98,18 +101,29 @@ export class Index {
     return again();
   }
 
-  async search(ns: string, f: FilterSets, after: string, limit: number, signal?: AbortSignal): Promise<Page> {
+  /**
+   * Run search.lua for one page (`joined`: its documents as one buffer). When the planner
+   * finds every set large (-2) the reply carries no page: `heavy` is the task to run in the
+   * worker pool instead.
+   */
+  private async runSearch<T extends string | Buffer>(ns: string, f: FilterSets, after: string, limit: number, joined: boolean): Promise<{ reply: (T | number)[]; heavy: PoolTask | null }> {
     const gen = this.liveGen();
     const k = this.keys;
     const sets = this.filterKeys(ns, gen, f);
-    const heavy = this.pool ? this.heavyThreshold : 0;
-    const run = async () => (await this.redis.search(2 + sets.length, k.ver(ns, gen), k.docs(ns, gen), ...sets, after, limit, 0, heavy)) as number | string[];
+    const args = [2 + sets.length, k.ver(ns, gen), k.docs(ns, gen), ...sets, after, limit, 0, this.pool ? this.heavyThreshold : 0, joined ? 1 : 0];
+    const run = async () => (await (joined ? this.redis.searchBuffer(...args) : this.redis.search(...args))) as number | (T | number)[];
     const r = await this.retryNamespace(ns, await run(), run);
     if (r === -1) throw notIndexed();
-    const arr = r as (string | number)[];
-    if (arr[0] === -2 && this.pool) {
+    const reply = r as (T | number)[];
+    const heavy = reply[0] === -2 && this.pool ? { version: String(reply[1]), sets, docsKey: k.docs(ns, gen), after: after === '' ? -1 : Number(after), limit } : null;
+    return { reply, heavy };
+  }
+
+  async search(ns: string, f: FilterSets, after: string, limit: number, signal?: AbortSignal): Promise<Page> {
+    const { reply: arr, heavy } = await this.runSearch<string>(ns, f, after, limit, false);
+    if (heavy) {
       // the planner in search.lua found every set large: intersect in the worker pool
-      const p = await this.pool.run({ version: String(arr[1]), sets, docsKey: k.docs(ns, gen), after: after === '' ? -1 : Number(after), limit }, signal);
+      const p = await this.pool!.run(heavy, signal);
       const seqs = p.seqs.map(String);
       return { seqs, docs: p.docs, more: p.more, last: seqs.length ? seqs[seqs.length - 1]! : '' };
     }
@@ -127,16 +141,9 @@ export class Index {
    * already joined, as one buffer, and are wrapped, never parsed or re-encoded here.
    */
   async searchBody(ns: string, f: FilterSets, after: string, limit: number, signal?: AbortSignal): Promise<{ body: Buffer; more: boolean; last: string }> {
-    const gen = this.liveGen();
-    const k = this.keys;
-    const sets = this.filterKeys(ns, gen, f);
-    const heavy = this.pool ? this.heavyThreshold : 0;
-    const run = async () => (await this.redis.searchBuffer(2 + sets.length, k.ver(ns, gen), k.docs(ns, gen), ...sets, after, limit, 0, heavy, 1)) as number | (Buffer | number)[];
-    const r = await this.retryNamespace(ns, await run(), run);
-    if (r === -1) throw notIndexed();
-    const arr = r as (Buffer | number)[];
-    if (arr[0] === -2 && this.pool) {
-      const p = await this.pool.runBody({ version: String(arr[1]), sets, docsKey: k.docs(ns, gen), after: after === '' ? -1 : Number(after), limit }, signal);
+    const { reply: arr, heavy } = await this.runSearch<Buffer>(ns, f, after, limit, true);
+    if (heavy) {
+      const p = await this.pool!.runBody(heavy, signal);
       return { body: p.body, more: p.more, last: p.seqs.length ? String(p.seqs[p.seqs.length - 1]) : '' };
     }
     const docs = arr[3] as Buffer;
