@@ -72,15 +72,7 @@ export function createApp(cfg: Config, version: string, log = createLogger(cfg))
   // (a small share of the budget: one entry per deprecated service that is being looked up)
   const replacements = new ResultCache<Replacements>(cfg.resultCacheEntries, cfg.resultCacheTtlMs, cfg.resultCacheBytes / 8, (r) => 2 * (r.body.length + r.etag.length + r.hdr.length));
   const projector = new Projector(pool, redis, keys);
-  projector.onApplied = (namespaces) => {
-    // this thread at once; every other thread and node through Redis pub/sub
-    for (const ns of namespaces) {
-      cache.invalidate(ns);
-      replacements.invalidate(ns);
-      redis.publish(keys.invalidationChannel(), ns).catch(() => undefined);
-    }
-  };
-  return {
+  const app: App = {
     cfg,
     pool,
     redis,
@@ -95,6 +87,14 @@ export function createApp(cfg: Config, version: string, log = createLogger(cfg))
     replacements,
     workers: intersectPool,
   };
+  projector.onApplied = (namespaces) => {
+    // this thread at once; every other thread and node through Redis pub/sub
+    for (const ns of namespaces) {
+      invalidateCaches(app, ns);
+      redis.publish(keys.invalidationChannel(), ns).catch(() => undefined);
+    }
+  };
+  return app;
 }
 
 export async function closeApp(app: App): Promise<void> {

@@ -44,13 +44,18 @@ export function canonicalOr(reply: Reply, req: Req, spec: typeof SEARCH_SPEC, co
  */
 async function cached(app: App, reply: Reply, ns: string, key: string, common: Headers, compute: (signal: AbortSignal) => Promise<CachedResult>): Promise<void> {
   const hit = app.cache.get(key, ns);
-  if (hit) return reply.send(200, [['Content-Type', JSON_TYPE], ...common, ...hit.headers], hit.body);
+  if (hit) return sendResult(reply, common, hit);
   const version = app.cache.version(ns); // before reading Redis: a write meanwhile wins
   const r = await app.cache.flights.run(key + '\0' + version, reply.signal, async (signal) => {
     const r = await compute(signal);
     app.cache.set(key, ns, version, r);
     return r;
   });
+  sendResult(reply, common, r);
+}
+
+/** 200 with a (cached or computed) result: the route's headers, then the result's own. */
+function sendResult(reply: Reply, common: Headers, r: CachedResult): void {
   reply.send(200, [['Content-Type', JSON_TYPE], ...common, ...r.headers], r.body);
 }
 
@@ -65,7 +70,7 @@ function fastHit(app: App, reply: Reply, req: Req, ns: string, prefix: string, c
   if (req.query === '') return false;
   const hit = app.cache.get(prefix + (req.query ?? ''), ns, false);
   if (!hit) return false;
-  reply.send(200, [['Content-Type', JSON_TYPE], ...common, ...hit.headers], hit.body);
+  sendResult(reply, common, hit);
   return true;
 }
 
