@@ -168,7 +168,7 @@ new Gauge({
 let stateSource: (() => { postgres: boolean; redis: boolean }) | null = null;
 let lagSource: (() => Promise<number>) | null = null;
 let poolSource: (() => { queue: number; utilization: number } | null) | null = null;
-type CacheStats = { hits: number; misses: number; shared: number; bytes: number; entries: number };
+type CacheStats = { hits: number; misses: number; shared: number; bytes: number };
 let cacheSource: (() => CacheStats) | null = null;
 
 let rateSource: (() => { asked: number; leased: number }) | null = null;

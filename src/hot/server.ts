@@ -81,7 +81,7 @@ export async function startServer(app: App, port = app.cfg.port, host = app.cfg.
   joinAggregation(app.cfg.workers);
   setOutboxLagSource(() => app.projector.lag());
   setPoolStatsSource(() => app.workers?.stats() ?? null);
-  setResultCacheSource(() => ({ hits: app.cache.hits, misses: app.cache.misses, shared: app.cache.flights.joined, bytes: app.cache.bytes + app.replacements.bytes, entries: app.cache.size + app.replacements.size }));
+  setResultCacheSource(() => ({ hits: app.cache.hits, misses: app.cache.misses, shared: app.cache.flights.joined, bytes: app.cache.bytes + app.replacements.bytes }));
   setRateLimitSource(() => app.auth.stats);
   setBackendStateSource(() => ({ postgres: app.state.pgUp, redis: app.state.redisUp }));
   app.redis.on('error', () => countBackendError('redis', 'connection'));
