@@ -4,6 +4,7 @@
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import { ApiError, errorBody, STATUS_TEXT, type ErrorCode } from './domain/errors.js';
 import { outageError } from './outage.js';
+import { hasLoneSurrogate } from './domain/tokens.js';
 
 export type Headers = [string, string][];
 
@@ -305,15 +306,12 @@ export function parseJson(req: Req, body: Buffer | null): unknown {
   return v;
 }
 
-/** a high surrogate not followed by a low one, or a low one not preceded by a high one */
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-
 /** Every string in a parsed JSON value (object keys included) is well-formed UTF-16. */
 function wellFormed(v: unknown): boolean {
-  if (typeof v === 'string') return !LONE_SURROGATE.test(v);
+  if (typeof v === 'string') return !hasLoneSurrogate(v);
   if (Array.isArray(v)) return v.every(wellFormed);
   if (v && typeof v === 'object') {
-    for (const [k, x] of Object.entries(v)) if (LONE_SURROGATE.test(k) || !wellFormed(x)) return false;
+    for (const [k, x] of Object.entries(v)) if (hasLoneSurrogate(k) || !wellFormed(x)) return false;
   }
   return true;
 }

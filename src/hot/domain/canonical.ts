@@ -3,7 +3,7 @@
 // filters out. fast-querystring splits and decodes; it silently keeps undecodable escapes,
 // so decodability is checked first, on the raw string.
 import { parse as parseQs } from 'fast-querystring';
-import { compareCodePoints, isPropertyPair, isToken, splitProperty } from './tokens.js';
+import { compareCodePoints, hasLoneSurrogate, isPropertyPair, isToken, splitProperty } from './tokens.js';
 
 export type ParamKind = 'token' | 'tokens' | 'property' | 'flag' | 'limit' | 'cursor';
 export type QuerySpec = Readonly<Record<string, ParamKind>>;
@@ -47,7 +47,6 @@ export type CanonResult =
 const DEFAULT_LIMIT = 100;
 const MAX_LIMIT = 1000;
 const BAD_ESCAPE = /%(?![0-9a-fA-F]{2})/;
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /** Percent-encode: unreserved characters and ':' literal, every other byte %XX upper-case. */
 export function encodeValue(s: string): string {
@@ -109,7 +108,7 @@ export function canonicalize(path: string, raw: string | null, spec: QuerySpec):
   if (raw.includes('\uFFFD')) return { kind: 'error', message: 'the query string is not valid UTF-8' };
   // a lone UTF-16 surrogate has no UTF-8 form (encodeValue would throw); uWS never makes one,
   // but this function must not throw whoever calls it
-  if (LONE_SURROGATE.test(raw)) return { kind: 'error', message: 'the query string is not valid UTF-8' };
+  if (hasLoneSurrogate(raw)) return { kind: 'error', message: 'the query string is not valid UTF-8' };
   if (raw.includes('%')) {
     if (BAD_ESCAPE.test(raw)) return { kind: 'error', message: 'the query string has a malformed percent-escape' };
     try {

@@ -4,6 +4,14 @@ export const TOKEN_RE = /^[a-z0-9._-]{1,64}$/;
 // eslint-disable-next-line no-control-regex
 const CONTROL_RE = /[\u0000-\u001f\u007f-\u009f]/;
 
+/** a high surrogate not followed by a low one, or a low one not preceded by a high one */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** Does `s` hold an unpaired UTF-16 surrogate (no Unicode character, no UTF-8 form)? */
+export function hasLoneSurrogate(s: string): boolean {
+  return LONE_SURROGATE.test(s);
+}
+
 export function normToken(s: string): string {
   return s.toLowerCase();
 }

@@ -42,13 +42,10 @@ export async function countServices(pool: Pool, ns: string): Promise<number> {
 
 export async function setTier(pool: Pool, uuid: string, tier: string, by: string): Promise<SandboxRow> {
   return withTx(pool, async (c) => {
-    const cur = await c.query<{ tier: string }>('SELECT tier FROM sandboxes WHERE uuid = $1 FOR UPDATE', [uuid]);
+    const cur = await c.query<SandboxRow>('SELECT uuid, name, tier, lat, lon, created_at FROM sandboxes WHERE uuid = $1 FOR UPDATE', [uuid]);
     if (!cur.rows[0]) throw new ApiError('NOT_FOUND', 'no such sandbox');
-    if (cur.rows[0].tier === tier) {
-      // nothing changes, so nothing is recorded in the audit trail (the call still succeeds)
-      const same = await c.query<SandboxRow>('SELECT uuid, name, tier, lat, lon, created_at FROM sandboxes WHERE uuid = $1', [uuid]);
-      return same.rows[0]!;
-    }
+    // nothing changes, so nothing is recorded in the audit trail (the call still succeeds)
+    if (cur.rows[0].tier === tier) return cur.rows[0];
     const r = await c.query<SandboxRow>('UPDATE sandboxes SET tier = $2 WHERE uuid = $1 RETURNING uuid, name, tier, lat, lon, created_at', [uuid, tier]);
     await c.query('INSERT INTO tier_changes (sandbox, old_tier, new_tier, changed_by) VALUES ($1, $2, $3, $4)', [uuid, cur.rows[0].tier, tier, by]);
     return r.rows[0]!;
