@@ -24,7 +24,6 @@ const STATES_MAX = 50_000;
 interface Lease {
   /** the 5-second bucket the batch was counted in */
   bucket: number;
-  granted: number;
   /** admissions of the batch not used yet */
   left: number;
   /** admissions of the batch used without asking Redis */
@@ -120,7 +119,6 @@ export class Leases {
     }
     st.lease = {
       bucket: bucketOf(at),
-      granted,
       left: granted - 1,
       taken: 0,
       used: r.used,
