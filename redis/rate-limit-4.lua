@@ -42,14 +42,19 @@ for i, c in ipairs(counts) do
     if not oldest then oldest = fields[i] end
   end
 end
-redis.call('HINCRBY', KEYS[4], 'total', 1 + pending)
-redis.call('HINCRBY', KEYS[3], b, 1 + pending)
-redis.call('EXPIRE', KEYS[3], 420)
-if redis.call('HLEN', KEYS[3]) > 96 then
-  for _, f in ipairs(redis.call('HKEYS', KEYS[3])) do
-    if tonumber(f) < b - 71 then redis.call('HDEL', KEYS[3], f) end
+-- add n to bucket b of a bucket hash that keeps its newest `keep` buckets (the older ones
+-- go once it holds more than `max`) and lives `ttl` seconds past its last request
+local function addToBucket(key, n, keep, max, ttl)
+  redis.call('HINCRBY', key, b, n)
+  redis.call('EXPIRE', key, ttl)
+  if redis.call('HLEN', key) > max then
+    for _, f in ipairs(redis.call('HKEYS', key)) do
+      if tonumber(f) <= b - keep then redis.call('HDEL', key, f) end
+    end
   end
 end
+redis.call('HINCRBY', KEYS[4], 'total', 1 + pending)
+addToBucket(KEYS[3], 1 + pending, 72, 96, 420)
 local function untilLeaves(bucket)
   return math.max(1, math.ceil(((bucket + 12) * 5000 - now) / 1000))
 end
@@ -60,11 +65,5 @@ if used >= limit then
   return { 0, limit, used, retry, retry, 0 }
 end
 local granted = math.min(want, limit - used)
-redis.call('HINCRBY', KEYS[2], b, granted)
-redis.call('EXPIRE', KEYS[2], 65)
-if redis.call('HLEN', KEYS[2]) > 16 then
-  for _, f in ipairs(redis.call('HKEYS', KEYS[2])) do
-    if tonumber(f) < b - 11 then redis.call('HDEL', KEYS[2], f) end
-  end
-end
+addToBucket(KEYS[2], granted, 12, 16, 65)
 return { 1, limit, used + 1, 0, untilLeaves(oldest or b), granted }
