@@ -1,19 +1,22 @@
 // The in-process result cache never hides a write: on the writing node at once, and on
 // another node through Redis pub/sub (the entries' own lifetime is set to an hour here, so
 // only an invalidation message can make the write visible).
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { registerProduction, startTestServer } from '../helpers/server.js';
-import { rawGet } from '../helpers/checks.js';
+import { ids, rawGet } from '../helpers/checks.js';
 
-const ids = async (r: Response) => ((await r.json()) as { id: string }[]).map((x) => x.id);
-
-t.test('writes invalidate cached results on this node and on others', async (t) => {
+/** Nodes A and B: same database and Redis prefix, each its own process-local cache (an hour long). */
+async function twoNodes(t: Test) {
   const env = { RESULT_CACHE_TTL_MS: '3600000' };
   const a = await startTestServer({ env });
   t.teardown(() => a.close());
-  // node B: same database and Redis prefix, its own process-local cache
   const b = await startTestServer({ env, databaseUrl: a.cfg.databaseUrl, redisKeyPrefix: a.cfg.redisKeyPrefix });
   t.teardown(() => b.server.close(100).then(() => b.app.redis.quit()).then(() => b.app.pool.end()));
+  return { a, b };
+}
+
+t.test('writes invalidate cached results on this node and on others', async (t) => {
+  const { a, b } = await twoNodes(t);
 
   const first = await registerProduction(a, { endpoint: 'https://one.example.com', capability: 'cached' });
   t.same(await ids(await a.req('/services?capability=cached')), [first.id]);
@@ -40,11 +43,7 @@ t.test('writes invalidate cached results on this node and on others', async (t) 
 });
 
 t.test('the in-process copy of a replacements entry never hides a write on another node', async (t) => {
-  const env = { RESULT_CACHE_TTL_MS: '3600000' };
-  const a = await startTestServer({ env });
-  t.teardown(() => a.close());
-  const b = await startTestServer({ env, databaseUrl: a.cfg.databaseUrl, redisKeyPrefix: a.cfg.redisKeyPrefix });
-  t.teardown(() => b.server.close(100).then(() => b.app.redis.quit()).then(() => b.app.pool.end()));
+  const { a, b } = await twoNodes(t);
 
   const old = await registerProduction(a, { endpoint: 'https://old.example.com', capability: 'legacy-x', deprecated: true });
   const c1 = await registerProduction(a, { endpoint: 'https://c1.example.com', capability: 'modern-x' });
