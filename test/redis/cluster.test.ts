@@ -11,6 +11,7 @@ import { Writable } from 'node:stream';
 import { rebuildIndex } from '../../src/admin/reindex.js';
 import { ADMIN_KEY, createSandbox, registerProduction, startTestServer, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/processes.js';
+import { ids } from '../helpers/checks.js';
 
 const NODES = process.env.REDIS_CLUSTER_NODES || process.env.TEST_REDIS_CLUSTER_NODES || '';
 
@@ -31,8 +32,6 @@ async function ok(r: Promise<Response>, want: number, what: string): Promise<Res
   if (res.status !== want) throw new Error(`${what}: ${res.status} ${await res.text()}`);
   return res;
 }
-
-const ids = async (r: Response) => ((await r.json()) as { id: string }[]).map((x) => x.id);
 
 if (!NODES) {
   t.test('Redis Cluster flows', { skip: 'set REDIS_CLUSTER_NODES (or TEST_REDIS_CLUSTER_NODES) to the nodes of `scripts/services.sh cluster-up`' }, async () => undefined);

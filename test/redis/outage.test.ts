@@ -7,6 +7,7 @@
 import t, { type Test } from 'tap';
 import { ADMIN_KEY, createSandbox, registerProduction, startTestServer, type TestServer } from '../helpers/server.js';
 import { startProxy, startRedis, waitFor, type TcpProxy } from '../helpers/processes.js';
+import { ids as idsOf } from '../helpers/checks.js';
 
 /** A request that must answer within `ms` (the hang detector; not a performance bound). */
 async function answer(s: TestServer, path: string, init: RequestInit = {}, ms = 20_000): Promise<{ status: number; body: string; headers: Headers }> {
@@ -23,7 +24,7 @@ const json = (key: string, body: unknown): RequestInit => ({
 async function ids(s: TestServer, path: string, key?: string): Promise<string[] | null> {
   const r = await s.req(path, key ? { headers: { authorization: `Bearer ${key}` } } : {});
   if (r.status !== 200) return null;
-  return ((await r.json()) as { id: string }[]).map((x) => x.id);
+  return idsOf(r);
 }
 
 t.test('Redis unreachable: writes acknowledged, searches 503, index catches up afterwards', async (t) => {
