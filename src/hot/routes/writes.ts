@@ -5,7 +5,8 @@ import type { App } from '../app.js';
 import { ApiError } from '../domain/errors.js';
 import { deprecationHeaders, headerData, serializeService, serviceObject } from '../domain/service.js';
 import { parseServiceCreate, parseServicePatch, check, validators } from '../domain/validation.js';
-import { parseJson, type Headers, type Reply, type Req } from '../http.js';
+import { type Headers, type Reply, type Req } from '../http.js';
+import { parseJson } from '../body.js';
 import { addReplacement, createService, deleteService, loadReplacements, loadService, patchService } from '../store/services.js';
 
 /** "/services" for production, "/sandbox/<uuid>/services" for a sandbox */
