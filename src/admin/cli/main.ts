@@ -31,12 +31,13 @@ export interface Io {
   stdin: NodeJS.ReadableStream;
   stdout: Writable;
   stderr: Writable;
-  env: Record<string, string | undefined>;
+  /** the environment to configure from (tests); absent: the process's, read by config.ts */
+  env?: Record<string, string | undefined>;
 }
 
 const VALUED = ['lat', 'lon', 'tier', 'batch'] as const;
 
-export async function main(argv: string[], io: Io = { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, env: process.env }): Promise<number> {
+export async function main(argv: string[], io: Io = { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr }): Promise<number> {
   const out = (l: string) => void io.stdout.write(l + '\n');
   const err = (l: string) => void io.stderr.write(l + '\n');
   let p;
