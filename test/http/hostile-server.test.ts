@@ -6,6 +6,7 @@ import t from 'tap';
 import fc from 'fast-check';
 import { connect, type Socket } from 'node:net';
 import { ADMIN_KEY, createSandbox, registerProduction, startTestServer } from '../helpers/server.js';
+import { nearService } from '../helpers/hostile.js';
 
 interface Raw {
   status: number;
@@ -137,25 +138,7 @@ t.test('no query string gets a 5xx, and every 302 leads to a canonical URL', asy
   t.equal(plus.headers.location, '/services?property=k:a%20b', '+ is a space: one canonical spelling');
 });
 
-const tokenish = fc.oneof(fc.stringMatching(/^[a-z0-9._-]{1,10}$/), fc.string({ maxLength: 70 }), fc.constantFrom('UPPER', 'x'.repeat(65), '', '\u0000'));
-const nearBody = fc.record(
-  {
-    endpoint: fc.oneof(fc.constantFrom('https://a.example.com', 'http://x', 'ftp://x', 'https://[::1', 'https://a.example.com/' + 'x'.repeat(3000)), fc.string()),
-    capabilities: fc.oneof(fc.array(tokenish, { maxLength: 34 }), fc.jsonValue()),
-    capability: tokenish,
-    properties: fc.oneof(fc.dictionary(tokenish, fc.oneof(fc.string({ maxLength: 300 }), fc.jsonValue()), { maxKeys: 34 }), fc.jsonValue()),
-    iot: fc.oneof(fc.constant(null), fc.record({ deviceClasses: fc.array(tokenish, { maxLength: 33 }), protocols: fc.array(tokenish, { maxLength: 33 }) }, { requiredKeys: [] }), fc.jsonValue()),
-    deprecated: fc.oneof(fc.boolean(), fc.jsonValue()),
-    locked: fc.oneof(fc.boolean(), fc.jsonValue()),
-    sunset_date: fc.oneof(fc.constantFrom(null, '2030-01-01', '2030-02-30', '0000-00-00', '9999-12-31'), fc.jsonValue()),
-    serviceId: fc.oneof(tokenish, fc.jsonValue()),
-    name: fc.oneof(fc.string({ maxLength: 70 }), fc.jsonValue()),
-    location: fc.oneof(fc.record({ lat: fc.double(), lon: fc.double() }), fc.jsonValue()),
-    tier: fc.oneof(tokenish, fc.jsonValue()),
-    apiKey: fc.oneof(fc.string(), fc.jsonValue()),
-  },
-  { requiredKeys: [] },
-);
+const nearBody = nearService(fc.jsonValue());
 const body = fc.oneof(
   fc.oneof(fc.jsonValue(), nearBody).map((v) => Buffer.from(JSON.stringify(v) ?? 'null')),
   fc.uint8Array({ maxLength: 200 }).map((b) => Buffer.from(b)), // not JSON, not even UTF-8
