@@ -8,6 +8,8 @@
 -- ARGV[5]  doc            serialised service object ("" when gone)
 -- ARGV[6]  hdr            deprecation header data "<deprecatedAtSec>|<sunset HTTP-date>" or ""
 -- ARGV[7]  members        newline-separated set suffixes: "all", "c:<cap>", "p:<k>:<v>", "d:<dc>", "r:<proto>", "iot"
+--                         (the sets a previous state is in are derived from its stored
+--                         document: memberSuffixes() below, the same rule as keys.ts)
 -- ARGV[8]  repl           comma-separated candidate seqs, ranked ("" none)
 -- Returns: 1 applied, 0 stale (a newer revision is in place), -1 namespace not indexed
 -- (Redis was emptied: the caller keeps its outbox row for after the rebuild).
@@ -32,8 +34,24 @@ local function split(s, sep)
   return out
 end
 
+-- The set suffixes of a stored document (keys.ts memberSuffixes() on the decoded state).
+-- Deriving them costs a JSON decode per write; storing them cost ~85 bytes per service.
+local function memberSuffixes(doc)
+  local out = { 'all' }
+  if not doc then return out end
+  local s = cjson.decode(doc)
+  for _, c in ipairs(s.capabilities) do out[#out + 1] = 'c:' .. c end
+  for k, v in pairs(s.properties) do out[#out + 1] = 'p:' .. k .. ':' .. v end
+  if type(s.iot) == 'table' then
+    out[#out + 1] = 'iot'
+    for _, d in ipairs(s.iot.deviceClasses) do out[#out + 1] = 'd:' .. d end
+    for _, p in ipairs(s.iot.protocols) do out[#out + 1] = 'r:' .. p end
+  end
+  return out
+end
+
 if oldSeq then
-  for _, m in ipairs(split(redis.call('HGET', base .. 'mem', oldSeq), '\n')) do
+  for _, m in ipairs(memberSuffixes(redis.call('HGET', base .. 'docs', oldSeq))) do
     redis.call('ZREM', base .. m, oldSeq)
   end
   for _, c in ipairs(split(redis.call('HGET', base .. 'repl', oldSeq), ',')) do
@@ -47,7 +65,6 @@ if seq == '' then
   if oldSeq then
     redis.call('HDEL', base .. 'docs', oldSeq)
     redis.call('HDEL', base .. 'hdrs', oldSeq)
-    redis.call('HDEL', base .. 'mem', oldSeq)
     redis.call('HDEL', base .. 'repl', oldSeq)
     redis.call('HDEL', base .. 'ids', id)
   end
@@ -58,7 +75,6 @@ else
   end
   redis.call('HSET', base .. 'ids', id, seq)
   redis.call('HSET', base .. 'docs', seq, ARGV[5])
-  redis.call('HSET', base .. 'mem', seq, ARGV[7])
   if ARGV[6] ~= '' then redis.call('HSET', base .. 'hdrs', seq, ARGV[6]) else redis.call('HDEL', base .. 'hdrs', seq) end
   if ARGV[8] ~= '' then
     redis.call('HSET', base .. 'repl', seq, ARGV[8])

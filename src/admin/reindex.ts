@@ -5,7 +5,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Keys } from '../hot/domain/keys.js';
 import { PRODUCTION } from '../hot/domain/keys.js';
-import { applyArgs } from '../hot/index/projector.js';
+import { pageArgs } from '../hot/index/projector.js';
+import type { ServiceRecord } from '../hot/domain/service.js';
 import type { RedisClient } from '../hot/redis/client.js';
 import type { Pool } from '../hot/store/pool.js';
 import { loadServicePage } from '../hot/store/services.js';
@@ -36,6 +37,8 @@ export const RETIRE_GRACE_MS = 2000;
 // lost host) blocks the next one for at most LOCK_MS, not for the length of a rebuild.
 const LOCK_MS = 15_000;
 const RENEW_MS = 5_000;
+// Services per PostgreSQL page and per index-page.lua call (its unpack() bound is ~4,000
+// values per table: two per service).
 const BATCH = 1000;
 
 /** The rebuild lost its footing (Redis emptied or restarted under it, lock lost): retry. */
@@ -46,7 +49,8 @@ export async function rebuildIndex(
   redis: RedisClient,
   keys: Keys,
   tiers: TierConfig,
-  onProgress: (done: number) => void = () => undefined,
+  /** after each page is handed to Redis; a returned promise holds the rebuild (tests interleave writes there) */
+  onProgress: (done: number) => void | Promise<void> = () => undefined,
 ): Promise<RebuildResult | null> {
   const t0 = Date.now();
   const token = randomBytes(8).toString('hex');
@@ -72,25 +76,32 @@ export async function rebuildIndex(
     await Promise.all(sbs.rows.map((s) => redis.set(keys.ver(s.uuid, gen), '1')));
     await Promise.all(sbs.rows.map((s) => writeSandboxMeta(redis, keys, s.uuid, s.name, s.tier, tiers[s.tier] ?? 0, s.key_hash.toString('hex'))));
     let n = 0;
-    // PostgreSQL reads the next page while Redis applies this one (~25% faster at 100k)
+    // Three stages overlap: PostgreSQL reads page k+2 while this thread serialises page k+1
+    // and Redis writes page k (docs/decisions.md, "Bulk rebuild").
     const fetch = (after: number) => {
       const p = loadServicePage(pool, after, BATCH);
       p.catch(() => undefined); // handled where it is awaited; no unhandled rejection meanwhile
       return p;
     };
+    const settle = async (writing: Promise<number[]>) => {
+      // -1: a namespace marker of this generation vanished — Redis was emptied under us
+      if ((await writing).includes(-1)) throw new RebuildAborted('the index being built vanished (Redis emptied or restarted); starting over');
+      if (lost) throw new RebuildAborted('the rebuild lock was lost; another rebuild may be running');
+    };
     let next = fetch(0);
+    let writing: Promise<number[]> | null = null;
     for (;;) {
       const page = await next;
       if (!page.length) break;
       next = fetch(page[page.length - 1]!.seq);
-      // revision 0: any write applied meanwhile (revision = outbox id > 0) wins over it
-      const rs = await Promise.all(page.map((s) => redis.applyService(...applyArgs(keys, gen, s.ns, s.id, 0, s))));
-      // -1: a namespace marker of this generation vanished — Redis was emptied under us
-      if (rs.includes(-1)) throw new RebuildAborted('the index being built vanished (Redis emptied or restarted); starting over');
-      if (lost) throw new RebuildAborted('the rebuild lock was lost; another rebuild may be running');
+      const w = writePage(redis, keys, gen, page);
+      w.catch(() => undefined); // awaited by settle() below
+      if (writing) await settle(writing);
+      writing = w;
       n += page.length;
-      onProgress(n);
+      await onProgress(n);
     }
+    if (writing) await settle(writing);
     // Switch only to a generation that is whole: our building pointer and production's
     // marker must still be there (a FLUSHALL at any point before removes both), and check
     // again after the switch, undoing it if Redis was emptied in between — a live pointer
@@ -114,6 +125,18 @@ export async function rebuildIndex(
     // release only our own lock (compare-and-delete in one step)
     await redis.delIfEqual(keys.rebuildLock(), token).catch(() => undefined);
   }
+}
+
+/** One page into the building generation: one index-page.lua call per namespace run, pipelined. */
+function writePage(redis: RedisClient, keys: Keys, gen: string, page: ServiceRecord[]): Promise<number[]> {
+  const calls: Promise<number>[] = [];
+  for (let i = 0; i < page.length; ) {
+    let j = i + 1;
+    while (j < page.length && page[j]!.ns === page[i]!.ns) j++;
+    calls.push(redis.indexPage(...pageArgs(keys, gen, page[i]!.ns, page.slice(i, j))) as Promise<number>);
+    i = j;
+  }
+  return Promise.all(calls);
 }
 
 /**

@@ -31,9 +31,26 @@ export function applyArgs(keys: Keys, gen: string, ns: string, id: string, rev: 
   ];
 }
 
+/**
+ * Arguments of index-page.lua: services of one namespace (in seq order) for a generation
+ * being built. They carry no revision: the script skips any id that a write has given a
+ * revision in that generation (the rebuild's revision rule lives in that script alone).
+ */
+export function pageArgs(keys: Keys, gen: string, ns: string, page: ServiceRecord[]): string[] {
+  const out = [keys.ver(ns, gen), keys.base(ns, gen)];
+  for (const s of page) out.push(s.id, String(s.seq), serializeService(s), memberSuffixes(s).join('\n'), headerData(s), s.replacementSeqs.join(','));
+  return out;
+}
+
 export class Projector {
   private timer: NodeJS.Timeout | null = null;
   private sweeping = false;
+  /**
+   * Replicas serve reads: a write is acknowledged once they have it (WAIT on this
+   * connection), or after `ms` at most — then a replica may serve the previous state until
+   * it catches up (the staleness bound, docs/decisions.md "Read replicas"). null: none.
+   */
+  replicaWait: { replicas: number; ms: number } | null = null;
   /** called after a batch was applied, with the namespaces it touched */
   onApplied: (namespaces: Set<string>) => void = () => undefined;
 
@@ -71,6 +88,7 @@ export class Projector {
         touched.add(e.ns);
       }
     }
+    if (done.length && this.replicaWait) await this.redis.wait(this.replicaWait.replicas, this.replicaWait.ms).catch(() => 0);
     if (done.length) {
       await this.pool.query('DELETE FROM outbox WHERE id = ANY($1)', [done.map((e) => e.rev)]);
       this.onApplied(touched);

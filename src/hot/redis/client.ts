@@ -13,6 +13,7 @@ type Cmd = (...args: (string | number)[]) => Promise<unknown>;
 declare module 'ioredis' {
   interface RedisCommander {
     applyService: Cmd;
+    indexPage: Cmd;
     search: Cmd;
     searchBuffer: Cmd;
     getService: Cmd;
@@ -57,6 +58,16 @@ export function isRedisUnavailable(err: unknown): boolean {
   if (e.name === 'MaxRetriesPerRequestError' || e.name === 'ClusterAllFailedError') return true;
   if (e.code && ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTCONN'].includes(e.code)) return true;
   return UNAVAILABLE_MESSAGE.test(e.message) || (e.name === 'ReplyError' && UNAVAILABLE_REPLY.test(e.message));
+}
+
+/**
+ * Connections to the read-only replicas of REDIS_URL (none unless REDIS_REPLICA_URLS is
+ * set), with the same fail-fast options and scripts: only scripts that never write are
+ * called on them (Index.read()).
+ */
+export function createReplicas(cfg: Config): RedisClient[] {
+  if (cfg.redisClusterNodes.length) return []; // cluster mode: replicas are the cluster's business
+  return cfg.redisReplicaUrls.map((url) => createRedis({ ...cfg, redisUrl: url }));
 }
 
 export function createRedis(cfg: Config, extra: RedisOptions = {}): RedisClient {

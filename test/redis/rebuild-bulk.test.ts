@@ -1,0 +1,45 @@
+// The bulk rebuild (index-page.lua, a page of services per call) against writes that land
+// while it runs: a write applied to the building generation carries a revision, and the
+// rebuild's pages (read from PostgreSQL before or during that write) never overwrite it.
+// The writes are made from the rebuild's progress hook, between its pages, so the
+// interleaving is forced, not timed.
+import t from 'tap';
+import { rebuildIndex } from '../../src/admin/reindex.js';
+import { startTestServer } from '../helpers/server.js';
+import { seedServices, waitFor } from '../helpers/processes.js';
+import { allPages, ids } from '../helpers/checks.js';
+
+const id = (g: number) => 'seed' + String(g).padStart(8, '0');
+
+t.test('writes made during a bulk rebuild win over its pages', async (t) => {
+  const s = await startTestServer({ env: { RESULT_CACHE_ENTRIES: '0' } });
+  t.teardown(() => s.close());
+  await waitFor('the index', async () => (await s.req('/readyz')).status === 200);
+  await seedServices(s.cfg.databaseUrl, 3500); // seqs 1..3500: four pages of 1,000
+
+  let wrote = false;
+  const r = await rebuildIndex(s.app.pool, s.app.redis, s.app.keys, s.cfg.tiers, async (n) => {
+    if (n !== 1000) return;
+    // page 2 (seqs 1001-2000) is already being read; pages 3 and 4 are not
+    t.equal((await s.admin('PATCH', `/admin/api/services/${id(1500)}`, { capabilities: ['patched'] })).status, 200);
+    t.equal((await s.admin('PATCH', `/admin/api/services/${id(2500)}`, { capabilities: ['patched'] })).status, 200);
+    t.equal((await s.admin('DELETE', `/admin/api/services/${id(1800)}`)).status, 204);
+    t.equal((await s.admin('DELETE', `/admin/api/services/${id(3200)}`)).status, 204);
+    wrote = true;
+  });
+  t.ok(r, 'the rebuild ran');
+  t.ok(wrote, 'the writes happened between pages');
+
+  const patched = await s.req('/services?capability=patched');
+  t.same(await ids(patched), [id(1500), id(2500)], 'the patched services are in their new set');
+  for (const g of [1500, 2500]) {
+    const doc = (await (await s.req(`/services/${id(g)}`)).json()) as { capabilities: string[] };
+    t.same(doc.capabilities, ['patched'], `${id(g)} is served in its written state`);
+  }
+  const seeded = (await allPages(s, '/services?capability=seeded&limit=1000')).pages.flat();
+  t.equal(seeded.length, 3496, 'every other seeded service is in its set, once');
+  t.notOk(seeded.includes(id(1500)) || seeded.includes(id(2500)), 'the patched services left their old sets');
+  t.notOk(seeded.includes(id(1800)) || seeded.includes(id(3200)), 'services deleted during the rebuild are not indexed');
+  for (const g of [1800, 3200]) t.equal((await s.req(`/services/${id(g)}`)).status, 404, `${id(g)} deleted during the rebuild is gone`);
+  t.equal((await s.req(`/services/${id(1501)}`)).status, 200, 'its neighbours are indexed');
+});
