@@ -5,7 +5,7 @@ import type { Config } from './config.js';
 import { Keys } from './domain/keys.js';
 import { Index } from './index/index.js';
 import { Projector } from './index/projector.js';
-import { createRedis, type RedisClient } from './redis/client.js';
+import { createRedis, createReplicas, type RedisClient } from './redis/client.js';
 import { SandboxAuth } from './sandbox/auth.js';
 import { createPool, SERVING_TIMEOUTS, type Pool } from './store/pool.js';
 import { ResultCache } from './cache.js';
@@ -25,6 +25,8 @@ export interface App {
   cfg: Config;
   pool: Pool;
   redis: RedisClient;
+  /** read-only replicas (REDIS_REPLICA_URLS), used by the index for pure reads */
+  replicas: RedisClient[];
   keys: Keys;
   index: Index;
   projector: Projector;
@@ -65,17 +67,23 @@ export function createApp(cfg: Config, version: string, log = createLogger(cfg))
   const redis = createRedis(cfg);
   const keys = new Keys(cfg.redisKeyPrefix);
   const index = new Index(redis, keys);
+  const replicas = createReplicas(cfg);
+  index.replicas = replicas;
   const intersectPool = cfg.heavyIntersectionThreshold > 0 ? new IntersectPool(cfg) : null;
   index.pool = intersectPool;
   index.heavyThreshold = cfg.heavyIntersectionThreshold;
   const cache = new ResultCache(cfg.resultCacheEntries, cfg.resultCacheTtlMs, cfg.resultCacheBytes);
   // (a small share of the budget: one entry per deprecated service that is being looked up)
   const replacements = new ResultCache<Replacements>(cfg.resultCacheEntries, cfg.resultCacheTtlMs, cfg.resultCacheBytes / 8, (r) => 2 * (r.body.length + r.etag.length + r.hdr.length));
-  const projector = new Projector(pool, redis, keys);
+  // With replicas, index writes go through their own primary connection: the WAIT after
+  // them blocks that connection alone, never this thread's searches and counters.
+  const projector = new Projector(pool, replicas.length ? createRedis(cfg) : redis, keys);
+  projector.replicaWait = replicas.length && cfg.redisReplicaWaitMs > 0 ? { replicas: replicas.length, ms: cfg.redisReplicaWaitMs } : null;
   const app: App = {
     cfg,
     pool,
     redis,
+    replicas,
     keys,
     index,
     projector,
@@ -99,6 +107,9 @@ export function createApp(cfg: Config, version: string, log = createLogger(cfg))
 
 export async function closeApp(app: App): Promise<void> {
   app.projector.stop();
+  const extra = [...app.replicas, ...(app.projector.redis !== app.redis ? [app.projector.redis] : [])];
+  // replicas and the writer hold no state worth a QUIT (which would wait for one that is away)
+  for (const r of extra) r.disconnect();
   await Promise.allSettled([app.pool.end(), app.redis.quit(), app.workers?.close()]);
 }
 

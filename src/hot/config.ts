@@ -22,6 +22,14 @@ export interface Config {
   redisClusterNodes: string[];
   /** prefix in front of every Redis key (tests use it to share one Redis) */
   redisKeyPrefix: string;
+  /**
+   * Read-only replicas of REDIS_URL's primary: pure index reads (searches, GET
+   * /services/{id}) go to them in turn; writes, counters and scripts that write stay on
+   * the primary. In cluster mode, ioredis's scaleReads does the same job.
+   */
+  redisReplicaUrls: string[];
+  /** how long an index write waits for the replicas to have it (WAIT) before its 2xx, ms */
+  redisReplicaWaitMs: number;
   workers: number;
   allowUwsFallback: boolean;
   env: 'development' | 'production' | 'test';
@@ -159,6 +167,8 @@ export function loadConfig(env: Env = process.env): Config {
   for (const n of redisClusterNodes) {
     if (!/^[^:\s]+:\d{1,5}$/.test(n)) throw new ConfigError(`REDIS_CLUSTER_NODES entries must be host:port, got "${n}"`);
   }
+  const replicaRaw = env.REDIS_REPLICA_URLS || '';
+  const redisReplicaUrls = replicaRaw ? replicaRaw.split(',').map((s, i) => url({ [`REDIS_REPLICA_URLS[${i}]`]: s.trim() }, `REDIS_REPLICA_URLS[${i}]`, '', ['redis:', 'rediss:'])) : [];
   const prefix = env.REDIS_KEY_PREFIX || '';
   if (!/^[a-zA-Z0-9:_-]*$/.test(prefix)) throw new ConfigError('REDIS_KEY_PREFIX may hold only [a-zA-Z0-9:_-]');
   return {
@@ -170,6 +180,10 @@ export function loadConfig(env: Env = process.env): Config {
     redisUrl: url(env, 'REDIS_URL', 'redis://127.0.0.1:6390', ['redis:', 'rediss:']),
     redisClusterNodes,
     redisKeyPrefix: prefix,
+    redisReplicaUrls, // none: every read goes to the primary
+    // a replica normally has a write within a millisecond; a sick one costs a write at most
+    // this, and then serves it stale until it catches up (docs/decisions.md, "Read replicas")
+    redisReplicaWaitMs: int(env, 'REDIS_REPLICA_WAIT_MS', 100, 0, 10_000),
     // one uWS thread per core, less one left to Redis, PostgreSQL and the OS: on the 2-core
     // machines here 2 threads served 2.5x fewer requests than 1 (docs/decisions.md)
     workers: int(env, 'WORKERS', Math.max(1, availableParallelism() - 1), 1, 256),

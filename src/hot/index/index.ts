@@ -4,7 +4,7 @@
 import { ApiError } from '../domain/errors.js';
 import type { Filters } from '../domain/canonical.js';
 import { Keys, PRODUCTION } from '../domain/keys.js';
-import type { RedisClient } from '../redis/client.js';
+import { isRedisUnavailable, type RedisClient } from '../redis/client.js';
 import type { IntersectPool } from '../../workers/pool.js';
 
 /** a page for the worker pool to compute */
@@ -59,11 +59,32 @@ export class Index {
   pool: IntersectPool | null = null;
   /** smallest-set size above which an intersection is heavy (measured: docs/decisions.md) */
   heavyThreshold = 0;
+  /** read-only replicas for pure reads (REDIS_REPLICA_URLS); empty: the primary serves all */
+  replicas: RedisClient[] = [];
+  private turn = 0;
 
   constructor(
     readonly redis: RedisClient,
     readonly keys: Keys,
   ) {}
+
+  /**
+   * Run a read-only script call on the next replica in turn, or on the primary when there
+   * is none. A replica that cannot answer, or that lacks the namespace (-1: it has not
+   * replicated a fresh generation or marker yet), hands the call to the primary: a replica
+   * only ever adds capacity, never an outage or a 503 of its own.
+   */
+  private async read<T>(call: (r: RedisClient) => Promise<T>): Promise<T> {
+    if (!this.replicas.length) return call(this.redis);
+    const r = this.replicas[this.turn++ % this.replicas.length]!;
+    try {
+      const v = await call(r);
+      if (v !== -1) return v;
+    } catch (e) {
+      if (!isRedisUnavailable(e)) throw e;
+    }
+    return call(this.redis);
+  }
 
   /** Re-read the live generation; returns it (null when the index is missing). */
   async refreshGen(): Promise<string | null> {
@@ -111,7 +132,7 @@ export class Index {
     const k = this.keys;
     const sets = this.filterKeys(ns, gen, f);
     const args = [2 + sets.length, k.ver(ns, gen), k.docs(ns, gen), ...sets, after, limit, 0, this.pool ? this.heavyThreshold : 0, joined ? 1 : 0];
-    const run = async () => (await (joined ? this.redis.searchBuffer(...args) : this.redis.search(...args))) as number | (T | number)[];
+    const run = () => this.read(async (r) => (await (joined ? r.searchBuffer(...args) : r.search(...args))) as number | (T | number)[]);
     const r = await this.retryNamespace(ns, await run(), run);
     if (r === -1) throw notIndexed();
     const reply = r as (T | number)[];
@@ -156,7 +177,7 @@ export class Index {
 
   async getService(ns: string, id: string): Promise<{ seq: string; doc: string; hdr: string } | null> {
     const gen = this.liveGen();
-    const run = async () => (await this.redis.getService(this.keys.ver(ns, gen), this.keys.base(ns, gen), id)) as number | string[];
+    const run = () => this.read(async (r) => (await r.getService(this.keys.ver(ns, gen), this.keys.base(ns, gen), id)) as number | string[]);
     const r = await this.retryNamespace(ns, await run(), run);
     if (r === -1) throw notIndexed();
     if (r === 0) return null;
