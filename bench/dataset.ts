@@ -5,7 +5,8 @@
 import { prng } from '../src/admin/seed.js';
 
 export interface DatasetSpec {
-  name: 'full' | 'quick';
+  /** 'full', 'quick', or 'n<production>' for a named size (--services N) */
+  name: string;
   seed: number;
   production: number;
   capabilities: number;
@@ -43,6 +44,17 @@ export const QUICK: DatasetSpec = {
   capabilities: 200,
   sandboxes: 100,
 };
+
+/**
+ * `--services N`: N production services of the same shape (2,000 capabilities, the same
+ * properties and IoT share), and N / 100 sandboxes holding 100,000 services between them
+ * (at least 10 each): 1,000,000 → 10,000 sandboxes × 10. N = 100,000 is FULL itself.
+ */
+export function sizedSpec(n: number): DatasetSpec {
+  if (n === FULL.production) return FULL;
+  const sandboxes = Math.max(1, Math.floor(n / 100));
+  return { ...FULL, name: `n${n}`, production: n, sandboxes, servicesPerSandbox: Math.max(10, Math.floor(100_000 / sandboxes)) };
+}
 
 export const PROPERTY_KEYS: readonly { key: string; values: readonly string[] }[] = [
   { key: 'region', values: ['eu-west', 'eu-central', 'eu-north', 'us-east', 'us-west', 'us-central', 'ap-south', 'ap-northeast', 'ap-southeast', 'sa-east', 'af-south', 'me-central'] },

@@ -1,6 +1,8 @@
 // Command-line flags of bench/run.ts (see bench/README.md, "Running").
 export interface Flags {
   quick: boolean;
+  /** production services of a named size (--services N); null: FULL (or QUICK) */
+  services: number | null;
   /** WORKERS settings: every scenario runs with the first, the main scenario with each */
   workers: number[];
   durationS: number;
@@ -23,7 +25,7 @@ export interface Flags {
   argv: string[];
 }
 
-export const USAGE = `usage: node dist/bench/run.js [--quick] [--workers 1,2] [--duration S] [--warmup S]
+export const USAGE = `usage: node dist/bench/run.js [--quick | --services N] [--workers 1,2] [--duration S] [--warmup S]
   [--connections N] [--heavy-connections N] [--scenarios a1,a2,b,c,c2,d,e,f,h,v] [--ceiling-runs 1|2]
   [--regenerate] [--rebuild] [--readme|--no-readme] [--no-pin]`;
 
@@ -38,8 +40,8 @@ export function parseFlags(argv: string[], nproc: number): Flags {
     const i = argv.indexOf(f);
     return i === -1 ? undefined : argv[i + 1];
   };
-  const known = new Set(['--quick', '--workers', '--duration', '--warmup', '--connections', '--heavy-connections', '--scenarios', '--ceiling-runs', '--regenerate', '--rebuild', '--readme', '--no-readme', '--no-pin', '--pinned']);
-  const withValue = new Set(['--workers', '--duration', '--warmup', '--connections', '--heavy-connections', '--scenarios', '--ceiling-runs']);
+  const known = new Set(['--quick', '--services', '--workers', '--duration', '--warmup', '--connections', '--heavy-connections', '--scenarios', '--ceiling-runs', '--regenerate', '--rebuild', '--readme', '--no-readme', '--no-pin', '--pinned']);
+  const withValue = new Set(['--services', '--workers', '--duration', '--warmup', '--connections', '--heavy-connections', '--scenarios', '--ceiling-runs']);
   for (let i = 0; i < argv.length; i++) {
     if (!known.has(argv[i]!)) throw new Error(`unknown argument ${argv[i]}\n${USAGE}`);
     if (withValue.has(argv[i]!)) i++;
@@ -49,8 +51,11 @@ export function parseFlags(argv: string[], nproc: number): Flags {
   // full runs report 1 vs N by default; quick runs stay under a minute with one setting
   const workers = workersRaw ? workersRaw.split(',').map((w) => positiveInt('--workers', w)) : quick || nproc < 2 ? [1] : [1, nproc];
   const only = val('--scenarios');
+  const services = val('--services') ? positiveInt('--services', val('--services')) : null;
+  if (quick && services) throw new Error(`--quick and --services exclude each other\n${USAGE}`);
   return {
     quick,
+    services,
     workers,
     durationS: val('--duration') ? positiveInt('--duration', val('--duration')) : quick ? 3 : 10,
     warmupS: val('--warmup') ? positiveInt('--warmup', val('--warmup')) : quick ? 1 : 3,

@@ -1,7 +1,7 @@
 // Prepares what the bench runs against: the generated data set in its own PostgreSQL
 // database (reused while its fingerprint matches), the Redis index under a dedicated key
 // prefix (rebuilt with the project's own rebuildIndex(), timed), and a fresh API key for
-// the enterprise sandbox of the keyed scenario. Run alone: node dist/bench/generate.js [--quick] [--regenerate] [--rebuild]
+// the enterprise sandbox of the keyed scenario. Run alone: node dist/bench/generate.js [--quick | --services N] [--regenerate] [--rebuild]
 import { createHash, randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -14,7 +14,7 @@ import { createRedis, type RedisClient } from '../src/hot/redis/client.js';
 import { writeSandboxMeta } from '../src/hot/store/sandbox-meta.js';
 import { MIGRATIONS_DIR } from '../src/hot/store/migrator.js';
 import { createPool, type Pool } from '../src/hot/store/pool.js';
-import { capabilityName, FULL, QUICK, type DatasetSpec } from './dataset.js';
+import { capabilityName, QUICK, sizedSpec, type DatasetSpec } from './dataset.js';
 import { cachedDataset, countWhere, databaseUrl, loadDataset, recreateDatabase, rotateKey, type StoredDataset } from './load.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -28,6 +28,8 @@ export const BENCH_TIERS = 'free=60,pro=600,enterprise=100000000';
 
 export interface PrepareOptions {
   quick: boolean;
+  /** production services of a named size (--services N); 100,000 (FULL) when absent */
+  services?: number;
   /** drop and regenerate the database even when it matches */
   regenerate: boolean;
   /** rebuild the Redis index even when the stored one matches */
@@ -101,7 +103,9 @@ async function ensureIndex(pool: Pool, redis: RedisClient, keys: Keys, cfg: Conf
   const live = await redis.get(keys.gen());
   if (!force && marker && marker.fingerprint === fp && marker.gen === live) return { ...marker, cached: true };
   log('  rebuilding the Redis index with rebuildIndex() …');
-  let r = await rebuildIndex(pool, redis, keys, cfg.tiers, (n) => n % 50_000 === 0 && log(`    ${n} services indexed`));
+  let r = await rebuildIndex(pool, redis, keys, cfg.tiers, (n) => {
+    if (n % 100_000 === 0) log(`    ${n} services indexed`);
+  });
   if (!r) {
     // the lock of an interrupted earlier bench run (nothing else uses this prefix)
     await redis.del(keys.rebuildLock());
@@ -154,12 +158,12 @@ async function facts(pool: Pool, spec: DatasetSpec): Promise<Facts> {
 /** The bench's configuration: the caller's servers, the bench database and key prefix. */
 function benchConfig(spec: DatasetSpec): { cfg: Config; serverEnv: Record<string, string>; db: string; baseUrl: string } {
   const base = loadConfig();
-  const db = spec.name === 'full' ? 'registry_bench' : 'registry_bench_quick';
+  const db = spec.name === 'full' ? 'registry_bench' : spec.name === 'quick' ? 'registry_bench_quick' : 'registry_bench_' + spec.name;
   const serverEnv: Record<string, string> = {
     DATABASE_URL: databaseUrl(base.databaseUrl, db),
     REDIS_URL: base.redisUrl,
     REDIS_CLUSTER_NODES: base.redisClusterNodes.join(','),
-    REDIS_KEY_PREFIX: spec.name === 'full' ? 'bench:' : 'benchq:',
+    REDIS_KEY_PREFIX: spec.name === 'full' ? 'bench:' : spec.name === 'quick' ? 'benchq:' : `bench${spec.name}:`,
     TIERS: BENCH_TIERS,
     NODE_ENV: 'production',
     ADMIN_API_KEY: 'bench_' + randomBytes(18).toString('base64url'),
@@ -172,7 +176,7 @@ function benchConfig(spec: DatasetSpec): { cfg: Config; serverEnv: Record<string
 }
 
 export async function prepare(o: PrepareOptions): Promise<BenchData> {
-  const spec = o.quick ? QUICK : FULL;
+  const spec = o.quick ? QUICK : sizedSpec(o.services ?? 100_000);
   const { cfg, serverEnv, db, baseUrl } = benchConfig(spec);
   const fp = datasetFingerprint(spec);
   const t0 = Date.now();
@@ -184,7 +188,8 @@ export async function prepare(o: PrepareOptions): Promise<BenchData> {
     stored = await loadDataset(cfg.databaseUrl, spec, fp, o.log);
     o.log(`  loaded in ${(stored.loadMs / 1000).toFixed(1)} s`);
   } else o.log(`reusing the ${spec.name} data set in database ${db} (built in ${(stored.loadMs / 1000).toFixed(1)} s)`);
-  const pool = createPool(cfg.databaseUrl, 4);
+  // no statement timeout: the facts' counts take longer than a request's bound at a million
+  const pool = createPool(cfg.databaseUrl, 4, { statementMs: 0, queryMs: 0 });
   const redis = createRedis(cfg);
   const keys = new Keys(cfg.redisKeyPrefix);
   try {
@@ -223,7 +228,8 @@ export async function prepare(o: PrepareOptions): Promise<BenchData> {
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const flags = new Set(process.argv.slice(2));
-  prepare({ quick: flags.has('--quick'), regenerate: flags.has('--regenerate'), rebuild: flags.has('--rebuild'), log: (m) => console.log(m) })
+  const n = process.argv.indexOf('--services');
+  prepare({ quick: flags.has('--quick'), services: n > 0 ? Number(process.argv[n + 1]) : undefined, regenerate: flags.has('--regenerate'), rebuild: flags.has('--rebuild'), log: (m) => console.log(m) })
     .then((d) => {
       const { key: _key, ...sandbox } = d.sandbox; // the key is a secret of this run only
       console.log(JSON.stringify({ data: d.stored, index: d.index, sandbox, facts: d.facts }, null, 2));

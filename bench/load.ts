@@ -138,7 +138,9 @@ async function flush(pool: Pool, c: Columns): Promise<void> {
  */
 export async function loadDataset(url: string, spec: DatasetSpec, fingerprint: string, log: (m: string) => void): Promise<StoredDataset> {
   const t0 = Date.now();
-  const pool = createPool(url, 4);
+  // two flushes in flight, three statements each: a free connection for every one (a
+  // checkout that waits more than the pool's 3 s connect timeout fails the load)
+  const pool = createPool(url, 6);
   try {
     await migrate(pool);
     const next = serviceGenerator(spec);

@@ -198,7 +198,7 @@ async function main(): Promise<void> {
   const load0 = loadavg()[0]!;
   mkdirSync(RESULTS, { recursive: true });
   // a full run always times a fresh rebuild (the README reports it); quick runs reuse a valid index
-  const d = await prepare({ quick: f.quick, regenerate: f.regenerate, rebuild: f.rebuild || !f.quick, log });
+  const d = await prepare({ quick: f.quick, services: f.services ?? undefined, regenerate: f.regenerate, rebuild: f.rebuild || !f.quick, log });
   const list = scenarios(d).filter((s) => !f.only || f.only.has(s.id));
   const withH = !f.only || f.only.has('h');
   const withV = !f.only || f.only.has('v');
