@@ -39,6 +39,8 @@ export interface WorkersRun {
   ceiling: Row | null;
   /** every ceiling run: before the scenarios (full runs) and after them */
   ceilings: Row[];
+  /** the server process's resident memory after its scenarios (VmRSS, MB; null: unknown) */
+  rssMb?: number | null;
 }
 
 export interface Isolation {

@@ -135,6 +135,7 @@ async function runWorkers(f: Flags, d: BenchData, workers: number, list: Scenari
   let iso: Isolation | null = null;
   let vis: Visibility | null = null;
   let warm: RawResponse;
+  let rssMb: number | null = null;
   const mainPath = scenarios(d).find((s) => s.id === MAIN)!.path;
   try {
     if (f.ceilingRuns > 1) {
@@ -173,6 +174,8 @@ async function runWorkers(f: Flags, d: BenchData, workers: number, list: Scenari
         await b.child.stop();
       }
     }
+    rssMb = rss(child.proc.pid);
+    log(`  server RSS after the scenarios: ${rssMb ?? '?'} MB`);
     warm = await get(base + mainPath);
     if (warm.status !== 200) throw new Error(`the main scenario answers ${warm.status}: no ceiling bytes`);
   } finally {
@@ -181,7 +184,17 @@ async function runWorkers(f: Flags, d: BenchData, workers: number, list: Scenari
   ceilings.push(await ceiling(f, warm, workers, pin, 'g', ceilings.length ? 'after' : ''));
   const best = ceilings.reduce((a, b) => (b.rps > a.rps ? b : a));
   for (const r of [...rows, ...ceilings]) r.ratio = r.rps / best.rps;
-  return { run: { workers, pinning: pin.note, rows, ceiling: best, ceilings }, iso, vis };
+  return { run: { workers, pinning: pin.note, rows, ceiling: best, ceilings, rssMb }, iso, vis };
+}
+
+/** Resident memory of a process (all its threads), MB, from /proc; null where there is none. */
+function rss(pid: number | undefined): number | null {
+  try {
+    const m = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Math.round(Number(m[1]) / 1024) : null;
+  } catch {
+    return null;
+  }
 }
 
 function reexecPinned(): void {
@@ -219,6 +232,7 @@ async function main(): Promise<void> {
   const bad = runs.flatMap((r) => r.rows.filter((x) => x.non2xx || x.errors || x.timeouts).map((x) => x.id));
   if (bad.length) notes.push(`Rows with non-2xx answers, errors or timeouts: ${bad.join(', ')} (their req/s count 2xx only).`);
   notes.push('Redis and PostgreSQL are not pinned: they run on whichever core is free, beside the server and autocannon ("other CPU" is their share plus any other work).');
+  for (const r of runs) if (r.rssMb) notes.push(`Server RSS after its scenarios (WORKERS=${r.workers}, result cache at its default budget): ${r.rssMb} MB.`);
   const load1 = loadavg()[0]!;
   // The load average counts the bench's own processes too, so it cannot tell noise apart;
   // "other CPU" of rows that Redis barely serves (cached answers, the ceiling) can.

@@ -1,6 +1,6 @@
 // The bench data generator: deterministic, Zipf-skewed, shaped as issue 5 asks.
 import t from 'tap';
-import { FULL, PROPERTIES_PER_SERVICE, QUICK, capabilityName, sandboxTier, serviceGenerator, zipf } from '../../bench/dataset.js';
+import { FULL, PROPERTIES_PER_SERVICE, QUICK, capabilityName, sandboxTier, serviceGenerator, sizedSpec, zipf } from '../../bench/dataset.js';
 import { prng } from '../../src/admin/seed.js';
 import { isToken } from '../../src/hot/domain/tokens.js';
 
@@ -50,4 +50,15 @@ t.test('sandbox tiers: some enterprise, some pro, mostly free', async (t) => {
   t.equal(tiers.filter((x) => x === 'enterprise').length, 10);
   t.equal(tiers.filter((x) => x === 'pro').length, 90);
   t.equal(QUICK.production * 10, FULL.production, 'quick is ten times smaller');
+});
+
+t.test('named sizes: a million is the same shape with 10,000 sandboxes of 10', async (t) => {
+  t.equal(sizedSpec(100_000), FULL, '100,000 is the full data set itself');
+  const m = sizedSpec(1_000_000);
+  t.equal(m.production, 1_000_000);
+  t.equal(m.capabilities, FULL.capabilities, 'same capabilities, properties and IoT share');
+  t.equal(m.iotShare, FULL.iotShare);
+  t.equal(m.sandboxes, 10_000);
+  t.equal(m.servicesPerSandbox, 10);
+  t.equal(m.name, 'n1000000', 'its own database and key prefix');
 });

@@ -22,6 +22,10 @@ t.test('flags: defaults of full and quick runs, lists, bad input', async (t) => 
   t.strictSame(f.argv, ['--workers', '1,4', '--scenarios', 'a1,h', '--no-readme'], '--pinned is internal');
   t.throws(() => parseFlags(['--workers', '0'], 2), /positive integer/);
   t.throws(() => parseFlags(['--fast'], 2), /unknown argument --fast/);
+  t.equal(full.services, null, 'no named size: the full data set');
+  t.equal(parseFlags(['--services', '1000000'], 2).services, 1_000_000);
+  t.throws(() => parseFlags(['--services', '0'], 2), /positive integer/);
+  t.throws(() => parseFlags(['--quick', '--services', '5000'], 2), /exclude each other/);
 });
 
 t.test('percentile is nearest-rank', async (t) => {
