@@ -64,7 +64,7 @@ export interface Machine {
 
 export interface Results {
   date: string;
-  mode: 'full' | 'quick';
+  mode: string;
   command: string;
   machine: Machine;
   /** 1-minute load average when the run started and ended: above nproc, other work competed */

@@ -163,7 +163,10 @@ export async function dropGeneration(redis: RedisClient, keys: Keys, gen: string
       const [next, batch] = await node.scan(cursor, 'MATCH', keys.genPattern(gen), 'COUNT', 1000);
       cursor = next;
       if (batch.length) {
-        for (const k of batch) await node.unlink(k);
+        // one UNLINK per key (keys of a batch may lie in different cluster slots), pipelined:
+        // a key at a time cost a round trip each, ~10 minutes for the ~700,000 keys of a
+        // million-service generation on a loaded machine
+        await Promise.all(batch.map((k) => node.unlink(k)));
         n += batch.length;
       }
     } while (cursor !== '0');
