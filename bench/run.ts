@@ -135,7 +135,7 @@ async function runWorkers(f: Flags, d: BenchData, workers: number, list: Scenari
   let iso: Isolation | null = null;
   let vis: Visibility | null = null;
   let warm: RawResponse;
-  let rssMb: number | null = null;
+  let rssMb: number | null;
   const mainPath = scenarios(d).find((s) => s.id === MAIN)!.path;
   try {
     if (f.ceilingRuns > 1) {
