@@ -8,7 +8,7 @@ import { Projector } from './index/projector.js';
 import { createRedis, type RedisClient } from './redis/client.js';
 import { SandboxAuth } from './sandbox/auth.js';
 import { createPool, SERVING_TIMEOUTS, type Pool } from './store/pool.js';
-import { ResultCache } from './cache.js';
+import { ResultCache } from './cache/result-cache.js';
 import type { Replacements } from './index/index.js';
 import { IntersectPool } from '../workers/pool.js';
 

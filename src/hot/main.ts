@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfig, ConfigError, redactUrl, type Config } from './config.js';
-import { checkUwsNative } from './native.js';
+import { checkUwsNative } from './ops/native.js';
 import { createApp, closeApp, createLogger } from './app.js';
 import { startServer } from './server.js';
 import { createPool } from './store/pool.js';

@@ -3,17 +3,17 @@
 import uWS from 'uWebSockets.js';
 import { registerAdmin } from '../admin/routes.js';
 import type { App } from './app.js';
-import { allowedMethods, route, type RouteOptions } from './http.js';
-import { indexAlive, startWatchers, type Watchers } from './lifecycle.js';
-import { startInvalidation } from './invalidation.js';
-import { openApiDocument } from './openapi.js';
+import { allowedMethods, route, type RouteOptions } from './http/route.js';
+import { indexAlive, startWatchers, type Watchers } from './ops/lifecycle.js';
+import { startInvalidation } from './cache/invalidation.js';
+import { openApiDocument } from './http/openapi.js';
 import { registerPublic } from './routes/public.js';
 import { registerSandbox } from './routes/sandbox.js';
 import { registerChanges } from './changes/route.js';
 import { closeHub, hubOf } from './changes/hub.js';
-import { countBackendError, countUnexpected, setBackendStateSource, setOutboxLagSource, setPoolStatsSource, setRateLimitSource, setResultCacheSource } from './metrics.js';
-import { joinAggregation } from './metrics-threads.js';
-import { requestObserver } from './observe.js';
+import { countBackendError, countUnexpected, setBackendStateSource, setOutboxLagSource, setPoolStatsSource, setRateLimitSource, setResultCacheSource } from './ops/metrics.js';
+import { joinAggregation } from './ops/metrics-threads.js';
+import { requestObserver } from './ops/observe.js';
 import { registerMetrics } from './routes/metrics.js';
 
 export interface Server {

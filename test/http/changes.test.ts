@@ -3,7 +3,7 @@
 // at connect, heartbeats, and streams ended by a server shutdown.
 import t from 'tap';
 import { createSandbox, registerProduction, startTestServer, type TestServer } from '../helpers/server.js';
-import { openSse, type SseStream } from './changes-sse.js';
+import { openSse, type SseStream } from '../helpers/changes-sse.js';
 import { pruneChanges } from '../../src/hot/changes/events.js';
 
 const ENV = { CHANGES_POLL_MS: '30', CHANGES_HEARTBEAT_MS: '60000' };

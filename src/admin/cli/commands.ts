@@ -11,7 +11,7 @@ import { hashKey, newSandboxKey } from '../../hot/sandbox/keys.js';
 import type { Pool } from '../../hot/store/pool.js';
 import { writeSandboxMeta } from '../../hot/store/sandbox-meta.js';
 import { insertSandbox, setTier, type SandboxRow } from '../../hot/store/sandboxes.js';
-import { rebuildIndex, type RebuildResult } from '../reindex.js';
+import { rebuildIndex, type RebuildResult } from '../../hot/index/rebuild.js';
 import { stats } from '../stats.js';
 import { progressBar, UsageError } from './args.js';
 

@@ -9,8 +9,8 @@
 // poller's cursor, then switching to live in the same tick, so no event is sent twice
 // or lost at the hand-over).
 import type { App } from '../app.js';
-import type { Reply } from '../http.js';
-import { changeStreams, countBackendError } from '../metrics.js';
+import type { Reply } from '../http/route.js';
+import { changeStreams, countBackendError } from '../ops/metrics.js';
 import { lastChangeId, pruneChanges, readAllChanges, readChanges, type ChangeEvent } from './events.js';
 
 const BATCH = 500;

@@ -6,7 +6,7 @@ import type { TemplatedApp } from 'uWebSockets.js';
 import type { App } from '../app.js';
 import { ApiError } from '../domain/errors.js';
 import { PRODUCTION } from '../domain/keys.js';
-import { route, type Headers, type RouteOptions } from '../http.js';
+import { route, type Headers, type RouteOptions } from '../http/route.js';
 import { bearerKey } from '../sandbox/auth.js';
 import { hubOf } from './hub.js';
 

@@ -4,8 +4,8 @@
 // at their proxy.
 import type { TemplatedApp } from 'uWebSockets.js';
 import type { App } from '../app.js';
-import { route, type RouteOptions } from '../http.js';
-import { scrape } from '../metrics-threads.js';
+import { route, type RouteOptions } from '../http/route.js';
+import { scrape } from '../ops/metrics-threads.js';
 
 export function registerMetrics(uws: TemplatedApp, app: App, o: RouteOptions): void {
   if (!app.cfg.metricsEnabled) return;

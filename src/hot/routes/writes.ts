@@ -5,8 +5,8 @@ import type { App } from '../app.js';
 import { ApiError } from '../domain/errors.js';
 import { deprecationHeaders, headerData, serializeService, serviceObject } from '../domain/service.js';
 import { parseServiceCreate, parseServicePatch, check, validators } from '../domain/validation.js';
-import { type Headers, type Reply, type Req } from '../http.js';
-import { parseJson } from '../body.js';
+import { type Headers, type Reply, type Req } from '../http/route.js';
+import { parseJson } from '../http/body.js';
 import { addReplacement, createService, deleteService, loadReplacements, loadService, patchService } from '../store/services.js';
 
 /** "/services" for production, "/sandbox/<uuid>/services" for a sandbox */

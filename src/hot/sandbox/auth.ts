@@ -7,14 +7,14 @@
 import { timingSafeEqual } from 'node:crypto';
 import { ApiError } from '../domain/errors.js';
 import type { Keys } from '../domain/keys.js';
-import type { Headers } from '../http.js';
+import type { Headers } from '../http/route.js';
 import { isRedisUnavailable, type RedisClient } from '../redis/client.js';
 import type { Pool } from '../store/pool.js';
 import { writeSandboxMeta } from '../store/sandbox-meta.js';
 import { getSandbox, sandboxByKeyHash } from '../store/sandboxes.js';
 import type { TierConfig } from '../config.js';
 import { hashKey, KEY_RE } from './keys.js';
-import { countRateLimited } from '../metrics.js';
+import { countRateLimited } from '../ops/metrics.js';
 import { Leases } from './leases.js';
 
 export const RATELIMIT_DRAFT = 'draft-ietf-httpapi-ratelimit-headers-10';

@@ -3,7 +3,7 @@
 // (drop that namespace's results), "gen:<id>" (a rebuild switched generations: drop all)
 // or "lease:<uuid>" (that sandbox's tier changed: drop its rate-limit lease).
 // A (re)connected subscriber may have missed messages, so it drops everything too.
-import { clearCaches, invalidateCaches, type App } from './app.js';
+import { clearCaches, invalidateCaches, type App } from '../app.js';
 
 export function startInvalidation(app: App): () => Promise<void> {
   const sub = app.redis.duplicate();

@@ -2,8 +2,8 @@
 // everything from `req` synchronously, attach onAborted before any await, write later
 // responses inside cork() and only if the client is still there (bodies: body.ts).
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
-import { ApiError, errorBody, STATUS_TEXT, type ErrorCode } from './domain/errors.js';
-import { outageError } from './outage.js';
+import { ApiError, errorBody, STATUS_TEXT, type ErrorCode } from '../domain/errors.js';
+import { outageError } from '../ops/outage.js';
 import { readBody } from './body.js';
 
 export type Headers = [string, string][];

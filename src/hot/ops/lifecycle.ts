@@ -3,9 +3,9 @@
 // outbox, and derive readiness from all of it. The two probes run side by side, each with
 // its own time limit, so one sick server never freezes the view of the other; a rebuild
 // runs beside the probes, so a long one does not freeze readiness either.
-import { dropStaleBuild, rebuildIndex } from '../admin/reindex.js';
-import type { App } from './app.js';
-import { PRODUCTION } from './domain/keys.js';
+import { dropStaleBuild, rebuildIndex } from '../index/rebuild.js';
+import type { App } from '../app.js';
+import { PRODUCTION } from '../domain/keys.js';
 
 export interface Watchers {
   stop(): void;
