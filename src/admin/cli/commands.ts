@@ -96,6 +96,6 @@ export async function tierSet(ctx: Ctx, uuid: string, tier: string): Promise<voi
 
 export async function printStats(ctx: Ctx): Promise<void> {
   // stats() reads only these members of the app
-  const app = { cfg: ctx.cfg, pool: ctx.pool, redis: ctx.redis(), keys: ctx.keys } as unknown as App;
+  const app = { cfg: ctx.cfg, pg: ctx.pool, redis: ctx.redis(), keys: ctx.keys } as unknown as App;
   ctx.out(JSON.stringify(await stats(app), null, 2));
 }

@@ -3,7 +3,7 @@
 import type { HttpResponse } from 'uWebSockets.js';
 import { ApiError } from '../domain/errors.js';
 import { hasLoneSurrogate } from '../domain/tokens.js';
-import type { Req } from './route.js';
+import type { Req } from './types.js';
 
 /** Collect the body, copying each chunk (uWS reuses their memory), refusing past `max`. */
 export function readBody(res: HttpResponse, max: number, onDone: (body: Buffer | null) => void): void {

@@ -5,7 +5,7 @@
 import { BroadcastChannel, threadId } from 'node:worker_threads';
 import { randomBytes } from 'node:crypto';
 import { AggregatorRegistry, type MetricObjectWithValues, type MetricValue } from 'prom-client';
-import { registry } from './metrics.js';
+import { readSources, registry, type ThreadSources } from './metrics.js';
 
 const CHANNEL = 'service-registry:metrics';
 const WAIT_MS = 1000; // a thread busy for longer than this is left out (registry_threads_reporting shows it)
@@ -22,54 +22,68 @@ interface ReplyMsg {
   data: MetricObjectWithValues<MetricValue<string>>[];
 }
 
-let channel: BroadcastChannel | null = null;
-let peers = 1;
-const pending = new Map<string, (data: ReplyMsg['data']) => void>();
-
 /**
- * Join the scrape channel: call once per serving thread, with the number of serving
- * threads of the process. With one thread nothing is set up.
+ * One per serving thread (built by the composition root): with more than one serving
+ * thread it joins the scrape channel at start() and answers the other threads' requests
+ * with its own registry; scrape() gives the whole process.
  */
-export function joinAggregation(serving: number): void {
-  peers = serving;
-  if (serving <= 1 || channel) return;
-  const ch = new BroadcastChannel(CHANNEL);
-  ch.unref();
-  ch.onmessage = (ev: unknown) => {
-    const m = (ev as { data: CollectMsg | ReplyMsg }).data;
-    if (m.t === 'collect' && m.from !== threadId) {
-      void registry.getMetricsAsJSON().then((data) => ch.postMessage({ t: 'metrics', id: m.id, to: m.from, data } satisfies ReplyMsg));
-    } else if (m.t === 'metrics' && m.to === threadId) {
-      pending.get(m.id)?.(m.data);
-    }
-  };
-  channel = ch;
-}
+export class MetricsAggregation {
+  private channel: BroadcastChannel | null = null;
+  private readonly pending = new Map<string, (data: ReplyMsg['data']) => void>();
 
-export function leaveAggregation(): void {
-  channel?.close();
-  channel = null;
-  peers = 1;
-}
+  constructor(
+    /** serving threads of the process (cfg.uwsThreads) */
+    private readonly peers: number,
+    private readonly sources: ThreadSources,
+  ) {}
 
-/** The Prometheus text of every serving thread of this process. */
-export async function scrape(): Promise<{ contentType: string; body: string }> {
-  if (!channel) return { contentType: registry.contentType, body: await registry.metrics() };
-  const ch = channel;
-  const parts = [await registry.getMetricsAsJSON()];
-  const id = randomBytes(8).toString('hex');
-  await new Promise<void>((resolve) => {
-    const t = setTimeout(resolve, WAIT_MS);
-    pending.set(id, (data) => {
-      parts.push(data);
-      if (parts.length >= peers) {
-        clearTimeout(t);
-        resolve();
+  private async own(): Promise<ReplyMsg['data']> {
+    await readSources(this.sources);
+    return registry.getMetricsAsJSON();
+  }
+
+  start(): void {
+    if (this.peers <= 1 || this.channel) return;
+    const ch = new BroadcastChannel(CHANNEL);
+    ch.unref();
+    ch.onmessage = (ev: unknown) => {
+      const m = (ev as { data: CollectMsg | ReplyMsg }).data;
+      if (m.t === 'collect' && m.from !== threadId) {
+        void this.own().then((data) => ch.postMessage({ t: 'metrics', id: m.id, to: m.from, data } satisfies ReplyMsg));
+      } else if (m.t === 'metrics' && m.to === threadId) {
+        this.pending.get(m.id)?.(m.data);
       }
+    };
+    this.channel = ch;
+  }
+
+  stop(): void {
+    this.channel?.close();
+    this.channel = null;
+  }
+
+  /** The Prometheus text of every serving thread of this process. */
+  async scrape(): Promise<{ contentType: string; body: string }> {
+    if (!this.channel) {
+      await readSources(this.sources);
+      return { contentType: registry.contentType, body: await registry.metrics() };
+    }
+    const ch = this.channel;
+    const parts = [await this.own()];
+    const id = randomBytes(8).toString('hex');
+    await new Promise<void>((resolve) => {
+      const t = setTimeout(resolve, WAIT_MS);
+      this.pending.set(id, (data) => {
+        parts.push(data);
+        if (parts.length >= this.peers) {
+          clearTimeout(t);
+          resolve();
+        }
+      });
+      ch.postMessage({ t: 'collect', id, from: threadId } satisfies CollectMsg);
     });
-    ch.postMessage({ t: 'collect', id, from: threadId } satisfies CollectMsg);
-  });
-  pending.delete(id);
-  const merged = AggregatorRegistry.aggregate(parts);
-  return { contentType: merged.contentType, body: await merged.metrics() };
+    this.pending.delete(id);
+    const merged = AggregatorRegistry.aggregate(parts);
+    return { contentType: merged.contentType, body: await merged.metrics() };
+  }
 }

@@ -7,7 +7,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import { ApiError } from '../domain/errors.js';
 import type { Keys } from '../domain/keys.js';
-import type { Headers } from '../http/route.js';
+import type { Headers } from '../http/types.js';
 import { isRedisUnavailable, type RedisClient } from '../redis/client.js';
 import type { Pool } from '../store/pool.js';
 import { writeSandboxMeta } from '../store/sandbox-meta.js';
@@ -15,19 +15,11 @@ import { getSandbox, sandboxByKeyHash } from '../store/sandboxes.js';
 import type { TierConfig } from '../config.js';
 import { hashKey, KEY_RE } from './keys.js';
 import { countRateLimited } from '../ops/metrics.js';
-import { Leases } from './leases.js';
+import { Leases, type RateResult } from './leases.js';
 
 export const RATELIMIT_DRAFT = 'draft-ietf-httpapi-ratelimit-headers-10';
 const CACHE_MAX = 50_000;
 const UNKNOWN_KEY_MS = 10_000;
-
-export interface RateResult {
-  admitted: boolean;
-  limit: number;
-  used: number;
-  retryAfter: number;
-  reset: number;
-}
 
 export class SandboxAuth {
   private cache = new Map<string, { uuid: string; hash: Buffer }>();

@@ -14,7 +14,15 @@
 // LEASE_DIVISOR requests of a window: 0.2 % of the limit a thread.
 // A tier change reaches a thread holding a lease within LEASE_MS (at once on the thread
 // that made it, and on others when the invalidation message arrives).
-import type { RateResult } from './auth.js';
+
+/** The answer of the rate limiter for one request of a sandbox. */
+export interface RateResult {
+  admitted: boolean;
+  limit: number;
+  used: number;
+  retryAfter: number;
+  reset: number;
+}
 
 export const LEASE_MS = 100;
 export const LEASE_MAX = 256;
