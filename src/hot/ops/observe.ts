@@ -4,7 +4,8 @@
 // cookie or key can reach it (pino's redaction in app.ts guards every other log line).
 import type { Level } from 'pino';
 import type { App } from '../app.js';
-import type { Reply, Req } from '../http/route.js';
+import type { Reply } from '../http/route.js';
+import type { Req } from '../http/types.js';
 import { observeRequest } from './metrics.js';
 
 export type Observer = (req: Req, reply: Reply, route: string) => void;
