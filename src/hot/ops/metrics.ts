@@ -2,6 +2,7 @@
 // instance is per thread); metrics-threads.ts merges them at scrape time. Counters and
 // histograms are summed; each gauge names its own aggregator.
 import { Counter, Gauge, Registry } from 'prom-client';
+import { backendOf } from './outage.js';
 
 export const registry = new Registry();
 const registers = [registry];
@@ -216,24 +217,9 @@ export function changeStreams(delta: number): void {
   streams.inc(delta);
 }
 
-/** Does this error come from ioredis? (their classes are not exported in a stable way) */
-export function isRedisError(err: unknown): boolean {
-  const e = err as { name?: string; message?: string } | null;
-  if (!e) return false;
-  if (e.name === 'ReplyError' || e.name === 'MaxRetriesPerRequestError' || e.name === 'ClusterAllFailedError') return true;
-  return /Connection is closed|Command timed out|Stream isn't writeable|enableOfflineQueue|NOSCRIPT|CLUSTERDOWN|MOVED|READONLY/.test(e.message ?? '');
-}
-
-/** Is this error PostgreSQL's (a server error with a SQLSTATE, or a pg connection failure)? */
-export function isPgError(err: unknown): boolean {
-  const e = err as { code?: unknown; severity?: unknown; message?: string } | null;
-  if (!e) return false;
-  if (typeof e.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code) && typeof e.severity === 'string') return true;
-  return /Connection terminated|Query read timeout|timeout exceeded when trying to connect|Client has encountered a connection error/.test(e.message ?? '');
-}
-
 /** Count an unexpected request error under its backend, if it came from one. */
 export function countUnexpected(err: unknown): void {
-  if (isRedisError(err)) countBackendError('redis', 'command');
-  else if (isPgError(err)) countBackendError('postgres', 'query');
+  const from = backendOf(err);
+  if (from === 'redis') countBackendError('redis', 'command');
+  else if (from === 'postgres') countBackendError('postgres', 'query');
 }

@@ -45,20 +45,6 @@ export function loadScripts(client: RedisClient): string[] {
   return names;
 }
 
-// Replies that mean "this Redis cannot serve right now" (loading a dataset, cluster
-// reconfiguring, a replica promoted), as opposed to a bug in a script or a command.
-const UNAVAILABLE_REPLY = /^(LOADING|CLUSTERDOWN|TRYAGAIN|MASTERDOWN|READONLY|BUSY) /;
-const UNAVAILABLE_MESSAGE = /^(Connection is closed\.|Command timed out|Stream isn't writeable|None of startup nodes is available|Failed to refresh slots cache|Cluster isn't ready|Reached the max retries per request limit)/;
-
-/** Is `err` ioredis saying Redis is unreachable or not serving (→ 503, not 500)? */
-export function isRedisUnavailable(err: unknown): boolean {
-  if (!(err instanceof Error)) return false;
-  const e = err as Error & { code?: string };
-  if (e.name === 'MaxRetriesPerRequestError' || e.name === 'ClusterAllFailedError') return true;
-  if (e.code && ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTCONN'].includes(e.code)) return true;
-  return UNAVAILABLE_MESSAGE.test(e.message) || (e.name === 'ReplyError' && UNAVAILABLE_REPLY.test(e.message));
-}
-
 export function createRedis(cfg: Config, extra: RedisOptions = {}): RedisClient {
   const opts: RedisOptions = {
     // fail fast while Redis is away instead of queueing requests without bound: a command
