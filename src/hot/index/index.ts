@@ -87,7 +87,6 @@ export class Index {
     return sets;
   }
 
-  /** One page of a search; `after` is an exclusive seq bound ("" for the start). */
   /**
    * A sandbox created while Redis was away has no namespace marker in a generation that is
    * otherwise complete. Callers only reach a sandbox namespace after its key was verified
@@ -118,6 +117,7 @@ export class Index {
     return { reply, heavy };
   }
 
+  /** One page of a search; `after` is an exclusive seq bound ("" for the start). */
   async search(ns: string, f: FilterSets, after: string, limit: number, signal?: AbortSignal): Promise<Page> {
     const { reply: arr, heavy } = await this.runSearch<string>(ns, f, after, limit, false);
     if (heavy) {

@@ -8,7 +8,7 @@ import { ROOT } from '../paths.js';
 
 export type RedisClient = Redis | Cluster;
 
-/** Script results are typed where they are used (index/search.ts, index/projector.ts). */
+/** Script results are typed where they are used (index/index.ts, index/projector.ts, sandbox/). */
 type Cmd = (...args: (string | number)[]) => Promise<unknown>;
 declare module 'ioredis' {
   interface RedisCommander {
