@@ -7,6 +7,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import { ApiError } from '../domain/errors.js';
 import type { Keys } from '../domain/keys.js';
+import { RATE_LIMIT_ARGS, RATE_WINDOW } from '../domain/rate-window.js';
 import type { Headers } from '../http/types.js';
 import type { RedisClient } from '../redis/client.js';
 import { isRedisUnavailable } from '../ops/outage.js';
@@ -107,7 +108,7 @@ export class SandboxAuth {
     const run = async () => {
       at = Date.now();
       this.stats.asked++;
-      return (await this.redis.rateLimit(k.sandbox(uuid), k.rateWindow(uuid), k.rateHistory(uuid), k.rateTotals(uuid), at, plan.want, pending, plan.refunds)) as number[];
+      return (await this.redis.rateLimit(k.sandbox(uuid), k.rateWindow(uuid), k.rateHistory(uuid), k.rateTotals(uuid), at, plan.want, pending, plan.refunds, ...RATE_LIMIT_ARGS)) as number[];
     };
     let r: number[];
     try {
@@ -141,7 +142,7 @@ export class SandboxAuth {
     this.flushing = false;
     const now = Date.now();
     for (const [uuid, n] of this.pending) {
-      this.redis.rateCount(this.keys.rateHistory(uuid), this.keys.rateTotals(uuid), now, n).catch(() => undefined);
+      this.redis.rateCount(this.keys.rateHistory(uuid), this.keys.rateTotals(uuid), now, n, RATE_WINDOW.bucketMs, RATE_WINDOW.historyTtlS).catch(() => undefined);
     }
     this.pending.clear();
   }

@@ -14,6 +14,7 @@
 // LEASE_DIVISOR requests of a window: 0.2 % of the limit a thread.
 // A tier change reaches a thread holding a lease within LEASE_MS (at once on the thread
 // that made it, and on others when the invalidation message arrives).
+import { RATE_WINDOW } from '../domain/rate-window.js';
 
 /** The answer of the rate limiter for one request of a sandbox. */
 export interface RateResult {
@@ -54,7 +55,7 @@ interface State {
   limit: number;
 }
 
-const bucketOf = (ms: number) => Math.floor(ms / 5000);
+const bucketOf = (ms: number) => Math.floor(ms / RATE_WINDOW.bucketMs);
 
 export class Leases {
   private states = new Map<string, State>();

@@ -1,6 +1,7 @@
 // What the sandbox routes and the admin API show of a sandbox: its public summary (from
 // the PostgreSQL row) and its poll data (counters from Redis).
 import type { Keys } from '../domain/keys.js';
+import { RATE_WINDOW } from '../domain/rate-window.js';
 import type { RedisClient } from '../redis/client.js';
 import type { SandboxRow } from '../store/sandboxes.js';
 
@@ -15,11 +16,11 @@ export function sandboxSummary(tiers: Record<string, number>, s: SandboxRow): Re
   };
 }
 
-export const POLL_BUCKETS = 72;
+export const POLL_BUCKETS = RATE_WINDOW.historyBuckets;
 
 /** Counters of a sandbox from Redis: totals and the last `n` 5-second buckets. */
-export async function pollData(redis: RedisClient, k: Keys, uuid: string, n = POLL_BUCKETS): Promise<{ limit: number; total: number; rejected: number; tier: string; buckets: number[] } | null> {
-  const r = (await redis.pollData(k.sandbox(uuid), k.rateHistory(uuid), k.rateTotals(uuid), Date.now(), n)) as (number | string)[];
+export async function pollData(redis: RedisClient, k: Keys, uuid: string, n: number = POLL_BUCKETS): Promise<{ limit: number; total: number; rejected: number; tier: string; buckets: number[] } | null> {
+  const r = (await redis.pollData(k.sandbox(uuid), k.rateHistory(uuid), k.rateTotals(uuid), Date.now(), n, RATE_WINDOW.bucketMs)) as (number | string)[];
   if (r[0] === -1) return null;
   return { limit: Number(r[0]), total: Number(r[1]), rejected: Number(r[2]), tier: String(r[3]), buckets: r.slice(4).map(Number) };
 }
