@@ -67,7 +67,11 @@ export function createRedis(cfg: Config, extra: RedisOptions = {}): RedisClient 
         const [host, port] = n.split(':');
         return { host: host!, port: Number(port) };
       }),
-      { redisOptions: opts, enableAutoPipelining: true, scaleReads: 'master' },
+      // search.lua takes a variable number of keys, so its first argument is the key count:
+      // ioredis's auto-pipeline would group it by the slot of that number and then refuse
+      // ("All keys in the pipeline should belong to the same slots allocation group") when
+      // another namespace's command shares the tick. It is sent on its own, routed by its keys.
+      { redisOptions: opts, enableAutoPipelining: true, autoPipeliningIgnoredCommands: ['search'], scaleReads: 'master' },
     );
   } else {
     client = new Redis(cfg.redisUrl, opts);
