@@ -25,12 +25,12 @@ export interface Config {
   /**
    * Read-only replicas of REDIS_URL's primary: pure index reads (searches, GET
    * /services/{id}) go to them in turn; writes, counters and scripts that write stay on
-   * the primary. In cluster mode, ioredis's scaleReads does the same job.
+   * the primary. Ignored in cluster mode (docs/decisions.md, "Read replicas").
    */
   redisReplicaUrls: string[];
   /** how long an index write waits for the replicas to have it (WAIT) before its 2xx, ms */
   redisReplicaWaitMs: number;
-  workers: number;
+  uwsThreads: number;
   allowUwsFallback: boolean;
   env: 'development' | 'production' | 'test';
   tiers: TierConfig;
@@ -186,7 +186,7 @@ export function loadConfig(env: Env = process.env): Config {
     redisReplicaWaitMs: int(env, 'REDIS_REPLICA_WAIT_MS', 100, 0, 10_000),
     // one uWS thread per core, less one left to Redis, PostgreSQL and the OS: on the 2-core
     // machines here 2 threads served 2.5x fewer requests than 1 (docs/decisions.md)
-    workers: int(env, 'WORKERS', Math.max(1, availableParallelism() - 1), 1, 256),
+    uwsThreads: int(env, 'WORKERS', Math.max(1, availableParallelism() - 1), 1, 256),
     allowUwsFallback: bool(env, 'ALLOW_UWS_FALLBACK', false), // refuse the slow JS fallback
     env: nodeEnv,
     tiers: t,

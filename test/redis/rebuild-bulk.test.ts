@@ -4,7 +4,7 @@
 // The writes are made from the rebuild's progress hook, between its pages, so the
 // interleaving is forced, not timed.
 import t from 'tap';
-import { rebuildIndex } from '../../src/admin/reindex.js';
+import { rebuildIndex } from '../../src/hot/index/rebuild.js';
 import { startTestServer } from '../helpers/server.js';
 import { seedServices, waitFor } from '../helpers/processes.js';
 import { allPages, ids } from '../helpers/checks.js';
@@ -18,7 +18,7 @@ t.test('writes made during a bulk rebuild win over its pages', async (t) => {
   await seedServices(s.cfg.databaseUrl, 3500); // seqs 1..3500: four pages of 1,000
 
   let wrote = false;
-  const r = await rebuildIndex(s.app.pool, s.app.redis, s.app.keys, s.cfg.tiers, async (n) => {
+  const r = await rebuildIndex(s.app.pg, s.app.redis, s.app.keys, s.cfg.tiers, async (n) => {
     if (n !== 1000) return;
     // page 2 (seqs 1001-2000) is already being read; pages 3 and 4 are not
     t.equal((await s.admin('PATCH', `/admin/api/services/${id(1500)}`, { capabilities: ['patched'] })).status, 200);

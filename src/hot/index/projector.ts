@@ -45,19 +45,19 @@ export function pageArgs(keys: Keys, gen: string, ns: string, page: ServiceRecor
 export class Projector {
   private timer: NodeJS.Timeout | null = null;
   private sweeping = false;
-  /**
-   * Replicas serve reads: a write is acknowledged once they have it (WAIT on this
-   * connection), or after `ms` at most — then a replica may serve the previous state until
-   * it catches up (the staleness bound, docs/decisions.md "Read replicas"). null: none.
-   */
-  replicaWait: { replicas: number; ms: number } | null = null;
-  /** called after a batch was applied, with the namespaces it touched */
-  onApplied: (namespaces: Set<string>) => void = () => undefined;
-
   constructor(
     readonly pool: Pool,
     readonly redis: RedisClient,
     readonly keys: Keys,
+    /** called after a batch was applied, with the namespaces it touched */
+    private readonly onApplied: (namespaces: Set<string>) => void = () => undefined,
+    /**
+     * Replicas serve reads: a write is acknowledged once they have it (WAIT on this
+     * connection, which must then be the projector's own), or after `ms` at most — then a
+     * replica may serve the previous state until it catches up (the staleness bound,
+     * docs/decisions.md "Read replicas"). null: no replicas.
+     */
+    private readonly replicaWait: { replicas: number; ms: number } | null = null,
   ) {}
 
   /**
