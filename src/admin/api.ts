@@ -78,6 +78,7 @@ export function registerAdminApi(uws: TemplatedApp, app: App, o: RouteOptions): 
     // The rate-limit script reads the limit from this hash on every request, so the new
     // limit applies to the very next one. PostgreSQL already has the change; if Redis
     // fails here the caller is told, and repeating the call applies it.
+    if (app.projector.beforeApply) await app.projector.beforeApply([row.uuid]);
     try {
       await writeSandboxMeta(app.redis, app.keys, row.uuid, row.name, row.tier, limit, '');
     } catch (err) {

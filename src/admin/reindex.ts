@@ -46,7 +46,7 @@ export async function rebuildIndex(
   redis: RedisClient,
   keys: Keys,
   tiers: TierConfig,
-  onProgress: (done: number) => void = () => undefined,
+  onProgress: (done: number) => void | Promise<void> = () => undefined,
 ): Promise<RebuildResult | null> {
   const t0 = Date.now();
   const token = randomBytes(8).toString('hex');
@@ -89,7 +89,7 @@ export async function rebuildIndex(
       if (rs.includes(-1)) throw new RebuildAborted('the index being built vanished (Redis emptied or restarted); starting over');
       if (lost) throw new RebuildAborted('the rebuild lock was lost; another rebuild may be running');
       n += page.length;
-      onProgress(n);
+      await onProgress(n);
     }
     // Switch only to a generation that is whole: our building pointer and production's
     // marker must still be there (a FLUSHALL at any point before removes both), and check

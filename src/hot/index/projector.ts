@@ -36,6 +36,11 @@ export class Projector {
   private sweeping = false;
   /** called after a batch was applied, with the namespaces it touched */
   onApplied: (namespaces: Set<string>) => void = () => undefined;
+  /**
+   * Test hook: awaited after a sync loaded its state from PostgreSQL and before it applies
+   * it to Redis, with the ids loaded (tests hold a sync there to force an interleaving).
+   */
+  beforeApply: ((ids: string[]) => Promise<void>) | null = null;
 
   constructor(
     readonly pool: Pool,
@@ -50,6 +55,7 @@ export class Projector {
   async sync(entries: OutboxEntry[]): Promise<OutboxEntry[]> {
     if (!entries.length) return [];
     const states = await loadServices(this.pool, [...new Set(entries.map((e) => e.id))]);
+    if (this.beforeApply) await this.beforeApply([...new Set(entries.map((e) => e.id))]);
     const live = await this.redis.get(this.keys.gen());
     const building = await this.redis.get(this.keys.building());
     const gens = [live, building].filter((g): g is string => !!g);

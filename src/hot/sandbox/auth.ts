@@ -39,6 +39,8 @@ export class SandboxAuth {
   private flushing = false;
   /** calls of the rate-limit script, and requests answered from a lease (tests, metrics) */
   readonly stats = { asked: 0, leased: 0 };
+  /** this node's clock (tests skew it to play a node whose clock is off) */
+  now: () => number = () => Date.now();
 
   constructor(
     readonly pool: Pool,
@@ -89,7 +91,7 @@ export class SandboxAuth {
    */
   async count(uuid: string): Promise<RateResult> {
     for (let waits = 0; ; waits++) {
-      const now = Date.now();
+      const now = this.now();
       const local = this.leases.take(uuid, now);
       if (local) {
         this.stats.leased++;
@@ -112,7 +114,7 @@ export class SandboxAuth {
     const plan = this.leases.plan(uuid);
     let at = 0;
     const run = async () => {
-      at = Date.now();
+      at = this.now();
       this.stats.asked++;
       return (await this.redis.rateLimit(k.sandbox(uuid), k.rateWindow(uuid), k.rateHistory(uuid), k.rateTotals(uuid), at, plan.want, pending, plan.refunds)) as number[];
     };
@@ -146,7 +148,7 @@ export class SandboxAuth {
 
   private flush(): void {
     this.flushing = false;
-    const now = Date.now();
+    const now = this.now();
     for (const [uuid, n] of this.pending) {
       this.redis.rateCount(this.keys.rateHistory(uuid), this.keys.rateTotals(uuid), now, n).catch(() => undefined);
     }
