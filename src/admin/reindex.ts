@@ -46,7 +46,7 @@ export async function rebuildIndex(
   redis: RedisClient,
   keys: Keys,
   tiers: TierConfig,
-  onProgress: (done: number) => void | Promise<void> = () => undefined,
+  onProgress: (done: number) => unknown = () => undefined,
 ): Promise<RebuildResult | null> {
   const t0 = Date.now();
   const token = randomBytes(8).toString('hex');
