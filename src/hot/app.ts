@@ -9,6 +9,7 @@ import { createRedis, type RedisClient } from './redis/client.js';
 import { SandboxAuth } from './sandbox/auth.js';
 import { createPool, SERVING_TIMEOUTS, type Pool } from './store/pool.js';
 import { ResultCache } from './cache.js';
+import { countProjectorFailure } from './metrics.js';
 import type { Replacements } from './index/index.js';
 import { IntersectPool } from '../workers/pool.js';
 
@@ -71,7 +72,7 @@ export function createApp(cfg: Config, version: string, log = createLogger(cfg))
   const cache = new ResultCache(cfg.resultCacheEntries, cfg.resultCacheTtlMs, cfg.resultCacheBytes);
   // (a small share of the budget: one entry per deprecated service that is being looked up)
   const replacements = new ResultCache<Replacements>(cfg.resultCacheEntries, cfg.resultCacheTtlMs, cfg.resultCacheBytes / 8, (r) => 2 * (r.body.length + r.etag.length + r.hdr.length));
-  const projector = new Projector(pool, redis, keys);
+  const projector = new Projector(pool, redis, keys, cfg.tiers, log);
   const app: App = {
     cfg,
     pool,
@@ -91,7 +92,11 @@ export function createApp(cfg: Config, version: string, log = createLogger(cfg))
     // this thread at once; every other thread and node through Redis pub/sub
     for (const ns of namespaces) {
       invalidateCaches(app, ns);
-      redis.publish(keys.invalidationChannel(), ns).catch(() => undefined);
+      redis.publish(keys.invalidationChannel(), ns).catch((err: unknown) => {
+        // other threads and nodes keep their cached results until RESULT_CACHE_TTL_MS
+        countProjectorFailure('invalidate');
+        log.warn({ err: String(err), ns }, 'cache invalidation not published');
+      });
     }
   };
   return app;

@@ -4,12 +4,23 @@
 // or "lease:<uuid>" (that sandbox's tier changed: drop its rate-limit lease).
 // A (re)connected subscriber may have missed messages, so it drops everything too.
 import { clearCaches, invalidateCaches, type App } from './app.js';
+import { countProjectorFailure } from './metrics.js';
 
 export function startInvalidation(app: App): () => Promise<void> {
   const sub = app.redis.duplicate();
   const channel = app.keys.invalidationChannel();
-  sub.on('error', () => undefined);
-  sub.on('ready', () => clearCaches(app));
+  // connection errors repeat on every reconnection attempt: one line per outage
+  let down = false;
+  sub.on('error', (err: unknown) => {
+    if (down) return;
+    down = true;
+    countProjectorFailure('invalidate');
+    app.log.warn({ err: String(err) }, 'cache invalidation subscriber lost Redis; cached results are dropped when it is back');
+  });
+  sub.on('ready', () => {
+    down = false;
+    clearCaches(app);
+  });
   sub.on('message', (ch: string, msg: string) => {
     if (ch !== channel) return;
     if (msg.startsWith('lease:')) app.auth.dropLease(msg.slice(6));
@@ -19,7 +30,10 @@ export function startInvalidation(app: App): () => Promise<void> {
     }
     else invalidateCaches(app, msg);
   });
-  sub.subscribe(channel).catch(() => undefined);
+  sub.subscribe(channel).catch((err: unknown) => {
+    countProjectorFailure('invalidate');
+    app.log.warn({ err: String(err) }, 'cache invalidation subscribe failed: this thread sees other writes only after RESULT_CACHE_TTL_MS');
+  });
   return async () => {
     await sub.quit().catch(() => sub.disconnect());
   };

@@ -13,6 +13,7 @@ type Cmd = (...args: (string | number)[]) => Promise<unknown>;
 declare module 'ioredis' {
   interface RedisCommander {
     applyService: Cmd;
+    applySandbox: Cmd;
     search: Cmd;
     searchBuffer: Cmd;
     getService: Cmd;

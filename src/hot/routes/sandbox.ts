@@ -66,7 +66,7 @@ export function registerSandbox(uws: TemplatedApp, app: App, o: RouteOptions): v
     const row = await insertSandbox(app.pool, name, prefix, hash, app.cfg.defaultTier, b.location ?? null);
     // derived state; if Redis is away the key still resolves through PostgreSQL later
     await Promise.all([
-      writeSandboxMeta(app.redis, app.keys, row.uuid, row.name, row.tier, app.cfg.tiers[row.tier] ?? 0, hash.toString('hex')),
+      writeSandboxMeta(app.redis, app.keys, row, app.cfg.tiers[row.tier] ?? 0, hash.toString('hex')),
       app.index.ensureNamespace(row.uuid),
     ]).catch((err: unknown) => app.log.warn({ err: String(err) }, 'sandbox created while Redis was unavailable'));
     reply.json(201, JSON.stringify({ ...sandboxSummary(app, row), apiKey: key }), [['Cache-Control', 'no-store'], ['Location', `/sandbox/${row.uuid}/dashboard`]]);
@@ -96,7 +96,7 @@ export function registerSandbox(uws: TemplatedApp, app: App, o: RouteOptions): v
     if (!p) {
       // Redis may have lost the sandbox's hash: PostgreSQL decides whether it exists
       const s = await sandboxOr404(app, uuid);
-      await writeSandboxMeta(app.redis, app.keys, s.uuid, s.name, s.tier, app.cfg.tiers[s.tier] ?? 0, '');
+      await writeSandboxMeta(app.redis, app.keys, s, app.cfg.tiers[s.tier] ?? 0, '');
       p = await pollData(app, uuid);
       if (!p) throw new ApiError('NOT_FOUND', 'no such sandbox');
     }

@@ -77,7 +77,8 @@ export class SandboxAuth {
         return null;
       }
       uuid = row.uuid;
-      await writeSandboxMeta(this.redis, this.keys, row.uuid, row.name, row.tier, this.tiers[row.tier] ?? 0, hex).catch(() => undefined);
+      // (Redis away: the next request tries again; a newer tier in Redis is never overwritten)
+      await writeSandboxMeta(this.redis, this.keys, row, this.tiers[row.tier] ?? 0, hex).catch(() => undefined);
     }
     if (this.cache.size >= CACHE_MAX) this.cache.delete(this.cache.keys().next().value!);
     this.cache.set(hex, { uuid, hash });
@@ -125,7 +126,7 @@ export class SandboxAuth {
         // Redis lost the sandbox's hash (flushed or restarted): PostgreSQL still knows it
         const row = await getSandbox(this.pool, uuid);
         if (!row) throw new ApiError('UNAUTHORIZED', 'unknown sandbox');
-        await writeSandboxMeta(this.redis, k, row.uuid, row.name, row.tier, this.tiers[row.tier] ?? 0, '');
+        await writeSandboxMeta(this.redis, k, row, this.tiers[row.tier] ?? 0, '');
         r = await run();
       }
     } catch (err) {
