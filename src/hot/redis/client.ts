@@ -14,6 +14,7 @@ declare module 'ioredis' {
   interface RedisCommander {
     applyService: Cmd;
     applySandbox: Cmd;
+    count: Cmd;
     search: Cmd;
     searchBuffer: Cmd;
     getService: Cmd;

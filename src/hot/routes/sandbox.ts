@@ -55,8 +55,7 @@ export function registerSandbox(uws: TemplatedApp, app: App, o: RouteOptions): v
     if (!name) throw new ApiError('VALIDATION_FAILED', '/name must not be blank');
     const minute = Math.floor(Date.now() / 60_000);
     const tk = app.keys.createThrottle(req.remote, minute);
-    const n = await app.redis.incr(tk);
-    if (n === 1) await app.redis.expire(tk, 120);
+    const n = (await app.redis.count(tk, 120)) as number;
     if (n > app.cfg.sandboxCreatePerMinute) {
       const retry = String(Math.max(1, Math.ceil(((minute + 1) * 60_000 - Date.now()) / 1000)));
       throw new ApiError('RATE_LIMITED', `at most ${app.cfg.sandboxCreatePerMinute} sandboxes a minute from one address`, { 'Retry-After': retry });
