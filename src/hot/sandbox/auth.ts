@@ -27,6 +27,8 @@ export interface RateResult {
   used: number;
   retryAfter: number;
   reset: number;
+  /** refused: ms until the window can admit again, by Redis's clock (0 when admitted) */
+  retryAfterMs?: number;
 }
 
 export class SandboxAuth {
@@ -117,7 +119,7 @@ export class SandboxAuth {
     const run = async () => {
       at = this.now();
       this.stats.asked++;
-      return (await this.redis.rateLimit(k.sandbox(uuid), k.rateWindow(uuid), k.rateHistory(uuid), k.rateTotals(uuid), at, plan.want, pending, plan.refunds)) as number[];
+      return (await this.redis.rateLimit(k.sandbox(uuid), k.rateWindow(uuid), k.rateHistory(uuid), k.rateTotals(uuid), plan.want, pending, plan.refunds)) as number[];
     };
     let r: number[];
     try {
@@ -134,8 +136,9 @@ export class SandboxAuth {
       if (pending > 0) this.pending.set(uuid, (this.pending.get(uuid) ?? 0) + pending);
       throw err;
     }
-    const res = { admitted: r[0] === 1, limit: r[1]!, used: r[2]!, retryAfter: r[3]!, reset: r[4]! };
-    this.leases.granted(uuid, res, r[5] ?? 0, at);
+    const res = { admitted: r[0] === 1, limit: r[1]!, used: r[2]!, retryAfter: r[3]!, reset: r[4]!, retryAfterMs: r[8] ?? 0 };
+    // the bucket and its time left are Redis's: this node's clock only measures durations
+    this.leases.granted(uuid, res, r[5] ?? 0, at, { bucket: r[6]!, leftMs: r[7]! });
     return res;
   }
 
@@ -149,9 +152,8 @@ export class SandboxAuth {
 
   private flush(): void {
     this.flushing = false;
-    const now = this.now();
     for (const [uuid, n] of this.pending) {
-      this.redis.rateCount(this.keys.rateHistory(uuid), this.keys.rateTotals(uuid), now, n).catch(() => undefined);
+      this.redis.rateCount(this.keys.rateHistory(uuid), this.keys.rateTotals(uuid), n).catch(() => undefined);
     }
     this.pending.clear();
   }
