@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { createApp, closeApp, createLogger, type App } from '../../src/hot/app.js';
 import { loadConfig, type Config } from '../../src/hot/config.js';
+import { checkUwsNative } from '../../src/hot/native.js';
 import { startServer, type Server } from '../../src/hot/server.js';
 import { createPool } from '../../src/hot/store/pool.js';
 import { migrate } from '../../src/hot/store/migrator.js';
@@ -73,6 +74,9 @@ export interface StartOptions {
 }
 
 export async function startTestServer(opts: StartOptions = {}): Promise<TestServer> {
+  // the suite measures the server users run: never uWS's slow JavaScript fallback
+  const native = checkUwsNative();
+  if (!native.native) throw new Error(`uWebSockets.js's native binary is not the one loaded: ${native.reason}`);
   const db = opts.databaseUrl ? { url: opts.databaseUrl, drop: async () => undefined } : await freshDatabase();
   const prefix = opts.redisKeyPrefix ?? 't' + randomBytes(4).toString('hex') + ':';
   const cfg = loadConfig({ ...baseEnv(), DATABASE_URL: db.url, REDIS_KEY_PREFIX: prefix, ...opts.env });
