@@ -100,3 +100,33 @@ t.test('a rebuild started between a stale sync and a newer write keeps the newer
   s.app.index.gen = r!.gen;
   t.equal(await indexed(s, x), 'https://e2.example.com/', 'the rebuilt index has the last acknowledged write');
 });
+
+t.test('a stale sync applied during a rebuild cannot bring a deleted service back', async (t) => {
+  const { s, x } = await setUp(t);
+  // sync 1 loads X (PATCH e1) and is held; X is deleted and that applied; a rebuild starts
+  // (X is not among its services); sync 1 then applies e1 to the building generation
+  let arm = true;
+  const loaded = gate();
+  const go = gate();
+  s.app.projector.beforeApply = async (ids) => {
+    if (!arm || !ids.includes(x)) return;
+    arm = false;
+    loaded.open();
+    await go.wait;
+  };
+  const first = s.admin('PATCH', `/admin/api/services/${x}`, { endpoint: 'https://e1.example.com/' });
+  await loaded.wait;
+  t.equal((await s.admin('DELETE', `/admin/api/services/${x}`)).status, 204, 'the DELETE is acknowledged');
+  t.equal(await indexed(s, x), null, 'and applied');
+  let released = false;
+  const r = await rebuildIndex(s.app.pool, s.app.redis, s.app.keys, s.cfg.tiers, async () => {
+    if (released) return;
+    released = true;
+    go.open();
+    // (its handler reads the service back for the answer: deleted by now)
+    t.equal((await first).status, 404, 'the older PATCH finished');
+  });
+  t.ok(r && released, 'the rebuild ran, and the stale sync was applied during it');
+  s.app.index.gen = r!.gen;
+  t.equal(await indexed(s, x), null, 'the rebuilt index does not have the deleted service');
+});
