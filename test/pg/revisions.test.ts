@@ -6,6 +6,7 @@
 // rebuild's progress callback runs at a chosen point), never left to timing.
 import t, { type Test } from 'tap';
 import { rebuildIndex } from '../../src/admin/reindex.js';
+import { bulkUpsert } from '../../src/hot/store/bulk.js';
 import { PRODUCTION } from '../../src/hot/domain/keys.js';
 import { gate, holdControl, until } from '../helpers/interleave.js';
 import { registerProduction, startTestServer, type TestServer } from '../helpers/server.js';
@@ -129,4 +130,20 @@ t.test('a stale sync applied during a rebuild cannot bring a deleted service bac
   t.ok(r && released, 'the rebuild ran, and the stale sync was applied during it');
   s.app.index.gen = r!.gen;
   t.equal(await indexed(s, x), null, 'the rebuilt index does not have the deleted service');
+});
+
+t.test('an import upsert racing DELETE of a candidate: the index ends with the imported state', async (t) => {
+  const { s, h, x, y } = await setUp(t);
+  await h.hold();
+  const input = { endpoint: 'https://hold-me.example.com/imported', capabilities: ['race'], properties: {}, iot: null, deprecated: false, locked: false, sunsetDate: null };
+  const imported = bulkUpsert(s.app.pool, PRODUCTION, [{ id: x, input }]);
+  await until('the import waits inside its transaction', async () => (await h.waiting()).held === 1);
+  let deleted = false;
+  const del = s.admin('DELETE', `/admin/api/services/${y}`).finally(() => (deleted = true));
+  await until('the DELETE finished or waits for the import', async () => deleted || (await h.waiting()).other >= 1);
+  await h.release();
+  t.match(await imported, { updated: 1 }, 'the import committed');
+  t.equal((await del).status, 204, 'DELETE acknowledged');
+  await s.app.projector.sweep(0); // the import's outbox rows (the CLI leaves them to a rebuild or the sweeper)
+  t.equal(await indexed(s, x), 'https://hold-me.example.com/imported', 'the index has the imported state');
 });
