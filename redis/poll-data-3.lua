@@ -4,13 +4,14 @@
 -- KEYS[2]  rl:{uuid}:h   hash: bucket -> all requests
 -- KEYS[3]  rl:{uuid}:t   hash: total, rejected
 -- ARGV[1]  buckets       how many buckets of history, newest last (72 = six minutes)
+-- ARGV[2]  bucket length (ms): src/hot/domain/rate-window.ts
 -- Returns { limit, total, rejected, tier, c1 .. cN } or { -1 } for an unknown sandbox
 local limit = redis.call('HGET', KEYS[1], 'limit')
 if not limit then return { -1 } end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local n = tonumber(ARGV[1])
-local b = math.floor(now / 5000)
+local b = math.floor(now / tonumber(ARGV[2]))
 local fields = {}
 for i = b - n + 1, b do fields[#fields + 1] = i end
 local counts = redis.call('HMGET', KEYS[2], unpack(fields))

@@ -1,5 +1,5 @@
--- rate-limit: count one request of a sandbox against its sliding window of twelve
--- 5-second buckets, record it in the poll history, and (for high limits) lease the
+-- rate-limit: count one request of a sandbox against its sliding window (twelve 5-second
+-- buckets: ARGV[4..8]), record it in the poll history, and (for high limits) lease the
 -- calling thread a few more admissions of the current bucket. The limit is read here,
 -- from the sandbox hash, so that a tier change applies to the next request that asks.
 -- One clock: buckets come from Redis's own TIME (the node holding this sandbox's slot),
@@ -15,9 +15,11 @@
 -- ARGV[2]  requests the thread answered under its lease and has not recorded yet (history)
 -- ARGV[3]  unused admissions of the thread's previous leases, given back to the window:
 --          "bucket:count,bucket:count" ("" none; buckets as this script reported them)
+-- ARGV[4..8] the clock, from src/hot/domain/rate-window.ts: bucket length (ms), window
+--          buckets (12), window TTL (s), history buckets (72), history TTL (s)
 -- Returns { admitted (1/0), limit, used in window (after this request), retryAfter s,
 --           reset s (until the oldest counted bucket leaves the window), granted,
---           bucket (the 5-second bucket counted in: an id for refunds, not a time),
+--           bucket (the bucket counted in: an id for refunds, not a time),
 --           ms left in that bucket, ms until the window can admit again (0 if admitted) },
 -- or { -1 } when the sandbox is unknown to Redis.
 local limit = tonumber(redis.call('HGET', KEYS[1], 'limit'))
@@ -26,11 +28,16 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local want = math.max(1, tonumber(ARGV[1] or '1'))
 local pending = tonumber(ARGV[2] or '0')
-local b = math.floor(now / 5000)
-local left = (b + 1) * 5000 - now
+local bucketMs = tonumber(ARGV[4])
+local windowN = tonumber(ARGV[5])
+local windowTtl = tonumber(ARGV[6])
+local historyN = tonumber(ARGV[7])
+local historyTtl = tonumber(ARGV[8])
+local b = math.floor(now / bucketMs)
+local left = (b + 1) * bucketMs - now
 for rb, n in string.gmatch(ARGV[3] or '', '(%d+):(%d+)') do
   rb = tonumber(rb)
-  if rb > b - 12 then
+  if rb > b - windowN then
     -- (a bucket that left the window is gone from it already)
     local have = tonumber(redis.call('HGET', KEYS[2], rb) or '0')
     local give = math.min(have, tonumber(n))
@@ -38,7 +45,7 @@ for rb, n in string.gmatch(ARGV[3] or '', '(%d+):(%d+)') do
   end
 end
 local fields = {}
-for i = b - 11, b do fields[#fields + 1] = i end
+for i = b - windowN + 1, b do fields[#fields + 1] = i end
 local counts = redis.call('HMGET', KEYS[2], unpack(fields))
 local used, oldest = 0, nil
 for i, c in ipairs(counts) do
@@ -60,9 +67,9 @@ local function addToBucket(key, n, keep, max, ttl)
   end
 end
 redis.call('HINCRBY', KEYS[4], 'total', 1 + pending)
-addToBucket(KEYS[3], 1 + pending, 72, 96, 420)
+addToBucket(KEYS[3], 1 + pending, historyN, historyN + historyN / 3, historyTtl)
 local function msUntilLeaves(bucket)
-  return math.max(1, (bucket + 12) * 5000 - now)
+  return math.max(1, (bucket + windowN) * bucketMs - now)
 end
 local function untilLeaves(bucket)
   return math.max(1, math.ceil(msUntilLeaves(bucket) / 1000))
@@ -75,5 +82,5 @@ if used >= limit then
   return { 0, limit, used, retry, retry, 0, b, left, retryMs }
 end
 local granted = math.min(want, limit - used)
-addToBucket(KEYS[2], granted, 12, 16, 65)
+addToBucket(KEYS[2], granted, windowN, windowN + windowN / 3, windowTtl)
 return { 1, limit, used + 1, 0, untilLeaves(oldest or b), granted, b, left, 0 }

@@ -5,7 +5,7 @@
 // type sits where the script keeps its revisions.
 import t from 'tap';
 import { PRODUCTION } from '../../src/hot/domain/keys.js';
-import { parseProm, sample } from './metrics-util.js';
+import { parseProm, sample } from '../helpers/metrics-util.js';
 import { registerProduction, startTestServer } from '../helpers/server.js';
 
 t.test('a refused apply script is logged, counted and swept', async (t) => {
@@ -14,7 +14,7 @@ t.test('a refused apply script is logged, counted and swept', async (t) => {
   t.teardown(() => s.close());
   const failures = async () => {
     const p = parseProm(await (await s.req('/metrics')).text());
-    return (p.get('registry_projector_failures_total') ?? []).reduce((a, x) => a + x.value, 0);
+    return (p.get('registry_projector_failures_total') ?? []).reduce((a: number, x: { value: number }) => a + x.value, 0);
   };
   const svc = await registerProduction(s, { endpoint: 'https://seen.example.com/', capabilities: ['seen'] });
   const before = await failures();

@@ -9,7 +9,7 @@ t.test('two nodes with skewed clocks never admit more than the limit', async (t)
   const a = await startTestServer({ env });
   t.teardown(() => a.close());
   const b = await startTestServer({ env, databaseUrl: a.cfg.databaseUrl, redisKeyPrefix: a.cfg.redisKeyPrefix });
-  t.teardown(() => b.server.close(100).then(() => b.app.redis.quit()).then(() => b.app.pool.end()));
+  t.teardown(() => b.stop());
   b.app.auth.now = () => Date.now() - 120_000; // B's clock is two minutes behind
   const sb = await createSandbox(a);
   const hit = async (node: typeof a) => (await node.req(`/sandbox/${sb.uuid}/services`, { headers: { authorization: `Bearer ${sb.apiKey}` } })).status;

@@ -51,6 +51,6 @@ t.test('a tier change whose Redis update failed is applied by the sweeper', asyn
   t.match(await s.app.redis.hgetall(key), { tier: 'free', limit: '60' }, 'Redis still has the old limit');
   await s.app.projector.sweep(0);
   t.match(await s.app.redis.hgetall(key), { tier: 'pro', limit: '600' }, 'the sweeper applied the committed tier');
-  const left = await s.app.pool.query<{ n: string }>('SELECT count(*) AS n FROM outbox');
+  const left = await s.app.pg.query<{ n: string }>('SELECT count(*) AS n FROM outbox');
   t.equal(left.rows[0]!.n, '0', 'and the outbox is empty');
 });

@@ -5,7 +5,7 @@
 // the projector's beforeApply hook holds a sync between loading and applying; the
 // rebuild's progress callback runs at a chosen point), never left to timing.
 import t, { type Test } from 'tap';
-import { rebuildIndex } from '../../src/admin/reindex.js';
+import { rebuildIndex } from '../../src/hot/index/rebuild.js';
 import { bulkUpsert } from '../../src/hot/store/bulk.js';
 import { PRODUCTION } from '../../src/hot/domain/keys.js';
 import { gate, holdControl, until } from '../helpers/interleave.js';
@@ -90,7 +90,7 @@ t.test('a rebuild started between a stale sync and a newer write keeps the newer
   t.equal(second.status, 200, 'the newer PATCH is acknowledged');
   t.equal(await indexed(s, x), 'https://e2.example.com/', 'and applied');
   let released = false;
-  const r = await rebuildIndex(s.app.pool, s.app.redis, s.app.keys, s.cfg.tiers, async () => {
+  const r = await rebuildIndex(s.app.pg, s.app.redis, s.app.keys, s.cfg.tiers, async () => {
     if (released) return;
     released = true;
     go.open(); // the stale sync applies now, to the live and the building generation
@@ -120,7 +120,7 @@ t.test('a stale sync applied during a rebuild cannot bring a deleted service bac
   t.equal((await s.admin('DELETE', `/admin/api/services/${x}`)).status, 204, 'the DELETE is acknowledged');
   t.equal(await indexed(s, x), null, 'and applied');
   let released = false;
-  const r = await rebuildIndex(s.app.pool, s.app.redis, s.app.keys, s.cfg.tiers, async () => {
+  const r = await rebuildIndex(s.app.pg, s.app.redis, s.app.keys, s.cfg.tiers, async () => {
     if (released) return;
     released = true;
     go.open();
@@ -136,7 +136,7 @@ t.test('an import upsert racing DELETE of a candidate: the index ends with the i
   const { s, h, x, y } = await setUp(t);
   await h.hold();
   const input = { endpoint: 'https://hold-me.example.com/imported', capabilities: ['race'], properties: {}, iot: null, deprecated: false, locked: false, sunsetDate: null };
-  const imported = bulkUpsert(s.app.pool, PRODUCTION, [{ id: x, input }]);
+  const imported = bulkUpsert(s.app.pg, PRODUCTION, [{ id: x, input }]);
   await until('the import waits inside its transaction', async () => (await h.waiting()).held === 1);
   let deleted = false;
   const del = s.admin('DELETE', `/admin/api/services/${y}`).finally(() => (deleted = true));

@@ -11,7 +11,6 @@ import type { Config } from '../config.js';
 import type { Keys } from '../domain/keys.js';
 import { memberSuffixes } from '../domain/keys.js';
 import { headerData, serializeService, type ServiceRecord } from '../domain/service.js';
-import { countProjectorFailure } from '../metrics.js';
 import type { RedisClient } from '../redis/client.js';
 import type { Pool } from '../store/pool.js';
 import { writeSandboxMeta } from '../store/sandbox-meta.js';
@@ -53,11 +52,19 @@ class SyncFailed extends Error {
   }
 }
 
+/** What the projector reports to its owner (compose.ts: cache invalidation and metrics). */
+export interface ProjectorEvents {
+  /** a batch was applied, with the namespaces it touched */
+  applied?: (namespaces: Set<string>) => void;
+  /** an index update failed (it is also logged): registry_projector_failures_total */
+  failed?: (stage: FailureStage) => void;
+}
+
+export type FailureStage = 'write' | 'sweep' | 'missing';
+
 export class Projector {
   private timer: NodeJS.Timeout | null = null;
   private sweeping = false;
-  /** called after a batch was applied, with the namespaces it touched */
-  onApplied: (namespaces: Set<string>) => void = () => undefined;
   /**
    * Test hook: awaited after a sync loaded its state from PostgreSQL and before it applies
    * it to Redis, with the ids loaded (tests hold a sync there to force an interleaving).
@@ -70,6 +77,7 @@ export class Projector {
     readonly keys: Keys,
     readonly tiers: Config['tiers'],
     readonly log: Logger,
+    private readonly events: ProjectorEvents = {},
   ) {}
 
   /**
@@ -100,7 +108,7 @@ export class Projector {
       const done = entries.filter((e) => applied.has((e.kind ?? 'service') + ':' + e.id));
       if (done.length) {
         await this.pool.query('DELETE FROM outbox WHERE id = ANY($1)', [done.map((e) => e.row)]);
-        if (touched.size) this.onApplied(touched);
+        if (touched.size) this.events.applied?.(touched);
       }
       return done;
     } catch (err) {
@@ -121,7 +129,7 @@ export class Projector {
       const st = states.get(id);
       if (!st) {
         // neither a row nor a tombstone: nothing can be applied, ever; say so and drop the row
-        countProjectorFailure('missing');
+        this.events.failed?.('missing');
         this.log.error({ serviceId: id, ns }, 'outbox row of a service with neither a state nor a tombstone; dropped');
         applied.add('service:' + id);
         continue;
@@ -150,7 +158,7 @@ export class Projector {
   }
 
   private failed(stage: 'write' | 'sweep', err: unknown, entries: OutboxEntry[]): void {
-    countProjectorFailure(stage);
+    this.events.failed?.(stage);
     const revs = err instanceof SyncFailed ? err.revisions : new Map<string, number>();
     const ids = [...new Set(entries.map((e) => e.id))];
     this.log.warn(
@@ -203,7 +211,7 @@ export class Projector {
     this.timer = setInterval(() => {
       this.sweep().catch((err: unknown) => {
         // reading the outbox failed (PostgreSQL away): seen, and tried again next tick
-        countProjectorFailure('sweep');
+        this.events.failed?.('sweep');
         this.log.warn({ err: String(err), stage: 'sweep' }, 'outbox sweep failed; will retry');
       });
     }, intervalMs);

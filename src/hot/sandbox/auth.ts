@@ -6,29 +6,21 @@
 // 2,000 a minute, once per batch above (leases.ts).
 import { ApiError } from '../domain/errors.js';
 import type { Keys } from '../domain/keys.js';
-import type { Headers } from '../http.js';
-import { isRedisUnavailable, type RedisClient } from '../redis/client.js';
+import { RATE_LIMIT_ARGS, RATE_WINDOW } from '../domain/rate-window.js';
+import type { Headers } from '../http/types.js';
+import type { RedisClient } from '../redis/client.js';
+import { isRedisUnavailable } from '../ops/outage.js';
 import type { Pool } from '../store/pool.js';
 import { writeSandboxMeta } from '../store/sandbox-meta.js';
 import { getSandbox, sandboxByKeyHash } from '../store/sandboxes.js';
 import type { TierConfig } from '../config.js';
 import { hashKey, KEY_RE } from './keys.js';
-import { countRateLimited } from '../metrics.js';
-import { Leases } from './leases.js';
+import { countRateLimited } from '../ops/metrics.js';
+import { Leases, type RateResult } from './leases.js';
 
 export const RATELIMIT_DRAFT = 'draft-ietf-httpapi-ratelimit-headers-10';
 const CACHE_MAX = 50_000;
 const UNKNOWN_KEY_MS = 10_000;
-
-export interface RateResult {
-  admitted: boolean;
-  limit: number;
-  used: number;
-  retryAfter: number;
-  reset: number;
-  /** refused: ms until the window can admit again, by Redis's clock (0 when admitted) */
-  retryAfterMs?: number;
-}
 
 export class SandboxAuth {
   /** key hash (hex) -> sandbox uuid */
@@ -122,7 +114,7 @@ export class SandboxAuth {
     const run = async () => {
       at = this.now();
       this.stats.asked++;
-      return (await this.redis.rateLimit(k.sandbox(uuid), k.rateWindow(uuid), k.rateHistory(uuid), k.rateTotals(uuid), plan.want, pending, plan.refunds)) as number[];
+      return (await this.redis.rateLimit(k.sandbox(uuid), k.rateWindow(uuid), k.rateHistory(uuid), k.rateTotals(uuid), plan.want, pending, plan.refunds, ...RATE_LIMIT_ARGS)) as number[];
     };
     let r: number[];
     try {
@@ -156,7 +148,7 @@ export class SandboxAuth {
   private flush(): void {
     this.flushing = false;
     for (const [uuid, n] of this.pending) {
-      this.redis.rateCount(this.keys.rateHistory(uuid), this.keys.rateTotals(uuid), n).catch(() => undefined);
+      this.redis.rateCount(this.keys.rateHistory(uuid), this.keys.rateTotals(uuid), n, RATE_WINDOW.bucketMs, RATE_WINDOW.historyTtlS).catch(() => undefined);
     }
     this.pending.clear();
   }

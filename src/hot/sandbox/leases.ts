@@ -3,8 +3,8 @@
 // rest of the batch without a Redis round trip, for at most LEASE_MS and never past the
 // 5-second bucket the batch was counted in. Buckets are Redis's (rate-limit-4.lua reads
 // TIME): the script reports the bucket and the ms left in it, and this thread's clock only
-// measures that duration, from when it asked (so a lease ends early, never late). Their history and total records follow once
-// per event-loop turn (auth.ts). Limits below LEASE_DIVISOR × 2 a minute (the default
+// measures that duration, from when it asked (so a lease ends early, never late). Their
+// history and total records follow once per event-loop turn (auth.ts). Limits below LEASE_DIVISOR × 2 a minute (the default
 // free and pro tiers) always lease exactly one: every request asks Redis, as before.
 //
 // Accuracy (docs/decisions.md, "Rate-limit leases"): a window never admits more than the
@@ -16,7 +16,18 @@
 // LEASE_DIVISOR requests of a window: 0.2 % of the limit a thread.
 // A tier change reaches a thread holding a lease within LEASE_MS (at once on the thread
 // that made it, and on others when the invalidation message arrives).
-import type { RateResult } from './auth.js';
+import { RATE_WINDOW } from '../domain/rate-window.js';
+
+/** The answer of the rate limiter for one request of a sandbox. */
+export interface RateResult {
+  admitted: boolean;
+  limit: number;
+  used: number;
+  retryAfter: number;
+  reset: number;
+  /** refused: ms until the window can admit again, by Redis's clock (0 when admitted) */
+  retryAfterMs?: number;
+}
 
 export const LEASE_MS = 100;
 export const LEASE_MAX = 256;
@@ -47,6 +58,8 @@ interface State {
   /** the limit Redis last reported (0: not asked yet) */
   limit: number;
 }
+
+const bucketOf = (ms: number) => Math.floor(ms / RATE_WINDOW.bucketMs);
 
 export class Leases {
   private states = new Map<string, State>();
@@ -113,7 +126,7 @@ export class Leases {
    * bucket and its ms left as the script reported them; without it `at` is taken to be on
    * Redis's clock (unit tests).
    */
-  granted(uuid: string, r: RateResult, granted: number, at: number, window = { bucket: Math.floor(at / 5000), leftMs: (Math.floor(at / 5000) + 1) * 5000 - at }): void {
+  granted(uuid: string, r: RateResult, granted: number, at: number, window = { bucket: bucketOf(at), leftMs: (bucketOf(at) + 1) * RATE_WINDOW.bucketMs - at }): void {
     const st = this.state(uuid);
     this.retire(st); // a concurrent ask's lease: its unused admissions go back next time
     st.limit = r.limit;

@@ -6,14 +6,14 @@
 // an older state before the rebuild read a newer one loses to it in the new generation as
 // in the old (redis/README.md, "Revisions").
 import { randomBytes } from 'node:crypto';
-import type { Keys } from '../hot/domain/keys.js';
-import { PRODUCTION } from '../hot/domain/keys.js';
-import { applyArgs } from '../hot/index/projector.js';
-import type { RedisClient } from '../hot/redis/client.js';
-import type { Pool } from '../hot/store/pool.js';
-import { loadServicePage, loadTombstonePage } from '../hot/store/services.js';
-import { writeSandboxMeta } from '../hot/store/sandbox-meta.js';
-import type { TierConfig } from '../hot/config.js';
+import type { Keys } from '../domain/keys.js';
+import { PRODUCTION } from '../domain/keys.js';
+import { applyArgs } from './projector.js';
+import type { RedisClient } from '../redis/client.js';
+import type { Pool } from '../store/pool.js';
+import { loadServicePage, loadTombstonePage } from '../store/services.js';
+import { writeSandboxMeta } from '../store/sandbox-meta.js';
+import type { TierConfig } from '../config.js';
 
 export interface RebuildResult {
   gen: string;
