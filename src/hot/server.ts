@@ -14,7 +14,7 @@ import { closeHub, hubOf } from './changes/hub.js';
 import { countBackendError, countUnexpected, setBackendStateSource, setOutboxLagSource, setPoolStatsSource, setRateLimitSource, setResultCacheSource } from './metrics.js';
 import { joinAggregation } from './metrics-threads.js';
 import { requestObserver } from './observe.js';
-import { registerMetrics } from './routes/metrics.js';
+import { startMetricsListener, type MetricsListener } from './routes/metrics.js';
 
 export interface Server {
   port: number;
@@ -27,12 +27,15 @@ export interface Server {
    */
   close(graceMs?: number, listenMs?: number): Promise<void>;
   inflight(): number;
+  /** port of this process's /metrics listener; null when this thread does not serve it */
+  metricsPort: number | null;
 }
 
 export function buildUws(app: App, hooks: Partial<Pick<RouteOptions, 'onStart' | 'onDone' | 'draining'>> = {}): uWS.TemplatedApp {
   const uws = uWS.App();
   const o: RouteOptions = {
     maxBody: app.cfg.maxBodyBytes,
+    maxJsonDepth: app.cfg.maxJsonDepth,
     remote: app.cfg.accessLog,
     onError: (err, req) => {
       countUnexpected(err);
@@ -51,7 +54,6 @@ export function buildUws(app: App, hooks: Partial<Pick<RouteOptions, 'onStart' |
     if (ready) reply.json(200, body, [['Cache-Control', 'no-store']]);
     else reply.json(503, body, [['Cache-Control', 'no-store'], ['Retry-After', '1']]);
   }, o);
-  registerMetrics(uws, app, o);
   registerChanges(uws, app, o); // before /services/:id (see changes/route.ts)
   registerPublic(uws, app, o);
   registerSandbox(uws, app, o);
@@ -64,7 +66,11 @@ export function buildUws(app: App, hooks: Partial<Pick<RouteOptions, 'onStart' |
   return uws;
 }
 
-export async function startServer(app: App, port = app.cfg.port, host = app.cfg.host): Promise<Server> {
+/**
+ * `metrics`: this thread serves the process's /metrics listener (main.ts: thread 0 only;
+ * tests: every server, on METRICS_PORT=0).
+ */
+export async function startServer(app: App, port = app.cfg.port, host = app.cfg.host, metrics = true): Promise<Server> {
   let inflight = 0;
   const idle: (() => void)[] = [];
   const observe = requestObserver(app); // metrics and the access log; null when both are off
@@ -94,10 +100,20 @@ export async function startServer(app: App, port = app.cfg.port, host = app.cfg.
     uws.listen(host, port, (s) => (s ? resolve(s) : reject(new Error(`cannot listen on ${host}:${port}`))));
   });
   const actual = uWS.us_socket_local_port(socket);
+  let metricsListener: MetricsListener | null = null;
+  if (metrics && app.cfg.metricsEnabled) {
+    try {
+      metricsListener = await startMetricsListener(app.cfg.metricsHost, app.cfg.metricsPort);
+    } catch (err) {
+      uWS.us_listen_socket_close(socket);
+      throw new Error(`cannot listen for /metrics on ${app.cfg.metricsHost}:${app.cfg.metricsPort}: ${(err as Error).message}`);
+    }
+  }
   return {
     port: actual,
     app,
     watchers,
+    metricsPort: metricsListener?.port ?? null,
     inflight: () => inflight,
     async close(graceMs = app.cfg.shutdownGraceMs, listenMs = 0) {
       const t0 = Date.now();
@@ -120,6 +136,7 @@ export async function startServer(app: App, port = app.cfg.port, host = app.cfg.
       // with a uWS socket still open makes Node abort the whole process.
       (uws as unknown as { close?: () => void }).close?.();
       watchers.stop();
+      await metricsListener?.close();
       await stopInvalidation();
     },
   };

@@ -19,6 +19,7 @@ export function baseEnv(): Record<string, string | undefined> {
     NODE_ENV: 'test',
     ADMIN_API_KEY: ADMIN_KEY,
     PORT: '0',
+    METRICS_PORT: '0', // each test server's /metrics listener on an ephemeral port
     WORKERS: '1',
     COOKIE_SECURE: 'false',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
@@ -58,6 +59,8 @@ export interface TestServer {
   cfg: Config;
   /** fetch a path on this server; never follows redirects */
   req(path: string, init?: RequestInit): Promise<Response>;
+  /** GET on this server's /metrics listener (its own port, not the public one) */
+  metrics(path?: string): Promise<Response>;
   /** JSON request with the admin Bearer key */
   admin(method: string, path: string, body?: unknown): Promise<Response>;
   close(): Promise<void>;
@@ -86,6 +89,7 @@ export async function startTestServer(opts: StartOptions = {}): Promise<TestServ
     server,
     cfg,
     req,
+    metrics: (path = '/metrics') => fetch(`http://127.0.0.1:${server.metricsPort ?? 0}${path}`),
     admin: (method, path, body) =>
       req(path, {
         method,
