@@ -28,6 +28,8 @@ export interface Req {
   startedAt: number;
   /** headers a route asked for through RouteOptions.headers (lower-case names) */
   extra?: Record<string, string>;
+  /** deepest JSON nesting a body may have (RouteOptions.maxJsonDepth; body.ts) */
+  maxJsonDepth?: number;
 }
 
 export class Reply {
@@ -170,6 +172,8 @@ export interface RouteOptions {
   /** read a body (POST/PATCH/DELETE) before calling the handler */
   body?: boolean;
   maxBody: number;
+  /** deepest nesting of arrays/objects accepted in a JSON body (400 BAD_JSON beyond) */
+  maxJsonDepth?: number;
   onError: (err: unknown, req: Req) => void;
   /** called when a request starts, and once when it ends (answered or aborted) */
   onStart?: () => void;
@@ -248,6 +252,7 @@ export function route(app: TemplatedApp, method: 'get' | 'post' | 'patch' | 'del
   const register = (m: 'get' | 'post' | 'patch' | 'del' | 'any' | 'head') => app[m](pattern, (res: HttpResponse, r: HttpRequest) => {
     const req = readReq(r, res, nParams, withRemote);
     if (o.headers) req.extra = Object.fromEntries(o.headers.map((h) => [h, r.getHeader(h)]));
+    if (o.maxJsonDepth !== undefined) req.maxJsonDepth = o.maxJsonDepth;
     o.onStart?.();
     const reply = new Reply(res, (rep) => o.onDone?.(req, rep, pattern));
     reply.head = req.method === 'HEAD';
