@@ -3,6 +3,8 @@
 // exits. Every default is commented here, in one place (contract, "Configuration").
 import { randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
+import { isIP } from 'node:net';
+import { normalizeAddress } from './client-address.js';
 
 export class ConfigError extends Error {}
 
@@ -59,6 +61,8 @@ export interface Config {
   accessLogLevel: string;
   /** GET /metrics and the per-request accounting behind it */
   metricsEnabled: boolean;
+  /** reverse proxies whose X-Forwarded-For / X-Real-IP give the client address (normalised) */
+  trustedProxies: string[];
   /** the /metrics listener, apart from the public port (0: an ephemeral port) */
   metricsHost: string;
   metricsPort: number;
@@ -134,6 +138,17 @@ function hostName(env: Env, name: string, def: string): string {
   return raw;
 }
 
+/** TRUSTED_PROXIES="127.0.0.1,::1": exact IP addresses (no host names, no ranges) */
+function addresses(env: Env, name: string): string[] {
+  const raw = (env[name] || '').trim();
+  if (!raw) return [];
+  return raw.split(',').map((part) => {
+    const a = normalizeAddress(part);
+    if (!isIP(a)) throw new ConfigError(`${name} must be a comma-separated list of IP addresses, got "${part.trim()}"`);
+    return a;
+  });
+}
+
 /** TIERS="free=60,pro=600,enterprise=6000" */
 function tiers(env: Env): TierConfig {
   const raw = env.TIERS || 'free=60,pro=600,enterprise=6000'; // contract defaults
@@ -204,6 +219,7 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: level(env, 'LOG_LEVEL', 'info'),
     accessLog: bool(env, 'ACCESS_LOG', false), // off: it costs hot-path throughput (docs/decisions.md)
     accessLogLevel: level(env, 'ACCESS_LOG_LEVEL', 'info'), // must be >= LOG_LEVEL to be written
+    trustedProxies: addresses(env, 'TRUSTED_PROXIES'), // none: the connection's address is the client's
     metricsEnabled: bool(env, 'METRICS_ENABLED', true), // GET /metrics on its own listener, unauthenticated
     metricsHost: hostName(env, 'METRICS_HOST', '127.0.0.1'), // loopback: scrapers on this machine (or a proxy) only
     metricsPort: int(env, 'METRICS_PORT', 9464, 0, 65535), // 9464: the Prometheus exporter port OpenTelemetry uses

@@ -5,6 +5,7 @@ import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import { ApiError, errorBody, STATUS_TEXT, type ErrorCode } from './domain/errors.js';
 import { outageError } from './outage.js';
 import { readBody } from './body.js';
+import { clientAddress } from './client-address.js';
 
 export type Headers = [string, string][];
 
@@ -23,7 +24,10 @@ export interface Req {
   ifNoneMatch: string;
   contentType: string;
   contentLength: number;
-  /** the client address: "" unless the route reads it (RouteOptions.remote, body routes) */
+  /**
+   * the client address: "" unless the route reads it (RouteOptions.remote, body routes); from
+   * X-Forwarded-For / X-Real-IP when the connection comes from a trusted proxy
+   */
   remote: string;
   startedAt: number;
   /** headers a route asked for through RouteOptions.headers (lower-case names) */
@@ -140,12 +144,20 @@ export class Reply {
   }
 }
 
+const NO_PROXIES: ReadonlySet<string> = new Set();
+
+function remoteOf(req: HttpRequest, res: HttpResponse, trusted: ReadonlySet<string>): string {
+  const own = Buffer.from(res.getRemoteAddressAsText()).toString();
+  if (trusted.size === 0) return own;
+  return clientAddress(own, req.getHeader('x-forwarded-for'), req.getHeader('x-real-ip'), trusted);
+}
+
 /**
  * Everything a handler may read of the request, copied now: uWS's request object is only
  * valid until the handler first returns. The client address costs a native call, a buffer
  * and a decode: it is read only for routes that use it (`withRemote`), "" otherwise.
  */
-export function readReq(req: HttpRequest, res: HttpResponse, nParams: number, withRemote = true): Req {
+export function readReq(req: HttpRequest, res: HttpResponse, nParams: number, withRemote = true, trusted: ReadonlySet<string> = NO_PROXIES): Req {
   const q = req.getQuery();
   const params: string[] = [];
   for (let i = 0; i < nParams; i++) params.push(req.getParameter(i) ?? '');
@@ -161,7 +173,7 @@ export function readReq(req: HttpRequest, res: HttpResponse, nParams: number, wi
     ifNoneMatch: req.getHeader('if-none-match'),
     contentType: req.getHeader('content-type'),
     contentLength: cl === '' ? -1 : /^\d{1,15}$/.test(cl) ? Number(cl) : -2,
-    remote: withRemote ? Buffer.from(res.getRemoteAddressAsText()).toString() : '',
+    remote: withRemote ? remoteOf(req, res, trusted) : '',
     startedAt: performance.now(),
   };
 }
@@ -184,6 +196,8 @@ export interface RouteOptions {
   draining?: () => boolean;
   /** copy the client address into req.remote (routes with a body always do; the access log needs it) */
   remote?: boolean;
+  /** addresses of reverse proxies whose X-Forwarded-For is believed (TRUSTED_PROXIES) */
+  trustedProxies?: ReadonlySet<string>;
 }
 
 /**
@@ -250,7 +264,7 @@ export function route(app: TemplatedApp, method: 'get' | 'post' | 'patch' | 'del
   }
   const withRemote = !!(o.body || o.remote);
   const register = (m: 'get' | 'post' | 'patch' | 'del' | 'any' | 'head') => app[m](pattern, (res: HttpResponse, r: HttpRequest) => {
-    const req = readReq(r, res, nParams, withRemote);
+    const req = readReq(r, res, nParams, withRemote, o.trustedProxies);
     if (o.headers) req.extra = Object.fromEntries(o.headers.map((h) => [h, r.getHeader(h)]));
     if (o.maxJsonDepth !== undefined) req.maxJsonDepth = o.maxJsonDepth;
     o.onStart?.();

@@ -36,6 +36,7 @@ export function buildUws(app: App, hooks: Partial<Pick<RouteOptions, 'onStart' |
   const o: RouteOptions = {
     maxBody: app.cfg.maxBodyBytes,
     maxJsonDepth: app.cfg.maxJsonDepth,
+    trustedProxies: new Set(app.cfg.trustedProxies),
     remote: app.cfg.accessLog,
     onError: (err, req) => {
       countUnexpected(err);
