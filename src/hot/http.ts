@@ -233,7 +233,12 @@ function run(handler: Handler, req: Req, reply: Reply, body: Buffer | null, o: R
 }
 
 /** Method + path pattern of every registered route, per app: the catch-all answers 405 from it. */
-const routeTable = new WeakMap<TemplatedApp, { method: string; re: RegExp }[]>();
+const routeTable = new WeakMap<TemplatedApp, { method: string; re: RegExp; pattern: string }[]>();
+
+/** Method and pattern of every route registered on `app` (HEAD twins and catch-alls aside). */
+export function registeredRoutes(app: TemplatedApp): { method: string; pattern: string }[] {
+  return (routeTable.get(app) ?? []).filter((r) => r.method !== 'HEAD').map(({ method, pattern }) => ({ method, pattern }));
+}
 
 function patternRegExp(pattern: string): RegExp {
   const body = pattern
@@ -259,8 +264,8 @@ export function route(app: TemplatedApp, method: 'get' | 'post' | 'patch' | 'del
     const table = routeTable.get(app) ?? [];
     routeTable.set(app, table);
     const re = patternRegExp(pattern);
-    table.push({ method: METHOD_NAME[method], re });
-    if (method === 'get') table.push({ method: 'HEAD', re });
+    table.push({ method: METHOD_NAME[method], re, pattern });
+    if (method === 'get') table.push({ method: 'HEAD', re, pattern });
   }
   const withRemote = !!(o.body || o.remote);
   const register = (m: 'get' | 'post' | 'patch' | 'del' | 'any' | 'head') => app[m](pattern, (res: HttpResponse, r: HttpRequest) => {
