@@ -107,7 +107,7 @@ export async function startServer(app: App, port = app.cfg.port, host = app.cfg.
       metricsListener = await startMetricsListener(app.cfg.metricsHost, app.cfg.metricsPort);
     } catch (err) {
       uWS.us_listen_socket_close(socket);
-      throw new Error(`cannot listen for /metrics on ${app.cfg.metricsHost}:${app.cfg.metricsPort}: ${(err as Error).message}`);
+      throw new Error(`cannot listen for /metrics on ${app.cfg.metricsHost}:${app.cfg.metricsPort}: ${(err as Error).message}`, { cause: err });
     }
   }
   return {
