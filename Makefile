@@ -56,6 +56,7 @@ seed: migrate
 
 run: seed
 	$(WITH_ENV) export COOKIE_SECURE="$${COOKIE_SECURE:-false}" NODE_ENV="$${NODE_ENV:-development}" \
+	  TRUSTED_PROXIES="$${TRUSTED_PROXIES-127.0.0.1,::1}" \
 	  && exec node dist/src/hot/main.js
 
 # nginx in front of `make run` (installed from Debian's packages when missing); foreground
