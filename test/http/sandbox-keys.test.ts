@@ -3,7 +3,7 @@
 // (watched with MONITOR, filtered by this server's key prefix) nor further (the resolver's
 // look-up counter); a pre-checksum key issued before the change keeps working.
 import t from 'tap';
-import { Redis } from 'ioredis';
+import { connect } from 'node:net';
 import pg from 'pg';
 import { createSandbox, registerProduction, startTestServer } from '../helpers/server.js';
 import { hashKey, keyShape } from '../../src/hot/sandbox/keys.js';
@@ -17,26 +17,42 @@ const auth = (key: string) => ({ authorization: `Bearer ${key}` });
 const reg = await s.req(`/sandbox/${sb.uuid}/services`, { method: 'POST', headers: { ...auth(sb.apiKey), 'content-type': 'application/json' }, body: '{"endpoint":"https://sb.example.com","capability":"keys"}' });
 const sbSvc = (await reg.json()) as { id: string };
 
-/** Every Redis command about this server's sandbox keys while `f` runs. */
+/**
+ * Every Redis command about this server's sandbox keys while `f` runs, seen by MONITOR on a
+ * plain socket (ioredis's monitor() mode trips over a busy shared server: "Command queue
+ * state error"). MONITOR delivers in order: once our sentinel GET shows, all before it has.
+ */
 async function keyLookups(f: () => Promise<void>): Promise<string[]> {
   const prefix = s.cfg.redisKeyPrefix;
-  const base = new Redis(s.cfg.redisUrl);
-  const mon = await base.monitor();
+  const u = new URL(s.cfg.redisUrl);
+  const sock = connect(Number(u.port || 6379), u.hostname);
+  await new Promise((r) => sock.once('connect', r));
   const seen: string[] = [];
   const sentinel = `${prefix}sentinel:${Math.random()}`;
+  let rest = '';
+  let oks = u.password ? 2 : 1; // AUTH's, then MONITOR's
+  let ok: () => void = () => undefined;
   let sawSentinel: () => void = () => undefined;
+  const started = new Promise<void>((r) => (ok = r));
   const done = new Promise<void>((r) => (sawSentinel = r));
-  mon.on('monitor', (_time: string, args: string[]) => {
-    if (args.some((a) => a === sentinel)) sawSentinel();
-    else if (args.some((a) => a.startsWith(`${prefix}sbkey:`))) seen.push(args.join(' '));
+  sock.on('data', (d: Buffer) => {
+    const lines = (rest + d.toString('latin1')).split('\r\n');
+    rest = lines.pop()!;
+    for (const l of lines) {
+      if (l === '+OK' && --oks === 0) ok();
+      else if (l.includes(sentinel)) sawSentinel();
+      else if (l.includes(`"${prefix}sbkey:`)) seen.push(l);
+    }
   });
+  if (u.password) sock.write(`AUTH ${decodeURIComponent(u.password)}\r\n`);
+  sock.write('MONITOR\r\n');
   try {
+    await started;
     await f();
-    await s.app.redis.get(sentinel); // MONITOR delivers in order: once this shows, all before it has
+    await s.app.redis.get(sentinel);
     await done;
   } finally {
-    mon.disconnect();
-    base.disconnect();
+    sock.destroy();
   }
   return seen;
 }

@@ -73,6 +73,9 @@ t.test('the second anonymous replacements read is a proxy cache HIT', async (t) 
   t.equal(second.body, first.body, 'the same bytes');
   t.match(String(second.headers['cache-control']), /public, max-age=\d+/);
   t.ok(JSON.parse(second.body).some((x: { id: string }) => x.id === c.id));
+  const head = await http(P, path, { method: 'HEAD' });
+  t.equal(head.headers['x-proxy-cache'], 'HIT', 'HEAD is answered from the same entry');
+  t.equal(head.body, '');
   // the service itself too
   t.equal((await http(P, `/services/${old.id}`)).headers['x-proxy-cache'], 'MISS');
   t.equal((await http(P, `/services/${old.id}`)).headers['x-proxy-cache'], 'HIT');
