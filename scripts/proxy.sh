@@ -60,7 +60,21 @@ allow_lines() {
 render() {
   local tpl=$REPO/deploy/nginx.conf out=$PREFIX/nginx.conf allow
   allow=$(allow_lines)
-  mkdir -p "$PREFIX"/{cache,client_body,proxy,fastcgi,uwsgi,scgi,logs}
+  mkdir -p "$PREFIX"/{cache,client_body,proxy,fastcgi,uwsgi,scgi,logs,_errors}
+  # nginx's own refusals, with the API's error body (nginx.conf: error_page)
+  local status code message
+  while IFS='|' read -r status code message; do
+    printf '{"error":{"code":"%s","message":"%s"}}' "$code" "$message" >"$PREFIX/_errors/$status.json"
+  done <<'ERRORS'
+400|BAD_REQUEST|malformed HTTP request
+403|FORBIDDEN|not served to this address
+404|NOT_FOUND|not found
+405|METHOD_NOT_ALLOWED|method not allowed
+413|PAYLOAD_TOO_LARGE|the body is too large
+414|URI_TOO_LONG|the URL is too long
+431|HEADERS_TOO_LARGE|request headers too large
+503|UNAVAILABLE|the registry server is not reachable; try again shortly
+ERRORS
   sed -e "s#@PREFIX@#$PREFIX#g" "$REPO/deploy/cache.conf" >"$PREFIX/cache.conf"
   # (awk, not sed, for the multi-line allow list)
   awk -v prefix="$PREFIX" -v listen="$(addr "$PROXY_HOST"):$PROXY_PORT" -v upstream="$(addr "$UP_HOST"):$UP_PORT" \

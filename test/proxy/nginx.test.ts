@@ -9,6 +9,8 @@ import { connect } from 'node:net';
 import { Agent } from 'node:http';
 import { registerProduction, startTestServer } from '../helpers/server.js';
 import { http, startProxy } from '../helpers/proxy.js';
+import fc from 'fast-check';
+import { RawClient } from '../helpers/raw-client.js';
 
 const s = await startTestServer({
   env: { TRUSTED_PROXIES: '127.0.0.1', TIERS: 'free=3,pro=600,enterprise=6000', SANDBOX_CREATE_PER_MINUTE: '1', SEARCH_MAX_AGE: '600', DISCOVERY_MAX_AGE: '600' },
@@ -187,4 +189,50 @@ t.test('the change feed streams through unbuffered', async (t) => {
   t.ok(await seen(/^HTTP\/1\.1 200 [\s\S]*text\/event-stream[\s\S]*retry: 2000/), 'the stream opened');
   const svc = await registerProduction(s, { endpoint: 'https://feed.example.com', capability: 'feed' });
   t.ok(await seen(new RegExp(svc.id)), 'an event arrives while the stream stays open');
+});
+
+t.test('hostile requests through the proxy: never a 5xx, always the JSON error body', async (t) => {
+  // what nginx itself refuses (it cannot parse them) and what it passes on
+  const fixed = [
+    'BLAH\r\n\r\n',
+    'GET / HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n',
+    `GET /${'x'.repeat(9000)} HTTP/1.1\r\nHost: x\r\n\r\n`,
+    `GET / HTTP/1.1\r\nHost: x\r\nX-Big: ${'y'.repeat(9000)}\r\n\r\n`,
+    'GET /services/%ZZ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n',
+    'GET /%00 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n',
+    'GET /../../etc/passwd HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n',
+    'GET /services/changes?lastEventId=%ZZ HTTP/1.0\r\n\r\n',
+    'GET /_errors/503.json HTTP/1.0\r\n\r\n',
+    'PROPFIND /services HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', // uWS would close without an answer
+    'PURGE /livez HTTP/1.0\r\n\r\n',
+  ];
+  for (const req of fixed) {
+    const out = await raw(P, req);
+    const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(out)?.[1] ?? 0);
+    const what = JSON.stringify(req.slice(0, 50));
+    t.ok(status >= 400 && status < 500, `${what}: ${status}`);
+    t.match(out, /\r\nContent-Type: application\/json/, `${what}: JSON`);
+    const body = out.slice(out.indexOf('\r\n\r\n') + 4);
+    t.match(JSON.parse(body), { error: { code: String, message: String } }, `${what}: the error body`);
+  }
+  // and generated: paths, queries and header values on the wire as they are
+  const c = new RawClient(P);
+  t.teardown(() => c.close());
+  const bytes = fc.uint8Array({ maxLength: 30 }).map((b) => Buffer.from(b.filter((x) => x > 0x20 && x !== 0x7f && x !== 0x23 && x !== 0x3f)).toString('latin1'));
+  const piece = fc.oneof(fc.constantFrom('%', '%ZZ', '%00', '%C0%AE', '%ED%A0%80', '..', '%2e%2e', '/', 'services', 'admin', 'metrics', 'changes', 'replacements', 'sandbox'), bytes);
+  const seen = new Map<number, number>();
+  await fc.assert(
+    fc.asyncProperty(fc.array(piece, { maxLength: 5 }), fc.option(fc.array(piece, { maxLength: 4 })), fc.constantFrom('GET', 'HEAD', 'POST', 'DELETE', 'PROPFIND'), fc.oneof(bytes, fc.constant('Bearer nope_sb_' + 'x'.repeat(38))), async (path, query, method, auth) => {
+      const target = '/' + path.join('/') + (query === null ? '' : '?' + query.join('&'));
+      const head = Buffer.from(`${method} ${target} HTTP/1.1\r\nHost: x\r\nAuthorization: ${auth}\r\nContent-Length: 0\r\n\r\n`, 'latin1');
+      const r = await c.request(head, Buffer.alloc(0), method === 'HEAD');
+      seen.set(r.status, (seen.get(r.status) ?? 0) + 1);
+      // (a 503 could only mean the server closed the connection: it is up all along)
+      if (r.status === 0 || r.status >= 500) throw new Error(`${method} ${target}: ${r.status} ${r.body.slice(0, 200)}`);
+      if (r.status >= 400 && method !== 'HEAD' && !(JSON.parse(r.body) as { error?: { code?: string } }).error?.code) throw new Error(`${method} ${target}: ${r.status} without the error body`);
+    }),
+    { numRuns: 200 },
+  );
+  t.ok((seen.get(400) ?? 0) > 0 && (seen.get(404) ?? 0) > 0, `answers: ${JSON.stringify(Object.fromEntries(seen))}`);
+  t.equal((await http(P, '/readyz')).status, 200);
 });
