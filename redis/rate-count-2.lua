@@ -5,9 +5,10 @@
 -- KEYS[2]  rl:{uuid}:t      hash: total, rejected
 -- ARGV[1]  now (ms)
 -- ARGV[2]  requests to record
-local b = math.floor(tonumber(ARGV[1]) / 5000)
+-- ARGV[3]  bucket length (ms), ARGV[4] history TTL (s): src/hot/domain/rate-window.ts
+local b = math.floor(tonumber(ARGV[1]) / tonumber(ARGV[3]))
 local n = tonumber(ARGV[2])
 redis.call('HINCRBY', KEYS[2], 'total', n)
 redis.call('HINCRBY', KEYS[1], b, n)
-redis.call('EXPIRE', KEYS[1], 420)
+redis.call('EXPIRE', KEYS[1], tonumber(ARGV[4]))
 return n

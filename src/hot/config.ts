@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { isIP } from 'node:net';
-import { normalizeAddress } from './client-address.js';
+import { normalizeAddress } from './domain/client-address.js';
 
 export class ConfigError extends Error {}
 
@@ -24,7 +24,7 @@ export interface Config {
   redisClusterNodes: string[];
   /** prefix in front of every Redis key (tests use it to share one Redis) */
   redisKeyPrefix: string;
-  workers: number;
+  uwsThreads: number;
   allowUwsFallback: boolean;
   env: 'development' | 'production' | 'test';
   tiers: TierConfig;
@@ -197,7 +197,7 @@ export function loadConfig(env: Env = process.env): Config {
     redisKeyPrefix: prefix,
     // one uWS thread per core, less one left to Redis, PostgreSQL and the OS: on the 2-core
     // machines here 2 threads served 2.5x fewer requests than 1 (docs/decisions.md)
-    workers: int(env, 'WORKERS', Math.max(1, availableParallelism() - 1), 1, 256),
+    uwsThreads: int(env, 'WORKERS', Math.max(1, availableParallelism() - 1), 1, 256),
     allowUwsFallback: bool(env, 'ALLOW_UWS_FALLBACK', false), // refuse the slow JS fallback
     env: nodeEnv,
     tiers: t,

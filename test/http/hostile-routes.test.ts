@@ -11,8 +11,9 @@ import fc from 'fast-check';
 import { ADMIN_KEY, createSandbox, registerProduction, startTestServer } from '../helpers/server.js';
 import { nearService } from '../helpers/hostile.js';
 import { RawClient, type Raw } from '../helpers/raw-client.js';
-import { registeredRoutes } from '../../src/hot/http.js';
+import { registeredRoutes } from '../../src/hot/http/route.js';
 import { buildUws } from '../../src/hot/server.js';
+import { registerAdmin } from '../../src/admin/routes.js';
 
 /** method + pattern of every route the server registers (src/hot, src/admin) */
 const ROUTES: [string, string][] = [
@@ -133,7 +134,7 @@ t.test('the route table of this test is the server\'s', async (t) => {
   t.teardown(() => s.close());
   // every route the server registers is in ROUTES (the static files' /admin/* as /admin/:file)
   const ours = new Set(ROUTES.map(([m, p]) => `${m} ${p}`));
-  const theirs = registeredRoutes(buildUws(s.app)).map(({ method, pattern }) => `${method} ${pattern.replace('/admin/*', '/admin/:file')}`);
+  const theirs = registeredRoutes(buildUws(s.app, [registerAdmin])).map(({ method, pattern }) => `${method} ${pattern.replace('/admin/*', '/admin/:file')}`);
   t.ok(theirs.length >= ROUTES.length - 1, `${theirs.length} routes registered`);
   for (const r of theirs) t.ok(ours.has(r), `${r} has generators here`);
   // and every route of ours exists (the 404 aside)
@@ -271,7 +272,7 @@ t.test('the change feed: lastEventId and Last-Event-ID that do not decode are 40
 t.test('the metrics listener: any request is answered without a 5xx', async (t) => {
   const s = await startTestServer();
   t.teardown(() => s.close());
-  const c = new RawClient(s.server.metricsPort!);
+  const c = new RawClient(s.metricsPort!);
   t.teardown(() => c.close());
   const seen = new Map<number, number>();
   await fc.assert(

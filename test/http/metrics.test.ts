@@ -2,7 +2,7 @@
 // rejections by tier, replacement and result cache outcomes, and METRICS_ENABLED=false.
 import t from 'tap';
 import { createSandbox, registerProduction, startTestServer } from '../helpers/server.js';
-import { parseProm, sample } from './metrics-util.js';
+import { parseProm, sample } from '../helpers/metrics-util.js';
 
 t.test('request counters equal the requests served, by route and status', async (t) => {
   const s = await startTestServer({ env: { TIERS: 'free=3,pro=600,enterprise=6000' } });
@@ -66,8 +66,8 @@ t.test('request counters equal the requests served, by route and status', async 
 t.test('the public port does not serve /metrics; the metrics listener serves nothing else', async (t) => {
   const s = await startTestServer();
   t.teardown(() => s.close());
-  t.not(s.server.metricsPort, null);
-  t.not(s.server.metricsPort, s.server.port, 'a port of its own');
+  t.not(s.metricsPort, null);
+  t.not(s.metricsPort, s.server.port, 'a port of its own');
   for (const path of ['/metrics', '/metrics/', '/metrics?x=1']) {
     const r = await s.req(path);
     t.equal(r.status, 404, `public ${path}`);
@@ -81,7 +81,7 @@ t.test('the public port does not serve /metrics; the metrics listener serves not
     t.equal(r.status, 404, `metrics listener ${path}`);
     t.match(await r.json(), { error: { code: 'NOT_FOUND' } });
   }
-  const post = await fetch(`http://127.0.0.1:${s.server.metricsPort}/metrics`, { method: 'POST' });
+  const post = await fetch(`http://127.0.0.1:${s.metricsPort}/metrics`, { method: 'POST' });
   t.equal(post.status, 405);
   t.match(await post.json(), { error: { code: 'METHOD_NOT_ALLOWED' } });
 });
@@ -89,7 +89,7 @@ t.test('the public port does not serve /metrics; the metrics listener serves not
 t.test('METRICS_ENABLED=false: no metrics listener, and still 404 on the public port', async (t) => {
   const s = await startTestServer({ env: { METRICS_ENABLED: 'false' } });
   t.teardown(() => s.close());
-  t.equal(s.server.metricsPort, null);
+  t.equal(s.metricsPort, null);
   const r = await s.req('/metrics');
   t.equal(r.status, 404);
   t.match(await r.json(), { error: { code: 'NOT_FOUND' } });

@@ -11,9 +11,9 @@ t.test('pool intersections equal Redis intersections, page by page', async (t) =
     databaseUrl: redisSide.cfg.databaseUrl,
     redisKeyPrefix: redisSide.cfg.redisKeyPrefix,
   });
-  t.teardown(() => poolSide.server.close(100).then(() => poolSide.app.redis.quit()).then(() => poolSide.app.pool.end()).then(() => poolSide.app.workers?.close()));
-  t.ok(poolSide.app.workers, 'the pool exists');
-  t.equal(redisSide.app.workers, null, 'threshold 0 disables it');
+  t.teardown(() => poolSide.stop());
+  t.ok(poolSide.app.intersectPool, 'the pool exists');
+  t.equal(redisSide.app.intersectPool, null, 'threshold 0 disables it');
 
   for (let i = 0; i < 40; i++) {
     const caps = ['heavy-a'];
@@ -39,7 +39,7 @@ t.test('pool intersections equal Redis intersections, page by page', async (t) =
 
 t.test('a full queue answers 503 with Retry-After', async (t) => {
   const s = await startTestServer({ env: { HEAVY_INTERSECTION_THRESHOLD: '1', RESULT_CACHE_ENTRIES: '0', POOL_MAX_QUEUE: '1', POOL_THREADS: '1' } });
-  t.teardown(() => s.close().then(() => s.app.workers?.close()));
+  t.teardown(() => s.close().then(() => s.app.intersectPool?.close()));
   for (let i = 0; i < 30; i++) await registerProduction(s, { endpoint: `https://q${i}.example.com`, capabilities: ['qa', 'qb'] });
   const rs = await Promise.all(Array.from({ length: 60 }, (_, i) => s.req(`/services?capability=qa&capability=qb&limit=${1 + (i % 20)}`)));
   const statuses = rs.map((r) => r.status);

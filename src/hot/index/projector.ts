@@ -34,13 +34,12 @@ export function applyArgs(keys: Keys, gen: string, ns: string, id: string, rev: 
 export class Projector {
   private timer: NodeJS.Timeout | null = null;
   private sweeping = false;
-  /** called after a batch was applied, with the namespaces it touched */
-  onApplied: (namespaces: Set<string>) => void = () => undefined;
-
   constructor(
     readonly pool: Pool,
     readonly redis: RedisClient,
     readonly keys: Keys,
+    /** called after a batch was applied, with the namespaces it touched */
+    private readonly onApplied: (namespaces: Set<string>) => void = () => undefined,
   ) {}
 
   /**

@@ -1,22 +1,21 @@
 // /metrics on its own listener (METRICS_HOST:METRICS_PORT, loopback by default), never on
 // the public port: per-route counts and latencies, sandbox and rate-limit figures are for
-// operators. One listener per process, started by the thread that serves index 0; it shows
-// every serving thread (metrics-threads.ts). It is node:http, not uWS: a scrape every few
+// operators. One listener per process, a part of thread 0 (compose.ts); it shows every
+// serving thread (ops/metrics-threads.ts). It is node:http, not uWS: a scrape every few
 // seconds is not the hot path, and node:http needs no second uWS app per thread
 // (docs/decisions.md, "Metrics on their own listener"). METRICS_ENABLED=false turns both the
 // listener and the per-request accounting off.
 import { createServer, type Server as HttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { errorBody } from '../domain/errors.js';
-import { observeRequest } from '../metrics.js';
-import { scrape } from '../metrics-threads.js';
+import { observeRequest } from '../ops/metrics.js';
 
 export interface MetricsListener {
   port: number;
   close(): Promise<void>;
 }
 
-export async function startMetricsListener(host: string, port: number): Promise<MetricsListener> {
+export async function startMetricsListener(host: string, port: number, scrape: () => Promise<{ contentType: string; body: string }>): Promise<MetricsListener> {
   const srv: HttpServer = createServer((req, res) => {
     const t0 = performance.now();
     const path = (req.url ?? '').split('?')[0];

@@ -8,9 +8,9 @@ import { PRODUCTION } from '../domain/keys.js';
 import { ApiError } from '../domain/errors.js';
 import { deprecationHeaders } from '../domain/service.js';
 import type { Replacements } from '../index/index.js';
-import { route, type Headers, type Reply, type Req, type RouteOptions } from '../http.js';
+import { route, type Headers, type Reply, type Req, type RouteOptions } from '../http/route.js';
 import { bearerKey } from '../sandbox/auth.js';
-import { countReplacementsCache } from '../metrics.js';
+import { countReplacementsCache } from '../ops/metrics.js';
 import { anonymousSearchHeaders, searchDevices, searchServices } from './search.js';
 
 /** If-None-Match matches: RFC 9110 13.1.2 uses the weak comparison (W/"x" matches "x"); '*' matches. */

@@ -17,7 +17,7 @@
 // anything else is not a key. Only sha256(key) is stored: the key has far more entropy than
 // a password, so a fast hash is the right one.
 import { createHash } from 'node:crypto';
-import { randomBase62 } from '../store/services.js';
+import { randomBase62 } from '../domain/tokens.js';
 
 const B62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 export const RANDOM_CHARS = 32;

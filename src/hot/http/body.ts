@@ -2,9 +2,9 @@
 // another declared type, 400 for bad JSON, JSON nested deeper than MAX_JSON_DEPTH, or a
 // string that is not Unicode).
 import type { HttpResponse } from 'uWebSockets.js';
-import { ApiError } from './domain/errors.js';
-import { hasLoneSurrogate } from './domain/tokens.js';
-import type { Req } from './http.js';
+import { ApiError } from '../domain/errors.js';
+import { hasLoneSurrogate } from '../domain/tokens.js';
+import type { Req } from './types.js';
 
 /** Collect the body, copying each chunk (uWS reuses their memory), refusing past `max`. */
 export function readBody(res: HttpResponse, max: number, onDone: (body: Buffer | null) => void): void {

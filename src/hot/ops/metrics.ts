@@ -2,6 +2,7 @@
 // instance is per thread); metrics-threads.ts merges them at scrape time. Counters and
 // histograms are summed; each gauge names its own aggregator.
 import { Counter, Gauge, Registry } from 'prom-client';
+import { backendOf } from './outage.js';
 
 export const registry = new Registry();
 const registers = [registry];
@@ -59,7 +60,7 @@ collector('registry_http_request_duration_seconds', 'Time from reading the reque
 });
 
 collector('registry_rate_limit_checks_total', 'Sandbox requests counted against their limit, by where the decision came from: redis (the rate-limit script) or lease (a batch this thread holds)', 'counter', () => {
-  const s = rateSource?.();
+  const s = snapshot?.rate;
   if (!s) return [];
   return [
     { labels: { source: 'redis' }, value: s.asked },
@@ -68,7 +69,7 @@ collector('registry_rate_limit_checks_total', 'Sandbox requests counted against 
 });
 
 collector('registry_result_cache_total', 'Search and device queries by in-process result cache outcome: hit, miss (computed), shared (a miss that waited for the same computation already running)', 'counter', () => {
-  const s = cacheSource?.();
+  const s = snapshot?.cache;
   if (!s) return [];
   return [
     { labels: { result: 'hit' }, value: s.hits },
@@ -77,15 +78,11 @@ collector('registry_result_cache_total', 'Search and device queries by in-proces
   ];
 });
 
-new Gauge({
+const cacheBytes = new Gauge({
   name: 'registry_result_cache_bytes',
   help: 'Bytes held by the in-process result caches (summed over threads; bounded by RESULT_CACHE_MB each)',
   aggregator: 'sum',
   registers,
-  collect() {
-    const s = cacheSource?.();
-    if (s) this.set(s.bytes);
-  },
 });
 
 const rateLimited = new Counter({
@@ -111,9 +108,6 @@ const poolQueue = new Gauge({
   help: 'Tasks waiting in the Piscina pools (summed over threads)',
   aggregator: 'sum',
   registers,
-  collect() {
-    pullPoolStats();
-  },
 });
 const poolUtilization = new Gauge({
   name: 'registry_worker_pool_utilization',
@@ -121,21 +115,12 @@ const poolUtilization = new Gauge({
   aggregator: 'average',
   registers,
 });
-// registered: collected at every scrape through its collect()
-new Gauge({
+const outboxLag = new Gauge({
   name: 'registry_outbox_lag',
   help: 'Committed writes not yet applied to the Redis index (outbox rows)',
   // every thread reads the same PostgreSQL table: summing would multiply it
   aggregator: 'max',
   registers,
-  async collect() {
-    if (!lagSource) return;
-    try {
-      this.set(await lagSource());
-    } catch {
-      countBackendError('postgres', 'query');
-    }
-  },
 });
 const threads = new Gauge({
   name: 'registry_threads_reporting',
@@ -151,62 +136,54 @@ const streams = new Gauge({
   registers,
 });
 
-new Gauge({
+const backendUp = new Gauge({
   name: 'registry_backend_up',
   help: 'Whether the readiness watcher reached Redis / PostgreSQL at its last check (1 or 0; the minimum over threads)',
   labelNames: ['backend'] as const,
   aggregator: 'min',
   registers,
-  collect() {
-    const s = stateSource?.();
-    if (!s) return;
-    this.labels('postgres').set(s.postgres ? 1 : 0);
-    this.labels('redis').set(s.redis ? 1 : 0);
-  },
 });
 
-let stateSource: (() => { postgres: boolean; redis: boolean }) | null = null;
-let lagSource: (() => Promise<number>) | null = null;
-let poolSource: (() => { queue: number; utilization: number } | null) | null = null;
 type CacheStats = { hits: number; misses: number; shared: number; bytes: number };
-let cacheSource: (() => CacheStats) | null = null;
 
-let rateSource: (() => { asked: number; leased: number }) | null = null;
-
-/** Where the rate-limit decision counts come from (app.auth.stats of this thread). */
-export function setRateLimitSource(f: (() => { asked: number; leased: number }) | null): void {
-  rateSource = f;
+/**
+ * The parts of a serving thread that some metrics mirror, read at every scrape. The
+ * composition root (app.ts) builds one from the thread's parts and hands it to
+ * metrics-threads.ts; nothing here holds on to it.
+ */
+export interface ThreadSources {
+  /** the readiness watcher's view (app.state) */
+  backends(): { postgres: boolean; redis: boolean };
+  /** outbox rows not yet applied (Projector.lag) */
+  outboxLag(): Promise<number>;
+  /** the Piscina pool of heavy intersections (null when disabled) */
+  intersectPool(): { queue: number; utilization: number } | null;
+  resultCache(): CacheStats;
+  /** rate-limit decisions of this thread (SandboxAuth.stats) */
+  rateLimit(): { asked: number; leased: number };
 }
 
-/** Where the result cache counts come from (app.cache of this thread). */
-export function setResultCacheSource(f: (() => CacheStats) | null): void {
-  cacheSource = f;
-}
+/** what the two counter collectors above export: the thread's totals at the last read */
+let snapshot: { rate: { asked: number; leased: number }; cache: CacheStats } | null = null;
 
-/** Where the backend health comes from (the readiness watcher's app.state). */
-export function setBackendStateSource(f: (() => { postgres: boolean; redis: boolean }) | null): void {
-  stateSource = f;
-}
-
-/** Where the outbox lag comes from (Projector.lag of this thread's app). */
-export function setOutboxLagSource(f: (() => Promise<number>) | null): void {
-  lagSource = f;
-}
-
-/** Pull-style pool stats, read at every scrape (e.g. () => app.workers?.stats() ?? null). */
-export function setPoolStatsSource(f: (() => { queue: number; utilization: number } | null) | null): void {
-  poolSource = f;
-}
-
-/** Push-style pool stats, for a pool that prefers to report by itself. */
-export function setPoolStats(s: { queue: number; utilization: number }): void {
-  poolQueue.set(s.queue);
-  poolUtilization.set(s.utilization);
-}
-
-function pullPoolStats(): void {
-  const s = poolSource?.();
-  if (s) setPoolStats(s);
+/** Copy the thread's current values into the metrics that mirror them (before a registry read). */
+export async function readSources(s: ThreadSources): Promise<void> {
+  const cache = s.resultCache();
+  snapshot = { rate: s.rateLimit(), cache };
+  cacheBytes.set(cache.bytes);
+  const pool = s.intersectPool();
+  if (pool) {
+    poolQueue.set(pool.queue);
+    poolUtilization.set(pool.utilization);
+  }
+  const b = s.backends();
+  backendUp.labels('postgres').set(b.postgres ? 1 : 0);
+  backendUp.labels('redis').set(b.redis ? 1 : 0);
+  try {
+    outboxLag.set(await s.outboxLag());
+  } catch {
+    countBackendError('postgres', 'query');
+  }
 }
 
 export function observeRequest(route: string, method: string, status: number, seconds: number): void {
@@ -240,24 +217,9 @@ export function changeStreams(delta: number): void {
   streams.inc(delta);
 }
 
-/** Does this error come from ioredis? (their classes are not exported in a stable way) */
-export function isRedisError(err: unknown): boolean {
-  const e = err as { name?: string; message?: string } | null;
-  if (!e) return false;
-  if (e.name === 'ReplyError' || e.name === 'MaxRetriesPerRequestError' || e.name === 'ClusterAllFailedError') return true;
-  return /Connection is closed|Command timed out|Stream isn't writeable|enableOfflineQueue|NOSCRIPT|CLUSTERDOWN|MOVED|READONLY/.test(e.message ?? '');
-}
-
-/** Is this error PostgreSQL's (a server error with a SQLSTATE, or a pg connection failure)? */
-export function isPgError(err: unknown): boolean {
-  const e = err as { code?: unknown; severity?: unknown; message?: string } | null;
-  if (!e) return false;
-  if (typeof e.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code) && typeof e.severity === 'string') return true;
-  return /Connection terminated|Query read timeout|timeout exceeded when trying to connect|Client has encountered a connection error/.test(e.message ?? '');
-}
-
 /** Count an unexpected request error under its backend, if it came from one. */
 export function countUnexpected(err: unknown): void {
-  if (isRedisError(err)) countBackendError('redis', 'command');
-  else if (isPgError(err)) countBackendError('postgres', 'query');
+  const from = backendOf(err);
+  if (from === 'redis') countBackendError('redis', 'command');
+  else if (from === 'postgres') countBackendError('postgres', 'query');
 }
