@@ -22,6 +22,7 @@ export function baseEnv(): Record<string, string | undefined> {
     NODE_ENV: 'test',
     ADMIN_API_KEY: ADMIN_KEY,
     PORT: '0',
+    METRICS_PORT: '0', // each test server's /metrics listener on an ephemeral port
     WORKERS: '1',
     COOKIE_SECURE: 'false',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
@@ -63,6 +64,10 @@ export interface TestServer {
   cfg: Config;
   /** fetch a path on this server; never follows redirects */
   req(path: string, init?: RequestInit): Promise<Response>;
+  /** port of this server's /metrics listener (null with METRICS_ENABLED=false) */
+  metricsPort: number | null;
+  /** GET on this server's /metrics listener (its own port, not the public one) */
+  metrics(path?: string): Promise<Response>;
   /** JSON request with the admin Bearer key */
   admin(method: string, path: string, body?: unknown): Promise<Response>;
   /** stop the thread, dropping its database and Redis keys */
@@ -99,6 +104,8 @@ export async function startTestServer(opts: StartOptions = {}): Promise<TestServ
     thread,
     cfg,
     req,
+    metricsPort: thread.metricsPort(),
+    metrics: (path = '/metrics') => fetch(`http://127.0.0.1:${thread.metricsPort() ?? 0}${path}`),
     admin: (method, path, body) =>
       req(path, {
         method,

@@ -14,7 +14,7 @@ import type { Pool } from '../store/pool.js';
 import { writeSandboxMeta } from '../store/sandbox-meta.js';
 import { getSandbox, sandboxByKeyHash } from '../store/sandboxes.js';
 import type { TierConfig } from '../config.js';
-import { hashKey, KEY_RE } from './keys.js';
+import { hashKey, keyShape } from './keys.js';
 import { countRateLimited } from '../ops/metrics.js';
 import { Leases, type RateResult } from './leases.js';
 
@@ -31,8 +31,12 @@ export class SandboxAuth {
   /** requests answered under a lease, not yet recorded in Redis */
   private pending = new Map<string, number>();
   private flushing = false;
-  /** calls of the rate-limit script, and requests answered from a lease (tests, metrics) */
-  readonly stats = { asked: 0, leased: 0 };
+  /**
+   * calls of the rate-limit script, requests answered from a lease, key look-ups that went
+   * past this thread's maps (Redis, then PostgreSQL), and keys refused by their text alone
+   * (bad checksum or not key-shaped) (tests, metrics)
+   */
+  readonly stats = { asked: 0, leased: 0, lookups: 0, refusedByShape: 0 };
   /** this node's clock (tests skew it to play a node whose clock is off) */
   now: () => number = () => Date.now();
 
@@ -45,7 +49,11 @@ export class SandboxAuth {
 
   /** The sandbox uuid a key belongs to, or null for a malformed or unknown key. */
   async resolve(key: string): Promise<string | null> {
-    if (!KEY_RE.test(key)) return null;
+    // a mistyped or forged key (wrong checksum) is refused here, before any look-up
+    if (keyShape(key) === 'invalid') {
+      this.stats.refusedByShape++;
+      return null;
+    }
     const hash = hashKey(key);
     const hex = hash.toString('hex');
     // looked up by the key's hash, here and in PostgreSQL: an entry found is that hash's, so
@@ -58,6 +66,7 @@ export class SandboxAuth {
       if (unknownUntil > Date.now()) return null;
       this.unknown.delete(hex);
     }
+    this.stats.lookups++;
     // Redis away: PostgreSQL answers instead. PostgreSQL away too: the error propagates (503)
     // rather than calling a valid key unknown and serving it production's answers
     let uuid = await this.redis.get(this.keys.sandboxKey(hex)).catch((err: unknown) => {
