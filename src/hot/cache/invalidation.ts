@@ -32,6 +32,11 @@ export interface InvalidationHandlers {
   lease(uuid: string): void;
   /** a rebuild switched to this generation */
   generation(gen: string): void;
+  /**
+   * the subscriber lost Redis (once per outage) or could not subscribe: this thread sees
+   * other threads' writes late (log it, count it)
+   */
+  failed(err: unknown, what: string): void;
 }
 
 export class InvalidationListener {
@@ -48,8 +53,17 @@ export class InvalidationListener {
     if (this.sub) return;
     const sub = (this.sub = this.redis.duplicate());
     const channel = this.keys.invalidationChannel();
-    sub.on('error', () => undefined);
-    sub.on('ready', () => clearCaches(this.caches));
+    // connection errors repeat on every reconnection attempt: one report per outage
+    let down = false;
+    sub.on('error', (err: unknown) => {
+      if (down) return;
+      down = true;
+      this.on.failed(err, 'cache invalidation subscriber lost Redis; cached results are dropped when it is back');
+    });
+    sub.on('ready', () => {
+      down = false;
+      clearCaches(this.caches);
+    });
     sub.on('message', (ch: string, msg: string) => {
       if (ch !== channel) return;
       if (msg.startsWith('lease:')) this.on.lease(msg.slice(6));
@@ -58,7 +72,7 @@ export class InvalidationListener {
         clearCaches(this.caches);
       } else invalidateCaches(this.caches, msg);
     });
-    sub.subscribe(channel).catch(() => undefined);
+    sub.subscribe(channel).catch((err: unknown) => this.on.failed(err, 'cache invalidation subscribe failed: this thread sees other writes only after RESULT_CACHE_TTL_MS'));
   }
 
   async stop(): Promise<void> {

@@ -1,15 +1,18 @@
 // Rebuild the Redis index from PostgreSQL into a fresh generation of keys, then switch the
 // live generation in one SET. Readers never see a half-built index: until the switch they
 // keep the old generation (or, when Redis lost everything, answer 503). Writers apply to
-// the building generation too, and revisions make the rebuild's older states lose to them.
+// the building generation too. Every state is applied at its own revision (the version read
+// with it), never 0, and deleted ids get their tombstone revisions back: a sync that loaded
+// an older state before the rebuild read a newer one loses to it in the new generation as
+// in the old (redis/README.md, "Revisions").
 import { randomBytes } from 'node:crypto';
 import type { Keys } from '../domain/keys.js';
 import { PRODUCTION } from '../domain/keys.js';
 import type { ServiceRecord } from '../domain/service.js';
-import { pageArgs } from './projector.js';
+import { applyArgs, pageArgs } from './projector.js';
 import type { RedisClient } from '../redis/client.js';
 import type { Pool } from '../store/pool.js';
-import { loadServicePage } from '../store/services.js';
+import { loadServicePage, loadTombstonePage } from '../store/services.js';
 import { writeSandboxMeta } from '../store/sandbox-meta.js';
 import type { TierConfig } from '../config.js';
 
@@ -50,7 +53,7 @@ export async function rebuildIndex(
   keys: Keys,
   tiers: TierConfig,
   /** after each page is handed to Redis; a returned promise holds the rebuild (tests interleave writes there) */
-  onProgress: (done: number) => void | Promise<void> = () => undefined,
+  onProgress: (done: number) => unknown = () => undefined,
 ): Promise<RebuildResult | null> {
   const t0 = Date.now();
   const token = randomBytes(8).toString('hex');
@@ -71,10 +74,10 @@ export async function rebuildIndex(
     await redis.set(keys.building(), gen);
     if (dead && dead !== oldGen) void dropGeneration(redis, keys, dead).catch(() => undefined);
     // namespaces first, so that writers can apply to the building generation
-    const sbs = await pool.query<{ uuid: string; name: string; tier: string; key_hash: Buffer }>('SELECT uuid, name, tier, key_hash FROM sandboxes');
+    const sbs = await pool.query<{ uuid: string; name: string; tier: string; version: string; key_hash: Buffer }>('SELECT uuid, name, tier, version, key_hash FROM sandboxes');
     await redis.set(keys.ver(PRODUCTION, gen), '1');
     await Promise.all(sbs.rows.map((s) => redis.set(keys.ver(s.uuid, gen), '1')));
-    await Promise.all(sbs.rows.map((s) => writeSandboxMeta(redis, keys, s.uuid, s.name, s.tier, tiers[s.tier] ?? 0, s.key_hash.toString('hex'))));
+    await Promise.all(sbs.rows.map((s) => writeSandboxMeta(redis, keys, s, tiers[s.tier] ?? 0, s.key_hash.toString('hex'))));
     let n = 0;
     // Three stages overlap: PostgreSQL reads page k+2 while this thread serialises page k+1
     // and Redis writes page k (docs/decisions.md, "Bulk rebuild").
@@ -102,6 +105,15 @@ export async function rebuildIndex(
       await onProgress(n);
     }
     if (writing) await settle(writing);
+    // deleted ids keep their tombstone revisions in the new generation too, so that a sync
+    // still holding a state loaded before the deletion cannot bring the service back
+    for (let after = ''; ; ) {
+      const tombs = await loadTombstonePage(pool, after, BATCH);
+      if (!tombs.length) break;
+      after = tombs[tombs.length - 1]!.id;
+      const rs = await Promise.all(tombs.map((x) => redis.applyService(...applyArgs(keys, gen, x.ns, x.id, x.version, null))));
+      if (rs.includes(-1)) throw new RebuildAborted('the index being built vanished (Redis emptied or restarted); starting over');
+    }
     // Switch only to a generation that is whole: our building pointer and production's
     // marker must still be there (a FLUSHALL at any point before removes both), and check
     // again after the switch, undoing it if Redis was emptied in between — a live pointer
@@ -127,13 +139,28 @@ export async function rebuildIndex(
   }
 }
 
-/** One page into the building generation: one index-page.lua call per namespace run, pipelined. */
+/**
+ * One page into the building generation: one index-page.lua call per namespace run,
+ * pipelined. The ids the script leaves over (an older state of theirs was applied by a
+ * sync meanwhile) are applied one by one with apply-service, at the version read. Resolves
+ * to one status per call: -1 when the namespace marker was gone.
+ */
 function writePage(redis: RedisClient, keys: Keys, gen: string, page: ServiceRecord[]): Promise<number[]> {
   const calls: Promise<number>[] = [];
   for (let i = 0; i < page.length; ) {
     let j = i + 1;
     while (j < page.length && page[j]!.ns === page[i]!.ns) j++;
-    calls.push(redis.indexPage(...pageArgs(keys, gen, page[i]!.ns, page.slice(i, j))) as Promise<number>);
+    const run = page.slice(i, j);
+    const ns = page[i]!.ns;
+    calls.push(
+      (redis.indexPage(...pageArgs(keys, gen, ns, run)) as Promise<number | (number | string)[]>).then(async (r) => {
+        if (r === -1) return -1;
+        const left = new Set((r as (number | string)[]).slice(1).map(String));
+        if (!left.size) return 1;
+        const rs = await Promise.all(run.filter((s) => left.has(s.id)).map((s) => redis.applyService(...applyArgs(keys, gen, ns, s.id, s.version!, s))));
+        return rs.includes(-1) ? -1 : 1;
+      }),
+    );
     i = j;
   }
   return Promise.all(calls);

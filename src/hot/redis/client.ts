@@ -14,6 +14,8 @@ declare module 'ioredis' {
   interface RedisCommander {
     applyService: Cmd;
     indexPage: Cmd;
+    applySandbox: Cmd;
+    count: Cmd;
     search: Cmd;
     searchBuffer: Cmd;
     getService: Cmd;
