@@ -1,13 +1,18 @@
--- rate-count: record requests a thread answered under its rate-limit lease (their
--- admission was counted in the window when the lease was taken) in the poll history and
--- the total. Sent once per event-loop turn per sandbox, not once per request.
+-- rate-count: record requests a thread answered without asking Redis in the poll history
+-- and the total: those it admitted under its rate-limit lease (their admission was counted
+-- in the window when the lease was taken) and those it refused locally while it knew the
+-- sandbox over its limit (counted as rejected too). Sent once per event-loop turn per
+-- sandbox, not once per request.
 -- KEYS[1]  rl:{uuid}:h      hash: bucket -> all requests
 -- KEYS[2]  rl:{uuid}:t      hash: total, rejected
 -- ARGV[1]  now (ms)
--- ARGV[2]  requests to record
+-- ARGV[2]  requests to record (all of them, refused ones included)
+-- ARGV[3]  how many of them were refused (default 0)
 local b = math.floor(tonumber(ARGV[1]) / 5000)
 local n = tonumber(ARGV[2])
+local rejected = tonumber(ARGV[3] or '0')
 redis.call('HINCRBY', KEYS[2], 'total', n)
+if rejected > 0 then redis.call('HINCRBY', KEYS[2], 'rejected', rejected) end
 redis.call('HINCRBY', KEYS[1], b, n)
 redis.call('EXPIRE', KEYS[1], 420)
 return n

@@ -14,7 +14,12 @@
 -- ARGV[4]  unused admissions of the thread's previous leases, given back to the window:
 --          "bucket:count,bucket:count" ("" none)
 -- Returns { admitted (1/0), limit, used in window (after this request), retryAfter s,
---           reset s (until the oldest counted bucket leaves the window), granted }, or
+--           reset s (until the oldest counted bucket leaves the window), granted,
+--           overMs }, or
+-- overMs (refused only, else 0): milliseconds from this script's now until the window can
+-- admit again at the earliest (its oldest counted bucket slides out); the caller turns it
+-- into a local "over until" on its own monotonic clock and refuses without asking until
+-- then (src/hot/sandbox/over-limit.ts).
 -- { -1 } when the sandbox is unknown to Redis.
 local limit = tonumber(redis.call('HGET', KEYS[1], 'limit'))
 if not limit then return { -1 } end
@@ -62,8 +67,9 @@ if used >= limit then
   redis.call('HINCRBY', KEYS[4], 'rejected', 1)
   -- the window frees room when its oldest admitted bucket slides out
   local retry = oldest and untilLeaves(oldest) or 5
-  return { 0, limit, used, retry, retry, 0 }
+  local overMs = oldest and ((oldest + 12) * 5000 - now) or (5000 - now % 5000)
+  return { 0, limit, used, retry, retry, 0, math.max(1, overMs) }
 end
 local granted = math.min(want, limit - used)
 addToBucket(KEYS[2], granted, 12, 16, 65)
-return { 1, limit, used + 1, 0, untilLeaves(oldest or b), granted }
+return { 1, limit, used + 1, 0, untilLeaves(oldest or b), granted, 0 }

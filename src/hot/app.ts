@@ -79,7 +79,7 @@ export function createApp(cfg: Config, version: string, log = createLogger(cfg))
     keys,
     index,
     projector,
-    auth: new SandboxAuth(pool, redis, keys, cfg.tiers),
+    auth: new SandboxAuth(pool, redis, keys, cfg.tiers, cfg.rateCountFlushMs),
     log,
     state: { ready: false, shuttingDown: false, rebuilding: false, pgUp: false, redisUp: false },
     version,
@@ -99,6 +99,7 @@ export function createApp(cfg: Config, version: string, log = createLogger(cfg))
 
 export async function closeApp(app: App): Promise<void> {
   app.projector.stop();
+  app.auth.flush(); // requests answered without Redis are recorded before it closes
   await Promise.allSettled([app.pool.end(), app.redis.quit(), app.workers?.close()]);
 }
 

@@ -75,6 +75,8 @@ export interface Config {
   resultCacheTtlMs: number;
   /** bytes the result cache may hold per thread (RESULT_CACHE_MB) */
   resultCacheBytes: number;
+  /** how long requests answered without Redis (leased, refused locally) wait to be recorded there in one batch, ms (0: end of the event-loop turn) */
+  rateCountFlushMs: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -204,5 +206,9 @@ export function loadConfig(env: Env = process.env): Config {
     resultCacheEntries: int(env, 'RESULT_CACHE_ENTRIES', 10_000, 0, 10_000_000),
     resultCacheTtlMs: int(env, 'RESULT_CACHE_TTL_MS', 2000, 10, 3_600_000), // pub/sub invalidates within ms; this is the safety net
     resultCacheBytes: int(env, 'RESULT_CACHE_MB', 64, 1, 65_536) * 1024 * 1024,
+    // 0: one Redis call per sandbox per event-loop turn (a flood's batch is what one turn
+    // read); > 0 batches longer, and is then how far /poll's `total` on another thread or
+    // node may lag (a poll flushes its own thread first either way)
+    rateCountFlushMs: int(env, 'RATE_COUNT_FLUSH_MS', 0, 0, 1000),
   };
 }

@@ -16,6 +16,7 @@ import type { TierConfig } from '../config.js';
 import { hashKey, KEY_RE } from './keys.js';
 import { countRateLimited } from '../metrics.js';
 import { Leases } from './leases.js';
+import { OverLimit } from './over-limit.js';
 
 export const RATELIMIT_DRAFT = 'draft-ietf-httpapi-ratelimit-headers-10';
 const CACHE_MAX = 50_000;
@@ -34,17 +35,24 @@ export class SandboxAuth {
   /** hashes of well-formed keys PostgreSQL did not know -> until when to believe that */
   private unknown = new Map<string, number>();
   private leases = new Leases();
-  /** requests answered under a lease, not yet recorded in Redis */
-  private pending = new Map<string, number>();
-  private flushing = false;
-  /** calls of the rate-limit script, and requests answered from a lease (tests, metrics) */
-  readonly stats = { asked: 0, leased: 0 };
+  private over = new OverLimit();
+  /** requests answered without asking Redis (under a lease, or refused locally), not yet recorded there */
+  private pending = new Map<string, { n: number; rejected: number }>();
+  private flushing: NodeJS.Timeout | NodeJS.Immediate | null = null;
+  /** calls of the rate-limit script, requests answered from a lease and refused locally (tests, metrics) */
+  readonly stats = { asked: 0, leased: 0, refusedLocally: 0 };
 
+  /**
+   * `flushMs`: how long requests answered without Redis may wait to be recorded there, in
+   * one batch per sandbox (0: at the end of the event-loop turn). A poll on this thread
+   * flushes first; other threads and nodes lag by at most this much (docs/decisions.md).
+   */
   constructor(
     readonly pool: Pool,
     readonly redis: RedisClient,
     readonly keys: Keys,
     readonly tiers: TierConfig,
+    readonly flushMs = 0,
   ) {}
 
   /** The sandbox uuid a key belongs to, or null for a malformed or unknown key. */
@@ -89,11 +97,19 @@ export class SandboxAuth {
    */
   async count(uuid: string): Promise<RateResult> {
     for (let waits = 0; ; waits++) {
+      // (unless this thread has lease admissions to give back: asking returns them, and the
+      // window they free may admit this very request)
+      const refused = this.leases.holdsRefunds(uuid) ? null : this.over.check(uuid, performance.now());
+      if (refused) {
+        this.stats.refusedLocally++;
+        this.recordLater(uuid, 1);
+        return refused;
+      }
       const now = Date.now();
       const local = this.leases.take(uuid, now);
       if (local) {
         this.stats.leased++;
-        this.recordLater(uuid);
+        this.recordLater(uuid, 0);
         return local;
       }
       // another request of this thread is already asking Redis for a batch: share it (only
@@ -107,12 +123,19 @@ export class SandboxAuth {
 
   private async grant(uuid: string): Promise<RateResult> {
     const k = this.keys;
-    const pending = this.pending.get(uuid) ?? 0;
-    this.pending.delete(uuid);
+    // the script records admitted ones in the history and total; refusals wait for a flush
+    const held = this.pending.get(uuid);
+    const pending = held ? held.n - held.rejected : 0;
+    if (held) {
+      if (held.rejected > 0) this.pending.set(uuid, { n: held.rejected, rejected: held.rejected });
+      else this.pending.delete(uuid);
+    }
     const plan = this.leases.plan(uuid);
     let at = 0;
+    let sentAt = 0;
     const run = async () => {
       at = Date.now();
+      sentAt = performance.now();
       this.stats.asked++;
       return (await this.redis.rateLimit(k.sandbox(uuid), k.rateWindow(uuid), k.rateHistory(uuid), k.rateTotals(uuid), at, plan.want, pending, plan.refunds)) as number[];
     };
@@ -128,34 +151,52 @@ export class SandboxAuth {
       }
     } catch (err) {
       // not recorded: try again with the next request
-      if (pending > 0) this.pending.set(uuid, (this.pending.get(uuid) ?? 0) + pending);
+      if (pending > 0) this.add(uuid, pending, 0);
       throw err;
     }
     const res = { admitted: r[0] === 1, limit: r[1]!, used: r[2]!, retryAfter: r[3]!, reset: r[4]! };
     this.leases.granted(uuid, res, r[5] ?? 0, at);
+    if (!res.admitted) this.over.refused(uuid, res, r[6] ?? 0, sentAt);
     return res;
   }
 
-  /** A request answered under a lease: record it in the history at the end of this turn. */
-  private recordLater(uuid: string): void {
-    this.pending.set(uuid, (this.pending.get(uuid) ?? 0) + 1);
-    if (this.flushing) return;
-    this.flushing = true;
-    setImmediate(() => this.flush());
+  private add(uuid: string, n: number, rejected: number): void {
+    const p = this.pending.get(uuid);
+    if (p) {
+      p.n += n;
+      p.rejected += rejected;
+    } else this.pending.set(uuid, { n, rejected });
   }
 
-  private flush(): void {
-    this.flushing = false;
+  /** A request answered without Redis (`rejected`: 1 if refused): record it in the next batch. */
+  private recordLater(uuid: string, rejected: number): void {
+    this.add(uuid, 1, rejected);
+    if (this.flushing) return;
+    this.flushing = this.flushMs > 0 ? setTimeout(() => this.flush(), this.flushMs).unref() : setImmediate(() => this.flush());
+  }
+
+  /**
+   * Send every pending record now, one script call per sandbox. A poll calls this before it
+   * reads the totals: the records go out first on the same connection (the same slot in a
+   * cluster), so Redis counts them before it answers the poll.
+   */
+  flush(): void {
+    if (this.flushing) {
+      clearTimeout(this.flushing as NodeJS.Timeout);
+      clearImmediate(this.flushing as NodeJS.Immediate);
+    }
+    this.flushing = null;
     const now = Date.now();
-    for (const [uuid, n] of this.pending) {
-      this.redis.rateCount(this.keys.rateHistory(uuid), this.keys.rateTotals(uuid), now, n).catch(() => undefined);
+    for (const [uuid, p] of this.pending) {
+      this.redis.rateCount(this.keys.rateHistory(uuid), this.keys.rateTotals(uuid), now, p.n, p.rejected).catch(() => undefined);
     }
     this.pending.clear();
   }
 
-  /** Forget this thread's lease of a sandbox (its tier changed): the next request asks Redis. */
+  /** Forget this thread's lease and over-limit state of a sandbox (its tier changed): the next request asks Redis. */
   dropLease(uuid: string): void {
     this.leases.drop(uuid.toLowerCase());
+    this.over.drop(uuid.toLowerCase());
   }
 
   /**
