@@ -9,7 +9,14 @@
 -- ARGV[6]  hdr            deprecation header data "<deprecatedAtSec>|<sunset HTTP-date>" or ""
 -- ARGV[7]  members        newline-separated set suffixes: "all", "c:<cap>", "p:<k>:<v>", "d:<dc>", "r:<proto>", "iot"
 -- ARGV[8]  repl           comma-separated candidate seqs, ranked ("" none)
--- Returns: 1 applied, 0 stale (a newer revision is in place), -1 namespace not indexed
+-- ARGV[9]  channel        pub/sub channel for the delta of an applied write ("" none): the
+--                          near caches of every node apply it to the sets they hold
+--                          (src/hot/index/near.ts). "delta\t<base>\t<ver>\t<oldSeq>\t
+--                          <old members>\t<newSeq>\t<new members>" (members newline-
+--                          separated; seqs "" when absent). Published inside the script, so
+--                          deltas reach subscribers in the order writes were applied.
+-- Returns: the namespace version after the write (>= 2) when applied, 0 stale (a newer
+-- revision is in place), -1 namespace not indexed
 -- (Redis was emptied: the caller keeps its outbox row for after the rebuild).
 -- All keys share the {ns} hash tag of KEYS[1], so the call stays in one cluster slot.
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
@@ -19,6 +26,7 @@ if cur > rev then return 0 end
 redis.call('HSET', base .. 'rev', id, rev)
 
 local oldSeq = redis.call('HGET', base .. 'ids', id)
+local oldMem = oldSeq and (redis.call('HGET', base .. 'mem', oldSeq) or '') or ''
 local function dropCache(seq)
   redis.call('DEL', base .. 'rc:' .. seq)
   for _, s in ipairs(redis.call('SMEMBERS', base .. 'replby:' .. seq)) do
@@ -33,7 +41,7 @@ local function split(s, sep)
 end
 
 if oldSeq then
-  for _, m in ipairs(split(redis.call('HGET', base .. 'mem', oldSeq), '\n')) do
+  for _, m in ipairs(split(oldMem, '\n')) do
     redis.call('ZREM', base .. m, oldSeq)
   end
   for _, c in ipairs(split(redis.call('HGET', base .. 'repl', oldSeq), ',')) do
@@ -68,5 +76,9 @@ else
   end
   dropCache(seq)
 end
-redis.call('INCR', KEYS[1])
-return 1
+local ver = redis.call('INCR', KEYS[1])
+if ARGV[9] and ARGV[9] ~= '' then
+  local newMem = seq == '' and '' or ARGV[7]
+  redis.call('PUBLISH', ARGV[9], table.concat({ 'delta', base, ver, oldSeq or '', oldMem, seq, newMem }, '\t'))
+end
+return ver

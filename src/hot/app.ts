@@ -4,6 +4,7 @@ import pino, { type Logger } from 'pino';
 import type { Config } from './config.js';
 import { Keys } from './domain/keys.js';
 import { Index } from './index/index.js';
+import { NearCache } from './index/near.js';
 import { Projector } from './index/projector.js';
 import { createRedis, type RedisClient } from './redis/client.js';
 import { SandboxAuth } from './sandbox/auth.js';
@@ -64,7 +65,9 @@ export function createApp(cfg: Config, version: string, log = createLogger(cfg))
   const pool = createPool(cfg.databaseUrl, 10, SERVING_TIMEOUTS);
   const redis = createRedis(cfg);
   const keys = new Keys(cfg.redisKeyPrefix);
-  const index = new Index(redis, keys);
+  const near = new NearCache(cfg.nearCacheBytes);
+  const state: AppState = { ready: false, shuttingDown: false, rebuilding: false, pgUp: false, redisUp: false };
+  const index = new Index(redis, keys, near, () => state.ready);
   const intersectPool = cfg.heavyIntersectionThreshold > 0 ? new IntersectPool(cfg) : null;
   index.pool = intersectPool;
   index.heavyThreshold = cfg.heavyIntersectionThreshold;
@@ -81,12 +84,13 @@ export function createApp(cfg: Config, version: string, log = createLogger(cfg))
     projector,
     auth: new SandboxAuth(pool, redis, keys, cfg.tiers, cfg.rateCountFlushMs),
     log,
-    state: { ready: false, shuttingDown: false, rebuilding: false, pgUp: false, redisUp: false },
+    state,
     version,
     cache,
     replacements,
     workers: intersectPool,
   };
+  projector.onVersion = (base, ver) => near.require(base, ver);
   projector.onApplied = (namespaces) => {
     // this thread at once; every other thread and node through Redis pub/sub
     for (const ns of namespaces) {
@@ -111,6 +115,7 @@ export function invalidateCaches(app: App, ns: string): void {
 
 /** Drop everything the in-process caches hold (invalidations may have been missed). */
 export function clearCaches(app: App): void {
+  app.index.near?.clear();
   app.cache.clear();
   app.replacements.clear();
 }

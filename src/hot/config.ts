@@ -77,6 +77,8 @@ export interface Config {
   resultCacheBytes: number;
   /** how long requests answered without Redis (leased, refused locally) wait to be recorded there in one batch, ms (0: end of the event-loop turn) */
   rateCountFlushMs: number;
+  /** bytes the near cache of index sets and documents may hold per uWS thread (0: off) */
+  nearCacheBytes: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -210,5 +212,9 @@ export function loadConfig(env: Env = process.env): Config {
     // read); > 0 batches longer, and is then how far /poll's `total` on another thread or
     // node may lag (a poll flushes its own thread first either way)
     rateCountFlushMs: int(env, 'RATE_COUNT_FLUSH_MS', 0, 0, 1000),
+    // 1,000,000 production services take ~0.7 GB (sets: ~9 memberships × 8 bytes each;
+    // documents: ~330 bytes + 280 of overhead each, docs/decisions.md): 1 GiB a thread
+    // holds them whole, and 23 threads of it fit a 24 GiB machine
+    nearCacheBytes: int(env, 'NEAR_CACHE_MB', 1024, 0, 1_048_576) * 1024 * 1024,
   };
 }

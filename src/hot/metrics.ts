@@ -58,13 +58,45 @@ collector('registry_http_request_duration_seconds', 'Time from reading the reque
   return out;
 });
 
-collector('registry_rate_limit_checks_total', 'Sandbox requests counted against their limit, by where the decision came from: redis (the rate-limit script) or lease (a batch this thread holds)', 'counter', () => {
+collector('registry_rate_limit_checks_total', 'Sandbox requests counted against their limit, by where the decision came from: redis (the rate-limit script), lease (a batch this thread holds) or local (refused while this thread knows the sandbox is over its limit)', 'counter', () => {
   const s = rateSource?.();
   if (!s) return [];
   return [
     { labels: { source: 'redis' }, value: s.asked },
     { labels: { source: 'lease' }, value: s.leased },
+    { labels: { source: 'local' }, value: s.refusedLocally ?? 0 },
   ];
+});
+
+collector('registry_near_cache_total', 'Look-ups in the near cache of index sets and documents, by kind (set, document) and result (hit; miss: loaded from Redis); hit ratio = hit / (hit + miss)', 'counter', () => {
+  const s = nearSource?.();
+  if (!s) return [];
+  return [
+    { labels: { kind: 'set', result: 'hit' }, value: s.setHits },
+    { labels: { kind: 'set', result: 'miss' }, value: s.setMisses },
+    { labels: { kind: 'document', result: 'hit' }, value: s.docHits },
+    { labels: { kind: 'document', result: 'miss' }, value: s.docMisses },
+  ];
+});
+
+collector('registry_near_cache_deltas_total', 'Write deltas applied by the near cache (event=delta), and namespaces dropped because a delta was missed (event=reset)', 'counter', () => {
+  const s = nearSource?.();
+  if (!s) return [];
+  return [
+    { labels: { event: 'delta' }, value: s.deltas },
+    { labels: { event: 'reset' }, value: s.resets },
+  ];
+});
+
+new Gauge({
+  name: 'registry_near_cache_bytes',
+  help: 'Bytes held by the near caches of index sets and documents (summed over threads; bounded by NEAR_CACHE_MB each)',
+  aggregator: 'sum',
+  registers,
+  collect() {
+    const s = nearSource?.();
+    if (s) this.set(s.bytes);
+  },
 });
 
 collector('registry_result_cache_total', 'Search and device queries by in-process result cache outcome: hit, miss (computed), shared (a miss that waited for the same computation already running)', 'counter', () => {
@@ -171,11 +203,20 @@ let poolSource: (() => { queue: number; utilization: number } | null) | null = n
 type CacheStats = { hits: number; misses: number; shared: number; bytes: number };
 let cacheSource: (() => CacheStats) | null = null;
 
-let rateSource: (() => { asked: number; leased: number }) | null = null;
+type RateStats = { asked: number; leased: number; refusedLocally?: number };
+let rateSource: (() => RateStats) | null = null;
 
 /** Where the rate-limit decision counts come from (app.auth.stats of this thread). */
-export function setRateLimitSource(f: (() => { asked: number; leased: number }) | null): void {
+export function setRateLimitSource(f: (() => RateStats) | null): void {
   rateSource = f;
+}
+
+type NearStats = { setHits: number; setMisses: number; docHits: number; docMisses: number; deltas: number; resets: number; bytes: number };
+let nearSource: (() => NearStats) | null = null;
+
+/** Where the near cache counts come from (app.index.near of this thread). */
+export function setNearCacheSource(f: (() => NearStats) | null): void {
+  nearSource = f;
 }
 
 /** Where the result cache counts come from (app.cache of this thread). */

@@ -11,7 +11,7 @@ import { registerPublic } from './routes/public.js';
 import { registerSandbox } from './routes/sandbox.js';
 import { registerChanges } from './changes/route.js';
 import { closeHub, hubOf } from './changes/hub.js';
-import { countBackendError, countUnexpected, setBackendStateSource, setOutboxLagSource, setPoolStatsSource, setRateLimitSource, setResultCacheSource } from './metrics.js';
+import { countBackendError, countUnexpected, setBackendStateSource, setOutboxLagSource, setPoolStatsSource, setRateLimitSource, setNearCacheSource, setResultCacheSource } from './metrics.js';
 import { joinAggregation } from './metrics-threads.js';
 import { requestObserver } from './observe.js';
 import { registerMetrics } from './routes/metrics.js';
@@ -83,6 +83,7 @@ export async function startServer(app: App, port = app.cfg.port, host = app.cfg.
   setPoolStatsSource(() => app.workers?.stats() ?? null);
   setResultCacheSource(() => ({ hits: app.cache.hits, misses: app.cache.misses, shared: app.cache.flights.joined, bytes: app.cache.bytes + app.replacements.bytes }));
   setRateLimitSource(() => app.auth.stats);
+  setNearCacheSource(() => ({ ...(app.index.near?.stats ?? { setHits: 0, setMisses: 0, docHits: 0, docMisses: 0, deltas: 0, resets: 0 }), bytes: app.index.near?.bytes ?? 0 }));
   setBackendStateSource(() => ({ postgres: app.state.pgUp, redis: app.state.redisUp }));
   app.redis.on('error', () => countBackendError('redis', 'connection'));
   app.pool.on('error', () => countBackendError('postgres', 'connection'));

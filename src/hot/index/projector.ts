@@ -17,7 +17,8 @@ export interface OutboxEntry {
   id: string;
 }
 
-export function applyArgs(keys: Keys, gen: string, ns: string, id: string, rev: number, s: ServiceRecord | undefined): (string | number)[] {
+/** `channel`: where to publish the write's delta for near caches ("" none: a generation nobody reads yet) */
+export function applyArgs(keys: Keys, gen: string, ns: string, id: string, rev: number, s: ServiceRecord | undefined, channel = ''): (string | number)[] {
   return [
     keys.ver(ns, gen),
     keys.base(ns, gen),
@@ -28,6 +29,7 @@ export function applyArgs(keys: Keys, gen: string, ns: string, id: string, rev: 
     s ? headerData(s) : '',
     s ? memberSuffixes(s).join('\n') : '',
     s ? s.replacementSeqs.join(',') : '',
+    channel,
   ];
 }
 
@@ -36,6 +38,8 @@ export class Projector {
   private sweeping = false;
   /** called after a batch was applied, with the namespaces it touched */
   onApplied: (namespaces: Set<string>) => void = () => undefined;
+  /** called for each write applied to the live generation: its namespace base and the version after it */
+  onVersion: (base: string, ver: number) => void = () => undefined;
 
   constructor(
     readonly pool: Pool,
@@ -62,9 +66,12 @@ export class Projector {
     for (const e of entries) {
       let appliedLive = false;
       for (const gen of gens) {
-        const r = await this.redis.applyService(...applyArgs(this.keys, gen, e.ns, e.id, e.rev, states.get(e.id)));
+        const channel = gen === live ? this.keys.invalidationChannel() : '';
+        const r = (await this.redis.applyService(...applyArgs(this.keys, gen, e.ns, e.id, e.rev, states.get(e.id), channel))) as number;
         // -1: that generation has no such namespace (Redis was emptied): keep the row
         if (gen === live && r !== -1) appliedLive = true;
+        // this thread's near cache must not answer from sets older than its own write
+        if (gen === live && r > 0) this.onVersion(this.keys.base(e.ns, gen), r);
       }
       if (appliedLive) {
         done.push(e);

@@ -15,6 +15,7 @@ declare module 'ioredis' {
     applyService: Cmd;
     search: Cmd;
     searchBuffer: Cmd;
+    nearLoad: Cmd;
     getService: Cmd;
     replacements: Cmd;
     rateLimit: Cmd;
