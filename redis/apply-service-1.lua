@@ -9,7 +9,8 @@
 -- ARGV[6]  hdr            deprecation header data "<deprecatedAtSec>|<sunset HTTP-date>" or ""
 -- ARGV[7]  members        newline-separated set suffixes: "all", "c:<cap>", "p:<k>:<v>", "d:<dc>", "r:<proto>", "iot"
 -- ARGV[8]  repl           comma-separated candidate seqs, ranked ("" none)
--- ARGV[9]  channel        pub/sub channel for the delta of an applied write ("" none): the
+-- ARGV[9]  channel        pub/sub channel for the delta of an applied write ("" none: the
+--                          rebuild's own applies, before anyone reads that generation): the
 --                          near caches of every node apply it to the sets they hold
 --                          (src/hot/index/near.ts). "delta\t<base>\t<ver>\t<oldSeq>\t
 --                          <old members>\t<newSeq>\t<new members>" (members newline-

@@ -66,12 +66,14 @@ export class Projector {
     for (const e of entries) {
       let appliedLive = false;
       for (const gen of gens) {
-        const channel = gen === live ? this.keys.invalidationChannel() : '';
-        const r = (await this.redis.applyService(...applyArgs(this.keys, gen, e.ns, e.id, e.rev, states.get(e.id), channel))) as number;
+        // the building generation's deltas too: the switch may come between reading the
+        // pointers and this apply, and a silent change to a live generation would leave
+        // near caches that loaded it stale (found by test/pg/near-property.test.ts)
+        const r = (await this.redis.applyService(...applyArgs(this.keys, gen, e.ns, e.id, e.rev, states.get(e.id), this.keys.invalidationChannel()))) as number;
         // -1: that generation has no such namespace (Redis was emptied): keep the row
         if (gen === live && r !== -1) appliedLive = true;
         // this thread's near cache must not answer from sets older than its own write
-        if (gen === live && r > 0) this.onVersion(this.keys.base(e.ns, gen), r);
+        if (r > 0) this.onVersion(this.keys.base(e.ns, gen), r);
       }
       if (appliedLive) {
         done.push(e);

@@ -156,7 +156,10 @@ export class SandboxAuth {
     }
     const res = { admitted: r[0] === 1, limit: r[1]!, used: r[2]!, retryAfter: r[3]!, reset: r[4]! };
     this.leases.granted(uuid, res, r[5] ?? 0, at);
-    if (!res.admitted) this.over.refused(uuid, res, r[6] ?? 0, sentAt);
+    // replies come in the order Redis ran the scripts: an admission after a refusal (another
+    // request's lease refunds made room) ends the local refusal, a later refusal starts one
+    if (res.admitted) this.over.drop(uuid);
+    else this.over.refused(uuid, res, r[6] ?? 0, sentAt);
     return res;
   }
 
