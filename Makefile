@@ -65,6 +65,7 @@ test: test-prep
 
 lint: deps
 	npx eslint .
+	node scripts/import-cycles.mjs src
 
 typecheck: deps
 	npx tsc -p tsconfig.json --noEmit

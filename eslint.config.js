@@ -16,6 +16,41 @@ const nodeGlobals = Object.fromEntries(
   ].map((name) => [name, 'readonly']),
 );
 
+// The layering of src/hot (docs/decisions.md, "Layers"): domain <- store / index / redis
+// <- sandbox, cache <- routes <- server <- compose.ts (the composition root) <- main.ts.
+// Imports point down only; nothing in src/hot reaches into src/admin except compose.ts,
+// which hands the admin routes to the server. Cycles (type-only ones too) are checked by
+// scripts/import-cycles.mjs, which `make lint` runs after eslint.
+/** the folders of src/hot other than domain/ */
+const OTHER_FOLDERS = ['store', 'index', 'redis', 'sandbox', 'cache', 'changes', 'http', 'ops', 'routes'];
+const NO_ADMIN = { group: ['**/admin/**'], message: 'only the composition root (src/hot/compose.ts) imports src/admin' };
+const NO_ROOTS = { group: ['**/compose.js', '**/main.js'], message: 'the roots import the parts, never the other way round' };
+const BELOW_APP = ['**/routes/**', '**/app.js', '**/server.js', '**/http/route.js'];
+const LAYERS = {
+  domain: [{ group: ['../*.js', '../../**', ...OTHER_FOLDERS.map((d) => `../${d}/**`)], message: 'domain/ is pure: it imports nothing else of the project' }],
+  store: [{ group: ['**/sandbox/**', '**/cache/**', '**/index/**', '**/ops/**', '!**/ops/outage.js', '**/http/**', ...BELOW_APP], message: 'store/ sits below index/, sandbox/, cache/ and the routes' }],
+  redis: [{ group: ['**/sandbox/**', '**/cache/**', '**/index/**', '**/store/**', '**/ops/**', '!**/ops/outage.js', '**/http/**', ...BELOW_APP], message: 'redis/ sits below index/, sandbox/, cache/ and the routes' }],
+  index: [{ group: ['**/sandbox/**', '**/cache/**', '**/ops/**', '!**/ops/outage.js', '**/http/**', ...BELOW_APP], message: 'index/ sits below sandbox/, cache/ and the routes' }],
+  sandbox: [{ group: ['**/cache/**', '**/changes/**', ...BELOW_APP], message: 'sandbox/ sits below the routes (request types: http/types.ts)' }],
+  cache: [{ group: ['**/sandbox/**', '**/changes/**', ...BELOW_APP], message: 'cache/ sits below the routes (request types: http/types.ts)' }],
+  http: [{ group: ['**/routes/**', '**/changes/**', '**/app.js', '**/server.js'], message: 'http/ (routing, bodies) sits below the routes' }],
+  // ops/outage.ts (the error classifier) sits at the bottom with domain/: see OUTAGE below
+  ops: [{ group: ['**/routes/**', '**/changes/**', '**/server.js'], message: 'ops/ sits below the routes' }],
+  changes: [{ group: ['**/server.js'], message: 'the change feed sits below the server' }],
+  routes: [{ group: ['**/server.js'], message: 'routes sit below the server' }],
+};
+const OUTAGE = { group: ['../*.js', '../../**', ...OTHER_FOLDERS.map((d) => `../${d}/**`), './*', '!./outage.js'], message: 'ops/outage.ts (the one error classifier) imports only domain/: store/ and redis/ use it' };
+const layerBlocks = [
+  ...Object.entries(LAYERS).map(([dir, own]) => ({
+    files: [`src/hot/${dir}/**/*.ts`],
+    rules: { 'no-restricted-imports': ['error', { patterns: [NO_ADMIN, NO_ROOTS, ...own] }] },
+  })),
+  { files: ['src/hot/*.ts'], ignores: ['src/hot/compose.ts', 'src/hot/main.ts'], rules: { 'no-restricted-imports': ['error', { patterns: [NO_ADMIN, NO_ROOTS] }] } },
+  // after the ops/ block: for a file two blocks name, the later one's options win
+  { files: ['src/hot/ops/outage.ts'], rules: { 'no-restricted-imports': ['error', { patterns: [NO_ADMIN, NO_ROOTS, OUTAGE] }] } },
+  { files: ['src/hot/compose.ts'], rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['**/main.js'], message: NO_ROOTS.message }] }] } },
+];
+
 export default defineConfig(
   {
     ignores: [
@@ -29,6 +64,7 @@ export default defineConfig(
     files: ['**/*.js', '**/*.mjs', '**/*.cjs'],
     languageOptions: { globals: nodeGlobals },
   },
+  ...layerBlocks,
   {
     rules: {
       // `_name` marks a deliberately unused binding (callback arity, destructuring rest).

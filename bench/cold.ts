@@ -15,7 +15,7 @@ import { Keys } from '../src/hot/domain/keys.js';
 import { createRedis } from '../src/hot/redis/client.js';
 import { createPool } from '../src/hot/store/pool.js';
 import { migrate } from '../src/hot/store/migrator.js';
-import { rebuildIndex } from '../src/admin/reindex.js';
+import { rebuildIndex } from '../src/hot/index/rebuild.js';
 import { load, type LoadOptions } from './cannon.js';
 import { share, snapshot } from './cpu.js';
 import { databaseUrl, recreateDatabase } from './load.js';

@@ -6,7 +6,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { dropGeneration, rebuildIndex } from '../src/admin/reindex.js';
+import { dropGeneration, rebuildIndex } from '../src/hot/index/rebuild.js';
 import { loadConfig, type Config } from '../src/hot/config.js';
 import { Keys, PRODUCTION } from '../src/hot/domain/keys.js';
 import { ROOT } from '../src/hot/paths.js';
@@ -90,7 +90,7 @@ function indexFingerprint(stored: StoredDataset): string {
   // not JSON.stringify(stored): jsonb gives the keys back in another order
   const h = createHash('sha256').update([stored.fingerprint, stored.deprecatedId, stored.loadMs, BENCH_TIERS].join('|'));
   const lua = readdirSync(join(ROOT, 'redis')).filter((f) => f.endsWith('.lua')).sort().map((f) => join(ROOT, 'redis', f));
-  const code = ['hot/domain/service.js', 'hot/domain/keys.js', 'hot/index/projector.js', 'hot/store/services.js', 'hot/store/sandbox-meta.js', 'admin/reindex.js'];
+  const code = ['hot/domain/service.js', 'hot/domain/keys.js', 'hot/index/projector.js', 'hot/store/services.js', 'hot/store/sandbox-meta.js', 'hot/index/rebuild.js'];
   hashFiles(h, [...lua, ...code.map((c) => join(ROOT, 'dist/src', c))]);
   return h.digest('hex').slice(0, 32);
 }

@@ -3,7 +3,7 @@
 // Deterministic (seeded); each line has an id, so re-importing the file is a no-op, and
 // one service in 50 names the two services before it as replacement candidates.
 import { demoService, prng } from '../src/admin/seed.js';
-import { randomBase62 } from '../src/hot/store/services.js';
+import { randomBase62 } from '../src/hot/domain/tokens.js';
 import { serviceObject } from '../src/hot/domain/service.js';
 
 const n = Number(process.argv[2] ?? 100_000);

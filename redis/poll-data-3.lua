@@ -5,12 +5,13 @@
 -- KEYS[3]  rl:{uuid}:t   hash: total, rejected
 -- ARGV[1]  now (ms)
 -- ARGV[2]  buckets       how many buckets of history, newest last (72 = six minutes)
+-- ARGV[3]  bucket length (ms): src/hot/domain/rate-window.ts
 -- Returns { limit, total, rejected, tier, c1 .. cN } or { -1 } for an unknown sandbox
 local limit = redis.call('HGET', KEYS[1], 'limit')
 if not limit then return { -1 } end
 local now = tonumber(ARGV[1])
 local n = tonumber(ARGV[2])
-local b = math.floor(now / 5000)
+local b = math.floor(now / tonumber(ARGV[3]))
 local fields = {}
 for i = b - n + 1, b do fields[#fields + 1] = i end
 local counts = redis.call('HMGET', KEYS[2], unpack(fields))

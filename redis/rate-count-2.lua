@@ -7,12 +7,13 @@
 -- KEYS[2]  rl:{uuid}:t      hash: total, rejected
 -- ARGV[1]  now (ms)
 -- ARGV[2]  requests to record (all of them, refused ones included)
--- ARGV[3]  how many of them were refused (default 0)
-local b = math.floor(tonumber(ARGV[1]) / 5000)
+-- ARGV[3]  bucket length (ms), ARGV[4] history TTL (s): src/hot/domain/rate-window.ts
+-- ARGV[5]  how many of them were refused (default 0)
+local b = math.floor(tonumber(ARGV[1]) / tonumber(ARGV[3]))
 local n = tonumber(ARGV[2])
-local rejected = tonumber(ARGV[3] or '0')
+local rejected = tonumber(ARGV[5] or '0')
 redis.call('HINCRBY', KEYS[2], 'total', n)
 if rejected > 0 then redis.call('HINCRBY', KEYS[2], 'rejected', rejected) end
 redis.call('HINCRBY', KEYS[1], b, n)
-redis.call('EXPIRE', KEYS[1], 420)
+redis.call('EXPIRE', KEYS[1], tonumber(ARGV[4]))
 return n

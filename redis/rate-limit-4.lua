@@ -1,5 +1,5 @@
--- rate-limit: count one request of a sandbox against its sliding window of twelve
--- 5-second buckets, record it in the poll history, and (for high limits) lease the
+-- rate-limit: count one request of a sandbox against its sliding window (twelve 5-second
+-- buckets: ARGV[5..9]), record it in the poll history, and (for high limits) lease the
 -- calling thread a few more admissions of the current bucket. The limit is read here,
 -- from the sandbox hash, so that a tier change applies to the next request that asks.
 -- KEYS[1]  sb:{uuid}        hash: name, tier, limit
@@ -13,6 +13,8 @@
 -- ARGV[3]  requests the thread answered under its lease and has not recorded yet (history)
 -- ARGV[4]  unused admissions of the thread's previous leases, given back to the window:
 --          "bucket:count,bucket:count" ("" none)
+-- ARGV[5..9] the clock, from src/hot/domain/rate-window.ts: bucket length (ms), window
+--          buckets (12), window TTL (s), history buckets (72), history TTL (s)
 -- Returns { admitted (1/0), limit, used in window (after this request), retryAfter s,
 --           reset s (until the oldest counted bucket leaves the window), granted,
 --           overMs }, or
@@ -26,10 +28,15 @@ if not limit then return { -1 } end
 local now = tonumber(ARGV[1])
 local want = math.max(1, tonumber(ARGV[2] or '1'))
 local pending = tonumber(ARGV[3] or '0')
-local b = math.floor(now / 5000)
+local bucketMs = tonumber(ARGV[5])
+local windowN = tonumber(ARGV[6])
+local windowTtl = tonumber(ARGV[7])
+local historyN = tonumber(ARGV[8])
+local historyTtl = tonumber(ARGV[9])
+local b = math.floor(now / bucketMs)
 for rb, n in string.gmatch(ARGV[4] or '', '(%d+):(%d+)') do
   rb = tonumber(rb)
-  if rb > b - 12 then
+  if rb > b - windowN then
     -- (a bucket that left the window is gone from it already)
     local have = tonumber(redis.call('HGET', KEYS[2], rb) or '0')
     local give = math.min(have, tonumber(n))
@@ -37,7 +44,7 @@ for rb, n in string.gmatch(ARGV[4] or '', '(%d+):(%d+)') do
   end
 end
 local fields = {}
-for i = b - 11, b do fields[#fields + 1] = i end
+for i = b - windowN + 1, b do fields[#fields + 1] = i end
 local counts = redis.call('HMGET', KEYS[2], unpack(fields))
 local used, oldest = 0, nil
 for i, c in ipairs(counts) do
@@ -59,17 +66,17 @@ local function addToBucket(key, n, keep, max, ttl)
   end
 end
 redis.call('HINCRBY', KEYS[4], 'total', 1 + pending)
-addToBucket(KEYS[3], 1 + pending, 72, 96, 420)
+addToBucket(KEYS[3], 1 + pending, historyN, historyN + historyN / 3, historyTtl)
 local function untilLeaves(bucket)
-  return math.max(1, math.ceil(((bucket + 12) * 5000 - now) / 1000))
+  return math.max(1, math.ceil(((bucket + windowN) * bucketMs - now) / 1000))
 end
 if used >= limit then
   redis.call('HINCRBY', KEYS[4], 'rejected', 1)
   -- the window frees room when its oldest admitted bucket slides out
-  local retry = oldest and untilLeaves(oldest) or 5
-  local overMs = oldest and ((oldest + 12) * 5000 - now) or (5000 - now % 5000)
+  local retry = oldest and untilLeaves(oldest) or math.ceil(bucketMs / 1000)
+  local overMs = oldest and ((oldest + windowN) * bucketMs - now) or (bucketMs - now % bucketMs)
   return { 0, limit, used, retry, retry, 0, math.max(1, overMs) }
 end
 local granted = math.min(want, limit - used)
-addToBucket(KEYS[2], granted, 12, 16, 65)
+addToBucket(KEYS[2], granted, windowN, windowN + windowN / 3, windowTtl)
 return { 1, limit, used + 1, 0, untilLeaves(oldest or b), granted, 0 }

@@ -5,9 +5,9 @@ import type { TemplatedApp } from 'uWebSockets.js';
 import type { App } from '../hot/app.js';
 import { ApiError } from '../hot/domain/errors.js';
 import { check, validators } from '../hot/domain/validation.js';
-import { route, type Headers, type RouteOptions } from '../hot/http.js';
-import { parseJson } from '../hot/body.js';
-import { pollData, sandboxSummary } from '../hot/routes/sandbox.js';
+import { route, type Headers, type RouteOptions } from '../hot/http/route.js';
+import { parseJson } from '../hot/http/body.js';
+import { pollData, sandboxSummary } from '../hot/sandbox/summary.js';
 import { writeSandboxMeta } from '../hot/store/sandbox-meta.js';
 import { countServices, getSandbox, setTier } from '../hot/store/sandboxes.js';
 import { requireAdmin } from './auth.js';
@@ -32,31 +32,31 @@ export function registerAdminApi(uws: TemplatedApp, app: App, o: RouteOptions): 
     await requireAdmin(app, req);
     const q = parseListQuery(req.query, app.cfg.tiers);
     const size = app.cfg.adminPageSize;
-    const { rows, total } = await listSandboxes(app.pool, q.tier, size, q.page * size);
-    const items = rows.map((r) => ({ ...sandboxSummary(app, r), serviceCount: Number(r.service_count) }));
+    const { rows, total } = await listSandboxes(app.pg, q.tier, size, q.page * size);
+    const items = rows.map((r) => ({ ...sandboxSummary(app.cfg.tiers, r), serviceCount: Number(r.service_count) }));
     reply.json(200, JSON.stringify({ items, tier: q.tier, ...pageFields(total, size, q.page) }), NO_STORE);
   }, o);
 
   route(uws, 'get', '/admin/api/locations', async (req, reply) => {
     await requireAdmin(app, req);
-    reply.json(200, JSON.stringify(await locatedSandboxes(app.pool, MAP_POINTS)), NO_STORE);
+    reply.json(200, JSON.stringify(await locatedSandboxes(app.pg, MAP_POINTS)), NO_STORE);
   }, o);
 
   route(uws, 'get', '/admin/api/sandboxes/:uuid', async (req, reply) => {
     await requireAdmin(app, req);
     const uuid = req.params[0]!;
-    const s = UUID_RE.test(uuid) ? await getSandbox(app.pool, uuid) : null;
+    const s = UUID_RE.test(uuid) ? await getSandbox(app.pg, uuid) : null;
     if (!s) throw new ApiError('NOT_FOUND', 'no such sandbox');
     const [serviceCount, history, poll] = await Promise.all([
-      countServices(app.pool, s.uuid),
-      tierHistory(app.pool, s.uuid),
+      countServices(app.pg, s.uuid),
+      tierHistory(app.pg, s.uuid),
       // counters are derived data: the detail still answers while Redis is away
-      pollData(app, s.uuid, 12).catch(() => null),
+      pollData(app.redis, app.keys, s.uuid, 12, app.auth).catch(() => null),
     ]);
     reply.json(
       200,
       JSON.stringify({
-        ...sandboxSummary(app, s),
+        ...sandboxSummary(app.cfg.tiers, s),
         serviceCount,
         counters: poll ? { total: poll.total, rejected: poll.rejected, windowTotal: poll.buckets.reduce((a, b) => a + b, 0) } : null,
         tierChanges: history.map((h) => ({ from: h.old_tier, to: h.new_tier, by: h.changed_by, at: h.changed_at.toISOString() })),
@@ -74,7 +74,7 @@ export function registerAdminApi(uws: TemplatedApp, app: App, o: RouteOptions): 
     }
     const uuid = req.params[0]!;
     if (!UUID_RE.test(uuid)) throw new ApiError('NOT_FOUND', 'no such sandbox');
-    const row = await setTier(app.pool, uuid.toLowerCase(), tier, who.by);
+    const row = await setTier(app.pg, uuid.toLowerCase(), tier, who.by);
     // The rate-limit script reads the limit from this hash on every request, so the new
     // limit applies to the very next one. PostgreSQL already has the change; if Redis
     // fails here the caller is told, and repeating the call applies it.
@@ -88,7 +88,7 @@ export function registerAdminApi(uws: TemplatedApp, app: App, o: RouteOptions): 
     // others (and other nodes) when the message arrives, at the latest when it expires
     app.auth.dropLease(row.uuid);
     await app.redis.publish(app.keys.invalidationChannel(), 'lease:' + row.uuid).catch(() => undefined);
-    reply.json(200, JSON.stringify(sandboxSummary(app, row)), NO_STORE);
+    reply.json(200, JSON.stringify(sandboxSummary(app.cfg.tiers, row)), NO_STORE);
   }, ob);
 
   // Unknown /admin/api/* paths: 401 first (nothing is revealed to strangers), then 404.

@@ -3,7 +3,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { App } from '../hot/app.js';
 import { ApiError } from '../hot/domain/errors.js';
-import type { Req } from '../hot/http.js';
+import type { Req } from '../hot/http/route.js';
 import { bearerKey } from '../hot/sandbox/auth.js';
 import { sessionFromCookie } from './session.js';
 

@@ -2,8 +2,8 @@
 import type { TemplatedApp } from 'uWebSockets.js';
 import type { App } from '../hot/app.js';
 import { ApiError } from '../hot/domain/errors.js';
-import { route, type RouteOptions } from '../hot/http.js';
-import { parseJson } from '../hot/body.js';
+import { route, type RouteOptions } from '../hot/http/route.js';
+import { parseJson } from '../hot/http/body.js';
 import { registerAdminApi } from './api.js';
 import { isAdminKey, requireAdmin } from './auth.js';
 import { cookieValue, createSession, destroySession, sessionFromCookie, setCookie } from './session.js';

@@ -2,7 +2,7 @@
 import type { TemplatedApp } from 'uWebSockets.js';
 import type { App } from '../hot/app.js';
 import { PRODUCTION } from '../hot/domain/keys.js';
-import { route, type RouteOptions } from '../hot/http.js';
+import { route, type RouteOptions } from '../hot/http/route.js';
 import { addReplacementHandler, createHandler, deleteHandler, listReplacementsHandler, patchHandler } from '../hot/routes/writes.js';
 import { requireAdmin } from './auth.js';
 

@@ -8,7 +8,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { extname, join, relative, sep } from 'node:path';
 import type { TemplatedApp } from 'uWebSockets.js';
 import type { App } from '../hot/app.js';
-import { route, type Headers, type RouteOptions } from '../hot/http.js';
+import { route, type Headers, type RouteOptions } from '../hot/http/route.js';
 import { ROOT } from '../hot/paths.js';
 
 export const DIST = join(ROOT, 'web', 'dist');

@@ -21,7 +21,7 @@ export async function requestTotals(app: App, batch = 1000): Promise<RequestTota
     out.total += Number(v?.[0] ?? 0) || 0;
     out.rejected += Number(v?.[1] ?? 0) || 0;
   };
-  for await (const uuids of sandboxUuids(app.pool, batch)) {
+  for await (const uuids of sandboxUuids(app.pg, batch)) {
     const keys = uuids.map((u) => app.keys.rateTotals(u));
     if (app.redis instanceof Cluster) {
       const rs = await Promise.all(keys.map((k) => app.redis.hmget(k, 'total', 'rejected')));
@@ -47,7 +47,7 @@ export interface Stats extends RegistryCounts {
 }
 
 export async function stats(app: App): Promise<Stats> {
-  const [counts, requests] = await Promise.all([registryCounts(app.pool), requestTotals(app)]);
+  const [counts, requests] = await Promise.all([registryCounts(app.pg), requestTotals(app)]);
   // every configured tier appears, with 0 when no sandbox has it
   const byTier: Record<string, number> = {};
   for (const t of Object.keys(app.cfg.tiers)) byTier[t] = 0;

@@ -4,7 +4,7 @@ import { Keys } from '../hot/domain/keys.js';
 import { createRedis } from '../hot/redis/client.js';
 import { createPool } from '../hot/store/pool.js';
 import { migrate } from '../hot/store/migrator.js';
-import { rebuildIndex } from './reindex.js';
+import { rebuildIndex } from '../hot/index/rebuild.js';
 import { seedDemo } from './seed.js';
 
 async function main(cmd: string | undefined): Promise<void> {

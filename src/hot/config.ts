@@ -22,7 +22,7 @@ export interface Config {
   redisClusterNodes: string[];
   /** prefix in front of every Redis key (tests use it to share one Redis) */
   redisKeyPrefix: string;
-  workers: number;
+  uwsThreads: number;
   allowUwsFallback: boolean;
   env: 'development' | 'production' | 'test';
   tiers: TierConfig;
@@ -176,7 +176,7 @@ export function loadConfig(env: Env = process.env): Config {
     redisKeyPrefix: prefix,
     // one uWS thread per core, less one left to Redis, PostgreSQL and the OS: on the 2-core
     // machines here 2 threads served 2.5x fewer requests than 1 (docs/decisions.md)
-    workers: int(env, 'WORKERS', Math.max(1, availableParallelism() - 1), 1, 256),
+    uwsThreads: int(env, 'WORKERS', Math.max(1, availableParallelism() - 1), 1, 256),
     allowUwsFallback: bool(env, 'ALLOW_UWS_FALLBACK', false), // refuse the slow JS fallback
     env: nodeEnv,
     tiers: t,

@@ -6,9 +6,9 @@ import { fileURLToPath } from 'node:url';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfig, ConfigError, redactUrl, type Config } from './config.js';
-import { checkUwsNative } from './native.js';
-import { createApp, closeApp, createLogger } from './app.js';
-import { startServer } from './server.js';
+import { checkUwsNative } from './ops/native.js';
+import { createLogger } from './app.js';
+import { buildThread } from './compose.js';
 import { createPool } from './store/pool.js';
 import { migrate } from './store/migrator.js';
 import { ROOT } from './paths.js';
@@ -29,8 +29,9 @@ const CLOSE_MS = 250;
 
 async function serveThread(cfg: Config, index: number): Promise<void> {
   const log = createLogger(cfg, { thread: index });
-  const app = createApp(cfg, VERSION, log);
-  const server = await startServer(app);
+  const thread = buildThread(cfg, VERSION, log);
+  await thread.start();
+  const server = thread.server;
   parentPort?.postMessage({ type: 'listening', port: server.port });
   let stopping = false;
   const stop = async () => {
@@ -45,9 +46,9 @@ async function serveThread(cfg: Config, index: number): Promise<void> {
       if (parentPort) parentPort.postMessage({ type: 'overdue' });
       else process.exit(1);
     }, grace);
-    await server.close(Math.max(0, grace - CLOSE_MS), listenPhaseMs(grace));
+    // every part in reverse order: the HTTP drain first, the pools last
+    await thread.stop({ graceMs: Math.max(0, grace - CLOSE_MS), listenMs: listenPhaseMs(grace) });
     const left = server.inflight();
-    await closeApp(app);
     clearTimeout(hard);
     log.info({ abandoned: left }, 'stopped: requests drained, pools closed');
     // A worker thread must not end itself: uWS keeps a poll handle on the thread's loop and
@@ -93,26 +94,26 @@ async function main(): Promise<void> {
   } finally {
     await pool.end();
   }
-  if (cfg.port === 0 && cfg.workers > 1) cfg = { ...cfg, workers: 1 }; // an ephemeral port cannot be shared
+  if (cfg.port === 0 && cfg.uwsThreads > 1) cfg = { ...cfg, uwsThreads: 1 }; // an ephemeral port cannot be shared
   const banner = (port: number) => {
     const base = `http://${cfg.host.includes(':') ? `[${cfg.host}]` : cfg.host}:${port}`;
-    console.log(`service registry ${VERSION} listening on ${base} (${cfg.workers} uWS thread${cfg.workers > 1 ? 's' : ''})`);
+    console.log(`service registry ${VERSION} listening on ${base} (${cfg.uwsThreads} uWS thread${cfg.uwsThreads > 1 ? 's' : ''})`);
     console.log(`  search:     ${base}/services`);
     console.log(`  openapi:    ${base}/openapi.json`);
     console.log(`  dashboard:  ${base}/admin/`);
     console.log(`  admin key:  ${cfg.adminApiKeyGenerated ? cfg.adminApiKey + '  (generated for this run; set ADMIN_API_KEY to fix it)' : '(from ADMIN_API_KEY)'}`);
   };
-  if (cfg.workers === 1) {
+  if (cfg.uwsThreads === 1) {
     await serveThread(cfg, 0);
     banner(cfg.port || 0);
     return;
   }
   const workers: Worker[] = [];
   let listening = 0;
-  for (let i = 0; i < cfg.workers; i++) {
+  for (let i = 0; i < cfg.uwsThreads; i++) {
     const w = new Worker(fileURLToPath(import.meta.url), { workerData: { cfg, index: i } });
     w.on('message', (m: { type: string; port: number }) => {
-      if (m.type === 'listening' && ++listening === cfg.workers) banner(m.port);
+      if (m.type === 'listening' && ++listening === cfg.uwsThreads) banner(m.port);
     });
     w.on('error', (err) => {
       console.error(`worker ${i} failed: ${err.message}`);

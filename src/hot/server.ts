@@ -1,25 +1,33 @@
-// Builds the uWebSockets.js app of one thread: every route, a catch-all 404 (JSON, never
-// HTML), and the listen socket. Used by main.ts (one per thread) and by the tests.
+// The HTTP part of one thread: the uWebSockets.js app with every route, a catch-all 404
+// (JSON, never HTML), the listen socket and the drain. Built by compose.ts (buildThread),
+// which also hands in the routes that live outside src/hot (the admin dashboard and API).
 import uWS from 'uWebSockets.js';
-import { registerAdmin } from '../admin/routes.js';
 import type { App } from './app.js';
-import { allowedMethods, route, type RouteOptions } from './http.js';
-import { indexAlive, startWatchers, type Watchers } from './lifecycle.js';
-import { startInvalidation } from './invalidation.js';
-import { openApiDocument } from './openapi.js';
+import { allowedMethods, route, type RouteOptions } from './http/route.js';
+import { indexAlive } from './ops/lifecycle.js';
+import { openApiDocument } from './http/openapi.js';
 import { registerPublic } from './routes/public.js';
 import { registerSandbox } from './routes/sandbox.js';
 import { registerChanges } from './changes/route.js';
-import { closeHub, hubOf } from './changes/hub.js';
-import { countBackendError, countUnexpected, setBackendStateSource, setOutboxLagSource, setPoolStatsSource, setRateLimitSource, setNearCacheSource, setResultCacheSource } from './metrics.js';
-import { joinAggregation } from './metrics-threads.js';
-import { requestObserver } from './observe.js';
+import { countUnexpected } from './ops/metrics.js';
+import { requestObserver } from './ops/observe.js';
 import { registerMetrics } from './routes/metrics.js';
 
-export interface Server {
+/** Registers a group of routes (the admin ones come from src/admin through compose.ts). */
+export type RegisterRoutes = (uws: uWS.TemplatedApp, app: App, o: RouteOptions) => void;
+
+export interface ServerOptions {
   port: number;
-  app: App;
-  watchers: Watchers;
+  host: string;
+  /** registered after the public and sandbox routes, before the catch-all */
+  routes: RegisterRoutes[];
+}
+
+export interface Server {
+  /** the bound port (0 until listen() resolved) */
+  port: number;
+  /** open the listen socket; resolves with the bound port */
+  listen(): Promise<number>;
   /**
    * Drain: /readyz answers 503 at once and every answer closes its connection; after
    * `listenMs` (probes see the 503 instead of a refused connection) stop accepting; let
@@ -29,7 +37,7 @@ export interface Server {
   inflight(): number;
 }
 
-export function buildUws(app: App, hooks: Partial<Pick<RouteOptions, 'onStart' | 'onDone' | 'draining'>> = {}): uWS.TemplatedApp {
+export function buildUws(app: App, routes: RegisterRoutes[], hooks: Partial<Pick<RouteOptions, 'onStart' | 'onDone' | 'draining'>> = {}): uWS.TemplatedApp {
   const uws = uWS.App();
   const o: RouteOptions = {
     maxBody: app.cfg.maxBodyBytes,
@@ -55,7 +63,7 @@ export function buildUws(app: App, hooks: Partial<Pick<RouteOptions, 'onStart' |
   registerChanges(uws, app, o); // before /services/:id (see changes/route.ts)
   registerPublic(uws, app, o);
   registerSandbox(uws, app, o);
-  registerAdmin(uws, app, o);
+  for (const register of routes) register(uws, app, o);
   route(uws, 'any', '/*', (req, reply) => {
     const allow = allowedMethods(uws, req.path);
     if (allow.length) return reply.error('METHOD_NOT_ALLOWED', `${req.method} is not allowed here; use ${allow.join(', ')}`, [['Allow', allow.join(', ')]]);
@@ -64,11 +72,11 @@ export function buildUws(app: App, hooks: Partial<Pick<RouteOptions, 'onStart' |
   return uws;
 }
 
-export async function startServer(app: App, port = app.cfg.port, host = app.cfg.host): Promise<Server> {
+export function createServer(app: App, opts: ServerOptions): Server {
   let inflight = 0;
   const idle: (() => void)[] = [];
   const observe = requestObserver(app); // metrics and the access log; null when both are off
-  const uws = buildUws(app, {
+  const uws = buildUws(app, opts.routes, {
     onStart: () => {
       inflight++;
     },
@@ -78,35 +86,26 @@ export async function startServer(app: App, port = app.cfg.port, host = app.cfg.
     },
     draining: () => app.state.shuttingDown,
   });
-  joinAggregation(app.cfg.workers);
-  setOutboxLagSource(() => app.projector.lag());
-  setPoolStatsSource(() => app.workers?.stats() ?? null);
-  setResultCacheSource(() => ({ hits: app.cache.hits, misses: app.cache.misses, shared: app.cache.flights.joined, bytes: app.cache.bytes + app.replacements.bytes }));
-  setRateLimitSource(() => app.auth.stats);
-  setNearCacheSource(() => ({ ...(app.index.near?.stats ?? { setHits: 0, setMisses: 0, docHits: 0, docMisses: 0, deltas: 0, resets: 0 }), bytes: app.index.near?.bytes ?? 0 }));
-  setBackendStateSource(() => ({ postgres: app.state.pgUp, redis: app.state.redisUp }));
-  app.redis.on('error', () => countBackendError('redis', 'connection'));
-  app.pool.on('error', () => countBackendError('postgres', 'connection'));
-  hubOf(app); // now, not at the first stream: it also prunes expired change events
-  const watchers = startWatchers(app);
-  const stopInvalidation = startInvalidation(app);
-  await watchers.tick();
-  const socket = await new Promise<uWS.us_listen_socket>((resolve, reject) => {
-    uws.listen(host, port, (s) => (s ? resolve(s) : reject(new Error(`cannot listen on ${host}:${port}`))));
-  });
-  const actual = uWS.us_socket_local_port(socket);
-  return {
-    port: actual,
-    app,
-    watchers,
+  let socket: uWS.us_listen_socket | null = null;
+  const server: Server = {
+    port: 0,
     inflight: () => inflight,
+    async listen() {
+      const { host, port } = opts;
+      socket = await new Promise<uWS.us_listen_socket>((resolve, reject) => {
+        uws.listen(host, port, (s) => (s ? resolve(s) : reject(new Error(`cannot listen on ${host}:${port}`))));
+      });
+      server.port = uWS.us_socket_local_port(socket);
+      return server.port;
+    },
     async close(graceMs = app.cfg.shutdownGraceMs, listenMs = 0) {
       const t0 = Date.now();
       app.state.shuttingDown = true;
       app.state.ready = false;
-      closeHub(app); // change streams never finish by themselves: end them, clients resume elsewhere
+      app.hub.close(); // change streams never finish by themselves: end them, clients resume elsewhere
       if (listenMs > 0) await new Promise((r) => setTimeout(r, Math.min(listenMs, graceMs)));
-      uWS.us_listen_socket_close(socket);
+      if (socket) uWS.us_listen_socket_close(socket);
+      socket = null;
       if (inflight > 0) {
         await new Promise<void>((resolve) => {
           const t = setTimeout(resolve, Math.max(0, graceMs - (Date.now() - t0)));
@@ -120,8 +119,7 @@ export async function startServer(app: App, port = app.cfg.port, host = app.cfg.
       // App.close() (in the binary, missing from its typings). A worker thread that exits
       // with a uWS socket still open makes Node abort the whole process.
       (uws as unknown as { close?: () => void }).close?.();
-      watchers.stop();
-      await stopInvalidation();
     },
   };
+  return server;
 }

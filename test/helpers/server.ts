@@ -4,9 +4,11 @@
 // parallel against one Redis and one PostgreSQL server.
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { createApp, closeApp, createLogger, type App } from '../../src/hot/app.js';
+import { createLogger, type App } from '../../src/hot/app.js';
+import { buildThread, type Thread } from '../../src/hot/compose.js';
 import { loadConfig, type Config } from '../../src/hot/config.js';
-import { startServer, type Server } from '../../src/hot/server.js';
+import { createRedis, type RedisClient } from '../../src/hot/redis/client.js';
+import type { Server } from '../../src/hot/server.js';
 import { createPool } from '../../src/hot/store/pool.js';
 import { migrate } from '../../src/hot/store/migrator.js';
 import pino from 'pino';
@@ -55,12 +57,17 @@ export interface TestServer {
   url: string;
   app: App;
   server: Server;
+  /** the thread as main.ts builds it (compose.ts) */
+  thread: Thread;
   cfg: Config;
   /** fetch a path on this server; never follows redirects */
   req(path: string, init?: RequestInit): Promise<Response>;
   /** JSON request with the admin Bearer key */
   admin(method: string, path: string, body?: unknown): Promise<Response>;
+  /** stop the thread, dropping its database and Redis keys */
   close(): Promise<void>;
+  /** stop the thread only (a second server on the database and prefix of another) */
+  stop(): Promise<void>;
 }
 
 export interface StartOptions {
@@ -76,14 +83,16 @@ export async function startTestServer(opts: StartOptions = {}): Promise<TestServ
   const db = opts.databaseUrl ? { url: opts.databaseUrl, drop: async () => undefined } : await freshDatabase();
   const prefix = opts.redisKeyPrefix ?? 't' + randomBytes(4).toString('hex') + ':';
   const cfg = loadConfig({ ...baseEnv(), DATABASE_URL: db.url, REDIS_KEY_PREFIX: prefix, ...opts.env });
-  const app = createApp(cfg, 'test', opts.logStream ? createLogger(cfg, {}, opts.logStream) : pino({ level: cfg.logLevel }));
-  const server = await startServer(app, 0, '127.0.0.1');
+  const thread = buildThread(cfg, 'test', opts.logStream ? createLogger(cfg, {}, opts.logStream) : pino({ level: cfg.logLevel }), { port: 0, host: '127.0.0.1' });
+  await thread.start();
+  const { app, server } = thread;
   const url = `http://127.0.0.1:${server.port}`;
   const req = (path: string, init: RequestInit = {}) => fetch(url + path, { redirect: 'manual', ...init });
   return {
     url,
     app,
     server,
+    thread,
     cfg,
     req,
     admin: (method, path, body) =>
@@ -93,18 +102,20 @@ export async function startTestServer(opts: StartOptions = {}): Promise<TestServ
         body: body === undefined ? undefined : JSON.stringify(body),
       }),
     async close() {
-      await server.close(1000);
-      await dropPrefix(app, prefix).catch(() => undefined);
-      await closeApp(app);
+      await thread.stop({ graceMs: 1000 });
+      // the thread's connections are closed: drop its keys through a connection of our own
+      const redis = createRedis(cfg);
+      await dropPrefix(redis, prefix).catch(() => undefined);
+      await redis.quit().catch(() => redis.disconnect());
       await db.drop();
     },
+    stop: () => thread.stop({ graceMs: 100 }),
   };
 }
 
-async function dropPrefix(app: App, prefix: string): Promise<void> {
+async function dropPrefix(r: RedisClient, prefix: string): Promise<void> {
   // in a Redis Cluster SCAN sees one node, and a multi-key UNLINK must stay in one slot:
   // scan every primary, unlink key by key (auto-pipelined)
-  const r = app.redis;
   const nodes = 'nodes' in r && typeof r.nodes === 'function' ? r.nodes('master') : [r];
   for (const node of nodes) {
     let cursor = '0';

@@ -11,7 +11,7 @@ async function twoNodes(t: Test) {
   const a = await startTestServer({ env });
   t.teardown(() => a.close());
   const b = await startTestServer({ env, databaseUrl: a.cfg.databaseUrl, redisKeyPrefix: a.cfg.redisKeyPrefix });
-  t.teardown(() => b.server.close(100).then(() => b.app.redis.quit()).then(() => b.app.pool.end()));
+  t.teardown(() => b.stop());
   return { a, b };
 }
 

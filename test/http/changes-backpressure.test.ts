@@ -42,7 +42,7 @@ t.test('a paused reader gets every event once, in order', async (t) => {
       id: `bp${String(b + i).padStart(6, '0')}`,
       input: { endpoint: 'https://bp.example.com/' + (b + i), capabilities: ['bp'], properties: { a: pad, b: pad, c: pad, d: pad, e: pad, f: pad }, iot: null, deprecated: false, locked: false, sunsetDate: null },
     }));
-    await bulkUpsert(s.app.pool, PRODUCTION, rows);
+    await bulkUpsert(s.app.pg, PRODUCTION, rows);
   }
   await new Promise((r) => setTimeout(r, 300)); // the poller writes until uWS pushes back
   sock.resume();

@@ -3,7 +3,7 @@
 // at connect, heartbeats, and streams ended by a server shutdown.
 import t from 'tap';
 import { createSandbox, registerProduction, startTestServer, type TestServer } from '../helpers/server.js';
-import { openSse, type SseStream } from './changes-sse.js';
+import { openSse, type SseStream } from '../helpers/changes-sse.js';
 import { pruneChanges } from '../../src/hot/changes/events.js';
 
 const ENV = { CHANGES_POLL_MS: '30', CHANGES_HEARTBEAT_MS: '60000' };
@@ -150,9 +150,9 @@ t.test('events older than the retention are pruned, newer ones kept', async (t) 
   t.teardown(() => s.close());
   const a = await registerProduction(s, { endpoint: 'https://old.example.com', capabilities: ['prune'] });
   await registerProduction(s, { endpoint: 'https://new.example.com', capabilities: ['prune'] });
-  await s.app.pool.query("UPDATE change_events SET created_at = now() - interval '200 hours' WHERE service_id = $1", [a.id]);
-  t.equal(await pruneChanges(s.app.pool, 168), 1);
-  const left = await s.app.pool.query<{ service_id: string }>('SELECT service_id FROM change_events');
+  await s.app.pg.query("UPDATE change_events SET created_at = now() - interval '200 hours' WHERE service_id = $1", [a.id]);
+  t.equal(await pruneChanges(s.app.pg, 168), 1);
+  const left = await s.app.pg.query<{ service_id: string }>('SELECT service_id FROM change_events');
   t.equal(left.rows.length, 1);
   t.not(left.rows[0]!.service_id, a.id);
 });

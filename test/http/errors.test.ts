@@ -101,7 +101,7 @@ t.test('body too large: 413 JSON, with Content-Length or chunked', async (t) => 
   await isError(t, asResponse(chunked), 413, 'PAYLOAD_TOO_LARGE', 'chunked over the cap');
   const admin = await raw('POST', '/admin/api/services', { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json', 'content-length': String(big.length) }, [big]);
   await isError(t, asResponse(admin), 413, 'PAYLOAD_TOO_LARGE', 'admin write');
-  const n = Number((await s.app.pool.query<{ n: string }>('SELECT count(*) AS n FROM sandboxes')).rows[0]!.n);
+  const n = Number((await s.app.pg.query<{ n: string }>('SELECT count(*) AS n FROM sandboxes')).rows[0]!.n);
   t.equal(n, 0, 'nothing created');
 });
 

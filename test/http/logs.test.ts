@@ -6,7 +6,7 @@ import t from 'tap';
 import { createLogger } from '../../src/hot/app.js';
 import { loadConfig } from '../../src/hot/config.js';
 import { ADMIN_KEY, baseEnv, startTestServer } from '../helpers/server.js';
-import { openSse } from './changes-sse.js';
+import { openSse } from '../helpers/changes-sse.js';
 
 class Capture extends Writable {
   text = '';

@@ -11,7 +11,7 @@ import { Redis } from 'ioredis';
 import t from 'tap';
 import { loadConfig } from '../../src/hot/config.js';
 import { ADMIN_KEY, baseEnv, freshDatabase } from '../helpers/server.js';
-import { parseProm, sample } from './metrics-util.js';
+import { parseProm, sample } from '../helpers/metrics-util.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 

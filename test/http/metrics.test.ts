@@ -2,7 +2,7 @@
 // rejections by tier, replacement and result cache outcomes, and METRICS_ENABLED=false.
 import t from 'tap';
 import { createSandbox, registerProduction, startTestServer } from '../helpers/server.js';
-import { parseProm, sample } from './metrics-util.js';
+import { parseProm, sample } from '../helpers/metrics-util.js';
 
 t.test('request counters equal the requests served, by route and status', async (t) => {
   const s = await startTestServer({ env: { TIERS: 'free=3,pro=600,enterprise=6000' } });

@@ -13,7 +13,7 @@ async function nodes(t: Test) {
   t.teardown(() => a.close());
   const more = async (extra: Record<string, string>) => {
     const n = await startTestServer({ env: { ...env, ...extra }, databaseUrl: a.cfg.databaseUrl, redisKeyPrefix: a.cfg.redisKeyPrefix });
-    t.teardown(() => n.server.close(100).then(() => n.app.redis.quit()).then(() => n.app.pool.end()));
+    t.teardown(() => n.stop());
     return n;
   };
   // b: another node with a near cache; redisOnly: the Redis path, the reference

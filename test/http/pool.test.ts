@@ -10,13 +10,13 @@ t.test('pool intersections equal Redis intersections, page by page', async (t) =
   t.teardown(() => redisSide.close());
   const side = async (env: Record<string, string>) => {
     const n = await startTestServer({ env: { HEAVY_INTERSECTION_THRESHOLD: '1', RESULT_CACHE_ENTRIES: '0', ...env }, databaseUrl: redisSide.cfg.databaseUrl, redisKeyPrefix: redisSide.cfg.redisKeyPrefix });
-    t.teardown(() => n.server.close(100).then(() => n.app.redis.quit()).then(() => n.app.pool.end()).then(() => n.app.workers?.close()));
+    t.teardown(() => n.stop());
     return n;
   };
   const fetchSide = await side({ NEAR_CACHE_MB: '0' }); // the worker fetches the sets from Redis
   const sharedSide = await side({}); // the worker reads the near cache's shared memory
-  t.ok(fetchSide.app.workers && sharedSide.app.workers, 'the pools exist');
-  t.equal(redisSide.app.workers, null, 'threshold 0 disables it');
+  t.ok(fetchSide.app.intersectPool && sharedSide.app.intersectPool, 'the pools exist');
+  t.equal(redisSide.app.intersectPool, null, 'threshold 0 disables it');
 
   for (let i = 0; i < 40; i++) {
     const caps = ['heavy-a'];
@@ -41,13 +41,13 @@ t.test('pool intersections equal Redis intersections, page by page', async (t) =
     }
     t.ok(pages >= 1, `${q}: ${pages} pages compared`);
   }
-  t.ok(sharedSide.app.workers!.piscina.completed > 0, 'the shared-memory side ran its intersections in the pool');
+  t.ok(sharedSide.app.intersectPool!.piscina.completed > 0, 'the shared-memory side ran its intersections in the pool');
   t.ok(sharedSide.app.index.near!.stats.setHits > 0, 'over sets held in memory');
 });
 
 t.test('with the near cache off, a full queue answers 503 with Retry-After', async (t) => {
   const s = await startTestServer({ env: { HEAVY_INTERSECTION_THRESHOLD: '1', RESULT_CACHE_ENTRIES: '0', POOL_MAX_QUEUE: '1', POOL_THREADS: '1', NEAR_CACHE_MB: '0' } });
-  t.teardown(() => s.close().then(() => s.app.workers?.close()));
+  t.teardown(() => s.close().then(() => s.app.intersectPool?.close()));
   for (let i = 0; i < 30; i++) await registerProduction(s, { endpoint: `https://q${i}.example.com`, capabilities: ['qa', 'qb'] });
   const rs = await Promise.all(Array.from({ length: 60 }, (_, i) => s.req(`/services?capability=qa&capability=qb&limit=${1 + (i % 20)}`)));
   const statuses = rs.map((r) => r.status);
@@ -63,7 +63,7 @@ t.test('with the near cache off, a full queue answers 503 with Retry-After', asy
 
 t.test('with the near cache, the same burst is answered in full: no 503', async (t) => {
   const s = await startTestServer({ env: { HEAVY_INTERSECTION_THRESHOLD: '1', RESULT_CACHE_ENTRIES: '0', POOL_MAX_QUEUE: '1', POOL_THREADS: '1' } });
-  t.teardown(() => s.close().then(() => s.app.workers?.close()));
+  t.teardown(() => s.close().then(() => s.app.intersectPool?.close()));
   for (let i = 0; i < 30; i++) await registerProduction(s, { endpoint: `https://q${i}.example.com`, capabilities: ['qa', 'qb'] });
   const one = await s.req('/services?capability=qa&capability=qb&limit=1000');
   const all = (await one.json()) as { id: string }[];

@@ -60,7 +60,7 @@ t.test('a free sandbox admits 60 +- 3 in a burst, then 429 with the headers and 
   t.equal(post.status, 429, 'writes too');
   t.ok(post.headers.get('retry-after'));
   await isError(t, post, 429);
-  const n = Number((await s.app.pool.query<{ n: string }>('SELECT count(*) AS n FROM services WHERE ns = $1', [sb.uuid])).rows[0]!.n);
+  const n = Number((await s.app.pg.query<{ n: string }>('SELECT count(*) AS n FROM services WHERE ns = $1', [sb.uuid])).rows[0]!.n);
   t.equal(n, 0, 'a refused write writes nothing');
   // anonymous traffic is not limited by a sandbox's window
   t.equal((await s.req('/services')).status, 200);

@@ -19,7 +19,7 @@ const list = async (b: Box, q = '') => {
   if (r.status !== 200) throw new Error(`list: ${r.status} ${await r.text()}`);
   return ids(r);
 };
-const count = async (ns: string) => Number((await s.app.pool.query<{ n: string }>('SELECT count(*) AS n FROM services WHERE ns = $1', [ns])).rows[0]!.n);
+const count = async (ns: string) => Number((await s.app.pg.query<{ n: string }>('SELECT count(*) AS n FROM services WHERE ns = $1', [ns])).rows[0]!.n);
 const total = async (b: Box) => ((await (await s.req(`/sandbox/${b.uuid}/poll`)).json()) as { total: number }).total;
 
 // fixtures of the isolation and authentication tests, made before any test runs (top-level
@@ -53,7 +53,7 @@ t.test('POST /sandboxes: 201 with every field; key format; only a hash stored', 
   t.equal(m?.[1], 'acmelabstest', 'prefix derived from the name');
   t.ok((m?.[2]?.length ?? 0) >= 27, '>= 27 base62 characters: >= 160 bits');
 
-  const rows = await s.app.pool.query<{ j: string }>('SELECT row_to_json(x)::text AS j FROM sandboxes x');
+  const rows = await s.app.pg.query<{ j: string }>('SELECT row_to_json(x)::text AS j FROM sandboxes x');
   const dump = rows.rows.map((x) => x.j).join('\n');
   t.ok(dump.includes(b.uuid as string), 'the sandbox row exists');
   t.notOk(dump.includes(key), 'the key is not in the sandboxes table');
@@ -84,10 +84,10 @@ t.test('POST /sandboxes: invalid bodies are 400 with the error body', async (t) 
     ['location without lon', { name: 'n', location: { lat: 1 } }],
     ['unknown field', { name: 'n', tier: 'enterprise' }],
   ];
-  const before = Number((await s.app.pool.query<{ n: string }>('SELECT count(*) AS n FROM sandboxes')).rows[0]!.n);
+  const before = Number((await s.app.pg.query<{ n: string }>('SELECT count(*) AS n FROM sandboxes')).rows[0]!.n);
   for (const [what, body] of bad) await isError(t, await s.req('/sandboxes', jsonBody('POST', body)), 400, undefined, what);
   await isError(t, await s.req('/sandboxes', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"name":' }), 400, undefined, 'broken JSON');
-  const after = Number((await s.app.pool.query<{ n: string }>('SELECT count(*) AS n FROM sandboxes')).rows[0]!.n);
+  const after = Number((await s.app.pg.query<{ n: string }>('SELECT count(*) AS n FROM sandboxes')).rows[0]!.n);
   t.equal(after, before, 'no sandbox created');
   await isError(t, await s.req('/sandboxes', jsonBody('POST', { name: 'bad\u0000name' })), 400, undefined, 'a NUL in the name');
   await isError(t, await s.req('/sandboxes', jsonBody('POST', { name: 'line\nbreak' })), 400, undefined, 'a newline in the name');
@@ -342,7 +342,7 @@ t.test('replacements: read and add; a candidate from another namespace is refuse
   await prod.body?.cancel();
   await isError(t, await s.req(url, jsonBody('POST', {}, E.apiKey)), 400, undefined, 'no serviceId');
   t.same(await ids(await s.req(url, keyed(E.apiKey))), [n2.id, n1.id], 'nothing added');
-  const n = Number((await s.app.pool.query<{ n: string }>('SELECT count(*) AS n FROM replacements WHERE service_id = $1', [old.id])).rows[0]!.n);
+  const n = Number((await s.app.pg.query<{ n: string }>('SELECT count(*) AS n FROM replacements WHERE service_id = $1', [old.id])).rows[0]!.n);
   t.equal(n, 2, 'two rows in PostgreSQL');
   await isError(t, await s.req(`/sandbox/${E.uuid}/services/nosuch/replacements`, keyed(E.apiKey)), 404, 'NOT_FOUND', 'unknown service');
   const pub = await s.req(`/services/${old.id}/replacements`);

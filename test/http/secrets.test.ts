@@ -25,11 +25,11 @@ t.test('keys are stored hashed, nowhere in clear', async (t) => {
   t.equal(login.status, 200);
   await s.req('/services', { headers: { authorization: `Bearer ${sb.apiKey}` } });
 
-  const rows = await s.app.pool.query<{ row: string }>('SELECT row_to_json(s)::text AS row FROM sandboxes s');
+  const rows = await s.app.pg.query<{ row: string }>('SELECT row_to_json(s)::text AS row FROM sandboxes s');
   const dump = rows.rows.map((r) => r.row).join('\n');
   t.notMatch(dump, random, 'PostgreSQL holds no sandbox key');
   t.notMatch(dump, ADMIN_KEY, '... nor the admin key');
-  const stored = await s.app.pool.query<{ key_hash: Buffer }>('SELECT key_hash FROM sandboxes WHERE uuid = $1', [sb.uuid]);
+  const stored = await s.app.pg.query<{ key_hash: Buffer }>('SELECT key_hash FROM sandboxes WHERE uuid = $1', [sb.uuid]);
   t.same(stored.rows[0]!.key_hash, createHash('sha256').update(sb.apiKey).digest(), 'only sha256(key)');
 
   let redisDump = '';

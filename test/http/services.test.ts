@@ -6,7 +6,7 @@ import { ADMIN_KEY, createSandbox, registerProduction } from '../helpers/server.
 
 const s = await serve(t);
 
-const count = async (table: string, where = 'true', params: unknown[] = []) => Number((await s.app.pool.query<{ n: string }>(`SELECT count(*) AS n FROM ${table} WHERE ${where}`, params)).rows[0]!.n);
+const count = async (table: string, where = 'true', params: unknown[] = []) => Number((await s.app.pg.query<{ n: string }>(`SELECT count(*) AS n FROM ${table} WHERE ${where}`, params)).rows[0]!.n);
 
 t.test('GET /services/{id}: 200 with every field, locked and sunset_date always present', async (t) => {
   const svc = await registerProduction(s, { endpoint: 'https://one.example.com/api', capabilities: ['Lookup'], properties: { Region: 'EU' } });
@@ -184,7 +184,7 @@ t.test('iotReady is true exactly when an IoT profile is present; profiles live i
   const svc = await registerProduction(s, { endpoint: 'https://iot.example.com', capability: 'iotcap', iot: { deviceClasses: ['Thermostat'], protocols: ['Zigbee', 'mqtt'] } });
   t.equal(svc.iotReady, true);
   t.same(svc.iot, { deviceClasses: ['thermostat'], protocols: ['zigbee', 'mqtt'] });
-  const row = (await s.app.pool.query<{ device_classes: string[]; protocols: string[] }>('SELECT device_classes, protocols FROM iot_profiles WHERE service_id = $1', [svc.id])).rows[0];
+  const row = (await s.app.pg.query<{ device_classes: string[]; protocols: string[] }>('SELECT device_classes, protocols FROM iot_profiles WHERE service_id = $1', [svc.id])).rows[0];
   t.same(row, { device_classes: ['thermostat'], protocols: ['zigbee', 'mqtt'] }, 'stored in the iot_profiles table');
   t.same(await ids(await s.req('/services?capability=iotcap&iotReady=true')), [svc.id]);
 
@@ -238,7 +238,7 @@ t.test('DELETE: 204, then 404 and gone from search and from candidate lists', as
 
 t.test('writes are acknowledged after COMMIT: the row is in PostgreSQL when 201 arrives', async (t) => {
   const svc = await registerProduction(s, { endpoint: 'https://durable.example.com', capability: 'durable', properties: { a: 'b' } });
-  const r = await s.app.pool.query<{ endpoint: string }>('SELECT endpoint FROM services WHERE id = $1', [svc.id]);
+  const r = await s.app.pg.query<{ endpoint: string }>('SELECT endpoint FROM services WHERE id = $1', [svc.id]);
   t.equal(r.rows[0]?.endpoint, 'https://durable.example.com');
   t.equal(await count('service_properties', 'service_id = $1', [svc.id]), 1);
 });

@@ -9,7 +9,7 @@ const s = await serve(t);
 
 /** Count the key-hash look-ups the server sends to PostgreSQL (a spy: PostgreSQL answers). */
 let lookups = 0;
-const pool = s.app.pool as unknown as { query: (...a: unknown[]) => unknown };
+const pool = s.app.pg as unknown as { query: (...a: unknown[]) => unknown };
 const real = pool.query.bind(pool);
 pool.query = (...a: unknown[]) => {
   if (typeof a[0] === 'string' && a[0].includes('WHERE key_hash = $1')) lookups++;

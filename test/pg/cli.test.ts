@@ -71,20 +71,20 @@ t.test('export, import into a fresh database, re-import', async (t) => {
   t.same(((await (await sB.req(`/services/${s1.id}/replacements`)).json()) as { id: string }[]).map((x) => x.id), [s3.id, s2.id]);
 
   // re-import: nothing changes, not even the change feed
-  const events = async () => Number((await sB.app.pool.query<{ n: string }>('SELECT count(*) AS n FROM change_events')).rows[0]!.n);
+  const events = async () => Number((await sB.app.pg.query<{ n: string }>('SELECT count(*) AS n FROM change_events')).rows[0]!.n);
   const before = await events();
   const again = await cli(['import', '-'], envB, ex.out);
   t.equal(again.code, 0, again.err);
   t.match(again.err, /0 created, 0 updated, 3 unchanged, 0 rejected; 0 replacement lists set/);
   t.equal(await events(), before, 'no change events for unchanged services');
-  const count = await sB.app.pool.query<{ n: string }>('SELECT count(*) AS n FROM services');
+  const count = await sB.app.pg.query<{ n: string }>('SELECT count(*) AS n FROM services');
   t.equal(Number(count.rows[0]!.n), 3, 'no duplicates');
 
   // a changed line updates in place, keeping its id
   const changed = ex.out.replace('https://three.example.com', 'https://three-v2.example.com');
   const up = await cli(['import', '-', '--no-reindex'], envB, changed);
   t.match(up.err, /0 created, 1 updated, 2 unchanged/);
-  t.match((await sB.app.pool.query('SELECT endpoint FROM services WHERE id = $1', [s3.id])).rows[0], { endpoint: 'https://three-v2.example.com' });
+  t.match((await sB.app.pg.query('SELECT endpoint FROM services WHERE id = $1', [s3.id])).rows[0], { endpoint: 'https://three-v2.example.com' });
 
   // never across namespaces: the sandbox service's id in a production import is refused
   const cross = JSON.stringify({ id: sbId, endpoint: 'https://hijack.example.com', capabilities: ['pay'] });
@@ -93,7 +93,7 @@ t.test('export, import into a fresh database, re-import', async (t) => {
   t.match(bad.err, new RegExp(`line 1: ${sbId}: the id belongs to another namespace`));
   t.match(bad.err, /line 2: not valid JSON/);
   t.match(bad.err, /line 3: .*endpoint/);
-  const still = await a.app.pool.query<{ ns: string; endpoint: string }>('SELECT ns, endpoint FROM services WHERE id = $1', [sbId]);
+  const still = await a.app.pg.query<{ ns: string; endpoint: string }>('SELECT ns, endpoint FROM services WHERE id = $1', [sbId]);
   t.same(still.rows[0], { ns: sb.uuid, endpoint: 'https://sb.example.com' }, 'the sandbox service is untouched');
 });
 

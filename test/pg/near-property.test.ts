@@ -16,7 +16,7 @@ import { loadConfig } from '../../src/hot/config.js';
 import { Keys } from '../../src/hot/domain/keys.js';
 import { createRedis } from '../../src/hot/redis/client.js';
 import { createPool } from '../../src/hot/store/pool.js';
-import { rebuildIndex } from '../../src/admin/reindex.js';
+import { rebuildIndex } from '../../src/hot/index/rebuild.js';
 import { ADMIN_KEY, baseEnv, freshDatabase } from '../helpers/server.js';
 import { dropRedisPrefix, spawnServer, waitFor, type ServerProcess } from '../helpers/processes.js';
 

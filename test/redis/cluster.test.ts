@@ -8,7 +8,7 @@
 import t from 'tap';
 import { Cluster } from 'ioredis';
 import { Writable } from 'node:stream';
-import { rebuildIndex } from '../../src/admin/reindex.js';
+import { rebuildIndex } from '../../src/hot/index/rebuild.js';
 import { ADMIN_KEY, createSandbox, registerProduction, startTestServer, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/processes.js';
 import { ids } from '../helpers/checks.js';
@@ -118,7 +118,7 @@ if (!NODES) {
 
     // ---- reindex over a live generation: the old one disappears from every primary ----
     const old = s.app.index.gen!;
-    const r = await rebuildIndex(s.app.pool, s.app.redis, k, s.cfg.tiers);
+    const r = await rebuildIndex(s.app.pg, s.app.redis, k, s.cfg.tiers);
     t.ok(r && r.gen !== old, 'reindexed into a new generation');
     await waitFor('the old generation is dropped on every primary', async () => {
       for (const node of probe.nodes('master')) if ((await node.keys(k.genPattern(old))).length) return false;

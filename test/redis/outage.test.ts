@@ -78,7 +78,7 @@ t.test('Redis unreachable: writes acknowledged, searches 503, index catches up a
     await waitFor(`${how}: the production write is searchable`, async () => (await ids(s, `/services?capability=during-${how}`))?.[0] === w.prodId);
     await waitFor(`${how}: the sandbox write is searchable`, async () => (await ids(s, `/sandbox/${sb.uuid}/services?capability=sb-${how}`, sb.apiKey))?.[0] === w.sbId);
     t.same(await ids(s, '/services?capability=outage'), [before.id], `${how}: earlier data intact`);
-    await waitFor(`${how}: the outbox drains`, async () => (await s.app.pool.query<{ n: string }>('SELECT count(*) AS n FROM outbox')).rows[0]!.n === '0');
+    await waitFor(`${how}: the outbox drains`, async () => (await s.app.pg.query<{ n: string }>('SELECT count(*) AS n FROM outbox')).rows[0]!.n === '0');
     t.pass(`${how}: caught up with no manual step`);
   };
 

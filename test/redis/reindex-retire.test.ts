@@ -3,7 +3,7 @@
 // every key of it — readers hammering a search through several reindexes only ever see the
 // whole answer — and its keys are gone once the result's `retired` settles.
 import t from 'tap';
-import { rebuildIndex } from '../../src/admin/reindex.js';
+import { rebuildIndex } from '../../src/hot/index/rebuild.js';
 import { registerProduction, startTestServer } from '../helpers/server.js';
 
 t.test('no search sees a dropped generation; the old keys go after the grace period', async (t) => {
@@ -31,7 +31,7 @@ t.test('no search sees a dropped generation; the old keys go after the grace per
   const scan = async (gen: string) => (await s.app.redis.keys(s.app.keys.genPattern(gen))).length;
   for (let round = 0; round < 3; round++) {
     const old = s.app.index.gen!;
-    const r = await rebuildIndex(s.app.pool, s.app.redis, s.app.keys, s.cfg.tiers);
+    const r = await rebuildIndex(s.app.pg, s.app.redis, s.app.keys, s.cfg.tiers);
     t.ok(r && r.gen !== old, `round ${round}: a new generation`);
     // (dropping this small a generation takes a few ms: 100 ms later it would be gone; the
     // grace period is 20 times that, so a slow machine cannot make this fail wrongly)

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { ResultCache } from '../../src/hot/cache.js';
+import { ResultCache } from '../../src/hot/cache/result-cache.js';
 
 const v = (s: string) => ({ body: Buffer.from(s), headers: [] as [string, string][], etag: '"e"' });
 

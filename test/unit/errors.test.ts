@@ -1,7 +1,10 @@
 // The error registry: every code maps to a 4xx/5xx status, codes are unique and
 // UPPER_SNAKE_CASE, every status has a reason phrase, and the body has the contract shape.
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import t from 'tap';
 import { ApiError, errorBody, ERRORS, STATUS_TEXT, type ErrorCode } from '../../src/hot/domain/errors.js';
+import { ROOT } from '../../src/hot/paths.js';
 
 const entries = Object.entries(ERRORS) as [ErrorCode, number][];
 
@@ -27,4 +30,18 @@ t.test('codes are unique (case-insensitively)', async (t) => {
 t.test('the statuses the contract names have codes', async (t) => {
   const statuses = new Set(entries.map(([, s]) => s));
   for (const s of [400, 401, 403, 404, 413, 415, 429, 500, 503]) t.ok(statuses.has(s), String(s));
+});
+
+// The registry both ways, over the source: every registered code is raised somewhere in
+// src (ApiError, reply.error or errorBody with the code as a literal), and every code
+// raised so is registered. A code nobody raises is a contract promise nobody keeps.
+t.test('every registered code is used in src, and every used code is registered', async (t) => {
+  const files = (dir: string): string[] =>
+    readdirSync(dir, { withFileTypes: true }).flatMap((d) => (d.isDirectory() ? files(join(dir, d.name)) : d.name.endsWith('.ts') ? [join(dir, d.name)] : []));
+  const src = files(join(ROOT, 'src')).filter((f) => !f.endsWith(join('domain', 'errors.ts')));
+  const used = new Set<string>();
+  for (const f of src) for (const m of readFileSync(f, 'utf8').matchAll(/(?:ApiError|\.error|errorBody)\(\s*'([A-Z][A-Z0-9_]*)'/g)) used.add(m[1]!);
+  t.ok(used.size > 0, 'the scan finds raised codes');
+  for (const code of Object.keys(ERRORS)) t.ok(used.has(code), `${code} is raised somewhere in src`);
+  for (const code of used) t.ok(code in ERRORS, `${code} (raised in src) is registered`);
 });

@@ -11,7 +11,7 @@ import { hashKey, newSandboxKey } from '../../hot/sandbox/keys.js';
 import type { Pool } from '../../hot/store/pool.js';
 import { writeSandboxMeta } from '../../hot/store/sandbox-meta.js';
 import { insertSandbox, setTier, type SandboxRow } from '../../hot/store/sandboxes.js';
-import { rebuildIndex, type RebuildResult } from '../reindex.js';
+import { rebuildIndex, type RebuildResult } from '../../hot/index/rebuild.js';
 import { stats } from '../stats.js';
 import { progressBar, UsageError } from './args.js';
 
@@ -96,6 +96,6 @@ export async function tierSet(ctx: Ctx, uuid: string, tier: string): Promise<voi
 
 export async function printStats(ctx: Ctx): Promise<void> {
   // stats() reads only these members of the app
-  const app = { cfg: ctx.cfg, pool: ctx.pool, redis: ctx.redis(), keys: ctx.keys } as unknown as App;
+  const app = { cfg: ctx.cfg, pg: ctx.pool, redis: ctx.redis(), keys: ctx.keys } as unknown as App;
   ctx.out(JSON.stringify(await stats(app), null, 2));
 }

@@ -8,9 +8,10 @@
 // it is either live (fed by the poller) or catching up (reading PostgreSQL up to the
 // poller's cursor, then switching to live in the same tick, so no event is sent twice
 // or lost at the hand-over).
-import type { App } from '../app.js';
-import type { Reply } from '../http.js';
-import { changeStreams, countBackendError } from '../metrics.js';
+import type { Config } from '../config.js';
+import type { Reply } from '../http/route.js';
+import type { Pool } from '../store/pool.js';
+import { changeStreams, countBackendError } from '../ops/metrics.js';
 import { lastChangeId, pruneChanges, readAllChanges, readChanges, type ChangeEvent } from './events.js';
 
 const BATCH = 500;
@@ -42,9 +43,15 @@ export class ChangeHub {
   private starting: Promise<void> | null = null;
   private closed = false;
 
-  constructor(readonly app: App) {
-    this.pruneTimer = setInterval(() => {
-      pruneChanges(app.pool, app.cfg.changesRetentionHours).catch(() => countBackendError('postgres', 'query'));
+  constructor(
+    private readonly pg: Pool,
+    private readonly cfg: Config,
+  ) {}
+
+  /** Start pruning expired change events (at start-up, not at the first stream). */
+  start(): void {
+    this.pruneTimer ??= setInterval(() => {
+      pruneChanges(this.pg, this.cfg.changesRetentionHours).catch(() => countBackendError('postgres', 'query'));
     }, PRUNE_EVERY_MS);
     this.pruneTimer.unref();
   }
@@ -59,7 +66,7 @@ export class ChangeHub {
 
   /** The id a new stream without Last-Event-ID starts after: the newest committed event. */
   latest(): Promise<number> {
-    return lastChangeId(this.app.pool).then(Number);
+    return lastChangeId(this.pg).then(Number);
   }
 
   /**
@@ -96,7 +103,7 @@ export class ChangeHub {
     this.starting ??= (async () => {
       try {
         this.cursor = await this.latest();
-        const cfg = this.app.cfg;
+        const cfg = this.cfg;
         this.pollTimer = setInterval(() => void this.poll(), cfg.changesPollMs);
         this.beatTimer = setInterval(() => this.heartbeat(), cfg.changesHeartbeatMs);
         this.pollTimer.unref();
@@ -152,7 +159,7 @@ export class ChangeHub {
           s.state = 'live'; // same tick as the check: the poller feeds it from here on
           return;
         }
-        const rows = await readChanges(this.app.pool, s.ns, String(s.last), String(upTo), BATCH);
+        const rows = await readChanges(this.pg, s.ns, String(s.last), String(upTo), BATCH);
         for (const e of rows) {
           if (!this.streams.has(s)) return;
           s.last = Number(e.id);
@@ -172,7 +179,7 @@ export class ChangeHub {
     this.polling = true;
     try {
       for (;;) {
-        const rows = await readAllChanges(this.app.pool, String(this.cursor), BATCH);
+        const rows = await readAllChanges(this.pg, String(this.cursor), BATCH);
         for (const e of rows) {
           const id = Number(e.id);
           const set = this.byNs.get(e.ns);
@@ -209,25 +216,14 @@ export class ChangeHub {
     this.drop(s);
   }
 
-  /** Server shutdown: end every stream (clients reconnect elsewhere with Last-Event-ID). */
+  /**
+   * Server shutdown: end every stream (clients reconnect elsewhere with Last-Event-ID). The
+   * hub stays, closed, so that a stream asked for while the server drains is refused.
+   */
   close(): void {
     this.closed = true;
     for (const s of [...this.streams]) this.end(s);
     this.sleep();
     if (this.pruneTimer) clearInterval(this.pruneTimer);
   }
-}
-
-const hubs = new WeakMap<App, ChangeHub>();
-
-/** The hub of an app (one per server thread), created on first use. */
-export function hubOf(app: App): ChangeHub {
-  let h = hubs.get(app);
-  if (!h) hubs.set(app, (h = new ChangeHub(app)));
-  return h;
-}
-
-/** End every stream; the hub stays, closed, so that a stream asked for while the server drains is refused. */
-export function closeHub(app: App): void {
-  hubOf(app).close();
 }

@@ -6,9 +6,8 @@ import type { TemplatedApp } from 'uWebSockets.js';
 import type { App } from '../app.js';
 import { ApiError } from '../domain/errors.js';
 import { PRODUCTION } from '../domain/keys.js';
-import { route, type Headers, type RouteOptions } from '../http.js';
+import { route, type Headers, type RouteOptions } from '../http/route.js';
 import { bearerKey } from '../sandbox/auth.js';
-import { hubOf } from './hub.js';
 
 export const CHANGES_PATH = '/services/changes';
 
@@ -28,7 +27,7 @@ export function registerChanges(uws: TemplatedApp, app: App, o: RouteOptions): v
   // uWS matches static segments before parameters whatever the registration order (checked
   // with this uWS build), but it is registered before /services/:id all the same
   route(uws, 'get', CHANGES_PATH, async (req, reply) => {
-    const hub = hubOf(app);
+    const hub = app.hub;
     // refusals come before the key is counted against its rate limit; while draining, a
     // stream opened now would only be cut again
     if (hub.isClosed()) throw new ApiError('UNAVAILABLE', 'the server is shutting down; reconnect', { 'Retry-After': '1' });

@@ -1,4 +1,7 @@
-// Token and value rules of the contract ("Tokens"), pure functions.
+// Token and value rules of the contract ("Tokens"), pure functions, and the random tokens
+// the registry hands out (service ids, sandbox keys).
+import { randomBytes } from 'node:crypto';
+
 export const TOKEN_RE = /^[a-z0-9._-]{1,64}$/;
 // Property values: 1..256 chars, case-sensitive, no control characters (C0, DEL, C1).
 // eslint-disable-next-line no-control-regex
@@ -53,4 +56,17 @@ export function compareCodePoints(a: string, b: string): number {
     if (x > 0xffff) i++; // skip the low surrogate; both strings had the same pair
   }
   return a.length - b.length < 0 ? -1 : a.length === b.length ? 0 : 1;
+}
+
+const B62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+
+/** base62 string from a CSPRNG, by rejection sampling (no modulo bias) */
+export function randomBase62(len: number): string {
+  let out = '';
+  while (out.length < len) {
+    for (const b of randomBytes(len * 2)) {
+      if (b < 248 && out.length < len) out += B62[b % 62];
+    }
+  }
+  return out;
 }

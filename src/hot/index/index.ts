@@ -57,14 +57,13 @@ export interface Replacements {
 export class Index {
   /** live generation; null until known (or after Redis lost it) */
   gen: string | null = null;
-  /** heavy intersections go to this pool (null: always intersect in Redis) */
-  pool: IntersectPool | null = null;
-  /** smallest-set size above which an intersection is heavy (measured: docs/decisions.md) */
-  heavyThreshold = 0;
-
   constructor(
     readonly redis: RedisClient,
     readonly keys: Keys,
+    /** heavy intersections go to this pool (null: always intersect in Redis) */
+    readonly intersectPool: IntersectPool | null = null,
+    /** smallest-set size above which an intersection is heavy (measured: docs/decisions.md) */
+    readonly heavyThreshold = 0,
     /** this thread's near cache of sets and documents (null: every search asks Redis) */
     readonly near: NearCache | null = null,
     /**
@@ -125,8 +124,9 @@ export class Index {
     const from = after === '' ? -1 : Number(after);
     const smallest = Math.min(...sets.map((a) => a.length));
     // heavy: in the pool, over the same shared memory (no copy, no Redis), unless its queue is full
-    const hits = sets.length > 1 && this.pool && this.heavyThreshold > 0 && smallest > this.heavyThreshold && !this.pool.busy()
-      ? await this.pool.intersect(sets, from, limit + 1, signal)
+    const pool = this.intersectPool;
+    const hits = sets.length > 1 && pool && this.heavyThreshold > 0 && smallest > this.heavyThreshold && !pool.busy()
+      ? await pool.intersect(sets, from, limit + 1, signal)
       : intersectSorted(sets, from, limit + 1);
     const more = hits.length > limit;
     const seqs = more ? hits.subarray(0, limit) : hits;
@@ -137,7 +137,6 @@ export class Index {
     return { seqs, docs: docs as Buffer[], more };
   }
 
-  /** One page of a search; `after` is an exclusive seq bound ("" for the start). */
   /**
    * A sandbox created while Redis was away has no namespace marker in a generation that is
    * otherwise complete. Callers only reach a sandbox namespace after its key was verified
@@ -159,15 +158,16 @@ export class Index {
     const gen = this.liveGen();
     const k = this.keys;
     const sets = this.filterKeys(ns, gen, f);
-    const args = [2 + sets.length, k.ver(ns, gen), k.docs(ns, gen), ...sets, after, limit, 0, this.pool ? this.heavyThreshold : 0, joined ? 1 : 0];
+    const args = [2 + sets.length, k.ver(ns, gen), k.docs(ns, gen), ...sets, after, limit, 0, this.intersectPool ? this.heavyThreshold : 0, joined ? 1 : 0];
     const run = async () => (await (joined ? this.redis.searchBuffer(...args) : this.redis.search(...args))) as number | (T | number)[];
     const r = await this.retryNamespace(ns, await run(), run);
     if (r === -1) throw notIndexed();
     const reply = r as (T | number)[];
-    const heavy = reply[0] === -2 && this.pool ? { version: String(reply[1]), sets, docsKey: k.docs(ns, gen), after: after === '' ? -1 : Number(after), limit } : null;
+    const heavy = reply[0] === -2 && this.intersectPool ? { version: String(reply[1]), sets, docsKey: k.docs(ns, gen), after: after === '' ? -1 : Number(after), limit } : null;
     return { reply, heavy };
   }
 
+  /** One page of a search; `after` is an exclusive seq bound ("" for the start). */
   async search(ns: string, f: FilterSets, after: string, limit: number, signal?: AbortSignal): Promise<Page> {
     const near = await this.nearPage(ns, f, after, limit, signal);
     if (near) {
@@ -177,7 +177,7 @@ export class Index {
     const { reply: arr, heavy } = await this.runSearch<string>(ns, f, after, limit, false);
     if (heavy) {
       // the planner in search.lua found every set large: intersect in the worker pool
-      const p = await this.pool!.run(heavy, signal);
+      const p = await this.intersectPool!.run(heavy, signal);
       const seqs = p.seqs.map(String);
       return { seqs, docs: p.docs, more: p.more, last: seqs.length ? seqs[seqs.length - 1]! : '' };
     }
@@ -199,7 +199,7 @@ export class Index {
     if (near) return { body: joinDocs(near.docs), more: near.more, last: near.seqs.length ? String(near.seqs[near.seqs.length - 1]) : '' };
     const { reply: arr, heavy } = await this.runSearch<Buffer>(ns, f, after, limit, true);
     if (heavy) {
-      const p = await this.pool!.runBody(heavy, signal);
+      const p = await this.intersectPool!.runBody(heavy, signal);
       return { body: p.body, more: p.more, last: p.seqs.length ? String(p.seqs[p.seqs.length - 1]) : '' };
     }
     const docs = arr[3] as Buffer;

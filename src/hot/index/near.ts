@@ -105,7 +105,7 @@ export class NearCache {
   bytes = 0;
   readonly stats = { setHits: 0, setMisses: 0, docHits: 0, docMisses: 0, deltas: 0, resets: 0 };
 
-  /** deltas are flowing: a subscription to them is confirmed (invalidation.ts) */
+  /** deltas are flowing: a subscription to them is confirmed (cache/invalidation.ts) */
   private live = false;
 
   constructor(readonly maxBytes: number) {}

@@ -36,15 +36,14 @@ export function applyArgs(keys: Keys, gen: string, ns: string, id: string, rev: 
 export class Projector {
   private timer: NodeJS.Timeout | null = null;
   private sweeping = false;
-  /** called after a batch was applied, with the namespaces it touched */
-  onApplied: (namespaces: Set<string>) => void = () => undefined;
-  /** called for each write applied to the live generation: its namespace base and the version after it */
-  onVersion: (base: string, ver: number) => void = () => undefined;
-
   constructor(
     readonly pool: Pool,
     readonly redis: RedisClient,
     readonly keys: Keys,
+    /** called after a batch was applied, with the namespaces it touched */
+    private readonly onApplied: (namespaces: Set<string>) => void = () => undefined,
+    /** called for each write applied: its namespace base and the version after it (read-your-writes of the near cache) */
+    private readonly onVersion: (base: string, ver: number) => void = () => undefined,
   ) {}
 
   /**

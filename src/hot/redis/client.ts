@@ -8,7 +8,7 @@ import { ROOT } from '../paths.js';
 
 export type RedisClient = Redis | Cluster;
 
-/** Script results are typed where they are used (index/search.ts, index/projector.ts). */
+/** Script results are typed where they are used (index/index.ts, index/projector.ts, sandbox/). */
 type Cmd = (...args: (string | number)[]) => Promise<unknown>;
 declare module 'ioredis' {
   interface RedisCommander {
@@ -46,20 +46,6 @@ export function loadScripts(client: RedisClient): string[] {
   return names;
 }
 
-// Replies that mean "this Redis cannot serve right now" (loading a dataset, cluster
-// reconfiguring, a replica promoted), as opposed to a bug in a script or a command.
-const UNAVAILABLE_REPLY = /^(LOADING|CLUSTERDOWN|TRYAGAIN|MASTERDOWN|READONLY|BUSY) /;
-const UNAVAILABLE_MESSAGE = /^(Connection is closed\.|Command timed out|Stream isn't writeable|None of startup nodes is available|Failed to refresh slots cache|Cluster isn't ready|Reached the max retries per request limit)/;
-
-/** Is `err` ioredis saying Redis is unreachable or not serving (→ 503, not 500)? */
-export function isRedisUnavailable(err: unknown): boolean {
-  if (!(err instanceof Error)) return false;
-  const e = err as Error & { code?: string };
-  if (e.name === 'MaxRetriesPerRequestError' || e.name === 'ClusterAllFailedError') return true;
-  if (e.code && ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTCONN'].includes(e.code)) return true;
-  return UNAVAILABLE_MESSAGE.test(e.message) || (e.name === 'ReplyError' && UNAVAILABLE_REPLY.test(e.message));
-}
-
 export function createRedis(cfg: Config, extra: RedisOptions = {}): RedisClient {
   const opts: RedisOptions = {
     // fail fast while Redis is away instead of queueing requests without bound: a command
@@ -82,7 +68,11 @@ export function createRedis(cfg: Config, extra: RedisOptions = {}): RedisClient 
         const [host, port] = n.split(':');
         return { host: host!, port: Number(port) };
       }),
-      { redisOptions: opts, enableAutoPipelining: true, scaleReads: 'master' },
+      // search.lua takes a variable number of keys, so its first argument is the key count:
+      // ioredis's auto-pipeline would group it by the slot of that number and then refuse
+      // ("All keys in the pipeline should belong to the same slots allocation group") when
+      // another namespace's command shares the tick. It is sent on its own, routed by its keys.
+      { redisOptions: opts, enableAutoPipelining: true, autoPipeliningIgnoredCommands: ['search'], scaleReads: 'master' },
     );
   } else {
     client = new Redis(cfg.redisUrl, opts);

@@ -4,13 +4,12 @@
 // at their proxy.
 import type { TemplatedApp } from 'uWebSockets.js';
 import type { App } from '../app.js';
-import { route, type RouteOptions } from '../http.js';
-import { scrape } from '../metrics-threads.js';
+import { route, type RouteOptions } from '../http/route.js';
 
 export function registerMetrics(uws: TemplatedApp, app: App, o: RouteOptions): void {
   if (!app.cfg.metricsEnabled) return;
   route(uws, 'get', '/metrics', async (_req, reply) => {
-    const m = await scrape();
+    const m = await app.metrics.scrape();
     reply.send(200, [['Content-Type', m.contentType], ['Cache-Control', 'no-store']], m.body);
   }, o);
 }

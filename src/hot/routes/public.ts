@@ -7,10 +7,10 @@ import { PRODUCTION } from '../domain/keys.js';
 import { ApiError } from '../domain/errors.js';
 import { deprecationHeaders } from '../domain/service.js';
 import type { Replacements } from '../index/index.js';
-import { route, type Headers, type Reply, type Req, type RouteOptions } from '../http.js';
+import { route, type Headers, type Reply, type Req, type RouteOptions } from '../http/route.js';
 import { bearerKey } from '../sandbox/auth.js';
-import { countReplacementsCache } from '../metrics.js';
-import { etagOf, notModified } from '../conditional.js';
+import { countReplacementsCache } from '../ops/metrics.js';
+import { etagOf, notModified } from '../http/conditional.js';
 import { anonymousSearchHeaders, searchDevices, searchServices } from './search.js';
 
 const ID_RE = /^[A-Za-z0-9_-]{1,64}$/;

@@ -5,43 +5,21 @@ import type { App } from '../app.js';
 import { ApiError } from '../domain/errors.js';
 import { deprecationHeaders } from '../domain/service.js';
 import { check, validators } from '../domain/validation.js';
-import { route, type Headers, type Reply, type Req, type RouteOptions } from '../http.js';
-import { parseJson } from '../body.js';
+import { route, type Headers, type Reply, type Req, type RouteOptions } from '../http/route.js';
+import { parseJson } from '../http/body.js';
 import { hashKey, newSandboxKey } from '../sandbox/keys.js';
 import { writeSandboxMeta } from '../store/sandbox-meta.js';
 import { countServices, getSandbox, insertSandbox, type SandboxRow } from '../store/sandboxes.js';
+import { pollData, sandboxSummary } from '../sandbox/summary.js';
 import { searchServices } from './search.js';
 import { addReplacementHandler, createHandler, deleteHandler, listReplacementsHandler, patchHandler } from './writes.js';
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const PRIVATE: Headers = [['Cache-Control', 'private, no-store']];
 
-export function sandboxSummary(app: App, s: SandboxRow): Record<string, unknown> {
-  return {
-    uuid: s.uuid,
-    name: s.name,
-    tier: s.tier,
-    rateLimit: app.cfg.tiers[s.tier] ?? 0,
-    location: s.lat === null || s.lon === null ? null : { lat: s.lat, lon: s.lon },
-    createdAt: s.created_at.toISOString(),
-  };
-}
-
-export const POLL_BUCKETS = 72;
-
-/** Counters of a sandbox from Redis: totals and the last `n` 5-second buckets. */
-export async function pollData(app: App, uuid: string, n = POLL_BUCKETS): Promise<{ limit: number; total: number; rejected: number; tier: string; buckets: number[] } | null> {
-  const k = app.keys;
-  // requests this thread answered without Redis go first: the totals count every one
-  app.auth.flush();
-  const r = (await app.redis.pollData(k.sandbox(uuid), k.rateHistory(uuid), k.rateTotals(uuid), Date.now(), n)) as (number | string)[];
-  if (r[0] === -1) return null;
-  return { limit: Number(r[0]), total: Number(r[1]), rejected: Number(r[2]), tier: String(r[3]), buckets: r.slice(4).map(Number) };
-}
-
 /** Make sure Redis knows a sandbox that PostgreSQL has (after Redis lost it). */
 async function sandboxOr404(app: App, uuid: string): Promise<SandboxRow> {
-  const s = UUID_RE.test(uuid) ? await getSandbox(app.pool, uuid) : null;
+  const s = UUID_RE.test(uuid) ? await getSandbox(app.pg, uuid) : null;
   if (!s) throw new ApiError('NOT_FOUND', 'no such sandbox');
   return s;
 }
@@ -65,22 +43,22 @@ export function registerSandbox(uws: TemplatedApp, app: App, o: RouteOptions): v
     }
     const { key, prefix } = newSandboxKey(name);
     const hash = hashKey(key);
-    const row = await insertSandbox(app.pool, name, prefix, hash, app.cfg.defaultTier, b.location ?? null);
+    const row = await insertSandbox(app.pg, name, prefix, hash, app.cfg.defaultTier, b.location ?? null);
     // derived state; if Redis is away the key still resolves through PostgreSQL later
     await Promise.all([
       writeSandboxMeta(app.redis, app.keys, row.uuid, row.name, row.tier, app.cfg.tiers[row.tier] ?? 0, hash.toString('hex')),
       app.index.ensureNamespace(row.uuid),
     ]).catch((err: unknown) => app.log.warn({ err: String(err) }, 'sandbox created while Redis was unavailable'));
-    reply.json(201, JSON.stringify({ ...sandboxSummary(app, row), apiKey: key }), [['Cache-Control', 'no-store'], ['Location', `/sandbox/${row.uuid}/dashboard`]]);
+    reply.json(201, JSON.stringify({ ...sandboxSummary(app.cfg.tiers, row), apiKey: key }), [['Cache-Control', 'no-store'], ['Location', `/sandbox/${row.uuid}/dashboard`]]);
   }, ob);
 
   route(uws, 'get', '/sandbox/:uuid/dashboard', async (req, reply) => {
     const s = await sandboxOr404(app, req.params[0]!.toLowerCase());
-    const [count, poll] = await Promise.all([countServices(app.pool, s.uuid), pollData(app, s.uuid, 12)]);
+    const [count, poll] = await Promise.all([countServices(app.pg, s.uuid), pollData(app.redis, app.keys, s.uuid, 12, app.auth)]);
     reply.json(
       200,
       JSON.stringify({
-        ...sandboxSummary(app, s),
+        ...sandboxSummary(app.cfg.tiers, s),
         serviceCount: count,
         counters: {
           total: poll?.total ?? 0,
@@ -94,12 +72,12 @@ export function registerSandbox(uws: TemplatedApp, app: App, o: RouteOptions): v
 
   route(uws, 'get', '/sandbox/:uuid/poll', async (req, reply) => {
     const uuid = req.params[0]!.toLowerCase(); // UUIDs compare case-insensitively
-    let p = UUID_RE.test(uuid) ? await pollData(app, uuid) : null;
+    let p = UUID_RE.test(uuid) ? await pollData(app.redis, app.keys, uuid, undefined, app.auth) : null;
     if (!p) {
       // Redis may have lost the sandbox's hash: PostgreSQL decides whether it exists
       const s = await sandboxOr404(app, uuid);
       await writeSandboxMeta(app.redis, app.keys, s.uuid, s.name, s.tier, app.cfg.tiers[s.tier] ?? 0, '');
-      p = await pollData(app, uuid);
+      p = await pollData(app.redis, app.keys, uuid, undefined, app.auth);
       if (!p) throw new ApiError('NOT_FOUND', 'no such sandbox');
     }
     const window = p.buckets.slice(-12).reduce((a, b) => a + b, 0);

@@ -3,10 +3,10 @@
 import { canonicalize, DEVICES_SPEC, nextQuery, SEARCH_SPEC, toFilters, type Filters, type Params } from '../domain/canonical.js';
 import { ApiError, errorBody } from '../domain/errors.js';
 import type { App } from '../app.js';
-import { JSON_TYPE, type Headers, type Reply, type Req } from '../http.js';
+import { JSON_TYPE, type Headers, type Reply, type Req } from '../http/route.js';
 import { PRODUCTION } from '../domain/keys.js';
-import type { CachedResult } from '../cache.js';
-import { etagOf, notModified } from '../conditional.js';
+import type { CachedResult } from '../cache/result-cache.js';
+import { etagOf, notModified } from '../http/conditional.js';
 
 type Canon = { params: Params; filters: Filters; canonical: string };
 

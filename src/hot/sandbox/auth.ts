@@ -7,28 +7,22 @@
 import { timingSafeEqual } from 'node:crypto';
 import { ApiError } from '../domain/errors.js';
 import type { Keys } from '../domain/keys.js';
-import type { Headers } from '../http.js';
-import { isRedisUnavailable, type RedisClient } from '../redis/client.js';
+import { RATE_LIMIT_ARGS, RATE_WINDOW } from '../domain/rate-window.js';
+import type { Headers } from '../http/types.js';
+import type { RedisClient } from '../redis/client.js';
+import { isRedisUnavailable } from '../ops/outage.js';
 import type { Pool } from '../store/pool.js';
 import { writeSandboxMeta } from '../store/sandbox-meta.js';
 import { getSandbox, sandboxByKeyHash } from '../store/sandboxes.js';
 import type { TierConfig } from '../config.js';
 import { hashKey, KEY_RE } from './keys.js';
-import { countRateLimited } from '../metrics.js';
-import { Leases } from './leases.js';
+import { countRateLimited } from '../ops/metrics.js';
+import { Leases, type RateResult } from './leases.js';
 import { OverLimit } from './over-limit.js';
 
 export const RATELIMIT_DRAFT = 'draft-ietf-httpapi-ratelimit-headers-10';
 const CACHE_MAX = 50_000;
 const UNKNOWN_KEY_MS = 10_000;
-
-export interface RateResult {
-  admitted: boolean;
-  limit: number;
-  used: number;
-  retryAfter: number;
-  reset: number;
-}
 
 export class SandboxAuth {
   private cache = new Map<string, { uuid: string; hash: Buffer }>();
@@ -137,7 +131,7 @@ export class SandboxAuth {
       at = Date.now();
       sentAt = performance.now();
       this.stats.asked++;
-      return (await this.redis.rateLimit(k.sandbox(uuid), k.rateWindow(uuid), k.rateHistory(uuid), k.rateTotals(uuid), at, plan.want, pending, plan.refunds)) as number[];
+      return (await this.redis.rateLimit(k.sandbox(uuid), k.rateWindow(uuid), k.rateHistory(uuid), k.rateTotals(uuid), at, plan.want, pending, plan.refunds, ...RATE_LIMIT_ARGS)) as number[];
     };
     let r: number[];
     try {
@@ -191,7 +185,7 @@ export class SandboxAuth {
     this.flushing = null;
     const now = Date.now();
     for (const [uuid, p] of this.pending) {
-      this.redis.rateCount(this.keys.rateHistory(uuid), this.keys.rateTotals(uuid), now, p.n, p.rejected).catch(() => undefined);
+      this.redis.rateCount(this.keys.rateHistory(uuid), this.keys.rateTotals(uuid), now, p.n, RATE_WINDOW.bucketMs, RATE_WINDOW.historyTtlS, p.rejected).catch(() => undefined);
     }
     this.pending.clear();
   }

@@ -2,7 +2,7 @@
 // random = 32 base62 characters from a CSPRNG (~190 bits). Only sha256(key) is stored:
 // the key has far more entropy than a password, so a fast hash is the right one.
 import { createHash } from 'node:crypto';
-import { randomBase62 } from '../store/services.js';
+import { randomBase62 } from '../domain/tokens.js';
 
 export const KEY_RE = /^[a-z0-9]{1,16}_sb_[0-9A-Za-z]{27,64}$/;
 

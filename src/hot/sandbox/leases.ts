@@ -14,7 +14,16 @@
 // LEASE_DIVISOR requests of a window: 0.2 % of the limit a thread.
 // A tier change reaches a thread holding a lease within LEASE_MS (at once on the thread
 // that made it, and on others when the invalidation message arrives).
-import type { RateResult } from './auth.js';
+import { RATE_WINDOW } from '../domain/rate-window.js';
+
+/** The answer of the rate limiter for one request of a sandbox. */
+export interface RateResult {
+  admitted: boolean;
+  limit: number;
+  used: number;
+  retryAfter: number;
+  reset: number;
+}
 
 export const LEASE_MS = 100;
 export const LEASE_MAX = 256;
@@ -46,7 +55,7 @@ interface State {
   limit: number;
 }
 
-const bucketOf = (ms: number) => Math.floor(ms / 5000);
+const bucketOf = (ms: number) => Math.floor(ms / RATE_WINDOW.bucketMs);
 
 export class Leases {
   private states = new Map<string, State>();

@@ -12,7 +12,7 @@
 // unused lease admissions given back (only limits >= 2,000 a minute lease). A thread that
 // holds some of its own asks Redis instead of refusing locally (auth.ts), so only other
 // threads' can be missed: within leases.ts's early-refusal bound (docs/decisions.md).
-import type { RateResult } from './auth.js';
+import type { RateResult } from './leases.js';
 
 const STATES_MAX = 50_000;
 

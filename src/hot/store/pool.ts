@@ -2,6 +2,7 @@
 // reached" become 503 with Retry-After, never a 500 or a hang.
 import pg from 'pg';
 import { ApiError } from '../domain/errors.js';
+import { isPgUnavailable, outageError } from '../ops/outage.js';
 
 export type Pool = pg.Pool;
 export type Client = pg.PoolClient;
@@ -36,24 +37,9 @@ export function createPool(databaseUrl: string, max = 10, t: PoolTimeouts = BATC
   return pool;
 }
 
-// Connection failures, and the server's ways of saying "not now": shutting down or
-// restarting (57P01-57P03), too many connections (53300), connection exceptions (08xxx), a
-// statement cancelled by statement_timeout (57014: overloaded or blocked, worth a retry).
-const UNAVAILABLE_CODES = new Set([
-  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EPIPE', 'EHOSTUNREACH',
-  '57P01', '57P02', '57P03', '57014', '53300', '08000', '08001', '08003', '08006',
-]);
-
-export function isUnavailable(err: unknown): boolean {
-  const e = err as { code?: string; message?: string };
-  if (e?.code && UNAVAILABLE_CODES.has(e.code)) return true;
-  return /timeout exceeded when trying to connect|Connection terminated|connect ECONNREFUSED|Query read timeout|Client has encountered a connection error|Cannot use a pool after calling end/i.test(e?.message ?? '');
-}
-
 function mapError(err: unknown): unknown {
   if (err instanceof ApiError) return err;
-  if (isUnavailable(err)) return new ApiError('UNAVAILABLE', 'the database is unavailable; try again shortly', { 'Retry-After': '5' });
-  return err;
+  return outageError(err) ?? err;
 }
 
 export async function withTx<T>(pool: Pool, fn: (c: Client) => Promise<T>): Promise<T> {
@@ -74,7 +60,7 @@ export async function withTx<T>(pool: Pool, fn: (c: Client) => Promise<T>): Prom
   } catch (err) {
     // a lost connection rolls back on the server by itself; waiting for a ROLLBACK there
     // would only double the time the caller waits for its 503
-    if (isUnavailable(err)) broken = err as Error;
+    if (isPgUnavailable(err)) broken = err as Error;
     else await client.query('ROLLBACK').catch((e: Error) => (broken = e));
     throw mapError(err);
   } finally {

@@ -1,24 +1,11 @@
 // Service writes and reads against PostgreSQL. Each write runs in one transaction that
 // also inserts an outbox row; the caller acknowledges only after COMMIT returned.
-import { randomBytes } from 'node:crypto';
+import { randomBase62 } from '../domain/tokens.js';
 import { appendChanges, deletedData, type ChangeInput, type ChangeType } from '../changes/events.js';
 import { ApiError } from '../domain/errors.js';
 import { serializeService, type ServiceRecord } from '../domain/service.js';
 import type { ServiceChange, ServiceInput } from '../domain/validation.js';
 import { query, withTx, type Client, type Pool } from './pool.js';
-
-const B62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
-
-/** base62 string from a CSPRNG, by rejection sampling (no modulo bias) */
-export function randomBase62(len: number): string {
-  let out = '';
-  while (out.length < len) {
-    for (const b of randomBytes(len * 2)) {
-      if (b < 248 && out.length < len) out += B62[b % 62];
-    }
-  }
-  return out;
-}
 
 /** opaque, URL-safe service id: 16 base62 chars (~95 random bits) */
 export function newServiceId(): string {

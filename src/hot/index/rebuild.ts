@@ -3,14 +3,14 @@
 // keep the old generation (or, when Redis lost everything, answer 503). Writers apply to
 // the building generation too, and revisions make the rebuild's older states lose to them.
 import { randomBytes } from 'node:crypto';
-import type { Keys } from '../hot/domain/keys.js';
-import { PRODUCTION } from '../hot/domain/keys.js';
-import { applyArgs } from '../hot/index/projector.js';
-import type { RedisClient } from '../hot/redis/client.js';
-import type { Pool } from '../hot/store/pool.js';
-import { loadServicePage } from '../hot/store/services.js';
-import { writeSandboxMeta } from '../hot/store/sandbox-meta.js';
-import type { TierConfig } from '../hot/config.js';
+import type { Keys } from '../domain/keys.js';
+import { PRODUCTION } from '../domain/keys.js';
+import { applyArgs } from './projector.js';
+import type { RedisClient } from '../redis/client.js';
+import type { Pool } from '../store/pool.js';
+import { loadServicePage } from '../store/services.js';
+import { writeSandboxMeta } from '../store/sandbox-meta.js';
+import type { TierConfig } from '../config.js';
 
 export interface RebuildResult {
   gen: string;

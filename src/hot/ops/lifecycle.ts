@@ -1,13 +1,16 @@
-// Background duties of a serving thread: learn the live index generation (and rebuild the
-// index from PostgreSQL when Redis has none, or lost it), watch PostgreSQL, sweep the
-// outbox, and derive readiness from all of it. The two probes run side by side, each with
-// its own time limit, so one sick server never freezes the view of the other; a rebuild
-// runs beside the probes, so a long one does not freeze readiness either.
-import { dropStaleBuild, rebuildIndex } from '../admin/reindex.js';
-import type { App } from './app.js';
-import { PRODUCTION } from './domain/keys.js';
+// The readiness watcher of a serving thread: learn the live index generation (and rebuild
+// the index from PostgreSQL when Redis has none, or lost it), watch PostgreSQL, and derive
+// readiness from both (the outbox sweeper is a part of its own, see compose.ts). The two
+// probes run side by side, each with its own time limit, so one sick server never freezes
+// the view of the other; a rebuild runs beside the probes, so a long one does not freeze
+// readiness either.
+import type { App } from '../app.js';
+import { dropStaleBuild, rebuildIndex } from '../index/rebuild.js';
+import { PRODUCTION } from '../domain/keys.js';
 
 export interface Watchers {
+  /** start the periodic checks; resolves after the first round (and the rebuild it started) */
+  start(): Promise<void>;
   stop(): void;
   /** one round of checks now, and the rebuild it starts (tests and start-up use it) */
   tick(): Promise<void>;
@@ -39,7 +42,7 @@ export async function indexAlive(app: App): Promise<boolean> {
   }
 }
 
-export function startWatchers(app: App, intervalMs = 500): Watchers {
+export function createWatchers(app: App, intervalMs = 500): Watchers {
   const s = app.state;
   /** the round under way; callers meanwhile share it */
   let current: Promise<void> | null = null;
@@ -50,7 +53,7 @@ export function startWatchers(app: App, intervalMs = 500): Watchers {
 
   const probePg = async (): Promise<boolean> => {
     try {
-      await within(app.pool.query('SELECT 1'), PROBE_MS, 'PostgreSQL');
+      await within(app.pg.query('SELECT 1'), PROBE_MS, 'PostgreSQL');
       return true;
     } catch {
       return false;
@@ -81,7 +84,7 @@ export function startWatchers(app: App, intervalMs = 500): Watchers {
     const p = (async () => {
       try {
         app.log.warn('no search index in Redis; rebuilding it from PostgreSQL (searches answer 503 until it is complete)');
-        const r = await rebuildIndex(app.pool, app.redis, app.keys, app.cfg.tiers);
+        const r = await rebuildIndex(app.pg, app.redis, app.keys, app.cfg.tiers);
         if (r) {
           app.log.info({ gen: r.gen, services: r.services, sandboxes: r.sandboxes, ms: r.ms }, 'index rebuilt from PostgreSQL');
           app.index.gen = r.gen;
@@ -135,14 +138,16 @@ export function startWatchers(app: App, intervalMs = 500): Watchers {
     s.ready = !s.shuttingDown && s.redisUp && !!idx.gen && !s.rebuilding && pgSeen;
   };
 
-  const t = setInterval(() => void round(), intervalMs);
-  t.unref();
-  app.projector.start(app.cfg.outboxSweepMs);
-  return {
+  let t: NodeJS.Timeout | null = null;
+  const watchers: Watchers = {
+    async start() {
+      t ??= setInterval(() => void round(), intervalMs);
+      t.unref();
+      await watchers.tick();
+    },
     stop() {
       stopped = true;
-      clearInterval(t);
-      app.projector.stop();
+      if (t) clearInterval(t);
     },
     async tick() {
       await round();
@@ -152,4 +157,5 @@ export function startWatchers(app: App, intervalMs = 500): Watchers {
       await round();
     },
   };
+  return watchers;
 }

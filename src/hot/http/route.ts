@@ -2,33 +2,14 @@
 // everything from `req` synchronously, attach onAborted before any await, write later
 // responses inside cork() and only if the client is still there (bodies: body.ts).
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
-import { ApiError, errorBody, STATUS_TEXT, type ErrorCode } from './domain/errors.js';
-import { outageError } from './outage.js';
+import { ApiError, errorBody, STATUS_TEXT, type ErrorCode } from '../domain/errors.js';
+import { outageError } from '../ops/outage.js';
 import { readBody } from './body.js';
+import type { Headers, Req } from './types.js';
 
-export type Headers = [string, string][];
+export type { Headers, Req } from './types.js';
 
 export const JSON_TYPE = 'application/json; charset=utf-8';
-
-/** What a handler may know about the request, copied out of uWS's stack-allocated req. */
-export interface Req {
-  method: string;
-  path: string;
-  /** query string without '?'; null when the URL had no '?' */
-  query: string | null;
-  params: string[];
-  authorization: string;
-  cookie: string;
-  csrf: string;
-  ifNoneMatch: string;
-  contentType: string;
-  contentLength: number;
-  /** the client address: "" unless the route reads it (RouteOptions.remote, body routes) */
-  remote: string;
-  startedAt: number;
-  /** headers a route asked for through RouteOptions.headers (lower-case names) */
-  extra?: Record<string, string>;
-}
 
 export class Reply {
   aborted = false;

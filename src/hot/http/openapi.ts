@@ -1,7 +1,7 @@
 // The OpenAPI 3.1 document served at /openapi.json, built from the same schemas that ajv
 // compiles (domain/schemas.ts), so the two cannot drift apart.
-import * as S from './domain/schemas.js';
-import { RATELIMIT_DRAFT } from './sandbox/auth.js';
+import * as S from '../domain/schemas.js';
+import { RATELIMIT_DRAFT } from '../sandbox/auth.js';
 
 type Obj = Record<string, unknown>;
 

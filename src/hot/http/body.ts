@@ -1,9 +1,9 @@
 // Request bodies: reading them from uWS (capped, copied) and parsing them as JSON (415 for
 // another declared type, 400 for bad JSON or a string that is not Unicode).
 import type { HttpResponse } from 'uWebSockets.js';
-import { ApiError } from './domain/errors.js';
-import { hasLoneSurrogate } from './domain/tokens.js';
-import type { Req } from './http.js';
+import { ApiError } from '../domain/errors.js';
+import { hasLoneSurrogate } from '../domain/tokens.js';
+import type { Req } from './types.js';
 
 /** Collect the body, copying each chunk (uWS reuses their memory), refusing past `max`. */
 export function readBody(res: HttpResponse, max: number, onDone: (body: Buffer | null) => void): void {

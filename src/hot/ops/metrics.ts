@@ -2,6 +2,7 @@
 // instance is per thread); metrics-threads.ts merges them at scrape time. Counters and
 // histograms are summed; each gauge names its own aggregator.
 import { Counter, Gauge, Registry } from 'prom-client';
+import { backendOf } from './outage.js';
 
 export const registry = new Registry();
 const registers = [registry];
@@ -59,7 +60,7 @@ collector('registry_http_request_duration_seconds', 'Time from reading the reque
 });
 
 collector('registry_rate_limit_checks_total', 'Sandbox requests counted against their limit, by where the decision came from: redis (the rate-limit script), lease (a batch this thread holds) or local (refused while this thread knows the sandbox is over its limit)', 'counter', () => {
-  const s = rateSource?.();
+  const s = snapshot?.rate;
   if (!s) return [];
   return [
     { labels: { source: 'redis' }, value: s.asked },
@@ -69,7 +70,7 @@ collector('registry_rate_limit_checks_total', 'Sandbox requests counted against 
 });
 
 collector('registry_near_cache_total', 'Look-ups in the near cache of index sets and documents, by kind (set, document) and result (hit; miss: loaded from Redis); hit ratio = hit / (hit + miss)', 'counter', () => {
-  const s = nearSource?.();
+  const s = snapshot?.near;
   if (!s) return [];
   return [
     { labels: { kind: 'set', result: 'hit' }, value: s.setHits },
@@ -80,7 +81,7 @@ collector('registry_near_cache_total', 'Look-ups in the near cache of index sets
 });
 
 collector('registry_near_cache_deltas_total', 'Write deltas applied by the near cache (event=delta), and namespaces dropped because a delta was missed (event=reset)', 'counter', () => {
-  const s = nearSource?.();
+  const s = snapshot?.near;
   if (!s) return [];
   return [
     { labels: { event: 'delta' }, value: s.deltas },
@@ -88,19 +89,15 @@ collector('registry_near_cache_deltas_total', 'Write deltas applied by the near 
   ];
 });
 
-new Gauge({
+const nearBytes = new Gauge({
   name: 'registry_near_cache_bytes',
   help: 'Bytes held by the near caches of index sets and documents (summed over threads; bounded by NEAR_CACHE_MB each)',
   aggregator: 'sum',
   registers,
-  collect() {
-    const s = nearSource?.();
-    if (s) this.set(s.bytes);
-  },
 });
 
 collector('registry_result_cache_total', 'Search and device queries by in-process result cache outcome: hit, miss (computed), shared (a miss that waited for the same computation already running)', 'counter', () => {
-  const s = cacheSource?.();
+  const s = snapshot?.cache;
   if (!s) return [];
   return [
     { labels: { result: 'hit' }, value: s.hits },
@@ -109,15 +106,11 @@ collector('registry_result_cache_total', 'Search and device queries by in-proces
   ];
 });
 
-new Gauge({
+const cacheBytes = new Gauge({
   name: 'registry_result_cache_bytes',
   help: 'Bytes held by the in-process result caches (summed over threads; bounded by RESULT_CACHE_MB each)',
   aggregator: 'sum',
   registers,
-  collect() {
-    const s = cacheSource?.();
-    if (s) this.set(s.bytes);
-  },
 });
 
 const rateLimited = new Counter({
@@ -143,9 +136,6 @@ const poolQueue = new Gauge({
   help: 'Tasks waiting in the Piscina pools (summed over threads)',
   aggregator: 'sum',
   registers,
-  collect() {
-    pullPoolStats();
-  },
 });
 const poolUtilization = new Gauge({
   name: 'registry_worker_pool_utilization',
@@ -153,21 +143,12 @@ const poolUtilization = new Gauge({
   aggregator: 'average',
   registers,
 });
-// registered: collected at every scrape through its collect()
-new Gauge({
+const outboxLag = new Gauge({
   name: 'registry_outbox_lag',
   help: 'Committed writes not yet applied to the Redis index (outbox rows)',
   // every thread reads the same PostgreSQL table: summing would multiply it
   aggregator: 'max',
   registers,
-  async collect() {
-    if (!lagSource) return;
-    try {
-      this.set(await lagSource());
-    } catch {
-      countBackendError('postgres', 'query');
-    }
-  },
 });
 const threads = new Gauge({
   name: 'registry_threads_reporting',
@@ -183,71 +164,61 @@ const streams = new Gauge({
   registers,
 });
 
-new Gauge({
+const backendUp = new Gauge({
   name: 'registry_backend_up',
   help: 'Whether the readiness watcher reached Redis / PostgreSQL at its last check (1 or 0; the minimum over threads)',
   labelNames: ['backend'] as const,
   aggregator: 'min',
   registers,
-  collect() {
-    const s = stateSource?.();
-    if (!s) return;
-    this.labels('postgres').set(s.postgres ? 1 : 0);
-    this.labels('redis').set(s.redis ? 1 : 0);
-  },
 });
 
-let stateSource: (() => { postgres: boolean; redis: boolean }) | null = null;
-let lagSource: (() => Promise<number>) | null = null;
-let poolSource: (() => { queue: number; utilization: number } | null) | null = null;
 type CacheStats = { hits: number; misses: number; shared: number; bytes: number };
-let cacheSource: (() => CacheStats) | null = null;
+
+/**
+ * The parts of a serving thread that some metrics mirror, read at every scrape. The
+ * composition root (app.ts) builds one from the thread's parts and hands it to
+ * metrics-threads.ts; nothing here holds on to it.
+ */
+export interface ThreadSources {
+  /** the readiness watcher's view (app.state) */
+  backends(): { postgres: boolean; redis: boolean };
+  /** outbox rows not yet applied (Projector.lag) */
+  outboxLag(): Promise<number>;
+  /** the Piscina pool of heavy intersections (null when disabled) */
+  intersectPool(): { queue: number; utilization: number } | null;
+  resultCache(): CacheStats;
+  /** rate-limit decisions of this thread (SandboxAuth.stats) */
+  rateLimit(): RateStats;
+  /** the near cache of index sets and documents (null when off) */
+  nearCache(): NearStats | null;
+}
 
 type RateStats = { asked: number; leased: number; refusedLocally?: number };
-let rateSource: (() => RateStats) | null = null;
-
-/** Where the rate-limit decision counts come from (app.auth.stats of this thread). */
-export function setRateLimitSource(f: (() => RateStats) | null): void {
-  rateSource = f;
-}
-
 type NearStats = { setHits: number; setMisses: number; docHits: number; docMisses: number; deltas: number; resets: number; bytes: number };
-let nearSource: (() => NearStats) | null = null;
 
-/** Where the near cache counts come from (app.index.near of this thread). */
-export function setNearCacheSource(f: (() => NearStats) | null): void {
-  nearSource = f;
-}
+/** what the counter collectors above export: the thread's totals at the last read */
+let snapshot: { rate: RateStats; cache: CacheStats; near: NearStats | null } | null = null;
 
-/** Where the result cache counts come from (app.cache of this thread). */
-export function setResultCacheSource(f: (() => CacheStats) | null): void {
-  cacheSource = f;
-}
-
-/** Where the backend health comes from (the readiness watcher's app.state). */
-export function setBackendStateSource(f: (() => { postgres: boolean; redis: boolean }) | null): void {
-  stateSource = f;
-}
-
-/** Where the outbox lag comes from (Projector.lag of this thread's app). */
-export function setOutboxLagSource(f: (() => Promise<number>) | null): void {
-  lagSource = f;
-}
-
-/** Pull-style pool stats, read at every scrape (e.g. () => app.workers?.stats() ?? null). */
-export function setPoolStatsSource(f: (() => { queue: number; utilization: number } | null) | null): void {
-  poolSource = f;
-}
-
-/** Push-style pool stats, for a pool that prefers to report by itself. */
-export function setPoolStats(s: { queue: number; utilization: number }): void {
-  poolQueue.set(s.queue);
-  poolUtilization.set(s.utilization);
-}
-
-function pullPoolStats(): void {
-  const s = poolSource?.();
-  if (s) setPoolStats(s);
+/** Copy the thread's current values into the metrics that mirror them (before a registry read). */
+export async function readSources(s: ThreadSources): Promise<void> {
+  const cache = s.resultCache();
+  const near = s.nearCache();
+  snapshot = { rate: s.rateLimit(), cache, near };
+  cacheBytes.set(cache.bytes);
+  if (near) nearBytes.set(near.bytes);
+  const pool = s.intersectPool();
+  if (pool) {
+    poolQueue.set(pool.queue);
+    poolUtilization.set(pool.utilization);
+  }
+  const b = s.backends();
+  backendUp.labels('postgres').set(b.postgres ? 1 : 0);
+  backendUp.labels('redis').set(b.redis ? 1 : 0);
+  try {
+    outboxLag.set(await s.outboxLag());
+  } catch {
+    countBackendError('postgres', 'query');
+  }
 }
 
 export function observeRequest(route: string, method: string, status: number, seconds: number): void {
@@ -281,24 +252,9 @@ export function changeStreams(delta: number): void {
   streams.inc(delta);
 }
 
-/** Does this error come from ioredis? (their classes are not exported in a stable way) */
-export function isRedisError(err: unknown): boolean {
-  const e = err as { name?: string; message?: string } | null;
-  if (!e) return false;
-  if (e.name === 'ReplyError' || e.name === 'MaxRetriesPerRequestError' || e.name === 'ClusterAllFailedError') return true;
-  return /Connection is closed|Command timed out|Stream isn't writeable|enableOfflineQueue|NOSCRIPT|CLUSTERDOWN|MOVED|READONLY/.test(e.message ?? '');
-}
-
-/** Is this error PostgreSQL's (a server error with a SQLSTATE, or a pg connection failure)? */
-export function isPgError(err: unknown): boolean {
-  const e = err as { code?: unknown; severity?: unknown; message?: string } | null;
-  if (!e) return false;
-  if (typeof e.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code) && typeof e.severity === 'string') return true;
-  return /Connection terminated|Query read timeout|timeout exceeded when trying to connect|Client has encountered a connection error/.test(e.message ?? '');
-}
-
 /** Count an unexpected request error under its backend, if it came from one. */
 export function countUnexpected(err: unknown): void {
-  if (isRedisError(err)) countBackendError('redis', 'command');
-  else if (isPgError(err)) countBackendError('postgres', 'query');
+  const from = backendOf(err);
+  if (from === 'redis') countBackendError('redis', 'command');
+  else if (from === 'postgres') countBackendError('postgres', 'query');
 }

@@ -4,7 +4,7 @@
 // and entries made under an older version are dead. Entries also expire after `ttlMs`, the
 // bound on staleness should an invalidation message be lost (the subscriber's reconnects
 // clear everything, too).
-import type { Headers } from './http.js';
+import type { Headers } from '../http/types.js';
 import { SingleFlight } from './single-flight.js';
 
 export interface CachedResult {

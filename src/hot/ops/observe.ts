@@ -3,8 +3,9 @@
 // built from the fields below only, never from request headers, so no Authorization value,
 // cookie or key can reach it (pino's redaction in app.ts guards every other log line).
 import type { Level } from 'pino';
-import type { App } from './app.js';
-import type { Reply, Req } from './http.js';
+import type { App } from '../app.js';
+import type { Reply } from '../http/route.js';
+import type { Req } from '../http/types.js';
 import { observeRequest } from './metrics.js';
 
 export type Observer = (req: Req, reply: Reply, route: string) => void;

@@ -1,0 +1,88 @@
+// Cross-thread and cross-node invalidation of the in-process result cache: a dedicated
+// subscriber connection per thread listens on the changes channel. Messages are a namespace
+// (drop that namespace's results), "gen:<id>" (a rebuild switched generations: drop all),
+// "lease:<uuid>" (that sandbox's tier changed: drop its rate-limit lease) or "delta\t..." (the
+// sets and documents one applied write changed: the near cache follows it, index/near.ts).
+// A (re)connected subscriber may have missed messages, so it drops everything too.
+import type { Keys } from '../domain/keys.js';
+import type { Replacements } from '../index/index.js';
+import type { RedisClient } from '../redis/client.js';
+import type { ResultCache } from './result-cache.js';
+
+/** The in-process caches of a thread. */
+export interface Caches {
+  cache: ResultCache;
+  /** in-process copies of the shared public replacements cache (Redis), per service id */
+  replacements: ResultCache<Replacements>;
+}
+
+/** Drop what the in-process caches hold for a namespace (a write was applied there). */
+export function invalidateCaches(c: Caches, ns: string): void {
+  c.cache.invalidate(ns);
+  c.replacements.invalidate(ns);
+}
+
+/** Drop everything the in-process caches hold (invalidations may have been missed). */
+export function clearCaches(c: Caches): void {
+  c.cache.clear();
+  c.replacements.clear();
+}
+
+export interface InvalidationHandlers {
+  /** a sandbox's tier changed: forget its rate-limit lease */
+  lease(uuid: string): void;
+  /** a rebuild switched to this generation */
+  generation(gen: string): void;
+  /** an applied write's delta (apply-service-1.lua) */
+  delta?(msg: string): void;
+  /** the subscription is confirmed (true) or gone (false): deltas flow only while it holds */
+  subscribed?(live: boolean): void;
+  /** everything was dropped (a reconnect or a generation switch) */
+  cleared?(): void;
+}
+
+export class InvalidationListener {
+  private sub: RedisClient | null = null;
+
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly keys: Keys,
+    private readonly caches: Caches,
+    private readonly on: InvalidationHandlers,
+  ) {}
+
+  start(): void {
+    if (this.sub) return;
+    const sub = (this.sub = this.redis.duplicate());
+    const channel = this.keys.invalidationChannel();
+    const clear = () => {
+      clearCaches(this.caches);
+      this.on.cleared?.();
+    };
+    sub.on('error', () => undefined);
+    // the near cache follows deltas: without a live subscription it must not answer (a
+    // delta missed would leave a set stale for good), and after one it starts empty
+    sub.on('close', () => this.on.subscribed?.(false));
+    sub.on('ready', () => {
+      this.on.subscribed?.(false);
+      clear();
+      sub.subscribe(channel).then(() => this.on.subscribed?.(true), () => undefined);
+    });
+    sub.on('message', (ch: string, msg: string) => {
+      if (ch !== channel) return;
+      if (msg.startsWith('delta\t')) this.on.delta?.(msg);
+      else if (msg.startsWith('lease:')) this.on.lease(msg.slice(6));
+      else if (msg.startsWith('gen:')) {
+        this.on.generation(msg.slice(4)); // switch at once rather than at the next poll
+        clear();
+      } else invalidateCaches(this.caches, msg);
+    });
+    sub.subscribe(channel).catch(() => undefined);
+  }
+
+  async stop(): Promise<void> {
+    const sub = this.sub;
+    this.sub = null;
+    if (sub) await sub.quit().catch(() => sub.disconnect());
+  }
+}

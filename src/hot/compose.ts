@@ -1,0 +1,157 @@
+// The composition root of a serving thread: buildThread() constructs every part with its
+// dependencies passed in, and lists the parts in the order they start; stop() runs the
+// same list in reverse (the way fastify names onReady/onClose). main.ts (the process root:
+// threads, signals) and the tests (test/helpers/server.ts) build their threads here.
+//
+// This is the one module of src/hot that imports src/admin: it hands the admin routes to
+// the HTTP server (the layering rule, docs/decisions.md).
+import type { Logger } from 'pino';
+import { registerAdmin } from '../admin/routes.js';
+import type { App, AppState } from './app.js';
+import { invalidateCaches, InvalidationListener, type Caches } from './cache/invalidation.js';
+import { ResultCache } from './cache/result-cache.js';
+import { ChangeHub } from './changes/hub.js';
+import type { Config } from './config.js';
+import { Keys } from './domain/keys.js';
+import { Index, type Replacements } from './index/index.js';
+import { NearCache } from './index/near.js';
+import { Projector } from './index/projector.js';
+import { createWatchers } from './ops/lifecycle.js';
+import { countBackendError } from './ops/metrics.js';
+import { MetricsAggregation } from './ops/metrics-threads.js';
+import { createRedis } from './redis/client.js';
+import { SandboxAuth } from './sandbox/auth.js';
+import { createServer, type Server } from './server.js';
+import { createPool, SERVING_TIMEOUTS } from './store/pool.js';
+import { IntersectPool } from '../workers/pool.js';
+
+/** A named part of a thread: started in list order, stopped in reverse. */
+export interface Part {
+  readonly name: string;
+  start(): Promise<unknown> | void;
+  stop(): Promise<unknown> | void;
+}
+
+export interface Drain {
+  /** how long in-flight requests may take to finish */
+  graceMs: number;
+  /** how long the port stays open answering /readyz 503 before it stops accepting */
+  listenMs: number;
+}
+
+export interface Thread {
+  app: App;
+  server: Server;
+  /** in start order */
+  parts: readonly Part[];
+  /** start every part in order; the last one opens the port */
+  start(): Promise<void>;
+  /** stop the started parts in reverse order: drain HTTP first, close the connections last */
+  stop(drain?: Partial<Drain>): Promise<void>;
+}
+
+export interface ListenAt {
+  port: number;
+  host: string;
+}
+
+export function buildThread(cfg: Config, version: string, log: Logger, at: ListenAt = { port: cfg.port, host: cfg.host }): Thread {
+  // connections
+  const pg = createPool(cfg.databaseUrl, 10, SERVING_TIMEOUTS);
+  const redis = createRedis(cfg);
+  const keys = new Keys(cfg.redisKeyPrefix);
+  const intersectPool = cfg.heavyIntersectionThreshold > 0 ? new IntersectPool(cfg) : null;
+
+  // in-process caches (the replacements get a small share of the budget: one entry per
+  // deprecated service that is being looked up)
+  const caches: Caches = {
+    cache: new ResultCache(cfg.resultCacheEntries, cfg.resultCacheTtlMs, cfg.resultCacheBytes),
+    replacements: new ResultCache<Replacements>(cfg.resultCacheEntries, cfg.resultCacheTtlMs, cfg.resultCacheBytes / 8, (r) => 2 * (r.body.length + r.etag.length + r.hdr.length)),
+  };
+
+  const state: AppState = { ready: false, shuttingDown: false, rebuilding: false, pgUp: false, redisUp: false };
+
+  // the index (with this thread's near cache of its sets and documents, answering only
+  // while readiness holds), the writes' path into it, sandbox keys and rate limits, the change feed
+  const near = new NearCache(cfg.nearCacheBytes);
+  const index = new Index(redis, keys, intersectPool, cfg.heavyIntersectionThreshold, near, () => state.ready);
+  const projector = new Projector(
+    pg,
+    redis,
+    keys,
+    (namespaces) => {
+      // this thread at once; every other thread and node through Redis pub/sub
+      for (const ns of namespaces) {
+        invalidateCaches(caches, ns);
+        redis.publish(keys.invalidationChannel(), ns).catch(() => undefined);
+      }
+    },
+    (base, ver) => near.require(base, ver),
+  );
+  const auth = new SandboxAuth(pg, redis, keys, cfg.tiers, cfg.rateCountFlushMs);
+  const hub = new ChangeHub(pg, cfg);
+  const invalidation = new InvalidationListener(redis, keys, caches, {
+    lease: (uuid) => auth.dropLease(uuid),
+    generation: (gen) => (index.gen = gen),
+    delta: (msg) => near.onDelta(msg),
+    subscribed: (live) => (live ? near.resume() : near.pause()),
+    cleared: () => near.clear(),
+  });
+
+  const metrics = new MetricsAggregation(cfg.uwsThreads, {
+    backends: () => ({ postgres: state.pgUp, redis: state.redisUp }),
+    outboxLag: () => projector.lag(),
+    intersectPool: () => intersectPool?.stats() ?? null,
+    resultCache: () => ({ hits: caches.cache.hits, misses: caches.cache.misses, shared: caches.cache.flights.joined, bytes: caches.cache.bytes + caches.replacements.bytes }),
+    rateLimit: () => auth.stats,
+    nearCache: () => (near.enabled ? { ...near.stats, bytes: near.bytes } : null),
+  });
+
+  const app: App = { cfg, pg, redis, keys, index, projector, auth, hub, metrics, log, state, version, ...caches, intersectPool };
+  const watchers = createWatchers(app);
+  const server = createServer(app, { ...at, routes: [registerAdmin] });
+
+  let drain: Drain = { graceMs: cfg.shutdownGraceMs, listenMs: 0 };
+  const parts: Part[] = [
+    { name: 'postgres', start: () => void pg.on('error', () => countBackendError('postgres', 'connection')), stop: () => pg.end() },
+    {
+      name: 'redis',
+      start: () => void redis.on('error', () => countBackendError('redis', 'connection')),
+      // requests answered without Redis (leased, refused locally) are recorded before it closes
+      stop: () => (auth.flush(), redis.quit()),
+    },
+    { name: 'intersect-pool', start: () => undefined, stop: () => intersectPool?.close() },
+    { name: 'metrics', start: () => metrics.start(), stop: () => metrics.stop() },
+    // now, not at the first stream: it also prunes expired change events
+    { name: 'change-hub', start: () => hub.start(), stop: () => hub.close() },
+    { name: 'outbox-sweeper', start: () => projector.start(cfg.outboxSweepMs), stop: () => projector.stop() },
+    { name: 'invalidation', start: () => invalidation.start(), stop: () => invalidation.stop() },
+    // the first round (and the index rebuild it may start) completes before the port opens
+    { name: 'readiness', start: () => watchers.start(), stop: () => watchers.stop() },
+    { name: 'http', start: () => server.listen(), stop: () => server.close(drain.graceMs, drain.listenMs) },
+  ];
+
+  let started = 0;
+  return {
+    app,
+    server,
+    parts,
+    async start() {
+      for (const p of parts) {
+        await p.start();
+        started++;
+      }
+    },
+    async stop(d = {}) {
+      drain = { ...drain, ...d };
+      while (started > 0) {
+        const p = parts[--started]!;
+        try {
+          await p.stop();
+        } catch (err) {
+          log.warn({ part: p.name, err: String(err) }, 'stopping a part failed');
+        }
+      }
+    },
+  };
+}

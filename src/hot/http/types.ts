@@ -1,0 +1,23 @@
+// The request as a handler sees it and the header list of an answer: plain types that the
+// routing (route.ts), the body reader (body.ts) and the parts below the routes share.
+export type Headers = [string, string][];
+
+/** What a handler may know about the request, copied out of uWS's stack-allocated req. */
+export interface Req {
+  method: string;
+  path: string;
+  /** query string without '?'; null when the URL had no '?' */
+  query: string | null;
+  params: string[];
+  authorization: string;
+  cookie: string;
+  csrf: string;
+  ifNoneMatch: string;
+  contentType: string;
+  contentLength: number;
+  /** the client address: "" unless the route reads it (RouteOptions.remote, body routes) */
+  remote: string;
+  startedAt: number;
+  /** headers a route asked for through RouteOptions.headers (lower-case names) */
+  extra?: Record<string, string>;
+}

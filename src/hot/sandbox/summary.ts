@@ -1,0 +1,31 @@
+// What the sandbox routes and the admin API show of a sandbox: its public summary (from
+// the PostgreSQL row) and its poll data (counters from Redis).
+import type { Keys } from '../domain/keys.js';
+import { RATE_WINDOW } from '../domain/rate-window.js';
+import type { RedisClient } from '../redis/client.js';
+import type { SandboxRow } from '../store/sandboxes.js';
+
+export function sandboxSummary(tiers: Record<string, number>, s: SandboxRow): Record<string, unknown> {
+  return {
+    uuid: s.uuid,
+    name: s.name,
+    tier: s.tier,
+    rateLimit: tiers[s.tier] ?? 0,
+    location: s.lat === null || s.lon === null ? null : { lat: s.lat, lon: s.lon },
+    createdAt: s.created_at.toISOString(),
+  };
+}
+
+export const POLL_BUCKETS = RATE_WINDOW.historyBuckets;
+
+/**
+ * Counters of a sandbox from Redis: totals and the last `n` 5-second buckets. `counted`:
+ * this thread's rate limiter, whose requests answered without Redis (leased, refused
+ * locally) are sent first, on the same connection, so that the totals count every one.
+ */
+export async function pollData(redis: RedisClient, k: Keys, uuid: string, n: number = POLL_BUCKETS, counted: { flush(): void } | null = null): Promise<{ limit: number; total: number; rejected: number; tier: string; buckets: number[] } | null> {
+  counted?.flush();
+  const r = (await redis.pollData(k.sandbox(uuid), k.rateHistory(uuid), k.rateTotals(uuid), Date.now(), n, RATE_WINDOW.bucketMs)) as (number | string)[];
+  if (r[0] === -1) return null;
+  return { limit: Number(r[0]), total: Number(r[1]), rejected: Number(r[2]), tier: String(r[3]), buckets: r.slice(4).map(Number) };
+}
