@@ -2,7 +2,10 @@
 # Everything else is reached through them: npm deps, the TypeScript and web builds, local
 # Redis + PostgreSQL (scripts/services.sh, state in .local/), migrations and seed data.
 #
-#   make deps build services migrate seed run test lint typecheck bench bench-quick down clean
+#   make deps build services migrate seed run proxy test lint typecheck bench bench-quick down clean
+#
+# `make proxy` runs the shipped nginx (deploy/nginx.conf) in the foreground on PROXY_PORT
+# (8081) in front of the server on PORT (8080); see README, "Behind a reverse proxy".
 #
 # Servers named by REDIS_URL / DATABASE_URL in the environment are used instead of local ones.
 
@@ -14,7 +17,7 @@ NPM_CI := npm ci --no-audit --no-fund
 # Every target that talks to the servers runs with the URLs that `services` wrote.
 WITH_ENV := source .local/env.sh &&
 
-.PHONY: deps build web services migrate seed run test test-prep lint typecheck bench bench-quick \
+.PHONY: deps build web services migrate seed run proxy test test-prep lint typecheck bench bench-quick \
 	down clean
 
 # npm rewrites node_modules/.package-lock.json on every install: it is the stamp.
@@ -53,12 +56,18 @@ seed: migrate
 
 run: seed
 	$(WITH_ENV) export COOKIE_SECURE="$${COOKIE_SECURE:-false}" NODE_ENV="$${NODE_ENV:-development}" \
+	  TRUSTED_PROXIES="$${TRUSTED_PROXIES-127.0.0.1,::1}" \
 	  && exec node dist/src/hot/main.js
+
+# nginx in front of `make run` (installed from Debian's packages when missing); foreground
+proxy:
+	scripts/proxy.sh run
 
 # Everything the test run needs; .ci/run calls it and then scripts/run-tests.sh itself so
 # that the `N passed, N failed` line is the last thing printed even on failure.
 test-prep: deps build services
 	@if [[ -d test/web ]]; then scripts/services.sh chromium >/dev/null; fi
+	@if [[ -d test/proxy ]]; then scripts/services.sh nginx >/dev/null; fi
 
 test: test-prep
 	scripts/run-tests.sh

@@ -198,7 +198,7 @@ export async function prepare(o: PrepareOptions): Promise<BenchData> {
     if (!sb) throw new Error('the data set has no enterprise sandbox');
     const rot = await rotateKey(pool, sb.uuid, sb.name);
     await redis.del(keys.sandboxKey(rot.oldHash));
-    await writeSandboxMeta(redis, keys, sb.uuid, sb.name, rot.tier, cfg.tiers[rot.tier] ?? 0, rot.newHash);
+    await writeSandboxMeta(redis, keys, { uuid: sb.uuid, name: sb.name, tier: rot.tier, version: rot.version }, cfg.tiers[rot.tier] ?? 0, rot.newHash);
     const top = await pool.query<{ capability: string; n: string }>(
       `SELECT sc.capability, count(*) AS n FROM service_capabilities sc JOIN services s ON s.id = sc.service_id
         WHERE s.ns = $1 GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 1`,

@@ -229,13 +229,13 @@ export async function loadDataset(url: string, spec: DatasetSpec, fingerprint: s
  * Give a sandbox a fresh API key for this run (keys are never stored, so a cached data set
  * cannot know the old one). Returns the key and the old and new hashes (hex).
  */
-export async function rotateKey(pool: Pool, uuid: string, name: string): Promise<{ key: string; oldHash: string; newHash: string; tier: string }> {
+export async function rotateKey(pool: Pool, uuid: string, name: string): Promise<{ key: string; oldHash: string; newHash: string; tier: string; version: string }> {
   const { key, prefix } = newSandboxKey(name);
   const hash = hashKey(key);
-  const old = await pool.query<{ key_hash: Buffer; tier: string }>('SELECT key_hash, tier FROM sandboxes WHERE uuid = $1', [uuid]);
+  const old = await pool.query<{ key_hash: Buffer; tier: string; version: string }>('SELECT key_hash, tier, version FROM sandboxes WHERE uuid = $1', [uuid]);
   if (!old.rows[0]) throw new Error(`bench sandbox ${uuid} is missing`);
   await pool.query('UPDATE sandboxes SET key_hash = $2, prefix = $3 WHERE uuid = $1', [uuid, hash, prefix]);
-  return { key, oldHash: old.rows[0].key_hash.toString('hex'), newHash: hash.toString('hex'), tier: old.rows[0].tier };
+  return { key, oldHash: old.rows[0].key_hash.toString('hex'), newHash: hash.toString('hex'), tier: old.rows[0].tier, version: old.rows[0].version };
 }
 
 /** Facts about the stored data the scenarios need: set sizes and the sandbox's top capability. */

@@ -94,7 +94,7 @@ async function prepareRow(base: string, s: Scenario): Promise<Scenario> {
 
 async function startServer(d: BenchData, workers: number, pin: Pinning, name = `server-w${workers}`): Promise<{ child: Child; base: string }> {
   const port = await freePort();
-  const env = { ...d.serverEnv, PORT: String(port), HOST: '127.0.0.1', WORKERS: String(workers) };
+  const env = { ...d.serverEnv, PORT: String(port), HOST: '127.0.0.1', METRICS_PORT: '0', WORKERS: String(workers) };
   const child = spawnNode(join(ROOT, 'dist/src/hot/main.js'), [], env, pin.server, join(RESULTS, `${name}.log`));
   const base = `http://127.0.0.1:${port}`;
   try {

@@ -1,9 +1,10 @@
 -- apply-service: make the index entry of one service equal to a state read from
--- PostgreSQL, unless a newer state was already applied (revisions are outbox ids).
+-- PostgreSQL, unless a newer state was already applied (revisions: the service's version
+-- read with the state, or its tombstone's; rule in redis/README.md, "Revisions").
 -- KEYS[1]  <base>ver      the namespace marker/version counter; also routes the call
 -- ARGV[1]  <base>         "<prefix>reg:{ns}:<gen>:" every other key is built from it
 -- ARGV[2]  id             service id
--- ARGV[3]  rev            outbox id of the write being applied
+-- ARGV[3]  rev            the revision of that state (services.version or the tombstone's)
 -- ARGV[4]  seq            the service's sequence number, "" when the service is gone
 -- ARGV[5]  doc            serialised service object ("" when gone)
 -- ARGV[6]  hdr            deprecation header data "<deprecatedAtSec>|<sunset HTTP-date>" or ""

@@ -1,40 +1,41 @@
 -- rate-limit: count one request of a sandbox against its sliding window (twelve 5-second
--- buckets: ARGV[5..9]), record it in the poll history, and (for high limits) lease the
+-- buckets: ARGV[4..8]), record it in the poll history, and (for high limits) lease the
 -- calling thread a few more admissions of the current bucket. The limit is read here,
 -- from the sandbox hash, so that a tier change applies to the next request that asks.
+-- One clock: buckets come from Redis's own TIME (the node holding this sandbox's slot),
+-- never from the caller's, so servers whose clocks disagree count into the same buckets.
+-- Every duration in the reply is relative to that clock's now.
 -- KEYS[1]  sb:{uuid}        hash: name, tier, limit
 -- KEYS[2]  rl:{uuid}:w      hash: bucket -> admitted (and leased) requests: the window
 -- KEYS[3]  rl:{uuid}:h      hash: bucket -> all requests (72-bucket history for /poll)
 -- KEYS[4]  rl:{uuid}:t      hash: total, rejected
--- ARGV[1]  now (ms)
--- ARGV[2]  want: admissions to take at once, this request's included (default 1). The
+-- ARGV[1]  want: admissions to take at once, this request's included (default 1). The
 --          window counts them now; the thread answers want-1 more requests of this bucket
 --          without asking (see src/hot/sandbox/leases.ts, docs/decisions.md)
--- ARGV[3]  requests the thread answered under its lease and has not recorded yet (history)
--- ARGV[4]  unused admissions of the thread's previous leases, given back to the window:
---          "bucket:count,bucket:count" ("" none)
--- ARGV[5..9] the clock, from src/hot/domain/rate-window.ts: bucket length (ms), window
+-- ARGV[2]  requests the thread answered under its lease and has not recorded yet (history)
+-- ARGV[3]  unused admissions of the thread's previous leases, given back to the window:
+--          "bucket:count,bucket:count" ("" none; buckets as this script reported them)
+-- ARGV[4..8] the clock, from src/hot/domain/rate-window.ts: bucket length (ms), window
 --          buckets (12), window TTL (s), history buckets (72), history TTL (s)
 -- Returns { admitted (1/0), limit, used in window (after this request), retryAfter s,
 --           reset s (until the oldest counted bucket leaves the window), granted,
---           overMs }, or
--- overMs (refused only, else 0): milliseconds from this script's now until the window can
--- admit again at the earliest (its oldest counted bucket slides out); the caller turns it
--- into a local "over until" on its own monotonic clock and refuses without asking until
--- then (src/hot/sandbox/over-limit.ts).
--- { -1 } when the sandbox is unknown to Redis.
+--           bucket (the bucket counted in: an id for refunds, not a time),
+--           ms left in that bucket, ms until the window can admit again (0 if admitted) },
+-- or { -1 } when the sandbox is unknown to Redis.
 local limit = tonumber(redis.call('HGET', KEYS[1], 'limit'))
 if not limit then return { -1 } end
-local now = tonumber(ARGV[1])
-local want = math.max(1, tonumber(ARGV[2] or '1'))
-local pending = tonumber(ARGV[3] or '0')
-local bucketMs = tonumber(ARGV[5])
-local windowN = tonumber(ARGV[6])
-local windowTtl = tonumber(ARGV[7])
-local historyN = tonumber(ARGV[8])
-local historyTtl = tonumber(ARGV[9])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local want = math.max(1, tonumber(ARGV[1] or '1'))
+local pending = tonumber(ARGV[2] or '0')
+local bucketMs = tonumber(ARGV[4])
+local windowN = tonumber(ARGV[5])
+local windowTtl = tonumber(ARGV[6])
+local historyN = tonumber(ARGV[7])
+local historyTtl = tonumber(ARGV[8])
 local b = math.floor(now / bucketMs)
-for rb, n in string.gmatch(ARGV[4] or '', '(%d+):(%d+)') do
+local left = (b + 1) * bucketMs - now
+for rb, n in string.gmatch(ARGV[3] or '', '(%d+):(%d+)') do
   rb = tonumber(rb)
   if rb > b - windowN then
     -- (a bucket that left the window is gone from it already)
@@ -67,16 +68,19 @@ local function addToBucket(key, n, keep, max, ttl)
 end
 redis.call('HINCRBY', KEYS[4], 'total', 1 + pending)
 addToBucket(KEYS[3], 1 + pending, historyN, historyN + historyN / 3, historyTtl)
+local function msUntilLeaves(bucket)
+  return math.max(1, (bucket + windowN) * bucketMs - now)
+end
 local function untilLeaves(bucket)
-  return math.max(1, math.ceil(((bucket + windowN) * bucketMs - now) / 1000))
+  return math.max(1, math.ceil(msUntilLeaves(bucket) / 1000))
 end
 if used >= limit then
   redis.call('HINCRBY', KEYS[4], 'rejected', 1)
   -- the window frees room when its oldest admitted bucket slides out
-  local retry = oldest and untilLeaves(oldest) or math.ceil(bucketMs / 1000)
-  local overMs = oldest and ((oldest + windowN) * bucketMs - now) or (bucketMs - now % bucketMs)
-  return { 0, limit, used, retry, retry, 0, math.max(1, overMs) }
+  local retryMs = oldest and msUntilLeaves(oldest) or left
+  local retry = math.max(1, math.ceil(retryMs / 1000))
+  return { 0, limit, used, retry, retry, 0, b, left, retryMs }
 end
 local granted = math.min(want, limit - used)
 addToBucket(KEYS[2], granted, windowN, windowN + windowN / 3, windowTtl)
-return { 1, limit, used + 1, 0, untilLeaves(oldest or b), granted, 0 }
+return { 1, limit, used + 1, 0, untilLeaves(oldest or b), granted, b, left, 0 }

@@ -6,6 +6,7 @@
 #   scripts/services.sh up            start (or reuse) Redis + PostgreSQL, write .local/env.sh
 #   scripts/services.sh down          stop what `up` / `cluster-up` started from this repo
 #   scripts/services.sh chromium      install Debian's chromium if missing, print its path
+#   scripts/services.sh nginx         install Debian's nginx if missing, print its path
 #   scripts/services.sh cluster-up    start (or reuse) a 3-primary Redis Cluster
 #   scripts/services.sh cluster-down  stop it
 #
@@ -380,6 +381,20 @@ cmd_chromium() {
   printf '%s\n' "$p"
 }
 
+cmd_nginx() {
+  local p
+  p=$(command -v nginx || true)
+  [[ -n $p ]] || { [[ -x /usr/sbin/nginx ]] && p=/usr/sbin/nginx; }
+  if [[ -z $p ]]; then
+    # nginx-light would do, but plain nginx is in every Debian release
+    apt_install ' (needed by make proxy and the proxy tests)' nginx
+    p=$(command -v nginx || true)
+    [[ -n $p ]] || { [[ -x /usr/sbin/nginx ]] && p=/usr/sbin/nginx; }
+    [[ -n $p ]] || die "nginx installed but not found"
+  fi
+  printf '%s\n' "$p"
+}
+
 cluster_ok() { [[ $(redis-cli -h 127.0.0.1 -p "$1" cluster info 2>/dev/null | tr -d '\r' | grep '^cluster_state:') == cluster_state:ok ]]; }
 cluster_all_ok() { local p; for p in "${CLUSTER_PORTS[@]}"; do cluster_ok "$p" || return 1; done; }
 
@@ -418,12 +433,13 @@ cmd_cluster_up() {
   printf 'REDIS_CLUSTER_NODES=%s\n' "${nodes[*]}"
 }
 
-usage() { sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 case ${1:-} in
   up) cmd_up ;;
   down) cmd_down ;;
   chromium) cmd_chromium ;;
+  nginx) cmd_nginx ;;
   cluster-up) cmd_cluster_up ;;
   cluster-down) cluster_stop_all ;;
   *) usage ;;

@@ -8,8 +8,8 @@ import { check, validators } from '../hot/domain/validation.js';
 import { route, type Headers, type RouteOptions } from '../hot/http/route.js';
 import { parseJson } from '../hot/http/body.js';
 import { pollData, sandboxSummary } from '../hot/sandbox/summary.js';
-import { writeSandboxMeta } from '../hot/store/sandbox-meta.js';
 import { countServices, getSandbox, setTier } from '../hot/store/sandboxes.js';
+import { countProjectorFailure } from '../hot/ops/metrics.js';
 import { requireAdmin } from './auth.js';
 import { pageFields, parseListQuery } from './paging.js';
 import { listSandboxes, locatedSandboxes, tierHistory } from './queries.js';
@@ -74,20 +74,18 @@ export function registerAdminApi(uws: TemplatedApp, app: App, o: RouteOptions): 
     }
     const uuid = req.params[0]!;
     if (!UUID_RE.test(uuid)) throw new ApiError('NOT_FOUND', 'no such sandbox');
+    // committed with an outbox row, then applied like every other write: with the row's
+    // version (a slower, older change never overwrites it) and swept if this apply fails;
+    // the rate-limit script reads the limit from Redis, so it holds from the next request
     const row = await setTier(app.pg, uuid.toLowerCase(), tier, who.by);
-    // The rate-limit script reads the limit from this hash on every request, so the new
-    // limit applies to the very next one. PostgreSQL already has the change; if Redis
-    // fails here the caller is told, and repeating the call applies it.
-    try {
-      await writeSandboxMeta(app.redis, app.keys, row.uuid, row.name, row.tier, limit, '');
-    } catch (err) {
-      app.log.warn({ err: String(err), uuid: row.uuid }, 'tier saved but not applied to Redis');
-      throw new ApiError('UNAVAILABLE', 'the tier was saved but the new limit could not be applied yet; repeat the call', { 'Retry-After': '1' });
-    }
+    if (row.outbox !== null) await app.projector.syncQuietly([{ row: row.outbox, ns: row.uuid, id: row.uuid, kind: 'sandbox' }]);
     // Threads holding a rate-limit lease of this sandbox drop it: this one at once, the
     // others (and other nodes) when the message arrives, at the latest when it expires
     app.auth.dropLease(row.uuid);
-    await app.redis.publish(app.keys.invalidationChannel(), 'lease:' + row.uuid).catch(() => undefined);
+    await app.redis.publish(app.keys.invalidationChannel(), 'lease:' + row.uuid).catch((err: unknown) => {
+      countProjectorFailure('invalidate');
+      app.log.warn({ err: String(err), uuid: row.uuid }, 'lease drop not published: other threads keep their lease until it expires (LEASE_MS)');
+    });
     reply.json(200, JSON.stringify(sandboxSummary(app.cfg.tiers, row)), NO_STORE);
   }, ob);
 

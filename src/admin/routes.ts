@@ -13,20 +13,21 @@ import { registerStatic } from './static.js';
 export function registerAdmin(uws: TemplatedApp, app: App, o: RouteOptions): void {
   const ob = { ...o, body: true };
   route(uws, 'post', '/admin/session', async (req, reply, body) => {
-    // guessing the key is throttled: LOGIN_FAILURES_PER_MINUTE failures per client address
+    // guessing the key is throttled: LOGIN_FAILURES_PER_MINUTE failures per client address.
+    // Every attempt is counted first, atomically, and only the first LIMIT of a minute are
+    // compared at all: 200 parallel guesses get exactly LIMIT answers (a read-then-count
+    // let all of them through the check). A right key gives its count back.
     const minute = Math.floor(Date.now() / 60_000);
     const failures = app.keys.loginFailures(req.remote, minute);
-    if (Number(await app.redis.get(failures)) >= app.cfg.loginFailuresPerMinute) {
+    if (((await app.redis.count(failures, 120)) as number) > app.cfg.loginFailuresPerMinute) {
       const retry = String(Math.max(1, Math.ceil(((minute + 1) * 60_000 - Date.now()) / 1000)));
       throw new ApiError('RATE_LIMITED', 'too many failed logins from this address; try again later', { 'Retry-After': retry });
     }
     const b = parseJson(req, body) as { apiKey?: unknown } | null;
     // a missing, empty or mistyped key is as wrong as a wrong one: 401, not a schema error
     const apiKey = b && typeof b === 'object' && typeof b.apiKey === 'string' ? b.apiKey : '';
-    if (!isAdminKey(app, apiKey)) {
-      if ((await app.redis.incr(failures)) === 1) await app.redis.expire(failures, 120);
-      throw new ApiError('UNAUTHORIZED', 'wrong admin key');
-    }
+    if (!isAdminKey(app, apiKey)) throw new ApiError('UNAUTHORIZED', 'wrong admin key');
+    await app.redis.decr(failures); // successes do not count
     const { session, cookie } = await createSession(app);
     reply.json(200, JSON.stringify({ csrfToken: session.csrf }), [['Set-Cookie', cookie], ['Cache-Control', 'no-store']]);
   }, ob);

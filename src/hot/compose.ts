@@ -17,11 +17,12 @@ import { Index, type Replacements } from './index/index.js';
 import { NearCache } from './index/near.js';
 import { Projector } from './index/projector.js';
 import { createWatchers } from './ops/lifecycle.js';
-import { countBackendError } from './ops/metrics.js';
+import { countBackendError, countProjectorFailure } from './ops/metrics.js';
 import { MetricsAggregation } from './ops/metrics-threads.js';
 import { createRedis } from './redis/client.js';
 import { SandboxAuth } from './sandbox/auth.js';
 import { createServer, type Server } from './server.js';
+import { startMetricsListener, type MetricsListener } from './routes/metrics.js';
 import { createPool, SERVING_TIMEOUTS } from './store/pool.js';
 import { IntersectPool } from '../workers/pool.js';
 
@@ -48,11 +49,15 @@ export interface Thread {
   start(): Promise<void>;
   /** stop the started parts in reverse order: drain HTTP first, close the connections last */
   stop(drain?: Partial<Drain>): Promise<void>;
+  /** port of the process's /metrics listener once started; null when this thread has none */
+  metricsPort(): number | null;
 }
 
 export interface ListenAt {
   port: number;
   host: string;
+  /** this thread serves the process's /metrics listener (main.ts: thread 0; default true) */
+  metrics?: boolean;
 }
 
 export function buildThread(cfg: Config, version: string, log: Logger, at: ListenAt = { port: cfg.port, host: cfg.host }): Thread {
@@ -75,24 +80,30 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
   // while readiness holds), the writes' path into it, sandbox keys and rate limits, the change feed
   const near = new NearCache(cfg.nearCacheBytes);
   const index = new Index(redis, keys, intersectPool, cfg.heavyIntersectionThreshold, near, () => state.ready);
-  const projector = new Projector(
-    pg,
-    redis,
-    keys,
-    (namespaces) => {
+  const projector = new Projector(pg, redis, keys, cfg.tiers, log, {
+    applied: (namespaces) => {
       // this thread at once; every other thread and node through Redis pub/sub
       for (const ns of namespaces) {
         invalidateCaches(caches, ns);
-        redis.publish(keys.invalidationChannel(), ns).catch(() => undefined);
+        redis.publish(keys.invalidationChannel(), ns).catch((err: unknown) => {
+          // other threads and nodes keep their cached results until RESULT_CACHE_TTL_MS
+          countProjectorFailure('invalidate');
+          log.warn({ err: String(err), ns }, 'cache invalidation not published');
+        });
       }
     },
-    (base, ver) => near.require(base, ver),
-  );
+    failed: countProjectorFailure,
+    version: (base, ver) => near.require(base, ver),
+  });
   const auth = new SandboxAuth(pg, redis, keys, cfg.tiers, cfg.rateCountFlushMs);
   const hub = new ChangeHub(pg, cfg);
   const invalidation = new InvalidationListener(redis, keys, caches, {
     lease: (uuid) => auth.dropLease(uuid),
     generation: (gen) => (index.gen = gen),
+    failed: (err, what) => {
+      countProjectorFailure('invalidate');
+      log.warn({ err: String(err) }, what);
+    },
     delta: (msg) => near.onDelta(msg),
     subscribed: (live) => (live ? near.resume() : near.pause()),
     cleared: () => near.clear(),
@@ -109,7 +120,9 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
 
   const app: App = { cfg, pg, redis, keys, index, projector, auth, hub, metrics, log, state, version, ...caches, intersectPool };
   const watchers = createWatchers(app);
-  const server = createServer(app, { ...at, routes: [registerAdmin] });
+  const server = createServer(app, { port: at.port, host: at.host, routes: [registerAdmin] });
+  let metricsListener: MetricsListener | null = null;
+  const serveMetrics = (at.metrics ?? true) && cfg.metricsEnabled;
 
   let drain: Drain = { graceMs: cfg.shutdownGraceMs, listenMs: 0 };
   const parts: Part[] = [
@@ -128,6 +141,18 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
     { name: 'invalidation', start: () => invalidation.start(), stop: () => invalidation.stop() },
     // the first round (and the index rebuild it may start) completes before the port opens
     { name: 'readiness', start: () => watchers.start(), stop: () => watchers.stop() },
+    {
+      name: 'metrics-listener',
+      start: async () => {
+        if (!serveMetrics) return;
+        try {
+          metricsListener = await startMetricsListener(cfg.metricsHost, cfg.metricsPort, () => metrics.scrape());
+        } catch (err) {
+          throw new Error(`cannot listen for /metrics on ${cfg.metricsHost}:${cfg.metricsPort}: ${(err as Error).message}`, { cause: err });
+        }
+      },
+      stop: () => metricsListener?.close(),
+    },
     { name: 'http', start: () => server.listen(), stop: () => server.close(drain.graceMs, drain.listenMs) },
   ];
 
@@ -136,6 +161,7 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
     app,
     server,
     parts,
+    metricsPort: () => metricsListener?.port ?? null,
     async start() {
       for (const p of parts) {
         await p.start();

@@ -3,6 +3,8 @@
 // exits. Every default is commented here, in one place (contract, "Configuration").
 import { randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
+import { isIP } from 'node:net';
+import { normalizeAddress } from './domain/client-address.js';
 
 export class ConfigError extends Error {}
 
@@ -47,6 +49,8 @@ export interface Config {
   cookieSecure: boolean;
   /** largest request body accepted, bytes */
   maxBodyBytes: number;
+  /** deepest nesting of arrays and objects accepted in a JSON body */
+  maxJsonDepth: number;
   /** SIGTERM grace period, milliseconds */
   shutdownGraceMs: number;
   /** how often the outbox is swept for writes whose index update did not happen, ms */
@@ -57,6 +61,11 @@ export interface Config {
   accessLogLevel: string;
   /** GET /metrics and the per-request accounting behind it */
   metricsEnabled: boolean;
+  /** reverse proxies whose X-Forwarded-For / X-Real-IP give the client address (normalised) */
+  trustedProxies: string[];
+  /** the /metrics listener, apart from the public port (0: an ephemeral port) */
+  metricsHost: string;
+  metricsPort: number;
   /** change feed: how often a thread with open streams polls for new events, ms */
   changesPollMs: number;
   /** change feed: comment line sent to every idle stream this often, ms */
@@ -127,6 +136,23 @@ export function redactUrl(raw: string): string {
   return raw.replace(/\/\/([^:/@]*):[^@/]*@/, '//$1:***@');
 }
 
+function hostName(env: Env, name: string, def: string): string {
+  const raw = env[name] || def;
+  if (!/^[0-9a-zA-Z.:-]+$/.test(raw)) throw new ConfigError(`${name} is not a host name or address: "${raw}"`);
+  return raw;
+}
+
+/** TRUSTED_PROXIES="127.0.0.1,::1": exact IP addresses (no host names, no ranges) */
+function addresses(env: Env, name: string): string[] {
+  const raw = (env[name] || '').trim();
+  if (!raw) return [];
+  return raw.split(',').map((part) => {
+    const a = normalizeAddress(part);
+    if (!isIP(a)) throw new ConfigError(`${name} must be a comma-separated list of IP addresses, got "${part.trim()}"`);
+    return a;
+  });
+}
+
 /** TIERS="free=60,pro=600,enterprise=6000" */
 function tiers(env: Env): TierConfig {
   const raw = env.TIERS || 'free=60,pro=600,enterprise=6000'; // contract defaults
@@ -156,8 +182,7 @@ export function loadConfig(env: Env = process.env): Config {
   const t = tiers(env);
   const defaultTier = env.DEFAULT_TIER || 'free'; // contract: new sandboxes are `free`
   if (!(defaultTier in t)) throw new ConfigError(`DEFAULT_TIER "${defaultTier}" is not one of TIERS`);
-  const host = env.HOST || '127.0.0.1'; // contract default: loopback only
-  if (!/^[0-9a-zA-Z.:-]+$/.test(host)) throw new ConfigError(`HOST is not a host name or address: "${host}"`);
+  const host = hostName(env, 'HOST', '127.0.0.1'); // contract default: loopback only
   const clusterRaw = env.REDIS_CLUSTER_NODES || '';
   const redisClusterNodes = clusterRaw ? clusterRaw.split(',').map((s) => s.trim()) : [];
   for (const n of redisClusterNodes) {
@@ -192,12 +217,16 @@ export function loadConfig(env: Env = process.env): Config {
     sessionAbsoluteSeconds: int(env, 'SESSION_ABSOLUTE_SECONDS', 12 * 3600, 60, 86400 * 30), // 12 h
     cookieSecure: bool(env, 'COOKIE_SECURE', true), // contract: Secure unless configured off (COOKIE_SECURE=false for local http)
     maxBodyBytes: int(env, 'MAX_BODY_BYTES', 64 * 1024, 1024, 16 * 1024 * 1024), // 64 KiB
+    maxJsonDepth: int(env, 'MAX_JSON_DEPTH', 32, 1, 1000), // every body of the API is 3-4 levels deep; 32 leaves room
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     outboxSweepMs: int(env, 'OUTBOX_SWEEP_MS', 1000, 50, 600_000),
     logLevel: level(env, 'LOG_LEVEL', 'info'),
     accessLog: bool(env, 'ACCESS_LOG', false), // off: it costs hot-path throughput (docs/decisions.md)
     accessLogLevel: level(env, 'ACCESS_LOG_LEVEL', 'info'), // must be >= LOG_LEVEL to be written
-    metricsEnabled: bool(env, 'METRICS_ENABLED', true), // GET /metrics, unauthenticated
+    trustedProxies: addresses(env, 'TRUSTED_PROXIES'), // none: the connection's address is the client's
+    metricsEnabled: bool(env, 'METRICS_ENABLED', true), // GET /metrics on its own listener, unauthenticated
+    metricsHost: hostName(env, 'METRICS_HOST', '127.0.0.1'), // loopback: scrapers on this machine (or a proxy) only
+    metricsPort: int(env, 'METRICS_PORT', 9464, 0, 65535), // 9464: the Prometheus exporter port OpenTelemetry uses
     changesPollMs: int(env, 'CHANGES_POLL_MS', 250, 10, 60_000), // delivery latency vs. one tiny query per tick
     changesHeartbeatMs: int(env, 'CHANGES_HEARTBEAT_MS', 15_000, 100, 3_600_000), // keeps proxies from closing idle streams
     changesRetentionHours: int(env, 'CHANGES_RETENTION_HOURS', 168, 1, 24 * 365), // a week of resumable history

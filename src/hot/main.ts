@@ -27,12 +27,16 @@ function listenPhaseMs(graceMs: number): number {
 /** Time kept back from the grace period to close the pools after the drain. */
 const CLOSE_MS = 250;
 
+/** the /metrics listener's port, once thread 0 listens (banner) */
+let metricsPortSeen: number | null = null;
+
 async function serveThread(cfg: Config, index: number): Promise<void> {
   const log = createLogger(cfg, { thread: index });
-  const thread = buildThread(cfg, VERSION, log);
+  const thread = buildThread(cfg, VERSION, log, { port: cfg.port, host: cfg.host, metrics: index === 0 }); // one /metrics listener per process
   await thread.start();
   const server = thread.server;
-  parentPort?.postMessage({ type: 'listening', port: server.port });
+  metricsPortSeen = thread.metricsPort() ?? metricsPortSeen;
+  parentPort?.postMessage({ type: 'listening', port: server.port, metricsPort: thread.metricsPort() });
   let stopping = false;
   const stop = async () => {
     if (stopping) return;
@@ -101,6 +105,7 @@ async function main(): Promise<void> {
     console.log(`  search:     ${base}/services`);
     console.log(`  openapi:    ${base}/openapi.json`);
     console.log(`  dashboard:  ${base}/admin/`);
+    if (metricsPortSeen !== null) console.log(`  metrics:    http://${cfg.metricsHost.includes(':') ? `[${cfg.metricsHost}]` : cfg.metricsHost}:${metricsPortSeen}/metrics`);
     console.log(`  admin key:  ${cfg.adminApiKeyGenerated ? cfg.adminApiKey + '  (generated for this run; set ADMIN_API_KEY to fix it)' : '(from ADMIN_API_KEY)'}`);
   };
   if (cfg.uwsThreads === 1) {
@@ -112,7 +117,8 @@ async function main(): Promise<void> {
   let listening = 0;
   for (let i = 0; i < cfg.uwsThreads; i++) {
     const w = new Worker(fileURLToPath(import.meta.url), { workerData: { cfg, index: i } });
-    w.on('message', (m: { type: string; port: number }) => {
+    w.on('message', (m: { type: string; port: number; metricsPort?: number | null }) => {
+      if (m.type === 'listening' && m.metricsPort != null) metricsPortSeen = m.metricsPort;
       if (m.type === 'listening' && ++listening === cfg.uwsThreads) banner(m.port);
     });
     w.on('error', (err) => {

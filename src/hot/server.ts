@@ -11,7 +11,6 @@ import { registerSandbox } from './routes/sandbox.js';
 import { registerChanges } from './changes/route.js';
 import { countUnexpected } from './ops/metrics.js';
 import { requestObserver } from './ops/observe.js';
-import { registerMetrics } from './routes/metrics.js';
 
 /** Registers a group of routes (the admin ones come from src/admin through compose.ts). */
 export type RegisterRoutes = (uws: uWS.TemplatedApp, app: App, o: RouteOptions) => void;
@@ -41,6 +40,8 @@ export function buildUws(app: App, routes: RegisterRoutes[], hooks: Partial<Pick
   const uws = uWS.App();
   const o: RouteOptions = {
     maxBody: app.cfg.maxBodyBytes,
+    maxJsonDepth: app.cfg.maxJsonDepth,
+    trustedProxies: new Set(app.cfg.trustedProxies),
     remote: app.cfg.accessLog,
     onError: (err, req) => {
       countUnexpected(err);
@@ -59,7 +60,6 @@ export function buildUws(app: App, routes: RegisterRoutes[], hooks: Partial<Pick
     if (ready) reply.json(200, body, [['Cache-Control', 'no-store']]);
     else reply.json(503, body, [['Cache-Control', 'no-store'], ['Retry-After', '1']]);
   }, o);
-  registerMetrics(uws, app, o);
   registerChanges(uws, app, o); // before /services/:id (see changes/route.ts)
   registerPublic(uws, app, o);
   registerSandbox(uws, app, o);

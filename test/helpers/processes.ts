@@ -173,7 +173,7 @@ export interface ServerProcess {
 export async function spawnServer(env: Record<string, string>, timeoutMs = 30_000): Promise<ServerProcess> {
   const port = env.PORT ? Number(env.PORT) : await freePort();
   const proc = spawn(process.execPath, [join(ROOT, 'dist/src/hot/main.js')], {
-    env: { ...process.env, NODE_ENV: 'test', HOST: '127.0.0.1', ...env, PORT: String(port) },
+    env: { ...process.env, NODE_ENV: 'test', HOST: '127.0.0.1', METRICS_PORT: '0', ...env, PORT: String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const logs: string[] = [];

@@ -7,6 +7,7 @@ import pg from 'pg';
 import { createLogger, type App } from '../../src/hot/app.js';
 import { buildThread, type Thread } from '../../src/hot/compose.js';
 import { loadConfig, type Config } from '../../src/hot/config.js';
+import { checkUwsNative } from '../../src/hot/ops/native.js';
 import { createRedis, type RedisClient } from '../../src/hot/redis/client.js';
 import type { Server } from '../../src/hot/server.js';
 import { createPool } from '../../src/hot/store/pool.js';
@@ -21,6 +22,7 @@ export function baseEnv(): Record<string, string | undefined> {
     NODE_ENV: 'test',
     ADMIN_API_KEY: ADMIN_KEY,
     PORT: '0',
+    METRICS_PORT: '0', // each test server's /metrics listener on an ephemeral port
     WORKERS: '1',
     COOKIE_SECURE: 'false',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
@@ -62,6 +64,10 @@ export interface TestServer {
   cfg: Config;
   /** fetch a path on this server; never follows redirects */
   req(path: string, init?: RequestInit): Promise<Response>;
+  /** port of this server's /metrics listener (null with METRICS_ENABLED=false) */
+  metricsPort: number | null;
+  /** GET on this server's /metrics listener (its own port, not the public one) */
+  metrics(path?: string): Promise<Response>;
   /** JSON request with the admin Bearer key */
   admin(method: string, path: string, body?: unknown): Promise<Response>;
   /** stop the thread, dropping its database and Redis keys */
@@ -80,6 +86,9 @@ export interface StartOptions {
 }
 
 export async function startTestServer(opts: StartOptions = {}): Promise<TestServer> {
+  // the suite measures the server users run: never uWS's slow JavaScript fallback
+  const native = checkUwsNative();
+  if (!native.native) throw new Error(`uWebSockets.js's native binary is not the one loaded: ${native.reason}`);
   const db = opts.databaseUrl ? { url: opts.databaseUrl, drop: async () => undefined } : await freshDatabase();
   const prefix = opts.redisKeyPrefix ?? 't' + randomBytes(4).toString('hex') + ':';
   const cfg = loadConfig({ ...baseEnv(), DATABASE_URL: db.url, REDIS_KEY_PREFIX: prefix, ...opts.env });
@@ -95,6 +104,8 @@ export async function startTestServer(opts: StartOptions = {}): Promise<TestServ
     thread,
     cfg,
     req,
+    metricsPort: thread.metricsPort(),
+    metrics: (path = '/metrics') => fetch(`http://127.0.0.1:${thread.metricsPort() ?? 0}${path}`),
     admin: (method, path, body) =>
       req(path, {
         method,

@@ -14,3 +14,12 @@ t.test('failed admin logins are throttled per client address', async (t) => {
   t.match(await refused.json(), { error: { code: 'RATE_LIMITED' } });
   t.notOk(refused.headers.get('set-cookie'), 'no session was made');
 });
+
+t.test('200 parallel wrong logins: exactly the limit are evaluated (401), the rest refused (429)', async (t) => {
+  const s = await startTestServer({ env: { LOGIN_FAILURES_PER_MINUTE: '20' } });
+  t.teardown(() => s.close());
+  const login = (apiKey: string) => s.req('/admin/session', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ apiKey }) });
+  const statuses = (await Promise.all(Array.from({ length: 200 }, (_, i) => login('wrong-key-' + i)))).map((r) => r.status);
+  t.equal(statuses.filter((x) => x === 401).length, 20, '20 answered 401');
+  t.equal(statuses.filter((x) => x === 429).length, 180, '180 answered 429');
+});

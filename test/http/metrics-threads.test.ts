@@ -1,5 +1,5 @@
 // /metrics aggregated across uWS threads: the real entry point (dist/src/hot/main.js) with
-// WORKERS=2 sharing one port; requests arrive on separate connections (the kernel spreads
+// WORKERS=2 sharing one port and one /metrics listener (METRICS_PORT, served by thread 0); requests arrive on separate connections (the kernel spreads
 // them over both threads); every scrape, whichever thread answers it, shows the totals of
 // the whole process.
 import { spawn } from 'node:child_process';
@@ -45,7 +45,8 @@ t.test('two threads, one total', async (t) => {
   t.teardown(() => db.drop());
   const prefix = 'tmt' + randomBytes(4).toString('hex') + ':';
   const port = await freePort();
-  const env: Record<string, string | undefined> = { ...baseEnv(), DATABASE_URL: db.url, REDIS_KEY_PREFIX: prefix, PORT: String(port), WORKERS: '2', ADMIN_API_KEY: ADMIN_KEY, HEAVY_INTERSECTION_THRESHOLD: '0' };
+  const metricsPort = await freePort();
+  const env: Record<string, string | undefined> = { ...baseEnv(), DATABASE_URL: db.url, REDIS_KEY_PREFIX: prefix, PORT: String(port), METRICS_PORT: String(metricsPort), WORKERS: '2', ADMIN_API_KEY: ADMIN_KEY, HEAVY_INTERSECTION_THRESHOLD: '0' };
   const child = spawn(process.execPath, ['dist/src/hot/main.js'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
@@ -69,10 +70,11 @@ t.test('two threads, one total', async (t) => {
   // readiness: both threads have learnt the index generation
   for (let i = 0; i < 100 && (await get(port, '/readyz')).status !== 200; i++) await new Promise((r) => setTimeout(r, 50));
 
+  t.equal((await get(port, '/metrics')).status, 404, 'not on the public port');
   const N = 60;
   for (let i = 0; i < N; i++) t.equal((await get(port, '/livez')).status, 200);
   for (let k = 0; k < 8; k++) {
-    const m = await get(port, '/metrics');
+    const m = await get(metricsPort, '/metrics');
     t.equal(m.status, 200);
     const p = parseProm(m.body);
     t.equal(sample(p, 'registry_threads_reporting', {}), 2, `scrape ${k}: both threads reported`);

@@ -1,4 +1,4 @@
-// GET /metrics: counters equal the requests served (by route pattern and status), rate-limit
+// GET /metrics on its own listener (METRICS_PORT; the public port answers 404): counters equal the requests served (by route pattern and status), rate-limit
 // rejections by tier, replacement and result cache outcomes, and METRICS_ENABLED=false.
 import t from 'tap';
 import { createSandbox, registerProduction, startTestServer } from '../helpers/server.js';
@@ -24,7 +24,7 @@ t.test('request counters equal the requests served, by route and status', async 
   for (let i = 0; i < 5; i++) statuses.push((await s.req(`/sandbox/${sb.uuid}/services`, { headers: auth })).status);
   t.same(statuses, [200, 200, 200, 429, 429]);
 
-  const r = await s.req('/metrics');
+  const r = await s.metrics();
   t.equal(r.status, 200);
   t.match(r.headers.get('content-type'), /^text\/plain/);
   const m = parseProm(await r.text());
@@ -63,14 +63,38 @@ t.test('request counters equal the requests served, by route and status', async 
   t.ok(m.has('registry_near_cache_bytes'), 'and its size');
 
   // the next scrape counts the previous one
-  const m2 = parseProm(await (await s.req('/metrics')).text());
+  const m2 = parseProm(await (await s.metrics()).text());
   t.equal(sample(m2, 'registry_http_requests_total', { route: '/metrics', method: 'GET', status: '200' }), 1);
   t.equal(sample(m2, 'registry_http_requests_total', { route: '/services', method: 'GET', status: '200' }), N);
 });
 
-t.test('METRICS_ENABLED=false removes /metrics', async (t) => {
+t.test('the public port does not serve /metrics; the metrics listener serves nothing else', async (t) => {
+  const s = await startTestServer();
+  t.teardown(() => s.close());
+  t.not(s.metricsPort, null);
+  t.not(s.metricsPort, s.server.port, 'a port of its own');
+  for (const path of ['/metrics', '/metrics/', '/metrics?x=1']) {
+    const r = await s.req(path);
+    t.equal(r.status, 404, `public ${path}`);
+    t.match(await r.json(), { error: { code: 'NOT_FOUND' } });
+  }
+  const head = await s.req('/metrics', { method: 'HEAD' });
+  t.equal(head.status, 404, 'HEAD too');
+  t.equal((await s.metrics()).status, 200, 'the metrics listener answers');
+  for (const path of ['/', '/services', '/livez', '/admin/']) {
+    const r = await s.metrics(path);
+    t.equal(r.status, 404, `metrics listener ${path}`);
+    t.match(await r.json(), { error: { code: 'NOT_FOUND' } });
+  }
+  const post = await fetch(`http://127.0.0.1:${s.metricsPort}/metrics`, { method: 'POST' });
+  t.equal(post.status, 405);
+  t.match(await post.json(), { error: { code: 'METHOD_NOT_ALLOWED' } });
+});
+
+t.test('METRICS_ENABLED=false: no metrics listener, and still 404 on the public port', async (t) => {
   const s = await startTestServer({ env: { METRICS_ENABLED: 'false' } });
   t.teardown(() => s.close());
+  t.equal(s.metricsPort, null);
   const r = await s.req('/metrics');
   t.equal(r.status, 404);
   t.match(await r.json(), { error: { code: 'NOT_FOUND' } });

@@ -93,3 +93,11 @@ t.test('the documented search parameters and error schema match the contract', a
   t.match(JSON.stringify(err), /"code"/);
   t.match(JSON.stringify(err), /"message"/);
 });
+
+t.test('metrics are not in the public API; the key format is documented for scanners', async (t) => {
+  t.notOk(paths['/metrics'], '/metrics is not on this port');
+  const schemes = ((doc.components as Obj).securitySchemes as Record<string, Obj>);
+  const pattern = String(schemes.sandboxKey?.['x-key-pattern']);
+  t.equal(pattern, '^[a-z0-9]{1,16}_sb_[0-9A-Za-z]{38}$');
+  t.match(String(schemes.sandboxKey?.description), /CRC32/);
+});

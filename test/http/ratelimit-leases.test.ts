@@ -37,7 +37,7 @@ t.test('a high limit: fewer script calls than requests, exact countdown and tota
   const asked = calls() - before;
   t.ok(asked < N / 2, `${asked} script calls for ${N} requests`);
   t.same(rem, Array.from({ length: N }, (_, i) => 1_000_000 - (i + 1)), 'RateLimit remaining counts down by one per request');
-  const metrics = await (await s.req('/metrics')).text();
+  const metrics = await (await s.metrics()).text();
   t.match(metrics, /registry_rate_limit_checks_total\{source="lease"\} [1-9]/, '/metrics counts the requests answered from leases');
 });
 

@@ -11,3 +11,9 @@ t.test('a registered production service is found by capability', async (t) => {
   const body = (await r.json()) as { id: string }[];
   t.same(body.map((x) => x.id), [svc.id]);
 });
+
+t.test("the server under test runs uWebSockets.js's native binary, not its JavaScript fallback", async (t) => {
+  const { checkUwsNative } = await import('../../src/hot/ops/native.js');
+  const n = checkUwsNative();
+  t.ok(n.native, n.reason || `loaded ${n.binary}`);
+});

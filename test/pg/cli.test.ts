@@ -105,7 +105,7 @@ t.test('sandbox create, tier set, reindex, stats', async (t) => {
   t.equal(c.code, 0, c.err);
   const sb = JSON.parse(c.out) as { uuid: string; apiKey: string; name: string; tier: string; location: unknown };
   t.match(sb, { name: 'Sydney Lab', tier: 'free', location: { lat: -33.87, lon: 151.21 } });
-  t.match(sb.apiKey, /^sydneylab_sb_[0-9A-Za-z]{32}$/);
+  t.match(sb.apiKey, /^sydneylab_sb_[0-9A-Za-z]{38}$/);
   // the key works at once against the server
   const list = await s.req(`/sandbox/${sb.uuid}/services`, { headers: { authorization: `Bearer ${sb.apiKey}` } });
   t.equal(list.status, 200);

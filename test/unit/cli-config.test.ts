@@ -15,6 +15,10 @@ const cases: [Record<string, string>, RegExp][] = [
   [{ LOG_LEVEL: 'loud' }, /LOG_LEVEL must be one of/],
   [{ METRICS_ENABLED: 'maybe' }, /METRICS_ENABLED must be true or false/],
   [{ CHANGES_POLL_MS: '0' }, /CHANGES_POLL_MS must be between/],
+  [{ MAX_JSON_DEPTH: '0' }, /MAX_JSON_DEPTH must be between/],
+  [{ TRUSTED_PROXIES: '127.0.0.1,proxy.example' }, /TRUSTED_PROXIES must be a comma-separated list of IP addresses, got "proxy.example"/],
+  [{ METRICS_PORT: '70000' }, /METRICS_PORT must be between/],
+  [{ METRICS_HOST: 'a b' }, /METRICS_HOST is not a host name or address/],
   [{ DATABASE_URL: 'mysql://x' }, /DATABASE_URL must use postgres: or postgresql:/],
 ];
 

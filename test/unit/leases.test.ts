@@ -96,3 +96,14 @@ t.test('only limits that allow batches make concurrent requests wait for one', a
   l.granted('b', ok(LEASE_DIVISOR * 2, 1), 1, T0);
   t.equal(l.mayLease('b'), true);
 });
+
+t.test("a lease follows Redis's bucket, whatever this node's clock says", async (t) => {
+  const l = new Leases();
+  const local = 7_000_000 * 5000 + 4990; // this node thinks its bucket ends in 10 ms
+  // Redis counted the batch in bucket 42 with 30 ms of it left
+  l.granted('a', ok(1e9, 1), 10, local, { bucket: 42, leftMs: 30 });
+  t.ok(l.take('a', local + 20), 'still Redis\'s bucket 20 ms later (past the local bucket edge)');
+  t.equal(l.take('a', local + 30), null, 'never past Redis\'s bucket');
+  l.drop('a');
+  t.equal(l.plan('a').refunds, '42:8', 'the rest goes back to the bucket Redis named');
+});

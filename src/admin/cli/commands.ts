@@ -5,7 +5,9 @@ import type { App } from '../../hot/app.js';
 import type { Config } from '../../hot/config.js';
 import { Keys } from '../../hot/domain/keys.js';
 import { check, validators } from '../../hot/domain/validation.js';
+import pino from 'pino';
 import { Index } from '../../hot/index/index.js';
+import { Projector } from '../../hot/index/projector.js';
 import { createRedis, type RedisClient } from '../../hot/redis/client.js';
 import { hashKey, newSandboxKey } from '../../hot/sandbox/keys.js';
 import type { Pool } from '../../hot/store/pool.js';
@@ -68,7 +70,7 @@ export async function sandboxCreate(ctx: Ctx, name: string, loc: { lat: number; 
   const hash = hashKey(key);
   const row = await insertSandbox(ctx.pool, clean, prefix, hash, t, body.location ?? null);
   try {
-    await writeSandboxMeta(ctx.redis(), ctx.keys, row.uuid, row.name, row.tier, ctx.cfg.tiers[row.tier] ?? 0, hash.toString('hex'));
+    await writeSandboxMeta(ctx.redis(), ctx.keys, row, ctx.cfg.tiers[row.tier] ?? 0, hash.toString('hex'));
     await new Index(ctx.redis(), ctx.keys).ensureNamespace(row.uuid);
   } catch (e) {
     ctx.err(`warning: sandbox saved, but Redis could not be updated (${(e as Error).message}); the server catches up by itself`);
@@ -89,8 +91,14 @@ export async function tierSet(ctx: Ctx, uuid: string, tier: string): Promise<voi
   const limit = ctx.cfg.tiers[tier];
   if (!Object.hasOwn(ctx.cfg.tiers, tier) || limit === undefined) throw new UsageError(`unknown tier "${tier}"; one of ${Object.keys(ctx.cfg.tiers).join(', ')}`);
   const row = await setTier(ctx.pool, uuid.toLowerCase(), tier, 'cli');
-  // the rate-limit script reads the limit from Redis: apply it for the next request
-  await writeSandboxMeta(ctx.redis(), ctx.keys, row.uuid, row.name, row.tier, limit, '');
+  // committed with an outbox row; applied now with the row's version like the server does
+  // (the rate-limit script reads the limit from Redis), or by a server's sweeper
+  if (row.outbox !== null) {
+    const projector = new Projector(ctx.pool, ctx.redis(), ctx.keys, ctx.cfg.tiers, pino({ level: 'warn' }, pino.destination(2)));
+    if (!(await projector.syncQuietly([{ row: row.outbox, ns: row.uuid, id: row.uuid, kind: 'sandbox' }]))) {
+      ctx.err('warning: tier saved, but Redis could not be updated yet; a running server applies it within OUTBOX_SWEEP_MS');
+    }
+  }
   ctx.out(JSON.stringify(summary(ctx.cfg, row)));
 }
 

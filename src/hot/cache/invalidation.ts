@@ -33,6 +33,11 @@ export interface InvalidationHandlers {
   lease(uuid: string): void;
   /** a rebuild switched to this generation */
   generation(gen: string): void;
+  /**
+   * the subscriber lost Redis (once per outage) or could not subscribe: this thread sees
+   * other threads' writes late (log it, count it)
+   */
+  failed(err: unknown, what: string): void;
   /** an applied write's delta (apply-service-1.lua) */
   delta?(msg: string): void;
   /** the subscription is confirmed (true) or gone (false): deltas flow only while it holds */
@@ -59,11 +64,18 @@ export class InvalidationListener {
       clearCaches(this.caches);
       this.on.cleared?.();
     };
-    sub.on('error', () => undefined);
+    // connection errors repeat on every reconnection attempt: one report per outage
+    let down = false;
+    sub.on('error', (err: unknown) => {
+      if (down) return;
+      down = true;
+      this.on.failed(err, 'cache invalidation subscriber lost Redis; cached results are dropped when it is back');
+    });
     // the near cache follows deltas: without a live subscription it must not answer (a
     // delta missed would leave a set stale for good), and after one it starts empty
     sub.on('close', () => this.on.subscribed?.(false));
     sub.on('ready', () => {
+      down = false;
       this.on.subscribed?.(false);
       clear();
       sub.subscribe(channel).then(() => this.on.subscribed?.(true), () => undefined);
@@ -77,7 +89,7 @@ export class InvalidationListener {
         clear();
       } else invalidateCaches(this.caches, msg);
     });
-    sub.subscribe(channel).catch(() => undefined);
+    sub.subscribe(channel).catch((err: unknown) => this.on.failed(err, 'cache invalidation subscribe failed: this thread sees other writes only after RESULT_CACHE_TTL_MS'));
   }
 
   async stop(): Promise<void> {

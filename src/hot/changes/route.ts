@@ -16,7 +16,12 @@ export function parseLastEventId(header: string, query: string | null): number |
   let raw = header.trim();
   if (!raw && query) {
     const m = /(?:^|&)lastEventId=([^&]*)/.exec(query);
-    raw = m ? decodeURIComponent(m[1]!) : '';
+    try {
+      raw = m ? decodeURIComponent(m[1]!.replace(/\+/g, ' ')) : '';
+    } catch {
+      // a malformed % escape or bytes that are not UTF-8: client input, so a 400
+      throw new ApiError('BAD_REQUEST', 'lastEventId is not a well-formed percent-encoded value');
+    }
   }
   if (!raw) return null;
   if (!/^\d{1,15}$/.test(raw)) throw new ApiError('BAD_REQUEST', 'Last-Event-ID must be an event id from this feed');

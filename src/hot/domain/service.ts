@@ -17,6 +17,8 @@ export interface ServiceRecord {
   sunsetDate: string | null;
   /** candidate seqs, ranked as registered */
   replacementSeqs: number[];
+  /** services.version this state was read at: its index revision (absent when not read from PostgreSQL) */
+  version?: number;
 }
 
 export function serviceObject(s: ServiceRecord): Record<string, unknown> {

@@ -1,5 +1,6 @@
 // Request bodies: reading them from uWS (capped, copied) and parsing them as JSON (415 for
-// another declared type, 400 for bad JSON or a string that is not Unicode).
+// another declared type, 400 for bad JSON, JSON nested deeper than MAX_JSON_DEPTH, or a
+// string that is not Unicode).
 import type { HttpResponse } from 'uWebSockets.js';
 import { ApiError } from '../domain/errors.js';
 import { hasLoneSurrogate } from '../domain/tokens.js';
@@ -23,12 +24,44 @@ export function readBody(res: HttpResponse, max: number, onDone: (body: Buffer |
   });
 }
 
-/** Parse a JSON body; 415 for a declared non-JSON type, 400 for bad JSON. */
+/** Default nesting limit when a Req carries none (config.ts: MAX_JSON_DEPTH). */
+export const DEFAULT_JSON_DEPTH = 32;
+
+/**
+ * Deepest nesting of arrays and objects in a JSON text, found without parsing it: one pass
+ * over the bytes counting '[' and '{' outside strings, stopping as soon as `limit` is passed.
+ * Bounded by the body size, no recursion. (Brackets of invalid JSON count too: a body that is
+ * not JSON fails later anyway, and counting more never lets a deep one through.)
+ */
+export function jsonDepthExceeds(text: Buffer, limit: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!;
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: the next byte is escaped, whatever it is
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > limit) return true;
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return false;
+}
+
+/**
+ * Parse a JSON body; 415 for a declared non-JSON type, 400 for bad JSON or nesting deeper
+ * than the limit (checked before JSON.parse, so nothing after it recurses deeper).
+ */
 export function parseJson(req: Req, body: Buffer | null): unknown {
   if (req.contentType && !/^application\/([a-z0-9.+-]*\+)?json\s*(;|$)/i.test(req.contentType)) {
     throw new ApiError('UNSUPPORTED_MEDIA_TYPE', 'send the body as application/json');
   }
   if (!body || body.length === 0) throw new ApiError('BAD_JSON', 'the request needs a JSON body');
+  const limit = req.maxJsonDepth ?? DEFAULT_JSON_DEPTH;
+  if (jsonDepthExceeds(body, limit)) {
+    throw new ApiError('BAD_JSON', `the body nests arrays and objects deeper than the limit of ${limit} levels`);
+  }
   let v: unknown;
   try {
     v = JSON.parse(body.toString('utf8'));

@@ -96,12 +96,21 @@ export function openApiDocument(version: string): Obj {
       version,
       description:
         'Public registry of services described by capabilities, with isolated sandboxes. Errors always have the body `{"error":{"code","message"}}`. ' +
-        `Rate-limit fields follow ${RATELIMIT_DRAFT} (RateLimit-Policy and RateLimit). Deprecation follows RFC 9745, Sunset RFC 8594.`,
+        `Rate-limit fields follow ${RATELIMIT_DRAFT} (RateLimit-Policy and RateLimit). Deprecation follows RFC 9745, Sunset RFC 8594. ` +
+        'JSON bodies nested deeper than MAX_JSON_DEPTH (default 32) levels of arrays/objects are refused with 400 BAD_JSON naming the limit. ' +
+        'Prometheus metrics are not part of this API: they are served on a separate listener (METRICS_HOST:METRICS_PORT, loopback by default), never on this port.',
     },
     'x-ratelimit-headers-draft': RATELIMIT_DRAFT,
     components: {
       securitySchemes: {
-        sandboxKey: { type: 'http', scheme: 'bearer', description: 'sandbox API key `<prefix>_sb_<random>`' },
+        sandboxKey: {
+          type: 'http',
+          scheme: 'bearer',
+          description:
+            'sandbox API key `<prefix>_sb_<random><checksum>`: prefix `[a-z0-9]{1,16}` from the sandbox name, 32 base62 characters from a CSPRNG (~190 bits), then 6 base62 characters (alphabet 0-9A-Za-z, most significant first, zero-padded) of the CRC32 (IEEE, as zlib) of everything before them. ' +
+            'Secret scanners can match it with `\\b[a-z0-9]{1,16}_sb_[0-9A-Za-z]{38}\\b`. A key with a wrong checksum is refused without a look-up. Keys issued before the checksum (exactly 32 characters after `_sb_`) keep working.',
+          'x-key-pattern': '^[a-z0-9]{1,16}_sb_[0-9A-Za-z]{38}$',
+        },
         adminKey: { type: 'http', scheme: 'bearer', description: 'ADMIN_API_KEY' },
         adminSession: { type: 'apiKey', in: 'cookie', name: 'registry_admin', description: 'from POST /admin/session; non-GET calls also need X-CSRF-Token' },
       },
@@ -252,7 +261,6 @@ export function openApiDocument(version: string): Obj {
       },
       '/openapi.json': { get: { tags: ['meta'], summary: 'This document', responses: { 200: { description: 'OpenAPI 3.1' } } } },
       '/livez': { get: { tags: ['meta'], summary: 'Liveness', responses: { 200: { description: 'alive' } } } },
-      '/metrics': { get: { tags: ['meta'], summary: 'Prometheus metrics of every serving thread (404 when METRICS_ENABLED=false)', responses: { 200: { description: 'Prometheus text exposition format', content: { 'text/plain': { schema: { type: 'string' } } } } } } },
       '/readyz': {
         get: {
           tags: ['meta'],

@@ -6,6 +6,7 @@ import { ApiError, errorBody, STATUS_TEXT, type ErrorCode } from '../domain/erro
 import { outageError } from '../ops/outage.js';
 import { readBody } from './body.js';
 import type { Headers, Req } from './types.js';
+import { clientAddress } from '../domain/client-address.js';
 
 export type { Headers, Req } from './types.js';
 
@@ -119,12 +120,20 @@ export class Reply {
   }
 }
 
+const NO_PROXIES: ReadonlySet<string> = new Set();
+
+function remoteOf(req: HttpRequest, res: HttpResponse, trusted: ReadonlySet<string>): string {
+  const own = Buffer.from(res.getRemoteAddressAsText()).toString();
+  if (trusted.size === 0) return own;
+  return clientAddress(own, req.getHeader('x-forwarded-for'), req.getHeader('x-real-ip'), trusted);
+}
+
 /**
  * Everything a handler may read of the request, copied now: uWS's request object is only
  * valid until the handler first returns. The client address costs a native call, a buffer
  * and a decode: it is read only for routes that use it (`withRemote`), "" otherwise.
  */
-export function readReq(req: HttpRequest, res: HttpResponse, nParams: number, withRemote = true): Req {
+export function readReq(req: HttpRequest, res: HttpResponse, nParams: number, withRemote = true, trusted: ReadonlySet<string> = NO_PROXIES): Req {
   const q = req.getQuery();
   const params: string[] = [];
   for (let i = 0; i < nParams; i++) params.push(req.getParameter(i) ?? '');
@@ -140,7 +149,7 @@ export function readReq(req: HttpRequest, res: HttpResponse, nParams: number, wi
     ifNoneMatch: req.getHeader('if-none-match'),
     contentType: req.getHeader('content-type'),
     contentLength: cl === '' ? -1 : /^\d{1,15}$/.test(cl) ? Number(cl) : -2,
-    remote: withRemote ? Buffer.from(res.getRemoteAddressAsText()).toString() : '',
+    remote: withRemote ? remoteOf(req, res, trusted) : '',
     startedAt: performance.now(),
   };
 }
@@ -151,6 +160,8 @@ export interface RouteOptions {
   /** read a body (POST/PATCH/DELETE) before calling the handler */
   body?: boolean;
   maxBody: number;
+  /** deepest nesting of arrays/objects accepted in a JSON body (400 BAD_JSON beyond) */
+  maxJsonDepth?: number;
   onError: (err: unknown, req: Req) => void;
   /** called when a request starts, and once when it ends (answered or aborted) */
   onStart?: () => void;
@@ -161,6 +172,8 @@ export interface RouteOptions {
   draining?: () => boolean;
   /** copy the client address into req.remote (routes with a body always do; the access log needs it) */
   remote?: boolean;
+  /** addresses of reverse proxies whose X-Forwarded-For is believed (TRUSTED_PROXIES) */
+  trustedProxies?: ReadonlySet<string>;
 }
 
 /**
@@ -196,7 +209,12 @@ function run(handler: Handler, req: Req, reply: Reply, body: Buffer | null, o: R
 }
 
 /** Method + path pattern of every registered route, per app: the catch-all answers 405 from it. */
-const routeTable = new WeakMap<TemplatedApp, { method: string; re: RegExp }[]>();
+const routeTable = new WeakMap<TemplatedApp, { method: string; re: RegExp; pattern: string }[]>();
+
+/** Method and pattern of every route registered on `app` (HEAD twins and catch-alls aside). */
+export function registeredRoutes(app: TemplatedApp): { method: string; pattern: string }[] {
+  return (routeTable.get(app) ?? []).filter((r) => r.method !== 'HEAD').map(({ method, pattern }) => ({ method, pattern }));
+}
 
 function patternRegExp(pattern: string): RegExp {
   const body = pattern
@@ -222,13 +240,14 @@ export function route(app: TemplatedApp, method: 'get' | 'post' | 'patch' | 'del
     const table = routeTable.get(app) ?? [];
     routeTable.set(app, table);
     const re = patternRegExp(pattern);
-    table.push({ method: METHOD_NAME[method], re });
-    if (method === 'get') table.push({ method: 'HEAD', re });
+    table.push({ method: METHOD_NAME[method], re, pattern });
+    if (method === 'get') table.push({ method: 'HEAD', re, pattern });
   }
   const withRemote = !!(o.body || o.remote);
   const register = (m: 'get' | 'post' | 'patch' | 'del' | 'any' | 'head') => app[m](pattern, (res: HttpResponse, r: HttpRequest) => {
-    const req = readReq(r, res, nParams, withRemote);
+    const req = readReq(r, res, nParams, withRemote, o.trustedProxies);
     if (o.headers) req.extra = Object.fromEntries(o.headers.map((h) => [h, r.getHeader(h)]));
+    if (o.maxJsonDepth !== undefined) req.maxJsonDepth = o.maxJsonDepth;
     o.onStart?.();
     const reply = new Reply(res, (rep) => o.onDone?.(req, rep, pattern));
     reply.head = req.method === 'HEAD';

@@ -15,9 +15,14 @@ export interface Req {
   ifNoneMatch: string;
   contentType: string;
   contentLength: number;
-  /** the client address: "" unless the route reads it (RouteOptions.remote, body routes) */
+  /**
+   * the client address: "" unless the route reads it (RouteOptions.remote, body routes); from
+   * X-Forwarded-For / X-Real-IP when the connection comes from a trusted proxy
+   */
   remote: string;
   startedAt: number;
   /** headers a route asked for through RouteOptions.headers (lower-case names) */
   extra?: Record<string, string>;
+  /** deepest JSON nesting a body may have (RouteOptions.maxJsonDepth; body.ts) */
+  maxJsonDepth?: number;
 }

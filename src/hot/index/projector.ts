@@ -1,24 +1,35 @@
-// Keeps the Redis index in step with PostgreSQL. Every write commits an outbox row; right
-// after COMMIT the writer calls sync(), which reads the committed state and applies it with
-// the outbox id as revision (apply-service.lua ignores a state older than the one in place).
-// Outbox rows are deleted only once applied, and a sweeper re-applies any row left behind
-// (a crash between COMMIT and Redis, or Redis away), so the two never disagree for good.
+// Keeps Redis in step with PostgreSQL. Every write commits an outbox row; right after COMMIT
+// the writer calls sync(), which reads the committed state together with its revision (the
+// service's version, or its tombstone's; a sandbox row's version) in one statement and
+// applies both (apply-service.lua / apply-sandbox.lua ignore a revision older than the one
+// in place). Outbox rows are deleted only once applied, and a sweeper re-applies any row
+// left behind (a crash between COMMIT and Redis, or Redis away), so the two never disagree
+// for good. The rule, and why the revision must come from the same snapshot as the state:
+// redis/README.md, "Revisions".
+import type { Logger } from 'pino';
+import type { Config } from '../config.js';
 import type { Keys } from '../domain/keys.js';
 import { memberSuffixes } from '../domain/keys.js';
 import { headerData, serializeService, type ServiceRecord } from '../domain/service.js';
 import type { RedisClient } from '../redis/client.js';
 import type { Pool } from '../store/pool.js';
-import { loadServices } from '../store/services.js';
+import { writeSandboxMeta } from '../store/sandbox-meta.js';
+import { loadSandboxMeta, type SandboxRow } from '../store/sandboxes.js';
+import { loadIndexStates, type IndexState } from '../store/services.js';
 import { markNamespace } from './index.js';
 
+/** One outbox row: a committed write whose index (or sandbox metadata) update is pending. */
 export interface OutboxEntry {
-  rev: number;
+  /** the outbox row's id */
+  row: number;
   ns: string;
+  /** the service id, or the sandbox uuid for kind "sandbox" */
   id: string;
+  kind?: 'service' | 'sandbox';
 }
 
 /** `channel`: where to publish the write's delta for near caches ("" none: a generation nobody reads yet) */
-export function applyArgs(keys: Keys, gen: string, ns: string, id: string, rev: number, s: ServiceRecord | undefined, channel = ''): (string | number)[] {
+export function applyArgs(keys: Keys, gen: string, ns: string, id: string, rev: number, s: ServiceRecord | null | undefined, channel = ''): (string | number)[] {
   return [
     keys.ver(ns, gen),
     keys.base(ns, gen),
@@ -33,66 +44,142 @@ export function applyArgs(keys: Keys, gen: string, ns: string, id: string, rev: 
   ];
 }
 
+/** A sync that failed after loading its states: carries the revisions it was applying (for the log). */
+class SyncFailed extends Error {
+  constructor(
+    readonly reason: unknown,
+    readonly revisions: Map<string, number>,
+  ) {
+    super(String(reason));
+  }
+}
+
+/** What the projector reports to its owner (compose.ts: cache invalidation and metrics). */
+export interface ProjectorEvents {
+  /** a batch was applied, with the namespaces it touched */
+  applied?: (namespaces: Set<string>) => void;
+  /** an index update failed (it is also logged): registry_projector_failures_total */
+  failed?: (stage: FailureStage) => void;
+  /** a write was applied: its namespace base and the version after it (read-your-writes of the near cache) */
+  version?: (base: string, ver: number) => void;
+}
+
+export type FailureStage = 'write' | 'sweep' | 'missing';
+
 export class Projector {
   private timer: NodeJS.Timeout | null = null;
   private sweeping = false;
+  /**
+   * Test hook: awaited after a sync loaded its state from PostgreSQL and before it applies
+   * it to Redis, with the ids loaded (tests hold a sync there to force an interleaving).
+   */
+  beforeApply: ((ids: string[]) => Promise<void>) | null = null;
+
   constructor(
     readonly pool: Pool,
     readonly redis: RedisClient,
     readonly keys: Keys,
-    /** called after a batch was applied, with the namespaces it touched */
-    private readonly onApplied: (namespaces: Set<string>) => void = () => undefined,
-    /** called for each write applied: its namespace base and the version after it (read-your-writes of the near cache) */
-    private readonly onVersion: (base: string, ver: number) => void = () => undefined,
+    readonly tiers: Config['tiers'],
+    readonly log: Logger,
+    private readonly events: ProjectorEvents = {},
   ) {}
 
   /**
-   * Apply committed writes to the index. Returns the entries applied; the others (Redis
-   * away, index missing) stay in the outbox for the sweeper.
+   * Apply committed writes. Returns the entries applied (or found already covered by a
+   * newer revision); the others (Redis away, index missing) stay in the outbox for the
+   * sweeper. Throws when Redis fails.
    */
   async sync(entries: OutboxEntry[]): Promise<OutboxEntry[]> {
     if (!entries.length) return [];
-    const states = await loadServices(this.pool, [...new Set(entries.map((e) => e.id))]);
+    const svcIds = [...new Set(entries.filter((e) => e.kind !== 'sandbox').map((e) => e.id))];
+    const sbIds = [...new Set(entries.filter((e) => e.kind === 'sandbox').map((e) => e.id))];
+    const [states, sandboxes] = await Promise.all([
+      svcIds.length ? loadIndexStates(this.pool, svcIds) : new Map<string, IndexState>(),
+      sbIds.length ? loadSandboxMeta(this.pool, sbIds) : new Map<string, SandboxRow>(),
+    ]);
+    if (this.beforeApply) await this.beforeApply([...svcIds, ...sbIds]);
+    const revisions = new Map<string, number>([...states].map(([id, st]) => [id, st.version]));
+    try {
+      const applied = new Set<string>();
+      for (const uuid of sbIds) {
+        const s = sandboxes.get(uuid);
+        // (a sandbox is never deleted; a row that vanished has nothing left to apply)
+        if (s) await writeSandboxMeta(this.redis, this.keys, s, this.tiers[s.tier] ?? 0, '');
+        applied.add('sandbox:' + uuid);
+      }
+      const touched = new Set<string>();
+      if (svcIds.length) await this.applyServices(entries, states, applied, touched);
+      const done = entries.filter((e) => applied.has((e.kind ?? 'service') + ':' + e.id));
+      if (done.length) {
+        await this.pool.query('DELETE FROM outbox WHERE id = ANY($1)', [done.map((e) => e.row)]);
+        if (touched.size) this.events.applied?.(touched);
+      }
+      return done;
+    } catch (err) {
+      throw new SyncFailed(err, revisions);
+    }
+  }
+
+  private async applyServices(entries: OutboxEntry[], states: Map<string, IndexState>, applied: Set<string>, touched: Set<string>): Promise<void> {
     const live = await this.redis.get(this.keys.gen());
     const building = await this.redis.get(this.keys.building());
     const gens = [live, building].filter((g): g is string => !!g);
-    if (!gens.length) return [];
-    const done: OutboxEntry[] = [];
-    const touched = new Set<string>();
+    if (!gens.length) return;
+    const nsOf = new Map(entries.filter((e) => e.kind !== 'sandbox').map((e) => [e.id, e.ns]));
     // a namespace that PostgreSQL has written to exists; a sandbox created while Redis was
     // away lacks its marker in the live generation: create it (never for a missing gen)
-    if (live) for (const ns of new Set(entries.map((e) => e.ns))) await markNamespace(this.redis, this.keys, ns, live);
-    for (const e of entries) {
+    if (live) for (const ns of new Set(nsOf.values())) await markNamespace(this.redis, this.keys, ns, live);
+    for (const [id, ns] of nsOf) {
+      const st = states.get(id);
+      if (!st) {
+        // neither a row nor a tombstone: nothing can be applied, ever; say so and drop the row
+        this.events.failed?.('missing');
+        this.log.error({ serviceId: id, ns }, 'outbox row of a service with neither a state nor a tombstone; dropped');
+        applied.add('service:' + id);
+        continue;
+      }
       let appliedLive = false;
       for (const gen of gens) {
         // the building generation's deltas too: the switch may come between reading the
         // pointers and this apply, and a silent change to a live generation would leave
         // near caches that loaded it stale (found by test/pg/near-property.test.ts)
-        const r = (await this.redis.applyService(...applyArgs(this.keys, gen, e.ns, e.id, e.rev, states.get(e.id), this.keys.invalidationChannel()))) as number;
+        const r = (await this.redis.applyService(...applyArgs(this.keys, gen, ns, id, st.version, st.record, this.keys.invalidationChannel()))) as number;
         // -1: that generation has no such namespace (Redis was emptied): keep the row
         if (gen === live && r !== -1) appliedLive = true;
         // this thread's near cache must not answer from sets older than its own write
-        if (r > 0) this.onVersion(this.keys.base(e.ns, gen), r);
+        if (r > 0) this.events.version?.(this.keys.base(ns, gen), r);
       }
       if (appliedLive) {
-        done.push(e);
-        touched.add(e.ns);
+        applied.add('service:' + id);
+        touched.add(ns);
       }
     }
-    if (done.length) {
-      await this.pool.query('DELETE FROM outbox WHERE id = ANY($1)', [done.map((e) => e.rev)]);
-      this.onApplied(touched);
-    }
-    return done;
   }
 
-  /** Best-effort sync right after a commit; failures are left to the sweeper. */
+  /** Sync right after a commit; a failure is logged and counted, and left to the sweeper. */
   async syncQuietly(entries: OutboxEntry[]): Promise<boolean> {
     try {
       return (await this.sync(entries)).length === entries.length;
-    } catch {
+    } catch (err) {
+      this.failed('write', err, entries);
       return false;
     }
+  }
+
+  private failed(stage: 'write' | 'sweep', err: unknown, entries: OutboxEntry[]): void {
+    this.events.failed?.(stage);
+    const revs = err instanceof SyncFailed ? err.revisions : new Map<string, number>();
+    const ids = [...new Set(entries.map((e) => e.id))];
+    this.log.warn(
+      {
+        err: String(err instanceof SyncFailed ? err.reason : err),
+        stage,
+        serviceIds: ids,
+        revisions: ids.map((id) => revs.get(id) ?? null),
+        outboxRows: entries.map((e) => e.row),
+      },
+      'index update failed; the outbox sweeper will retry',
+    );
   }
 
   /** Re-apply outbox rows older than `minAgeMs` (their writer's own sync did not happen). */
@@ -102,12 +189,19 @@ export class Projector {
     try {
       let total = 0;
       for (;;) {
-        const r = await this.pool.query<{ id: string; ns: string; service_id: string }>(
-          `SELECT id, ns, service_id FROM outbox WHERE created_at < now() - make_interval(secs => $1) ORDER BY id LIMIT $2`,
+        const r = await this.pool.query<{ id: string; ns: string; service_id: string; kind: 'service' | 'sandbox' }>(
+          `SELECT id, ns, service_id, kind FROM outbox WHERE created_at < now() - make_interval(secs => $1) ORDER BY id LIMIT $2`,
           [minAgeMs / 1000, batch],
         );
         if (!r.rows.length) return total;
-        const done = await this.sync(r.rows.map((x) => ({ rev: Number(x.id), ns: x.ns, id: x.service_id })));
+        const rows = r.rows.map((x) => ({ row: Number(x.id), ns: x.ns, id: x.service_id, kind: x.kind }));
+        let done: OutboxEntry[];
+        try {
+          done = await this.sync(rows);
+        } catch (err) {
+          this.failed('sweep', err, rows);
+          return total;
+        }
         total += done.length;
         if (done.length < r.rows.length || r.rows.length < batch) return total;
       }
@@ -124,7 +218,11 @@ export class Projector {
 
   start(intervalMs: number): void {
     this.timer = setInterval(() => {
-      this.sweep().catch(() => undefined);
+      this.sweep().catch((err: unknown) => {
+        // reading the outbox failed (PostgreSQL away): seen, and tried again next tick
+        this.events.failed?.('sweep');
+        this.log.warn({ err: String(err), stage: 'sweep' }, 'outbox sweep failed; will retry');
+      });
     }, intervalMs);
     this.timer.unref();
   }

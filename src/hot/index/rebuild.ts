@@ -1,14 +1,17 @@
 // Rebuild the Redis index from PostgreSQL into a fresh generation of keys, then switch the
 // live generation in one SET. Readers never see a half-built index: until the switch they
 // keep the old generation (or, when Redis lost everything, answer 503). Writers apply to
-// the building generation too, and revisions make the rebuild's older states lose to them.
+// the building generation too. Every state is applied at its own revision (the version read
+// with it), never 0, and deleted ids get their tombstone revisions back: a sync that loaded
+// an older state before the rebuild read a newer one loses to it in the new generation as
+// in the old (redis/README.md, "Revisions").
 import { randomBytes } from 'node:crypto';
 import type { Keys } from '../domain/keys.js';
 import { PRODUCTION } from '../domain/keys.js';
 import { applyArgs } from './projector.js';
 import type { RedisClient } from '../redis/client.js';
 import type { Pool } from '../store/pool.js';
-import { loadServicePage } from '../store/services.js';
+import { loadServicePage, loadTombstonePage } from '../store/services.js';
 import { writeSandboxMeta } from '../store/sandbox-meta.js';
 import type { TierConfig } from '../config.js';
 
@@ -46,7 +49,7 @@ export async function rebuildIndex(
   redis: RedisClient,
   keys: Keys,
   tiers: TierConfig,
-  onProgress: (done: number) => void = () => undefined,
+  onProgress: (done: number) => unknown = () => undefined,
 ): Promise<RebuildResult | null> {
   const t0 = Date.now();
   const token = randomBytes(8).toString('hex');
@@ -67,10 +70,10 @@ export async function rebuildIndex(
     await redis.set(keys.building(), gen);
     if (dead && dead !== oldGen) void dropGeneration(redis, keys, dead).catch(() => undefined);
     // namespaces first, so that writers can apply to the building generation
-    const sbs = await pool.query<{ uuid: string; name: string; tier: string; key_hash: Buffer }>('SELECT uuid, name, tier, key_hash FROM sandboxes');
+    const sbs = await pool.query<{ uuid: string; name: string; tier: string; version: string; key_hash: Buffer }>('SELECT uuid, name, tier, version, key_hash FROM sandboxes');
     await redis.set(keys.ver(PRODUCTION, gen), '1');
     await Promise.all(sbs.rows.map((s) => redis.set(keys.ver(s.uuid, gen), '1')));
-    await Promise.all(sbs.rows.map((s) => writeSandboxMeta(redis, keys, s.uuid, s.name, s.tier, tiers[s.tier] ?? 0, s.key_hash.toString('hex'))));
+    await Promise.all(sbs.rows.map((s) => writeSandboxMeta(redis, keys, s, tiers[s.tier] ?? 0, s.key_hash.toString('hex'))));
     let n = 0;
     // PostgreSQL reads the next page while Redis applies this one (~25% faster at 100k)
     const fetch = (after: number) => {
@@ -83,13 +86,23 @@ export async function rebuildIndex(
       const page = await next;
       if (!page.length) break;
       next = fetch(page[page.length - 1]!.seq);
-      // revision 0: any write applied meanwhile (revision = outbox id > 0) wins over it
-      const rs = await Promise.all(page.map((s) => redis.applyService(...applyArgs(keys, gen, s.ns, s.id, 0, s))));
+      // each state at the version it was read with: a newer write applied meanwhile wins,
+      // an older one (a sync that loaded its state before this page was read) loses
+      const rs = await Promise.all(page.map((s) => redis.applyService(...applyArgs(keys, gen, s.ns, s.id, s.version!, s))));
       // -1: a namespace marker of this generation vanished — Redis was emptied under us
       if (rs.includes(-1)) throw new RebuildAborted('the index being built vanished (Redis emptied or restarted); starting over');
       if (lost) throw new RebuildAborted('the rebuild lock was lost; another rebuild may be running');
       n += page.length;
-      onProgress(n);
+      await onProgress(n);
+    }
+    // deleted ids keep their tombstone revisions in the new generation too, so that a sync
+    // still holding a state loaded before the deletion cannot bring the service back
+    for (let after = ''; ; ) {
+      const tombs = await loadTombstonePage(pool, after, BATCH);
+      if (!tombs.length) break;
+      after = tombs[tombs.length - 1]!.id;
+      const rs = await Promise.all(tombs.map((x) => redis.applyService(...applyArgs(keys, gen, x.ns, x.id, x.version, null))));
+      if (rs.includes(-1)) throw new RebuildAborted('the index being built vanished (Redis emptied or restarted); starting over');
     }
     // Switch only to a generation that is whole: our building pointer and production's
     // marker must still be there (a FLUSHALL at any point before removes both), and check

@@ -125,6 +125,12 @@ const replacementsCache = new Counter({
   labelNames: ['result'] as const,
   registers,
 });
+const projectorFailures = new Counter({
+  name: 'registry_projector_failures_total',
+  help: 'Index updates of committed writes that failed (left to the outbox sweeper), by stage: write (right after the commit), sweep, invalidate (a cache invalidation not published or subscribed), missing (an outbox row with nothing to apply)',
+  labelNames: ['stage'] as const,
+  registers,
+});
 const backendErrors = new Counter({
   name: 'registry_backend_errors_total',
   help: 'Errors from Redis and PostgreSQL (connection losses and failed commands/queries)',
@@ -238,6 +244,10 @@ export function observeRequest(route: string, method: string, status: number, se
 
 export function countRateLimited(tier: string): void {
   rateLimited.labels(tier).inc();
+}
+
+export function countProjectorFailure(stage: 'write' | 'sweep' | 'invalidate' | 'missing'): void {
+  projectorFailures.labels(stage).inc();
 }
 
 export function countReplacementsCache(result: 'HIT' | 'MISS'): void {

@@ -13,6 +13,8 @@ type Cmd = (...args: (string | number)[]) => Promise<unknown>;
 declare module 'ioredis' {
   interface RedisCommander {
     applyService: Cmd;
+    applySandbox: Cmd;
+    count: Cmd;
     search: Cmd;
     searchBuffer: Cmd;
     nearLoad: Cmd;

@@ -35,8 +35,7 @@ export function registerSandbox(uws: TemplatedApp, app: App, o: RouteOptions): v
     if (!name) throw new ApiError('VALIDATION_FAILED', '/name must not be blank');
     const minute = Math.floor(Date.now() / 60_000);
     const tk = app.keys.createThrottle(req.remote, minute);
-    const n = await app.redis.incr(tk);
-    if (n === 1) await app.redis.expire(tk, 120);
+    const n = (await app.redis.count(tk, 120)) as number;
     if (n > app.cfg.sandboxCreatePerMinute) {
       const retry = String(Math.max(1, Math.ceil(((minute + 1) * 60_000 - Date.now()) / 1000)));
       throw new ApiError('RATE_LIMITED', `at most ${app.cfg.sandboxCreatePerMinute} sandboxes a minute from one address`, { 'Retry-After': retry });
@@ -46,7 +45,7 @@ export function registerSandbox(uws: TemplatedApp, app: App, o: RouteOptions): v
     const row = await insertSandbox(app.pg, name, prefix, hash, app.cfg.defaultTier, b.location ?? null);
     // derived state; if Redis is away the key still resolves through PostgreSQL later
     await Promise.all([
-      writeSandboxMeta(app.redis, app.keys, row.uuid, row.name, row.tier, app.cfg.tiers[row.tier] ?? 0, hash.toString('hex')),
+      writeSandboxMeta(app.redis, app.keys, row, app.cfg.tiers[row.tier] ?? 0, hash.toString('hex')),
       app.index.ensureNamespace(row.uuid),
     ]).catch((err: unknown) => app.log.warn({ err: String(err) }, 'sandbox created while Redis was unavailable'));
     reply.json(201, JSON.stringify({ ...sandboxSummary(app.cfg.tiers, row), apiKey: key }), [['Cache-Control', 'no-store'], ['Location', `/sandbox/${row.uuid}/dashboard`]]);
@@ -76,7 +75,7 @@ export function registerSandbox(uws: TemplatedApp, app: App, o: RouteOptions): v
     if (!p) {
       // Redis may have lost the sandbox's hash: PostgreSQL decides whether it exists
       const s = await sandboxOr404(app, uuid);
-      await writeSandboxMeta(app.redis, app.keys, s.uuid, s.name, s.tier, app.cfg.tiers[s.tier] ?? 0, '');
+      await writeSandboxMeta(app.redis, app.keys, s, app.cfg.tiers[s.tier] ?? 0, '');
       p = await pollData(app.redis, app.keys, uuid, undefined, app.auth);
       if (!p) throw new ApiError('NOT_FOUND', 'no such sandbox');
     }

@@ -15,7 +15,7 @@ export type Base = string;
 export async function createHandler(app: App, ns: string, base: Base, req: Req, reply: Reply, body: Buffer | null, extra: Headers): Promise<void> {
   const input = parseServiceCreate(parseJson(req, body));
   const w = await createService(app.pg, ns, input);
-  await app.projector.syncQuietly([{ rev: w.rev, ns, id: w.id }]);
+  await app.projector.syncQuietly([{ row: w.row, ns, id: w.id }]);
   const s = await loadService(app.pg, ns, w.id);
   if (!s) throw new ApiError('INTERNAL', 'the service vanished after it was written');
   reply.json(201, serializeService(s), [['Location', `${base}/${s.id}`], ['Cache-Control', 'no-store'], ...deprecationHeaders(headerData(s), `${base}/${s.id}/replacements`), ...extra]);
@@ -24,7 +24,7 @@ export async function createHandler(app: App, ns: string, base: Base, req: Req, 
 export async function patchHandler(app: App, ns: string, base: Base, id: string, req: Req, reply: Reply, body: Buffer | null, extra: Headers): Promise<void> {
   const change = parseServicePatch(parseJson(req, body));
   const w = await patchService(app.pg, ns, id, change);
-  await app.projector.syncQuietly([{ rev: w.rev, ns, id }]);
+  await app.projector.syncQuietly([{ row: w.row, ns, id }]);
   const s = await loadService(app.pg, ns, id);
   if (!s) throw new ApiError('NOT_FOUND', 'no such service');
   reply.json(200, serializeService(s), [['Cache-Control', 'no-store'], ...deprecationHeaders(headerData(s), `${base}/${id}/replacements`), ...extra]);
@@ -40,7 +40,7 @@ export async function deleteHandler(app: App, ns: string, id: string, reply: Rep
 export async function addReplacementHandler(app: App, ns: string, id: string, req: Req, reply: Reply, body: Buffer | null, extra: Headers): Promise<void> {
   const { serviceId } = check(validators.replacementAdd, parseJson(req, body));
   const w = await addReplacement(app.pg, ns, id, serviceId);
-  await app.projector.syncQuietly([{ rev: w.rev, ns, id }]);
+  await app.projector.syncQuietly([{ row: w.row, ns, id }]);
   await listReplacementsHandler(app, ns, id, reply, extra, 201);
 }
 

@@ -4,7 +4,6 @@
 // in-process map never goes stale (unknown keys are remembered for UNKNOWN_KEY_MS). The
 // limit is read by the Lua script whenever the thread asks Redis: on every request below
 // 2,000 a minute, once per batch above (leases.ts).
-import { timingSafeEqual } from 'node:crypto';
 import { ApiError } from '../domain/errors.js';
 import type { Keys } from '../domain/keys.js';
 import { RATE_LIMIT_ARGS, RATE_WINDOW } from '../domain/rate-window.js';
@@ -15,7 +14,7 @@ import type { Pool } from '../store/pool.js';
 import { writeSandboxMeta } from '../store/sandbox-meta.js';
 import { getSandbox, sandboxByKeyHash } from '../store/sandboxes.js';
 import type { TierConfig } from '../config.js';
-import { hashKey, KEY_RE } from './keys.js';
+import { hashKey, keyShape } from './keys.js';
 import { countRateLimited } from '../ops/metrics.js';
 import { Leases, type RateResult } from './leases.js';
 import { OverLimit } from './over-limit.js';
@@ -25,7 +24,8 @@ const CACHE_MAX = 50_000;
 const UNKNOWN_KEY_MS = 10_000;
 
 export class SandboxAuth {
-  private cache = new Map<string, { uuid: string; hash: Buffer }>();
+  /** key hash (hex) -> sandbox uuid */
+  private cache = new Map<string, string>();
   /** hashes of well-formed keys PostgreSQL did not know -> until when to believe that */
   private unknown = new Map<string, number>();
   private leases = new Leases();
@@ -33,8 +33,15 @@ export class SandboxAuth {
   /** requests answered without asking Redis (under a lease, or refused locally), not yet recorded there */
   private pending = new Map<string, { n: number; rejected: number }>();
   private flushing: NodeJS.Timeout | NodeJS.Immediate | null = null;
-  /** calls of the rate-limit script, requests answered from a lease and refused locally (tests, metrics) */
-  readonly stats = { asked: 0, leased: 0, refusedLocally: 0 };
+  /**
+   * calls of the rate-limit script, requests answered from a lease, requests refused
+   * locally (over the limit), key look-ups that went past this thread's maps (Redis, then
+   * PostgreSQL), and keys refused by their text alone (bad checksum or not key-shaped)
+   * (tests, metrics)
+   */
+  readonly stats = { asked: 0, leased: 0, refusedLocally: 0, lookups: 0, refusedByShape: 0 };
+  /** this node's clock (tests skew it to play a node whose clock is off) */
+  now: () => number = () => Date.now();
 
   /**
    * `flushMs`: how long requests answered without Redis may wait to be recorded there, in
@@ -51,16 +58,24 @@ export class SandboxAuth {
 
   /** The sandbox uuid a key belongs to, or null for a malformed or unknown key. */
   async resolve(key: string): Promise<string | null> {
-    if (!KEY_RE.test(key)) return null;
+    // a mistyped or forged key (wrong checksum) is refused here, before any look-up
+    if (keyShape(key) === 'invalid') {
+      this.stats.refusedByShape++;
+      return null;
+    }
     const hash = hashKey(key);
     const hex = hash.toString('hex');
+    // looked up by the key's hash, here and in PostgreSQL: an entry found is that hash's, so
+    // there is nothing left to compare (the time a look-up takes tells about the hash of
+    // the key tried, never about a stored key)
     const hit = this.cache.get(hex);
-    if (hit && timingSafeEqual(hit.hash, hash)) return hit.uuid;
+    if (hit) return hit;
     const unknownUntil = this.unknown.get(hex);
     if (unknownUntil !== undefined) {
       if (unknownUntil > Date.now()) return null;
       this.unknown.delete(hex);
     }
+    this.stats.lookups++;
     // Redis away: PostgreSQL answers instead. PostgreSQL away too: the error propagates (503)
     // rather than calling a valid key unknown and serving it production's answers
     let uuid = await this.redis.get(this.keys.sandboxKey(hex)).catch((err: unknown) => {
@@ -69,7 +84,7 @@ export class SandboxAuth {
     });
     if (!uuid) {
       const row = await sandboxByKeyHash(this.pool, hash);
-      if (!row || !timingSafeEqual(row.key_hash, hash)) {
+      if (!row) {
         // a client repeating a wrong key costs one PostgreSQL look-up per UNKNOWN_KEY_MS,
         // not one a request (keys are random and never reused: no real key is hidden by it)
         if (this.unknown.size >= CACHE_MAX) this.unknown.delete(this.unknown.keys().next().value!);
@@ -77,10 +92,11 @@ export class SandboxAuth {
         return null;
       }
       uuid = row.uuid;
-      await writeSandboxMeta(this.redis, this.keys, row.uuid, row.name, row.tier, this.tiers[row.tier] ?? 0, hex).catch(() => undefined);
+      // (Redis away: the next request tries again; a newer tier in Redis is never overwritten)
+      await writeSandboxMeta(this.redis, this.keys, row, this.tiers[row.tier] ?? 0, hex).catch(() => undefined);
     }
     if (this.cache.size >= CACHE_MAX) this.cache.delete(this.cache.keys().next().value!);
-    this.cache.set(hex, { uuid, hash });
+    this.cache.set(hex, uuid);
     return uuid;
   }
 
@@ -99,7 +115,7 @@ export class SandboxAuth {
         this.recordLater(uuid, 1);
         return refused;
       }
-      const now = Date.now();
+      const now = this.now();
       const local = this.leases.take(uuid, now);
       if (local) {
         this.stats.leased++;
@@ -128,10 +144,10 @@ export class SandboxAuth {
     let at = 0;
     let sentAt = 0;
     const run = async () => {
-      at = Date.now();
+      at = this.now();
       sentAt = performance.now();
       this.stats.asked++;
-      return (await this.redis.rateLimit(k.sandbox(uuid), k.rateWindow(uuid), k.rateHistory(uuid), k.rateTotals(uuid), at, plan.want, pending, plan.refunds, ...RATE_LIMIT_ARGS)) as number[];
+      return (await this.redis.rateLimit(k.sandbox(uuid), k.rateWindow(uuid), k.rateHistory(uuid), k.rateTotals(uuid), plan.want, pending, plan.refunds, ...RATE_LIMIT_ARGS)) as number[];
     };
     let r: number[];
     try {
@@ -140,7 +156,7 @@ export class SandboxAuth {
         // Redis lost the sandbox's hash (flushed or restarted): PostgreSQL still knows it
         const row = await getSandbox(this.pool, uuid);
         if (!row) throw new ApiError('UNAUTHORIZED', 'unknown sandbox');
-        await writeSandboxMeta(this.redis, k, row.uuid, row.name, row.tier, this.tiers[row.tier] ?? 0, '');
+        await writeSandboxMeta(this.redis, k, row, this.tiers[row.tier] ?? 0, '');
         r = await run();
       }
     } catch (err) {
@@ -148,12 +164,13 @@ export class SandboxAuth {
       if (pending > 0) this.add(uuid, pending, 0);
       throw err;
     }
-    const res = { admitted: r[0] === 1, limit: r[1]!, used: r[2]!, retryAfter: r[3]!, reset: r[4]! };
-    this.leases.granted(uuid, res, r[5] ?? 0, at);
+    const res = { admitted: r[0] === 1, limit: r[1]!, used: r[2]!, retryAfter: r[3]!, reset: r[4]!, retryAfterMs: r[8] ?? 0 };
+    // the bucket and its time left are Redis's: this node's clock only measures durations
+    this.leases.granted(uuid, res, r[5] ?? 0, at, { bucket: r[6]!, leftMs: r[7]! });
     // replies come in the order Redis ran the scripts: an admission after a refusal (another
     // request's lease refunds made room) ends the local refusal, a later refusal starts one
     if (res.admitted) this.over.drop(uuid);
-    else this.over.refused(uuid, res, r[6] ?? 0, sentAt);
+    else this.over.refused(uuid, res, res.retryAfterMs, sentAt);
     return res;
   }
 
@@ -183,9 +200,8 @@ export class SandboxAuth {
       clearImmediate(this.flushing as NodeJS.Immediate);
     }
     this.flushing = null;
-    const now = Date.now();
     for (const [uuid, p] of this.pending) {
-      this.redis.rateCount(this.keys.rateHistory(uuid), this.keys.rateTotals(uuid), now, p.n, RATE_WINDOW.bucketMs, RATE_WINDOW.historyTtlS, p.rejected).catch(() => undefined);
+      this.redis.rateCount(this.keys.rateHistory(uuid), this.keys.rateTotals(uuid), p.n, RATE_WINDOW.bucketMs, RATE_WINDOW.historyTtlS, p.rejected).catch(() => undefined);
     }
     this.pending.clear();
   }

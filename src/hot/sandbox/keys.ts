@@ -1,10 +1,75 @@
-// Sandbox API keys: `<prefix>_sb_<random>`, prefix from the sandbox name ([a-z0-9]{1,16}),
-// random = 32 base62 characters from a CSPRNG (~190 bits). Only sha256(key) is stored:
-// the key has far more entropy than a password, so a fast hash is the right one.
+// Sandbox API keys (contract, "Sandbox API key"), in the GitHub token style:
+//
+//   <prefix>_sb_<random><checksum>
+//
+// prefix   from the sandbox name, [a-z0-9]{1,16}
+// random   32 base62 characters from a CSPRNG (~190 bits; the contract asks for >= 160)
+// checksum 6 base62 characters: CRC32 (IEEE, as zlib) of everything before it, i.e. of
+//          "<prefix>_sb_<random>", as an unsigned number in base62, left-padded with '0'
+//          (alphabet 0-9A-Za-z; 62^6 > 2^32, so 6 characters always suffice)
+//
+// Secret scanners can match issued keys with  \b[a-z0-9]{1,16}_sb_[0-9A-Za-z]{38}\b
+//
+// Keys issued before the checksum (pre-checksum, "legacy") have exactly 32 base62
+// characters after `_sb_` and no checksum; they keep working. The rule that tells them
+// apart is the length of the part after `_sb_`: 38 = checksummed (verified, and refused
+// without any look-up when the checksum is wrong), 32 = legacy (looked up as before),
+// anything else is not a key. Only sha256(key) is stored: the key has far more entropy than
+// a password, so a fast hash is the right one.
 import { createHash } from 'node:crypto';
 import { randomBase62 } from '../domain/tokens.js';
 
-export const KEY_RE = /^[a-z0-9]{1,16}_sb_[0-9A-Za-z]{27,64}$/;
+const B62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+export const RANDOM_CHARS = 32;
+export const CHECKSUM_CHARS = 6;
+
+/** A checksummed key (the format issued now): the regex secret scanners can use. */
+export const KEY_RE = /^[a-z0-9]{1,16}_sb_[0-9A-Za-z]{38}$/;
+/** A key issued before the checksum existed. */
+export const LEGACY_KEY_RE = /^[a-z0-9]{1,16}_sb_[0-9A-Za-z]{32}$/;
+
+const CRC_TABLE = (() => {
+  const t = new Uint32Array(256);
+  for (let n = 0; n < 256; n++) {
+    let c = n;
+    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+    t[n] = c >>> 0;
+  }
+  return t;
+})();
+
+/** CRC-32 (IEEE 802.3, the one of zlib and PNG) of the UTF-8 bytes of `s`. */
+export function crc32(s: string): number {
+  let c = 0xffffffff;
+  for (const b of Buffer.from(s, 'utf8')) c = CRC_TABLE[(c ^ b) & 0xff]! ^ (c >>> 8);
+  return (c ^ 0xffffffff) >>> 0;
+}
+
+/** The 6-character base62 checksum of `body` ("<prefix>_sb_<random>"). */
+export function keyChecksum(body: string): string {
+  let n = crc32(body);
+  let out = '';
+  for (let i = 0; i < CHECKSUM_CHARS; i++) {
+    out = B62[n % 62]! + out;
+    n = Math.floor(n / 62);
+  }
+  return out;
+}
+
+export type KeyShape = 'checksummed' | 'legacy' | 'invalid';
+
+/**
+ * What a presented key is, from its text alone (no look-up): a checksummed key whose
+ * checksum matches, a pre-checksum key, or not a key at all (a checksummed-length key
+ * whose checksum is wrong is 'invalid': mistyped or forged).
+ */
+export function keyShape(key: string): KeyShape {
+  if (KEY_RE.test(key)) {
+    const cut = key.length - CHECKSUM_CHARS;
+    return keyChecksum(key.slice(0, cut)) === key.slice(cut) ? 'checksummed' : 'invalid';
+  }
+  return LEGACY_KEY_RE.test(key) ? 'legacy' : 'invalid';
+}
 
 export function keyPrefix(name: string): string {
   const p = name
@@ -17,7 +82,8 @@ export function keyPrefix(name: string): string {
 
 export function newSandboxKey(name: string): { key: string; prefix: string } {
   const prefix = keyPrefix(name);
-  return { key: `${prefix}_sb_${randomBase62(32)}`, prefix };
+  const body = `${prefix}_sb_${randomBase62(RANDOM_CHARS)}`;
+  return { key: body + keyChecksum(body), prefix };
 }
 
 export function hashKey(key: string): Buffer {

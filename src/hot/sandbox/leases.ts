@@ -1,8 +1,10 @@
 // Rate-limit leases: for a sandbox with a high limit, the rate-limit script admits a small
 // batch of requests at once (counting them all in the window) and this thread answers the
 // rest of the batch without a Redis round trip, for at most LEASE_MS and never past the
-// 5-second bucket the batch was counted in. Their history and total records follow once
-// per event-loop turn (auth.ts). Limits below LEASE_DIVISOR × 2 a minute (the default
+// 5-second bucket the batch was counted in. Buckets are Redis's (rate-limit-4.lua reads
+// TIME): the script reports the bucket and the ms left in it, and this thread's clock only
+// measures that duration, from when it asked (so a lease ends early, never late). Their
+// history and total records follow once per event-loop turn (auth.ts). Limits below LEASE_DIVISOR × 2 a minute (the default
 // free and pro tiers) always lease exactly one: every request asks Redis, as before.
 //
 // Accuracy (docs/decisions.md, "Rate-limit leases"): a window never admits more than the
@@ -23,6 +25,8 @@ export interface RateResult {
   used: number;
   retryAfter: number;
   reset: number;
+  /** refused: ms until the window can admit again, by Redis's clock (0 when admitted) */
+  retryAfterMs?: number;
 }
 
 export const LEASE_MS = 100;
@@ -31,7 +35,7 @@ export const LEASE_DIVISOR = 1000;
 const STATES_MAX = 50_000;
 
 interface Lease {
-  /** the 5-second bucket the batch was counted in */
+  /** the 5-second bucket the batch was counted in (Redis's bucket number) */
   bucket: number;
   /** admissions of the batch not used yet */
   left: number;
@@ -73,7 +77,7 @@ export class Leases {
   /** An admission from this thread's lease, or null when Redis must be asked. */
   take(uuid: string, now: number): RateResult | null {
     const l = this.states.get(uuid)?.lease;
-    if (!l || l.left <= 0 || now >= l.expires || bucketOf(now) !== l.bucket) return null;
+    if (!l || l.left <= 0 || now >= l.expires) return null;
     l.left--;
     l.taken++;
     return { admitted: true, limit: l.limit, used: Math.min(l.limit, l.used + l.taken), retryAfter: 0, reset: Math.max(1, Math.ceil((l.resetAt - now) / 1000)) };
@@ -122,8 +126,13 @@ export class Leases {
     return { want: st.want, refunds };
   }
 
-  /** Redis answered: keep the rest of the batch as this thread's lease. */
-  granted(uuid: string, r: RateResult, granted: number, at: number): void {
+  /**
+   * Redis answered at local time `at`: keep the rest of the batch as this thread's lease,
+   * until LEASE_MS or the end of Redis's bucket, whichever comes first. `window` is the
+   * bucket and its ms left as the script reported them; without it `at` is taken to be on
+   * Redis's clock (unit tests).
+   */
+  granted(uuid: string, r: RateResult, granted: number, at: number, window = { bucket: bucketOf(at), leftMs: (bucketOf(at) + 1) * RATE_WINDOW.bucketMs - at }): void {
     const st = this.state(uuid);
     this.retire(st); // a concurrent ask's lease: its unused admissions go back next time
     st.limit = r.limit;
@@ -133,13 +142,13 @@ export class Leases {
       return;
     }
     st.lease = {
-      bucket: bucketOf(at),
+      bucket: window.bucket,
       left: granted - 1,
       taken: 0,
       used: r.used,
       limit: r.limit,
       resetAt: at + r.reset * 1000,
-      expires: at + LEASE_MS,
+      expires: at + Math.min(LEASE_MS, window.leftMs),
     };
     // next batch: twice this one while batches run out, never above the cap
     st.want = max > 1 ? Math.min(max, Math.max(2, granted * 2)) : 1;

@@ -7,8 +7,8 @@
 import { appendChanges, type ChangeInput } from '../changes/events.js';
 import { serializeService, type ServiceRecord } from '../domain/service.js';
 import type { ServiceInput } from '../domain/validation.js';
-import { withTx, type Client, type Pool } from './pool.js';
-import { loadStatesWhere } from './services.js';
+import { retrying, withTx, type Client, type Pool } from './pool.js';
+import { bumpVersions, loadStatesWhere } from './services.js';
 
 export interface BulkRow {
   id: string;
@@ -29,18 +29,6 @@ export interface BulkResult {
 
 export function recordOf(ns: string, id: string, s: ServiceInput): ServiceRecord {
   return { id, ns, seq: 0, endpoint: s.endpoint, capabilities: s.capabilities, properties: s.properties, iot: s.iot, deprecated: s.deprecated, deprecatedAt: null, locked: s.locked, sunsetDate: s.sunsetDate, replacementSeqs: [] };
-}
-
-/** Retry a transaction that lost a deadlock or serialization race with a concurrent writer. */
-async function retrying<T>(f: () => Promise<T>): Promise<T> {
-  for (let i = 0; ; i++) {
-    try {
-      return await f();
-    } catch (err) {
-      const code = (err as { code?: string }).code;
-      if (i >= 3 || (code !== '40P01' && code !== '40001')) throw err;
-    }
-  }
 }
 
 export function bulkUpsert(pool: Pool, ns: string, rows: BulkRow[]): Promise<BulkResult> {
@@ -91,6 +79,9 @@ async function upsertIn(c: Client, ns: string, rows: BulkRow[]): Promise<BulkRes
       return false;
     });
     await writeDetails(c, kept.map((w) => w.row), kept.filter((w) => w.before).map((w) => w.row.id));
+    // the upsert holds these rows' locks now: draw their versions (an insert's default was
+    // drawn before it could wait for a concurrent delete of the same id, so draw again)
+    await bumpVersions(c, kept.map((w) => w.row.id));
     const ob = await c.query<{ id: string }>('INSERT INTO outbox (ns, service_id) SELECT $1, unnest($2::text[]) RETURNING id', [ns, kept.map((w) => w.row.id)]);
     out.outbox.push(...ob.rows.map((r) => Number(r.id)));
     for (const w of kept) {
@@ -150,7 +141,9 @@ export async function bulkReplacements(pool: Pool, ns: string, lists: Map<string
   const ids = [...lists.keys()];
   return retrying(() =>
     withTx(pool, async (c) => {
-      const own = await c.query<{ id: string }>('SELECT id FROM services WHERE id = ANY($1) AND ns = $2', [ids, ns]);
+      // the listing services' rows are locked (in id order: no deadlock between two imports)
+      // before their lists are read, and their versions drawn under that lock
+      const own = await c.query<{ id: string }>('SELECT id FROM services WHERE id = ANY($1) AND ns = $2 ORDER BY id FOR UPDATE', [ids, ns]);
       const mine = new Set(own.rows.map((r) => r.id));
       const allCands = [...new Set([...lists.values()].flat())];
       const candRows = await c.query<{ id: string }>('SELECT id FROM services WHERE id = ANY($1) AND ns = $2', [allCands, ns]);
@@ -183,6 +176,7 @@ export async function bulkReplacements(pool: Pool, ns: string, lists: Map<string
         });
       }
       if (flat[0].length) await c.query('INSERT INTO replacements (service_id, candidate_id, rank) SELECT * FROM unnest($1::text[], $2::text[], $3::int[])', flat);
+      await bumpVersions(c, sids);
       const ob = await c.query<{ id: string }>('INSERT INTO outbox (ns, service_id) SELECT $1, unnest($2::text[]) RETURNING id', [ns, sids]);
       const states = await loadStatesWhere(c, 'WHERE s.id = ANY($1)', [sids]);
       await appendChanges(c, states.map((s) => ({ ns, serviceId: s.id, type: 'service.updated' as const, data: serializeService(s) })));

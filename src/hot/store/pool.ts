@@ -75,3 +75,19 @@ export async function query<R extends pg.QueryResultRow>(pool: Pool, text: strin
     throw mapError(err);
   }
 }
+
+/**
+ * Retry a transaction that lost a deadlock or serialization race with a concurrent writer
+ * (writes that lock several services' rows can meet in opposite orders; PostgreSQL aborts
+ * one of them, which then runs again).
+ */
+export async function retrying<T>(f: () => Promise<T>): Promise<T> {
+  for (let i = 0; ; i++) {
+    try {
+      return await f();
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      if (i >= 3 || (code !== '40P01' && code !== '40001')) throw err;
+    }
+  }
+}

@@ -5,22 +5,34 @@ import { appendChanges, deletedData, type ChangeInput, type ChangeType } from '.
 import { ApiError } from '../domain/errors.js';
 import { serializeService, type ServiceRecord } from '../domain/service.js';
 import type { ServiceChange, ServiceInput } from '../domain/validation.js';
-import { query, withTx, type Client, type Pool } from './pool.js';
+import { query, retrying, withTx, type Client, type Pool } from './pool.js';
 
 /** opaque, URL-safe service id: 16 base62 chars (~95 random bits) */
 export function newServiceId(): string {
   return randomBase62(16);
 }
 
+/** A committed write: the service, and the outbox row that asks for its index update. */
 export interface WriteResult {
   id: string;
   ns: string;
-  rev: number;
+  /** outbox row id (not a revision: the revision is read with the state, see Projector) */
+  row: number;
 }
 
 async function outbox(c: Client, ns: string, id: string): Promise<number> {
   const r = await c.query<{ id: string }>('INSERT INTO outbox (ns, service_id) VALUES ($1, $2) RETURNING id', [ns, id]);
   return Number(r.rows[0]!.id);
+}
+
+/**
+ * Draw new versions for services whose document or index sets this transaction changes.
+ * Call it only while holding their row locks: a writer that locks a row after this one
+ * committed draws later, so versions of one service grow in commit order (the revision
+ * rule of redis/README.md).
+ */
+export async function bumpVersions(c: Client, ids: string[]): Promise<void> {
+  if (ids.length) await c.query("UPDATE services SET version = nextval('service_version_seq') WHERE id = ANY($1)", [ids]);
 }
 
 /** The change event of a write, with the service as it stands inside the transaction. */
@@ -68,9 +80,10 @@ export async function createService(pool: Pool, ns: string, s: ServiceInput, id 
       [id, ns, s.endpoint, s.deprecated, s.locked, s.sunsetDate],
     );
     await writeDetails(c, id, s);
-    const rev = await outbox(c, ns, id);
+    // (a new random id: its default version is drawn with the row, nobody can hold it)
+    const row = await outbox(c, ns, id);
     await appendChanges(c, [await changeOf(c, ns, id, 'service.created')]); // last: see changes/events.ts
-    return { id, ns, rev };
+    return { id, ns, row };
   });
 }
 
@@ -96,32 +109,54 @@ export async function patchService(pool: Pool, ns: string, id: string, ch: Servi
          deprecated = COALESCE($3, deprecated),
          locked = COALESCE($4, locked),
          sunset_date = CASE WHEN $5 THEN $6::date ELSE sunset_date END,
-         updated_at = now()
+         updated_at = now(),
+         version = nextval('service_version_seq') -- the row is locked (lockService): see bumpVersions
        WHERE id = $1`,
       [id, ch.endpoint ?? null, ch.deprecated ?? null, ch.locked ?? null, ch.sunsetDate !== undefined, ch.sunsetDate ?? null],
     );
     await writeDetails(c, id, ch);
-    const rev = await outbox(c, ns, id);
+    const row = await outbox(c, ns, id);
     // a patch that turns deprecation on is the event fleets care most about: its own type
     const type: ChangeType = ch.deprecated === true && !cur.deprecated ? 'service.deprecated' : 'service.updated';
     await appendChanges(c, [await changeOf(c, ns, id, type)]);
-    return { id, ns, rev };
+    return { id, ns, row };
   });
 }
 
-/** Returns the outbox entries to apply: the deleted service and every service listing it. */
-export async function deleteService(pool: Pool, ns: string, id: string): Promise<WriteResult[]> {
-  return withTx(pool, async (c) => {
-    await lockService(c, ns, id);
-    // services that list it as a candidate change their replacements: re-index them too
-    const by = await c.query<{ service_id: string }>('SELECT service_id FROM replacements WHERE candidate_id = $1', [id]);
-    await c.query('DELETE FROM services WHERE id = $1', [id]);
-    const out: WriteResult[] = [{ id, ns, rev: await outbox(c, ns, id) }];
-    for (const r of by.rows) out.push({ id: r.service_id, ns, rev: await outbox(c, ns, r.service_id) });
-    // the listing services' objects do not show candidates, so only the deletion is an event
-    await appendChanges(c, [{ ns, serviceId: id, type: 'service.deleted', data: deletedData(id) }]);
-    return out;
-  });
+/**
+ * Returns the outbox entries to apply: the deleted service and every service listing it.
+ * Those listing services' documents change (their candidate list loses it), so their rows
+ * are locked and their versions drawn like any other write of theirs; the deletion itself
+ * leaves a tombstone version, so that no older state of the id can come back in Redis.
+ */
+export function deleteService(pool: Pool, ns: string, id: string): Promise<WriteResult[]> {
+  // rows are locked in id order; a listing service that appears between the read and the
+  // lock is locked afterwards, out of order, and a deadlock that this may cause is retried
+  return retrying(() =>
+    withTx(pool, async (c) => {
+      const listersOf = async () => (await c.query<{ service_id: string }>('SELECT service_id FROM replacements WHERE candidate_id = $1', [id])).rows.map((r) => r.service_id);
+      const first = await listersOf();
+      const locked = await c.query<{ id: string; ns: string }>('SELECT id, ns FROM services WHERE id = $1 OR id = ANY($2) ORDER BY id FOR UPDATE', [id, first]);
+      if (!locked.rows.some((r) => r.id === id && r.ns === ns)) throw new ApiError('NOT_FOUND', 'no such service');
+      // with the candidate's row locked no new listing can be inserted (its foreign key
+      // check waits for this transaction): this list is final
+      const listers = await listersOf();
+      const late = listers.filter((x) => !first.includes(x));
+      if (late.length) await c.query('SELECT id FROM services WHERE id = ANY($1) ORDER BY id FOR UPDATE', [late]);
+      await c.query(
+        `INSERT INTO service_tombstones (id, ns, version) VALUES ($1, $2, nextval('service_version_seq'))
+         ON CONFLICT (id) DO UPDATE SET ns = EXCLUDED.ns, version = EXCLUDED.version`,
+        [id, ns],
+      );
+      await c.query('DELETE FROM services WHERE id = $1', [id]);
+      await bumpVersions(c, listers);
+      const out: WriteResult[] = [{ id, ns, row: await outbox(c, ns, id) }];
+      for (const l of listers) out.push({ id: l, ns, row: await outbox(c, ns, l) });
+      // the listing services' objects do not show candidates, so only the deletion is an event
+      await appendChanges(c, [{ ns, serviceId: id, type: 'service.deleted', data: deletedData(id) }]);
+      return out;
+    }),
+  );
 }
 
 export async function addReplacement(pool: Pool, ns: string, id: string, candidateId: string): Promise<WriteResult> {
@@ -130,16 +165,24 @@ export async function addReplacement(pool: Pool, ns: string, id: string, candida
     if (candidateId === id) throw new ApiError('VALIDATION_FAILED', 'a service cannot replace itself');
     const cand = await c.query('SELECT 1 FROM services WHERE id = $1 AND ns = $2', [candidateId, ns]);
     if (!cand.rowCount) throw new ApiError('VALIDATION_FAILED', 'serviceId does not name a service in this namespace');
-    const ins = await c.query(
-      `INSERT INTO replacements (service_id, candidate_id, rank)
-       SELECT $1, $2, COALESCE(MAX(rank), 0) + 1 FROM replacements WHERE service_id = $1
-       ON CONFLICT DO NOTHING`,
-      [id, candidateId],
-    );
+    const ins = await c
+      .query(
+        `INSERT INTO replacements (service_id, candidate_id, rank)
+         SELECT $1, $2, COALESCE(MAX(rank), 0) + 1 FROM replacements WHERE service_id = $1
+         ON CONFLICT DO NOTHING`,
+        [id, candidateId],
+      )
+      .catch((err: unknown) => {
+        // the candidate was deleted after the check above (its foreign key check waited for
+        // that delete): it is no longer a service of this namespace
+        if ((err as { code?: string }).code === '23503') throw new ApiError('VALIDATION_FAILED', 'serviceId does not name a service in this namespace');
+        throw err;
+      });
     if (!ins.rowCount) throw new ApiError('CONFLICT', 'that service is already a replacement candidate');
-    const rev = await outbox(c, ns, id);
+    await bumpVersions(c, [id]);
+    const row = await outbox(c, ns, id);
     await appendChanges(c, [await changeOf(c, ns, id, 'service.updated')]);
-    return { id, ns, rev };
+    return { id, ns, row };
   });
 }
 
@@ -157,10 +200,11 @@ interface Row {
   dcs: string[] | null;
   protos: string[] | null;
   repl: string[] | null;
+  version: string;
 }
 
 const SELECT_STATE = `
-  SELECT s.id, s.ns, s.seq, s.endpoint, s.deprecated, floor(extract(epoch FROM s.deprecated_at))::bigint AS dep_at,
+  SELECT s.id, s.ns, s.seq, s.version, s.endpoint, s.deprecated, floor(extract(epoch FROM s.deprecated_at))::bigint AS dep_at,
          s.locked, to_char(s.sunset_date, 'YYYY-MM-DD') AS sunset,
          (SELECT array_agg(capability ORDER BY ord) FROM service_capabilities WHERE service_id = s.id) AS caps,
          (SELECT json_object_agg(key, value) FROM service_properties WHERE service_id = s.id) AS props,
@@ -183,12 +227,43 @@ function toRecord(r: Row): ServiceRecord {
     locked: r.locked,
     sunsetDate: r.sunset,
     replacementSeqs: (r.repl ?? []).map(Number),
+    version: Number(r.version),
   };
 }
 
 export async function loadServices(pool: Pool, ids: string[]): Promise<Map<string, ServiceRecord>> {
   const r = await query<Row>(pool, SELECT_STATE + ' WHERE s.id = ANY($1)', [ids]);
   return new Map(r.rows.map((row) => [row.id, toRecord(row)]));
+}
+
+/** What a sync applies to the index for one id: the state, or its deletion, and the revision of that. */
+export interface IndexState {
+  ns: string;
+  version: number;
+  /** null: deleted (the version is its tombstone's) */
+  record: ServiceRecord | null;
+}
+
+/**
+ * The committed state of each id with the version it was committed at, or its tombstone
+ * when it is gone — one statement, so one snapshot: the revision always describes exactly
+ * the state it comes with. An id with neither is absent from the map.
+ */
+export async function loadIndexStates(pool: Pool, ids: string[]): Promise<Map<string, IndexState>> {
+  const r = await query<Row & { tomb: string | null }>(
+    pool,
+    `WITH live AS (${SELECT_STATE} WHERE s.id = ANY($1))
+     SELECT *, NULL::bigint AS tomb FROM live
+     UNION ALL
+     SELECT t.id, t.ns, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, t.version
+       FROM service_tombstones t WHERE t.id = ANY($1) AND NOT EXISTS (SELECT 1 FROM live WHERE live.id = t.id)`,
+    [ids],
+  );
+  const out = new Map<string, IndexState>();
+  for (const row of r.rows) {
+    out.set(row.id, row.tomb === null ? { ns: row.ns, version: Number(row.version), record: toRecord(row) } : { ns: row.ns, version: Number(row.tomb), record: null });
+  }
+  return out;
 }
 
 export async function loadService(pool: Pool, ns: string, id: string): Promise<ServiceRecord | null> {
@@ -206,6 +281,12 @@ export async function loadStatesWhere(c: Client | Pool, where: string, params: u
 export async function loadServicePage(c: Client | Pool, afterSeq: number, n: number): Promise<ServiceRecord[]> {
   const r = await c.query<Row>(SELECT_STATE + ' WHERE s.seq > $1 ORDER BY s.seq LIMIT $2', [afterSeq, n]);
   return r.rows.map(toRecord);
+}
+
+/** Page through the tombstones of deleted services in id order (rebuild). */
+export async function loadTombstonePage(c: Client | Pool, afterId: string, n: number): Promise<{ id: string; ns: string; version: number }[]> {
+  const r = await c.query<{ id: string; ns: string; version: string }>('SELECT id, ns, version FROM service_tombstones WHERE id > $1 ORDER BY id LIMIT $2', [afterId, n]);
+  return r.rows.map((x) => ({ id: x.id, ns: x.ns, version: Number(x.version) }));
 }
 
 /** Replacement candidates of a service, ranked (read path of the sandbox routes). */

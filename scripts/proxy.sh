@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# The shipped reverse proxy: renders deploy/nginx.conf and runs nginx in the foreground in
+# front of the registry server (installs Debian's nginx first when it is missing).
+#
+#   scripts/proxy.sh run      render, check (nginx -t), then exec nginx in the foreground
+#   scripts/proxy.sh render   render only; prints the path of the rendered nginx.conf
+#
+# Settings (environment):
+#   PROXY_HOST         listen address of the proxy            (default 127.0.0.1)
+#   PROXY_PORT         listen port of the proxy               (default 8081)
+#   HOST, PORT         the registry server behind it          (default 127.0.0.1, 8080; a
+#                      wildcard HOST such as 0.0.0.0 is reached on 127.0.0.1)
+#   PROXY_ADMIN_ALLOW  comma-separated addresses or CIDRs allowed to reach /admin/
+#                      (default 127.0.0.1; "none" closes /admin/ to everyone, "all" opens it)
+#   PROXY_CACHE_MB     size of the shared cache on disk, MiB  (default 64)
+#   PROXY_PREFIX       nginx's directory: pid, temp files, cache (default .local/nginx)
+# The server believes X-Forwarded-For only from TRUSTED_PROXIES: run it with
+# TRUSTED_PROXIES=127.0.0.1 (or this proxy's address) behind this proxy.
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
+die() { printf 'proxy: error: %s\n' "$*" >&2; exit 1; }
+
+PROXY_HOST=${PROXY_HOST:-127.0.0.1}
+PROXY_PORT=${PROXY_PORT:-8081}
+UP_HOST=${HOST:-127.0.0.1}
+UP_PORT=${PORT:-8080}
+ADMIN_ALLOW=${PROXY_ADMIN_ALLOW-127.0.0.1}
+CACHE_MB=${PROXY_CACHE_MB:-64}
+PREFIX=${PROXY_PREFIX:-$REPO/.local/nginx}
+
+port_ok() { [[ $1 =~ ^[0-9]{1,5}$ ]] && (( $1 >= 1 && $1 <= 65535 )); }
+host_ok() { [[ $1 =~ ^[0-9A-Za-z.:-]+$ ]]; }
+addr() { if [[ $1 == *:* ]]; then printf '[%s]' "$1"; else printf '%s' "$1"; fi; }
+
+port_ok "$PROXY_PORT" || die "PROXY_PORT must be a port number, got \"$PROXY_PORT\""
+port_ok "$UP_PORT" || die "PORT must be a port number (the server's port), got \"$UP_PORT\""
+host_ok "$PROXY_HOST" || die "PROXY_HOST is not an address: \"$PROXY_HOST\""
+host_ok "$UP_HOST" || die "HOST is not an address: \"$UP_HOST\""
+[[ $CACHE_MB =~ ^[0-9]{1,6}$ ]] && (( CACHE_MB >= 1 )) || die "PROXY_CACHE_MB must be a positive integer, got \"$CACHE_MB\""
+case $UP_HOST in 0.0.0.0) UP_HOST=127.0.0.1 ;; ::|'[::]') UP_HOST=::1 ;; esac
+mkdir -p "$PREFIX" || die "cannot create PROXY_PREFIX $PREFIX"
+PREFIX=$(cd "$PREFIX" && pwd -P)
+
+allow_lines() {
+  local a
+  case $ADMIN_ALLOW in
+    none|'') return 0 ;;
+    all) printf '      allow all;\n'; return 0 ;;
+  esac
+  local IFS=,
+  for a in $ADMIN_ALLOW; do
+    a=${a//[[:space:]]/}
+    [[ -z $a ]] && continue
+    [[ $a =~ ^[0-9A-Fa-f.:]+(/[0-9]{1,3})?$ ]] || die "PROXY_ADMIN_ALLOW entries must be addresses or CIDRs, got \"$a\""
+    printf '      allow %s;\n' "$a"
+  done
+}
+
+render() {
+  local tpl=$REPO/deploy/nginx.conf out=$PREFIX/nginx.conf allow
+  allow=$(allow_lines)
+  mkdir -p "$PREFIX"/{cache,client_body,proxy,fastcgi,uwsgi,scgi,logs,_errors}
+  # nginx's own refusals, with the API's error body (nginx.conf: error_page)
+  local status code message
+  while IFS='|' read -r status code message; do
+    printf '{"error":{"code":"%s","message":"%s"}}' "$code" "$message" >"$PREFIX/_errors/$status.json"
+  done <<'ERRORS'
+400|BAD_REQUEST|malformed HTTP request
+403|FORBIDDEN|not served to this address
+404|NOT_FOUND|not found
+405|METHOD_NOT_ALLOWED|method not allowed
+413|PAYLOAD_TOO_LARGE|the body is too large
+414|URI_TOO_LONG|the URL is too long
+431|HEADERS_TOO_LARGE|request headers too large
+503|UNAVAILABLE|the registry server is not reachable; try again shortly
+ERRORS
+  sed -e "s#@PREFIX@#$PREFIX#g" "$REPO/deploy/cache.conf" >"$PREFIX/cache.conf"
+  # (awk, not sed, for the multi-line allow list)
+  awk -v prefix="$PREFIX" -v listen="$(addr "$PROXY_HOST"):$PROXY_PORT" -v upstream="$(addr "$UP_HOST"):$UP_PORT" \
+      -v user="$(id -un)" -v cache_mb="$CACHE_MB" -v allow="$allow" '
+    /^@ADMIN_ALLOW@$/ { if (allow != "") print allow; next }
+    { gsub(/@PREFIX@/, prefix); gsub(/@LISTEN@/, listen); gsub(/@UPSTREAM@/, upstream);
+      gsub(/@USER@/, user); gsub(/@CACHE_MB@/, cache_mb); print }' "$tpl" >"$out"
+  if grep -v '^[[:space:]]*#' "$out" | grep -q '@[A-Z_]*@'; then die "unrendered placeholder left in $out"; fi
+  printf '%s\n' "$out"
+}
+
+case ${1:-} in
+  render) render ;;
+  run)
+    conf=$(render)
+    NGINX=$("$REPO/scripts/services.sh" nginx)
+    "$NGINX" -t -q -p "$PREFIX" -e stderr -c "$conf" || die "nginx rejected $conf"
+    printf 'proxy: nginx on http://%s:%s in front of http://%s:%s (config %s)\n' \
+      "$(addr "$PROXY_HOST")" "$PROXY_PORT" "$(addr "$UP_HOST")" "$UP_PORT" "$conf" >&2
+    exec "$NGINX" -p "$PREFIX" -e stderr -c "$conf"
+    ;;
+  *) sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+esac

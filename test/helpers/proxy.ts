@@ -1,0 +1,93 @@
+// The shipped nginx (deploy/nginx.conf rendered by scripts/proxy.sh) in front of a test
+// server, on an ephemeral port with its own prefix directory; and a small HTTP client that
+// can choose its source address on the loopback network (127.0.0.0/8), so tests can be
+// several "clients" and see what the server makes of their addresses.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { request, type Agent } from 'node:http';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('../../../', import.meta.url));
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const a = srv.address();
+      srv.close(() => resolve(typeof a === 'object' && a ? a.port : 0));
+    });
+  });
+}
+
+export interface Answer {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+}
+
+export interface GetOptions {
+  method?: string;
+  headers?: Record<string, string>;
+  body?: string;
+  /** source address of the connection (127.0.0.x) */
+  from?: string;
+  agent?: Agent;
+}
+
+export function http(port: number, path: string, o: GetOptions = {}): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const r = request(
+      { host: '127.0.0.1', port, path, method: o.method ?? 'GET', headers: o.headers, localAddress: o.from, agent: o.agent ?? false },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (body += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+      },
+    );
+    r.on('error', reject);
+    r.end(o.body);
+  });
+}
+
+export interface Proxy {
+  port: number;
+  stderr(): string;
+  close(): Promise<void>;
+}
+
+/** Render the shipped config for `upstreamPort` and run nginx in the foreground on a free port. */
+export async function startProxy(upstreamPort: number, env: Record<string, string> = {}): Promise<Proxy> {
+  const port = await freePort();
+  const prefix = mkdtempSync(join(tmpdir(), 'registry-proxy-'));
+  const child: ChildProcess = spawn('bash', ['scripts/proxy.sh', 'run'], {
+    cwd: root,
+    env: { ...process.env, HOST: '127.0.0.1', PORT: String(upstreamPort), PROXY_PORT: String(port), PROXY_PREFIX: prefix, ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let err = '';
+  child.stderr!.on('data', (b: Buffer) => (err += b.toString()));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  let gone = false;
+  void exited.then(() => (gone = true));
+  for (let i = 0; ; i++) {
+    if (gone) throw new Error(`nginx exited: ${err}`);
+    const ok = await http(port, '/livez').then((r) => r.status === 200, () => false);
+    if (ok) break;
+    if (i > 200) throw new Error(`nginx did not answer on ${port}: ${err}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return {
+    port,
+    stderr: () => err,
+    async close() {
+      if (!gone) child.kill('SIGTERM'); // scripts/proxy.sh execs nginx: this is nginx's master
+      await exited;
+      rmSync(prefix, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,61 @@
+// Sandbox key format: <prefix>_sb_<32 base62 random><6 base62 CRC32 of the rest>.
+import t from 'tap';
+import { crc32, keyChecksum, keyShape, KEY_RE, LEGACY_KEY_RE, newSandboxKey } from '../../src/hot/sandbox/keys.js';
+
+t.test('crc32 is the IEEE/zlib one', async (t) => {
+  t.equal(crc32('123456789'), 0xcbf43926, 'the standard check value');
+  t.equal(crc32(''), 0);
+  t.equal(crc32('The quick brown fox jumps over the lazy dog'), 0x414fa339);
+});
+
+t.test('the checksum is 6 base62 characters of the CRC32', async (t) => {
+  const B62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+  for (const body of ['a_sb_x', 'lab_sb_' + 'Z'.repeat(32), '']) {
+    const c = keyChecksum(body);
+    t.match(c, /^[0-9A-Za-z]{6}$/);
+    let n = 0;
+    for (const ch of c) n = n * 62 + B62.indexOf(ch);
+    t.equal(n, crc32(body), `${body}: decodes back to the CRC32`);
+  }
+});
+
+t.test('new keys: the documented shape, a valid checksum, >= 160 random bits, all different', async (t) => {
+  const seen = new Set<string>();
+  for (let i = 0; i < 200; i++) {
+    const { key, prefix } = newSandboxKey('My Lab ' + i);
+    t.equal(prefix, `mylab${i}`);
+    if (!KEY_RE.test(key) || keyShape(key) !== 'checksummed') t.fail(`bad key ${key}`);
+    // the scanner regex of the README
+    if (!/\b[a-z0-9]{1,16}_sb_[0-9A-Za-z]{38}\b/.test(`token: ${key} end`)) t.fail('scanner regex');
+    seen.add(key.split('_sb_')[1]!.slice(0, 32));
+  }
+  t.equal(seen.size, 200);
+  t.ok(32 * Math.log2(62) >= 160, '32 base62 characters carry >= 160 bits');
+});
+
+t.test('a key with any one character changed is recognised as invalid without a look-up', async (t) => {
+  const { key } = newSandboxKey('typo');
+  let caught = 0;
+  let total = 0;
+  const tail = key.indexOf('_sb_') + 4;
+  for (let i = tail; i < key.length; i++) {
+    for (const ch of ['0', 'a', 'Z']) {
+      if (key[i] === ch) continue;
+      total++;
+      if (keyShape(key.slice(0, i) + ch + key.slice(i + 1)) === 'invalid') caught++;
+    }
+  }
+  t.equal(caught, total, `${caught}/${total} single-character typos caught`);
+  // a swap of two neighbours
+  const swapped = key.slice(0, tail) + key[tail + 1] + key[tail] + key.slice(tail + 2);
+  if (swapped !== key) t.equal(keyShape(swapped), 'invalid');
+});
+
+t.test('pre-checksum keys (32 characters after _sb_) are legacy; other lengths are not keys', async (t) => {
+  const legacy = 'oldlab_sb_' + 'aB3'.repeat(10) + 'xy';
+  t.ok(LEGACY_KEY_RE.test(legacy));
+  t.equal(keyShape(legacy), 'legacy');
+  for (const k of ['x_sb_short', 'x_sb_' + 'a'.repeat(31), 'x_sb_' + 'a'.repeat(33), 'x_sb_' + 'a'.repeat(37), 'x_sb_' + 'a'.repeat(39), 'X_sb_' + 'a'.repeat(32), 'x_xx_' + 'a'.repeat(32), '', 'x_sb_' + 'a'.repeat(31) + '!']) {
+    t.equal(keyShape(k), 'invalid', k);
+  }
+});
