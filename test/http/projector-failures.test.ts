@@ -13,7 +13,7 @@ t.test('a refused apply script is logged, counted and swept', async (t) => {
   const s = await startTestServer({ env: { OUTBOX_SWEEP_MS: '600000', LOG_LEVEL: 'warn' }, logStream: { write: (l: string) => void lines.push(l) } });
   t.teardown(() => s.close());
   const failures = async () => {
-    const p = parseProm(await (await s.req('/metrics')).text());
+    const p = parseProm(await (await s.metrics()).text());
     return (p.get('registry_projector_failures_total') ?? []).reduce((a: number, x: { value: number }) => a + x.value, 0);
   };
   const svc = await registerProduction(s, { endpoint: 'https://seen.example.com/', capabilities: ['seen'] });
@@ -35,5 +35,5 @@ t.test('a refused apply script is logged, counted and swept', async (t) => {
   if (saved) await s.app.redis.restore(revKey, 0, saved);
   await s.app.projector.sweep(0);
   t.equal((await s.app.index.getService(PRODUCTION, svc.id))?.doc.includes('/v2'), true, 'the sweeper applied it');
-  t.equal(sample(parseProm(await (await s.req('/metrics')).text()), 'registry_outbox_lag', {}) ?? 0, 0, 'no outbox lag left');
+  t.equal(sample(parseProm(await (await s.metrics()).text()), 'registry_outbox_lag', {}) ?? 0, 0, 'no outbox lag left');
 });
