@@ -26,7 +26,7 @@ export interface Flags {
 }
 
 export const USAGE = `usage: node dist/bench/run.js [--quick | --services N] [--workers 1,2] [--duration S] [--warmup S]
-  [--connections N] [--heavy-connections N] [--scenarios a1,a2,b,c,c2,d,e,f,h,v] [--ceiling-runs 1|2]
+  [--connections N] [--heavy-connections N] [--scenarios a1,a2,b,c,c2,k1,k2,o,p,d,e,f,h,v] [--ceiling-runs 1|2]
   [--regenerate] [--rebuild] [--readme|--no-readme] [--no-pin]`;
 
 function positiveInt(name: string, v: string | undefined): number {

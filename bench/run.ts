@@ -62,7 +62,7 @@ let cursorSeed = 1;
 
 /** Load options of a scenario; each call gets its own cursor stream, so a measured run never replays its warm-up's cursors. */
 function loadOf(base: string, s: Scenario, connections: number, durationS: number): LoadOptions {
-  return { url: base + s.path, headers: s.headers, connections, durationS, nextPath: s.cursorMax ? paths(s, cursorSeed++) : undefined };
+  return { url: base + s.path, headers: s.headers, expect: s.expect, connections, durationS, nextPath: s.cursorMax ? paths(s, cursorSeed++) : undefined };
 }
 
 async function measure(f: Flags, base: string, s: Scenario, bodyBytes: number, pid: number | undefined): Promise<Row> {
@@ -70,6 +70,26 @@ async function measure(f: Flags, base: string, s: Scenario, bodyBytes: number, p
   const row = await watched(s, loadOf(base, s, f.connections, f.durationS), pid, bodyBytes);
   show(row);
   return row;
+}
+
+/**
+ * Rows that need state first: a poller sends back the ETag of a first answer; an over-limit
+ * row gets the key of a fresh free sandbox and spends its minute's allowance.
+ */
+async function prepareRow(base: string, s: Scenario): Promise<Scenario> {
+  if (s.conditional) {
+    const first = await get(base + s.path, s.headers);
+    const etag = first.headers.find(([k]) => k.toLowerCase() === 'etag')?.[1] ?? '';
+    return { ...s, headers: { ...s.headers, 'if-none-match': etag } };
+  }
+  if (s.overLimitKey) {
+    const r = await fetch(base + '/sandboxes', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"name":"bench over limit"}' });
+    const key = ((await r.json()) as { apiKey: string }).apiKey;
+    const headers = { ...s.headers, authorization: `Bearer ${key}` };
+    for (let i = 0; i < 200 && (await get(base + s.path, headers)).status !== 429; i++);
+    return { ...s, headers };
+  }
+  return s;
 }
 
 async function startServer(d: BenchData, workers: number, pin: Pinning, name = `server-w${workers}`): Promise<{ child: Child; base: string }> {
@@ -144,10 +164,11 @@ async function runWorkers(f: Flags, d: BenchData, workers: number, list: Scenari
       if (first.status !== 200) throw new Error(`the main scenario answers ${first.status}: no ceiling bytes`);
       ceilings.push(await ceiling(f, first, workers, pin, 'g0', 'before'));
     }
-    for (const s of list) {
+    for (const listed of list) {
+      const s = await prepareRow(base, listed);
       const pre = await get(base + paths(s, 0)(), s.headers);
       bytes.set(s.id, pre.body.length);
-      if (pre.status !== 200) {
+      if (pre.status !== (s.expect ?? 200)) {
         // a 302 here means the path is not canonical; the row would measure something else
         notes.push(`scenario ${s.id} (${s.path}) answered ${pre.status} before the run, so it was not measured: ${pre.body.toString().slice(0, 160)}`);
         log(`  ${s.id} SKIPPED: preflight answered ${pre.status}`);

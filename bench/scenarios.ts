@@ -11,6 +11,12 @@ export interface Scenario {
   measures: string;
   path: string;
   headers?: Record<string, string>;
+  /** the answer the row measures when it is not 200 (304: polling; 429: an over-limit key) */
+  expect?: number;
+  /** a poller: run.ts sends the ETag of the first answer back in If-None-Match (expect 304) */
+  conditional?: boolean;
+  /** a key of a fresh free-tier sandbox, pushed over its limit before the row (run.ts) */
+  overLimitKey?: boolean;
   /**
    * When set, every request carries a different `after` cursor (a seq in 1..cursorMax), so
    * no result cache can answer it and each request does the index work.
@@ -69,6 +75,35 @@ export function scenarios(d: BenchData): Scenario[] {
     },
     heavy,
     uncached(heavy, d.spec.production, 'c2', 'search: 3 caps + iotReady, uncached'),
+    // the cold path of issue 13: nothing repeats, the near cache answers from memory
+    uncached(
+      { id: 'k1', title: '', path: `/services?capability=${f.popularCapability}`, measures: `cold single set: the most popular capability (${size(`capability=${f.popularCapability}`)} matches)` },
+      d.spec.production,
+      'k1',
+      'cold: one set, random cursor',
+    ),
+    uncached(
+      { id: 'k2', title: '', path: `/services?capability=${f.popularCapability}&property=${f.property}`, measures: `cold two-set intersection ${f.popularCapability} ∩ ${f.property}` },
+      d.spec.production,
+      'k2',
+      'cold: two sets, random cursor',
+    ),
+    {
+      id: 'o',
+      title: 'over-limit sandbox key (429)',
+      measures: 'GET /services with the key of a free sandbox already over its 60 a minute: every answer a 429 (Retry-After, RateLimit fields, error body), refused locally',
+      path: `/services?capability=${f.popularCapability}`,
+      expect: 429,
+      overLimitKey: true,
+    },
+    {
+      id: 'p',
+      title: 'poller: If-None-Match matches (304)',
+      measures: `GET /devices by deviceClass ${f.deviceClass} with the ETag of its last answer: every answer a 304 from the cached page`,
+      path: `/devices?deviceClass=${f.deviceClass}`,
+      expect: 304,
+      conditional: true,
+    },
     {
       id: 'd',
       title: 'devices: deviceClass',

@@ -12,7 +12,15 @@
 --                         (the sets a previous state is in are derived from its stored
 --                         document: memberSuffixes() below, the same rule as keys.ts)
 -- ARGV[8]  repl           comma-separated candidate seqs, ranked ("" none)
--- Returns: 1 applied, 0 stale (a newer revision is in place), -1 namespace not indexed
+-- ARGV[9]  channel        pub/sub channel for the delta of an applied write ("" none: the
+--                          rebuild's own applies, before anyone reads that generation): the
+--                          near caches of every node apply it to the sets they hold
+--                          (src/hot/index/near.ts). "delta\t<base>\t<ver>\t<oldSeq>\t
+--                          <old members>\t<newSeq>\t<new members>" (members newline-
+--                          separated; seqs "" when absent). Published inside the script, so
+--                          deltas reach subscribers in the order writes were applied.
+-- Returns: the namespace version after the write (>= 2) when applied, 0 stale (a newer
+-- revision is in place), -1 namespace not indexed
 -- (Redis was emptied: the caller keeps its outbox row for after the rebuild).
 -- All keys share the {ns} hash tag of KEYS[1], so the call stays in one cluster slot.
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
@@ -51,8 +59,11 @@ local function memberSuffixes(doc)
   return out
 end
 
+-- the previous state's sets, also published in the delta below
+local oldMembers = oldSeq and memberSuffixes(redis.call('HGET', base .. 'docs', oldSeq)) or {}
+local oldMem = table.concat(oldMembers, '\n')
 if oldSeq then
-  for _, m in ipairs(memberSuffixes(redis.call('HGET', base .. 'docs', oldSeq))) do
+  for _, m in ipairs(oldMembers) do
     redis.call('ZREM', base .. m, oldSeq)
   end
   for _, c in ipairs(split(redis.call('HGET', base .. 'repl', oldSeq), ',')) do
@@ -85,5 +96,9 @@ else
   end
   dropCache(seq)
 end
-redis.call('INCR', KEYS[1])
-return 1
+local ver = redis.call('INCR', KEYS[1])
+if ARGV[9] and ARGV[9] ~= '' then
+  local newMem = seq == '' and '' or ARGV[7]
+  redis.call('PUBLISH', ARGV[9], table.concat({ 'delta', base, ver, oldSeq or '', oldMem, seq, newMem }, '\t'))
+end
+return ver

@@ -14,6 +14,7 @@ import { ChangeHub } from './changes/hub.js';
 import type { Config } from './config.js';
 import { Keys } from './domain/keys.js';
 import { Index, type Replacements } from './index/index.js';
+import { NearCache } from './index/near.js';
 import { Projector } from './index/projector.js';
 import { createWatchers } from './ops/lifecycle.js';
 import { countBackendError, countProjectorFailure } from './ops/metrics.js';
@@ -73,13 +74,17 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
     replacements: new ResultCache<Replacements>(cfg.resultCacheEntries, cfg.resultCacheTtlMs, cfg.resultCacheBytes / 8, (r) => 2 * (r.body.length + r.etag.length + r.hdr.length)),
   };
 
-  // the index, the writes' path into it, sandbox keys and rate limits, the change feed
-  // read-only replicas (REDIS_REPLICA_URLS) serve the index's pure reads; with them, index
-  // writes go through a primary connection of their own: the WAIT after them blocks that
-  // connection alone, never this thread's searches and counters
+  const state: AppState = { ready: false, shuttingDown: false, rebuilding: false, pgUp: false, redisUp: false };
+
+  // the index (with this thread's near cache of its sets and documents, answering only
+  // while readiness holds), the writes' path into it, sandbox keys and rate limits, the
+  // change feed. Read-only replicas (REDIS_REPLICA_URLS) serve the index's pure reads; with
+  // them, index writes go through a primary connection of their own: the WAIT after them
+  // blocks that connection alone, never this thread's searches and counters
   const replicas = createReplicas(cfg);
   const writer = replicas.length ? createRedis(cfg) : redis;
-  const index = new Index(redis, keys, intersectPool, cfg.heavyIntersectionThreshold, replicas);
+  const near = new NearCache(cfg.nearCacheBytes);
+  const index = new Index(redis, keys, intersectPool, cfg.heavyIntersectionThreshold, replicas, near, () => state.ready);
   const replicaWait = replicas.length && cfg.redisReplicaWaitMs > 0 ? { replicas: replicas.length, ms: cfg.redisReplicaWaitMs } : null;
   const projector = new Projector(pg, writer, keys, cfg.tiers, log, {
     applied: (namespaces) => {
@@ -94,8 +99,9 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
       }
     },
     failed: countProjectorFailure,
+    version: (base, ver) => near.require(base, ver),
   }, replicaWait);
-  const auth = new SandboxAuth(pg, redis, keys, cfg.tiers);
+  const auth = new SandboxAuth(pg, redis, keys, cfg.tiers, cfg.rateCountFlushMs);
   const hub = new ChangeHub(pg, cfg);
   const invalidation = new InvalidationListener(redis, keys, caches, {
     lease: (uuid) => auth.dropLease(uuid),
@@ -104,15 +110,18 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
       countProjectorFailure('invalidate');
       log.warn({ err: String(err) }, what);
     },
+    delta: (msg) => near.onDelta(msg),
+    subscribed: (live) => (live ? near.resume() : near.pause()),
+    cleared: () => near.clear(),
   });
 
-  const state: AppState = { ready: false, shuttingDown: false, rebuilding: false, pgUp: false, redisUp: false };
   const metrics = new MetricsAggregation(cfg.uwsThreads, {
     backends: () => ({ postgres: state.pgUp, redis: state.redisUp }),
     outboxLag: () => projector.lag(),
     intersectPool: () => intersectPool?.stats() ?? null,
     resultCache: () => ({ hits: caches.cache.hits, misses: caches.cache.misses, shared: caches.cache.flights.joined, bytes: caches.cache.bytes + caches.replacements.bytes }),
     rateLimit: () => auth.stats,
+    nearCache: () => (near.enabled ? { ...near.stats, bytes: near.bytes } : null),
   });
 
   const app: App = { cfg, pg, redis, keys, index, projector, auth, hub, metrics, log, state, version, ...caches, intersectPool };
@@ -124,7 +133,12 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
   let drain: Drain = { graceMs: cfg.shutdownGraceMs, listenMs: 0 };
   const parts: Part[] = [
     { name: 'postgres', start: () => void pg.on('error', () => countBackendError('postgres', 'connection')), stop: () => pg.end() },
-    { name: 'redis', start: () => void redis.on('error', () => countBackendError('redis', 'connection')), stop: () => redis.quit() },
+    {
+      name: 'redis',
+      start: () => void redis.on('error', () => countBackendError('redis', 'connection')),
+      // requests answered without Redis (leased, refused locally) are recorded before it closes
+      stop: () => (auth.flush(), redis.quit()),
+    },
     // replicas and the writer hold nothing worth a QUIT (which would wait for one that is away)
     { name: 'redis-replicas', start: () => undefined, stop: () => [...replicas, ...(writer !== redis ? [writer] : [])].forEach((r) => r.disconnect()) },
     { name: 'intersect-pool', start: () => undefined, stop: () => intersectPool?.close() },

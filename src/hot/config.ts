@@ -92,6 +92,10 @@ export interface Config {
   resultCacheTtlMs: number;
   /** bytes the result cache may hold per thread (RESULT_CACHE_MB) */
   resultCacheBytes: number;
+  /** how long requests answered without Redis (leased, refused locally) wait to be recorded there in one batch, ms (0: end of the event-loop turn) */
+  rateCountFlushMs: number;
+  /** bytes the near cache of index sets and documents may hold per uWS thread (0: off) */
+  nearCacheBytes: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -247,5 +251,13 @@ export function loadConfig(env: Env = process.env): Config {
     resultCacheEntries: int(env, 'RESULT_CACHE_ENTRIES', 10_000, 0, 10_000_000),
     resultCacheTtlMs: int(env, 'RESULT_CACHE_TTL_MS', 2000, 10, 3_600_000), // pub/sub invalidates within ms; this is the safety net
     resultCacheBytes: int(env, 'RESULT_CACHE_MB', 64, 1, 65_536) * 1024 * 1024,
+    // 0: one Redis call per sandbox per event-loop turn (a flood's batch is what one turn
+    // read); > 0 batches longer, and is then how far /poll's `total` on another thread or
+    // node may lag (a poll flushes its own thread first either way)
+    rateCountFlushMs: int(env, 'RATE_COUNT_FLUSH_MS', 0, 0, 1000),
+    // 1,000,000 production services take ~0.7 GB (sets: ~9 memberships × 8 bytes each;
+    // documents: ~330 bytes + 280 of overhead each, docs/decisions.md): 1 GiB a thread
+    // holds them whole, and 23 threads of it fit a 24 GiB machine
+    nearCacheBytes: int(env, 'NEAR_CACHE_MB', 1024, 0, 1_048_576) * 1024 * 1024,
   };
 }

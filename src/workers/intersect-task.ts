@@ -113,3 +113,12 @@ export default async function intersectPage(t: IntersectTask): Promise<Uint8Arra
   const docs = seqs.length ? await r.hmgetBuffer(t.docsKey, ...Array.from(seqs, String)) : [];
   return move(packPage(seqs, docParts(docs, !!t.joined), more)) as Uint8Array;
 }
+
+/**
+ * A heavy intersection over the near cache's sets (src/hot/index/near.ts): they arrive as
+ * Float64Arrays on SharedArrayBuffers, so this thread reads the serving thread's memory
+ * without a copy; the sets never change in place (a change makes a new array).
+ */
+export function intersectShared(t: { sets: Float64Array[]; after: number; max: number }): Float64Array {
+  return intersectSorted(t.sets, t.after, t.max);
+}

@@ -45,6 +45,28 @@ export class IntersectPool {
     }
   }
 
+  /** Whether a task now would wait in a full queue (then the near cache intersects inline). */
+  busy(): boolean {
+    return this.piscina.queueSize >= this.cfg.poolMaxQueue;
+  }
+
+  /**
+   * Intersect sets the near cache holds on shared memory (SharedArrayBuffer): the worker
+   * reads the very same arrays, nothing is copied or fetched. Returns at most `max` seqs
+   * greater than `after`.
+   */
+  async intersect(sets: Float64Array[], after: number, max: number, signal?: AbortSignal): Promise<Float64Array> {
+    try {
+      return (await this.piscina.run({ sets, after, max }, { name: 'intersectShared', signal })) as Float64Array;
+    } catch (err) {
+      if (signal?.aborted) throw new ApiError('BAD_REQUEST', 'the client went away');
+      if (/queue is at limit|Task queue/i.test(String((err as Error)?.message))) {
+        throw new ApiError('OVERLOADED', 'too many heavy searches queued; try again shortly', { 'Retry-After': '1' });
+      }
+      throw err;
+    }
+  }
+
   /** queue depth and utilisation, for metrics */
   stats(): { queue: number; utilization: number; threads: number } {
     return { queue: this.piscina.queueSize, utilization: this.piscina.utilization, threads: this.piscina.threads.length };

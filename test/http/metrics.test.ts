@@ -53,9 +53,14 @@ t.test('request counters equal the requests served, by route and status', async 
   t.equal(sample(m, 'registry_result_cache_total', { result: 'hit' }), N - 1 + 2);
   t.equal(sample(m, 'registry_result_cache_total', { result: 'shared' }), 0);
   t.ok((sample(m, 'registry_result_cache_bytes', {}) ?? 0) > 0, 'the cache reports the bytes it holds');
-  // the free sandbox (3 a minute) asks Redis on every request: 5 checks, none from a lease
-  t.equal(sample(m, 'registry_rate_limit_checks_total', { source: 'redis' }), 5);
+  // the free sandbox (3 a minute) asks Redis until it is refused once (4 checks); the fifth
+  // request is refused locally, none comes from a lease
+  t.equal(sample(m, 'registry_rate_limit_checks_total', { source: 'redis' }), 4);
+  t.equal(sample(m, 'registry_rate_limit_checks_total', { source: 'local' }), 1);
   t.equal(sample(m, 'registry_rate_limit_checks_total', { source: 'lease' }), 0);
+  // the near cache: the searches' one set was loaded once; documents hit after the first
+  t.ok((sample(m, 'registry_near_cache_total', { kind: 'set', result: 'miss' }) ?? 0) >= 1, 'near cache misses are exported');
+  t.ok(m.has('registry_near_cache_bytes'), 'and its size');
 
   // the next scrape counts the previous one
   const m2 = parseProm(await (await s.metrics()).text());

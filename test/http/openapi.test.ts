@@ -80,8 +80,14 @@ t.test('every $ref resolves inside the document', async (t) => {
 });
 
 t.test('the documented search parameters and error schema match the contract', async (t) => {
-  const names = ((paths['/services']?.get as Obj).parameters as Obj[]).map((x) => x.name).sort();
-  t.same(names, ['after', 'capability', 'deviceClass', 'iotReady', 'limit', 'property', 'protocol']);
+  const params = (paths['/services']?.get as Obj).parameters as Obj[];
+  t.same(params.filter((x) => x.in === 'query').map((x) => x.name).sort(), ['after', 'capability', 'deviceClass', 'iotReady', 'limit', 'property', 'protocol']);
+  t.same(params.filter((x) => x.in === 'header').map((x) => x.name), ['If-None-Match'], 'conditional reads');
+  for (const path of ['/services', '/devices', '/sandbox/{uuid}/services']) {
+    const res = (paths[path]?.get as Obj).responses as Obj;
+    t.ok(res['304'], `${path} documents 304`);
+    t.ok(((res['200'] as Obj).headers as Obj).ETag, `${path} documents the ETag of its 200`);
+  }
   const err = ((doc.components as Obj).schemas as Obj).Error as Obj;
   t.ok(err, 'an Error schema');
   t.match(JSON.stringify(err), /"code"/);

@@ -1,19 +1,22 @@
-// Heavy intersections run in the Piscina pool: the same pages as Redis's own scan, a
-// bounded queue that answers 503 + Retry-After when full.
+// Heavy intersections run in the Piscina pool: the same pages as Redis's own scan, whether
+// the worker fetches the sets from Redis (near cache off) or reads the near cache's shared
+// memory; a bounded queue that answers 503 + Retry-After when full and the near cache is
+// off, and no 503 with it (the intersection runs inline instead, from memory).
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { registerProduction, startTestServer } from '../helpers/server.js';
 
 t.test('pool intersections equal Redis intersections, page by page', async (t) => {
-  const redisSide = await startTestServer({ env: { HEAVY_INTERSECTION_THRESHOLD: '0', RESULT_CACHE_ENTRIES: '0' } });
+  const redisSide = await startTestServer({ env: { HEAVY_INTERSECTION_THRESHOLD: '0', RESULT_CACHE_ENTRIES: '0', NEAR_CACHE_MB: '0' } });
   t.teardown(() => redisSide.close());
-  const poolSide = await startTestServer({
-    env: { HEAVY_INTERSECTION_THRESHOLD: '1', RESULT_CACHE_ENTRIES: '0' },
-    databaseUrl: redisSide.cfg.databaseUrl,
-    redisKeyPrefix: redisSide.cfg.redisKeyPrefix,
-  });
-  t.teardown(() => poolSide.stop());
-  t.ok(poolSide.app.intersectPool, 'the pool exists');
+  const side = async (env: Record<string, string>) => {
+    const n = await startTestServer({ env: { HEAVY_INTERSECTION_THRESHOLD: '1', RESULT_CACHE_ENTRIES: '0', ...env }, databaseUrl: redisSide.cfg.databaseUrl, redisKeyPrefix: redisSide.cfg.redisKeyPrefix });
+    t.teardown(() => n.stop());
+    return n;
+  };
+  const fetchSide = await side({ NEAR_CACHE_MB: '0' }); // the worker fetches the sets from Redis
+  const sharedSide = await side({}); // the worker reads the near cache's shared memory
+  t.ok(fetchSide.app.intersectPool && sharedSide.app.intersectPool, 'the pools exist');
   t.equal(redisSide.app.intersectPool, null, 'threshold 0 disables it');
 
   for (let i = 0; i < 40; i++) {
@@ -26,20 +29,25 @@ t.test('pool intersections equal Redis intersections, page by page', async (t) =
     let path: string | null = `/services?${q}`;
     let pages = 0;
     while (path) {
-      const [r1, r2]: [Response, Response] = await Promise.all([redisSide.req(path), poolSide.req(path)]);
-      t.equal(r2.status, 200);
-      t.equal(await r2.text(), await r1.text(), `${path} body`);
-      t.equal(r2.headers.get('link'), r1.headers.get('link'), `${path} next link`);
-      const link: string | null = r1.headers.get('link');
+      const [r1, r2, r3]: Response[] = await Promise.all([redisSide.req(path), fetchSide.req(path), sharedSide.req(path)]);
+      const want = await r1!.text();
+      for (const [name, r] of [['fetching worker', r2!], ['shared-memory worker', r3!]] as const) {
+        t.equal(r.status, 200);
+        t.equal(await r.text(), want, `${path} body (${name})`);
+        t.equal(r.headers.get('link'), r1!.headers.get('link'), `${path} next link (${name})`);
+      }
+      const link: string | null = r1!.headers.get('link');
       path = link ? /<([^>]+)>/.exec(link)![1]! : null;
       pages++;
     }
     t.ok(pages >= 1, `${q}: ${pages} pages compared`);
   }
+  t.ok(sharedSide.app.intersectPool!.piscina.completed > 0, 'the shared-memory side ran its intersections in the pool');
+  t.ok(sharedSide.app.index.near!.stats.setHits > 0, 'over sets held in memory');
 });
 
-t.test('a full queue answers 503 with Retry-After', async (t) => {
-  const s = await startTestServer({ env: { HEAVY_INTERSECTION_THRESHOLD: '1', RESULT_CACHE_ENTRIES: '0', POOL_MAX_QUEUE: '1', POOL_THREADS: '1' } });
+t.test('with the near cache off, a full queue answers 503 with Retry-After', async (t) => {
+  const s = await startTestServer({ env: { HEAVY_INTERSECTION_THRESHOLD: '1', RESULT_CACHE_ENTRIES: '0', POOL_MAX_QUEUE: '1', POOL_THREADS: '1', NEAR_CACHE_MB: '0' } });
   t.teardown(() => s.close().then(() => s.app.intersectPool?.close()));
   for (let i = 0; i < 30; i++) await registerProduction(s, { endpoint: `https://q${i}.example.com`, capabilities: ['qa', 'qb'] });
   const path = '/services?capability=qa&capability=qb&limit=5';
@@ -59,4 +67,17 @@ t.test('a full queue answers 503 with Retry-After', async (t) => {
   Atomics.notify(f, 0);
   t.same(await Promise.all(held), [1, 1], 'the held tasks finish once released');
   t.equal((await s.req(path)).status, 200, 'and the pool serves again');
+});
+
+t.test('with the near cache, the same burst is answered in full: no 503', async (t) => {
+  const s = await startTestServer({ env: { HEAVY_INTERSECTION_THRESHOLD: '1', RESULT_CACHE_ENTRIES: '0', POOL_MAX_QUEUE: '1', POOL_THREADS: '1' } });
+  t.teardown(() => s.close().then(() => s.app.intersectPool?.close()));
+  for (let i = 0; i < 30; i++) await registerProduction(s, { endpoint: `https://q${i}.example.com`, capabilities: ['qa', 'qb'] });
+  const one = await s.req('/services?capability=qa&capability=qb&limit=1000');
+  const all = (await one.json()) as { id: string }[];
+  t.equal(all.length, 30);
+  const rs = await Promise.all(Array.from({ length: 60 }, (_, i) => s.req(`/services?capability=qa&capability=qb&limit=${1 + (i % 20)}`)));
+  t.same(rs.map((r) => r.status), rs.map(() => 200), 'every one 200');
+  const bodies = await Promise.all(rs.map(async (r) => ((await r.json()) as { id: string }[]).map((x) => x.id)));
+  t.ok(bodies.every((b, i) => JSON.stringify(b) === JSON.stringify(all.slice(0, 1 + (i % 20)).map((x) => x.id))), 'each the right page');
 });

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { ResultCache } from '../../src/hot/cache/result-cache.js';
 
-const v = (s: string) => ({ body: Buffer.from(s), headers: [] as [string, string][] });
+const v = (s: string) => ({ body: Buffer.from(s), headers: [] as [string, string][], etag: '"e"' });
 
 t.test('hit until the namespace is invalidated', async (t) => {
   const c = new ResultCache(10, 60_000);
@@ -44,25 +44,25 @@ t.test('entries expire and the size is bounded', async (t) => {
 });
 
 t.test('bounded by bytes: the oldest entries go, sizes are accounted exactly', async (t) => {
-  const c = new ResultCache(1000, 60_000, 3 * (1 + 1000)); // three 1000-byte bodies under 1-char keys
-  const body = (ch: string) => ({ body: Buffer.alloc(1000, ch), headers: [] as [string, string][] });
+  const c = new ResultCache(1000, 60_000, 3 * (1 + 1003)); // three 1000-byte bodies with 3-char ETags under 1-char keys
+  const body = (ch: string) => ({ body: Buffer.alloc(1000, ch), headers: [] as [string, string][], etag: '"e"' });
   for (const k of ['a', 'b', 'c']) c.set(k, 'n', c.version('n'), body(k));
   t.equal(c.size, 3);
-  t.equal(c.bytes, 3003);
+  t.equal(c.bytes, 3012);
   c.set('d', 'n', c.version('n'), body('d'));
   t.equal(c.size, 3, 'one went to make room');
   t.equal(c.get('a', 'n'), null, 'the oldest');
   t.ok(c.get('d', 'n'));
-  t.equal(c.bytes, 3003);
+  t.equal(c.bytes, 3012);
   c.set('d', 'n', c.version('n'), body('e'));
-  t.equal(c.bytes, 3003, 'replacing a key does not count it twice');
+  t.equal(c.bytes, 3012, 'replacing a key does not count it twice');
   t.equal(c.get('d', 'n')?.body[0], 'e'.charCodeAt(0));
-  c.set('big', 'n', c.version('n'), { body: Buffer.alloc(5000), headers: [] });
+  c.set('big', 'n', c.version('n'), { body: Buffer.alloc(5000), headers: [], etag: '"e"' });
   t.equal(c.get('big', 'n'), null, 'an entry larger than the whole cache is not stored');
   t.equal(c.size, 3, 'and evicts nothing');
   c.invalidate('n');
   t.equal(c.get('b', 'n'), null);
-  t.equal(c.bytes, 2002, 'a dead entry found on a look-up is freed');
+  t.equal(c.bytes, 2008, 'a dead entry found on a look-up is freed');
   c.clear();
   t.equal(c.bytes, 0);
 });

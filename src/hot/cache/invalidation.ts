@@ -1,7 +1,8 @@
 // Cross-thread and cross-node invalidation of the in-process result cache: a dedicated
 // subscriber connection per thread listens on the changes channel. Messages are a namespace
-// (drop that namespace's results), "gen:<id>" (a rebuild switched generations: drop all)
-// or "lease:<uuid>" (that sandbox's tier changed: drop its rate-limit lease).
+// (drop that namespace's results), "gen:<id>" (a rebuild switched generations: drop all),
+// "lease:<uuid>" (that sandbox's tier changed: drop its rate-limit lease) or "delta\t..." (the
+// sets and documents one applied write changed: the near cache follows it, index/near.ts).
 // A (re)connected subscriber may have missed messages, so it drops everything too.
 import type { Keys } from '../domain/keys.js';
 import type { Replacements } from '../index/index.js';
@@ -37,6 +38,12 @@ export interface InvalidationHandlers {
    * other threads' writes late (log it, count it)
    */
   failed(err: unknown, what: string): void;
+  /** an applied write's delta (apply-service-1.lua) */
+  delta?(msg: string): void;
+  /** the subscription is confirmed (true) or gone (false): deltas flow only while it holds */
+  subscribed?(live: boolean): void;
+  /** everything was dropped (a reconnect or a generation switch) */
+  cleared?(): void;
 }
 
 export class InvalidationListener {
@@ -53,6 +60,10 @@ export class InvalidationListener {
     if (this.sub) return;
     const sub = (this.sub = this.redis.duplicate());
     const channel = this.keys.invalidationChannel();
+    const clear = () => {
+      clearCaches(this.caches);
+      this.on.cleared?.();
+    };
     // connection errors repeat on every reconnection attempt: one report per outage
     let down = false;
     sub.on('error', (err: unknown) => {
@@ -60,16 +71,22 @@ export class InvalidationListener {
       down = true;
       this.on.failed(err, 'cache invalidation subscriber lost Redis; cached results are dropped when it is back');
     });
+    // the near cache follows deltas: without a live subscription it must not answer (a
+    // delta missed would leave a set stale for good), and after one it starts empty
+    sub.on('close', () => this.on.subscribed?.(false));
     sub.on('ready', () => {
       down = false;
-      clearCaches(this.caches);
+      this.on.subscribed?.(false);
+      clear();
+      sub.subscribe(channel).then(() => this.on.subscribed?.(true), () => undefined);
     });
     sub.on('message', (ch: string, msg: string) => {
       if (ch !== channel) return;
-      if (msg.startsWith('lease:')) this.on.lease(msg.slice(6));
+      if (msg.startsWith('delta\t')) this.on.delta?.(msg);
+      else if (msg.startsWith('lease:')) this.on.lease(msg.slice(6));
       else if (msg.startsWith('gen:')) {
         this.on.generation(msg.slice(4)); // switch at once rather than at the next poll
-        clearCaches(this.caches);
+        clear();
       } else invalidateCaches(this.caches, msg);
     });
     sub.subscribe(channel).catch((err: unknown) => this.on.failed(err, 'cache invalidation subscribe failed: this thread sees other writes only after RESULT_CACHE_TTL_MS'));

@@ -9,8 +9,10 @@ import { SingleFlight } from './single-flight.js';
 
 export interface CachedResult {
   body: Buffer;
-  /** response headers that belong to this result (Link, ETag, Deprecation, ...) */
+  /** response headers that belong to this result (Link, Deprecation, ...) */
   headers: Headers;
+  /** strong ETag of the result (body and headers): answers If-None-Match without the search */
+  etag: string;
 }
 
 type Entry<V> = V & {
@@ -23,7 +25,7 @@ type Entry<V> = V & {
 
 /** Approximate memory of a serialised result: its body and headers. */
 export function resultBytes(v: CachedResult): number {
-  let n = v.body.byteLength;
+  let n = v.body.byteLength + v.etag.length;
   for (const [k, x] of v.headers) n += k.length + x.length;
   return n;
 }

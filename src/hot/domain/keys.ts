@@ -109,3 +109,21 @@ export function memberSuffixes(s: {
   }
   return out;
 }
+
+/** Set suffixes (after a namespace's base) of a search's filters; `all` when there are none. */
+export function filterSuffixes(f: {
+  capabilities: string[];
+  properties: { key: string; value: string }[];
+  deviceClass?: string | null;
+  protocol?: string | null;
+  iotReady?: boolean;
+}): string[] {
+  const sets: string[] = [];
+  for (const c of f.capabilities) sets.push('c:' + c);
+  for (const p of f.properties) sets.push('p:' + p.key + ':' + p.value);
+  if (f.deviceClass) sets.push('d:' + f.deviceClass);
+  if (f.protocol) sets.push('r:' + f.protocol);
+  if (f.iotReady && !f.deviceClass && !f.protocol) sets.push('iot');
+  if (!sets.length) sets.push('all');
+  return sets;
+}

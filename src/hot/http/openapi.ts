@@ -61,6 +61,15 @@ function serviceWrites(base: string, security: Obj[], tag: string, extra: Obj[] 
   };
 }
 
+/** Conditional reads of searches and device queries (contract, "Search": conditional requests). */
+const conditionalNote =
+  ' Every 200 carries a strong `ETag` (a hash of the page\'s bytes and its `Link`); a request whose `If-None-Match` matches it ' +
+  '(RFC 9110 weak comparison: `W/"x"` matches `"x"`; a list; `*`) gets `304` with the same Cache-Control, Vary and ETag and no body, ' +
+  'answered from the node\'s cached page without running the search when it holds one. A keyed 304 counts against the rate limit like a 200.';
+const ifNoneMatch = { name: 'If-None-Match', in: 'header', required: false, description: 'ETag(s) of a copy the client holds', schema: { type: 'string' } };
+const etagHeader = { ETag: { description: 'strong validator of this page', schema: { type: 'string' } } };
+const r304 = (headers: Obj) => ({ description: 'not modified: the If-None-Match still matches; same Cache-Control, Vary and ETag as the 200, no body', headers: { ...etagHeader, ...headers } });
+
 export function openApiDocument(version: string): Obj {
   const sbParam = p('uuid', 'sandbox uuid');
   const sandboxWrites = serviceWrites('/sandbox/{uuid}/services', keyed, 'sandbox', [sbParam]);
@@ -69,9 +78,9 @@ export function openApiDocument(version: string): Obj {
     security: keyed,
     tags: ['sandbox'],
     summary: 'List or search the sandbox (same filters, paging and body as /services)',
-    description: canonicalNote + ' The key is checked first; a 302 counts as one request.',
-    parameters: [sbParam, ...searchParams],
-    responses: { 200: { description: 'services of this sandbox only', headers: rateHeaders, ...json({ type: 'array', items: { $ref: '#/components/schemas/Service' } }) }, 302: r302, 400: err('invalid query'), 401: err('missing, malformed or foreign key'), 429: r429 },
+    description: canonicalNote + ' The key is checked first; a 302 counts as one request.' + conditionalNote,
+    parameters: [sbParam, ...searchParams, ifNoneMatch],
+    responses: { 200: { description: 'services of this sandbox only', headers: { ...rateHeaders, ...etagHeader }, ...json({ type: 'array', items: { $ref: '#/components/schemas/Service' } }) }, 302: r302, 304: r304(rateHeaders), 400: err('invalid query'), 401: err('missing, malformed or foreign key'), 429: r429 },
   };
   (sandboxWrites['/sandbox/{uuid}/services/{id}'] as Obj).get = {
     security: keyed,
@@ -126,11 +135,13 @@ export function openApiDocument(version: string): Obj {
           description:
             canonicalNote +
             ' Without a key (or with a malformed or unknown one) production services are returned; with a valid sandbox key, that sandbox\'s services only, counted against its rate limit. ' +
-            'Every response carries `Vary: Authorization`; anonymous ones are `Cache-Control: public`, ones to a request with Authorization `private`.',
-          parameters: searchParams,
+            'Every response carries `Vary: Authorization`; anonymous ones are `Cache-Control: public`, ones to a request with Authorization `private`.' +
+            conditionalNote,
+          parameters: [...searchParams, ifNoneMatch],
           responses: {
-            200: { description: 'a page of services', headers: { Link: { description: '`<...after=...>; rel="next"` when more exist', schema: { type: 'string' } }, Vary: { schema: { type: 'string', const: 'Authorization' } } }, ...json({ type: 'array', items: { $ref: '#/components/schemas/Service' } }) },
+            200: { description: 'a page of services', headers: { Link: { description: '`<...after=...>; rel="next"` when more exist', schema: { type: 'string' } }, Vary: { schema: { type: 'string', const: 'Authorization' } }, ...etagHeader }, ...json({ type: 'array', items: { $ref: '#/components/schemas/Service' } }) },
             302: r302,
+            304: r304({ Vary: { schema: { type: 'string', const: 'Authorization' } } }),
             400: err('undecodable or invalid query'),
             429: r429,
             503: { ...err('the index is being rebuilt or Redis is unreachable: searches are never answered from a partial index, nor from PostgreSQL (docs/decisions.md)'), headers: retryAfter },
@@ -192,9 +203,9 @@ export function openApiDocument(version: string): Obj {
         get: {
           tags: ['public'],
           summary: 'Device bindings of production IoT profiles: one per (service, deviceClass, protocol)',
-          description: canonicalNote,
-          parameters: [searchParams[0], searchParams[2], searchParams[3], searchParams[5], searchParams[6]],
-          responses: { 200: { description: 'bindings', ...json({ type: 'array', items: { $ref: '#/components/schemas/DeviceBinding' } }) }, 302: r302, 400: err('invalid query') },
+          description: canonicalNote + conditionalNote,
+          parameters: [searchParams[0], searchParams[2], searchParams[3], searchParams[5], searchParams[6], ifNoneMatch],
+          responses: { 200: { description: 'bindings', headers: etagHeader, ...json({ type: 'array', items: { $ref: '#/components/schemas/DeviceBinding' } }) }, 302: r302, 304: r304({}), 400: err('invalid query') },
         },
       },
       '/sandboxes': {

@@ -3,10 +3,12 @@
 // device query, which has to expand profiles into bindings.
 import { ApiError } from '../domain/errors.js';
 import type { Filters } from '../domain/canonical.js';
-import { Keys, PRODUCTION } from '../domain/keys.js';
+import { filterSuffixes, Keys, PRODUCTION } from '../domain/keys.js';
 import { isRedisUnavailable } from '../ops/outage.js';
 import type { RedisClient } from '../redis/client.js';
 import type { IntersectPool } from '../../workers/pool.js';
+import { intersectSorted } from '../../workers/intersect.js';
+import { newSeqArray, type NearCache } from './near.js';
 
 /** a page for the worker pool to compute */
 type PoolTask = Parameters<IntersectPool['run']>[0];
@@ -67,6 +69,14 @@ export class Index {
     readonly heavyThreshold = 0,
     /** read-only replicas for pure reads (REDIS_REPLICA_URLS); empty: the primary serves all */
     readonly replicas: RedisClient[] = [],
+    /** this thread's near cache of sets and documents (null: every search asks Redis) */
+    readonly near: NearCache | null = null,
+    /**
+     * Whether the near cache may answer: false while readiness says the index or its
+     * backends are unusable, so that an outage answers 503 as before (docs/decisions.md)
+     * rather than pages that cannot include the writes acknowledged meanwhile
+     */
+    readonly serving: () => boolean = () => true,
   ) {}
 
   /**
@@ -99,15 +109,55 @@ export class Index {
   }
 
   filterKeys(ns: string, gen: string, f: FilterSets): string[] {
+    const base = this.keys.base(ns, gen);
+    return filterSuffixes(f).map((s) => base + s);
+  }
+
+  /**
+   * One page from this thread's near cache: the sets from memory (loaded on first use),
+   * intersected from the cursor, smallest first, stopping at limit + 1; the documents from
+   * memory (fetched on a miss). Null when the near cache cannot be sure of the answer (off,
+   * this thread's own write not received yet, a write arrived during the page, the
+   * namespace not indexed): the Redis path answers then, as before.
+   */
+  private async nearPage(ns: string, f: FilterSets, after: string, limit: number, signal?: AbortSignal): Promise<{ seqs: Float64Array; docs: Buffer[]; more: boolean } | null> {
+    const near = this.near;
+    const gen = this.gen;
+    if (!near?.usable || !gen || !this.serving()) return null;
     const k = this.keys;
-    const sets: string[] = [];
-    for (const c of f.capabilities) sets.push(k.cap(ns, gen, c));
-    for (const p of f.properties) sets.push(k.prop(ns, gen, p.key, p.value));
-    if (f.deviceClass) sets.push(k.deviceClass(ns, gen, f.deviceClass));
-    if (f.protocol) sets.push(k.protocol(ns, gen, f.protocol));
-    if (f.iotReady && !f.deviceClass && !f.protocol) sets.push(k.iot(ns, gen));
-    if (!sets.length) sets.push(k.all(ns, gen));
-    return sets;
+    const base = k.base(ns, gen);
+    if (!near.fresh(base)) return null;
+    const verKey = k.ver(ns, gen);
+    const arrays = await Promise.all(
+      filterSuffixes(f).map((suffix) =>
+        near.set(base, suffix, async () => {
+          const r = (await this.redis.nearLoad(verKey, base + suffix)) as number | string[];
+          if (r === -1) return null;
+          const a = r as string[];
+          const members = newSeqArray(a.length - 1);
+          for (let i = 1; i < a.length; i++) members[i - 1] = Number(a[i]);
+          return { ver: Number(a[0]), members };
+        }),
+      ),
+    );
+    if (arrays.some((a) => !a)) return null;
+    const epoch = near.epoch(base);
+    if (!near.fresh(base)) return null;
+    const sets = arrays as Float64Array[];
+    const from = after === '' ? -1 : Number(after);
+    const smallest = Math.min(...sets.map((a) => a.length));
+    // heavy: in the pool, over the same shared memory (no copy, no Redis), unless its queue is full
+    const pool = this.intersectPool;
+    const hits = sets.length > 1 && pool && this.heavyThreshold > 0 && smallest > this.heavyThreshold && !pool.busy()
+      ? await pool.intersect(sets, from, limit + 1, signal)
+      : intersectSorted(sets, from, limit + 1);
+    const more = hits.length > limit;
+    const seqs = more ? hits.subarray(0, limit) : hits;
+    const docsKey = k.docs(ns, gen);
+    const docs = await near.documents(base, seqs, (missing) => this.redis.hmgetBuffer(docsKey, ...missing.map(String)));
+    // a write arrived meanwhile: sets and documents may disagree; Redis answers atomically
+    if (near.epoch(base) !== epoch || docs.some((d) => !d)) return null;
+    return { seqs, docs: docs as Buffer[], more };
   }
 
   /**
@@ -142,6 +192,11 @@ export class Index {
 
   /** One page of a search; `after` is an exclusive seq bound ("" for the start). */
   async search(ns: string, f: FilterSets, after: string, limit: number, signal?: AbortSignal): Promise<Page> {
+    const near = await this.nearPage(ns, f, after, limit, signal);
+    if (near) {
+      const seqs = Array.from(near.seqs, String);
+      return { seqs, docs: near.docs.map((d) => d.toString()), more: near.more, last: seqs.length ? seqs[seqs.length - 1]! : '' };
+    }
     const { reply: arr, heavy } = await this.runSearch<string>(ns, f, after, limit, false);
     if (heavy) {
       // the planner in search.lua found every set large: intersect in the worker pool
@@ -163,6 +218,8 @@ export class Index {
    * already joined, as one buffer, and are wrapped, never parsed or re-encoded here.
    */
   async searchBody(ns: string, f: FilterSets, after: string, limit: number, signal?: AbortSignal): Promise<{ body: Buffer; more: boolean; last: string }> {
+    const near = await this.nearPage(ns, f, after, limit, signal);
+    if (near) return { body: joinDocs(near.docs), more: near.more, last: near.seqs.length ? String(near.seqs[near.seqs.length - 1]) : '' };
     const { reply: arr, heavy } = await this.runSearch<Buffer>(ns, f, after, limit, true);
     if (heavy) {
       const p = await this.intersectPool!.runBody(heavy, signal);
@@ -210,4 +267,19 @@ export class Index {
     const gens = [await this.redis.get(this.keys.gen()), await this.redis.get(this.keys.building())];
     for (const g of gens) if (g) await this.redis.set(this.keys.ver(ns, g), '1', 'NX');
   }
+}
+
+/** A page's JSON array from its documents' bytes: one allocation, no decoding. */
+function joinDocs(docs: Buffer[]): Buffer {
+  let n = 2 + Math.max(0, docs.length - 1);
+  for (const d of docs) n += d.length;
+  const out = Buffer.allocUnsafe(n);
+  let at = 0;
+  out[at++] = 0x5b; // [
+  docs.forEach((d, i) => {
+    if (i) out[at++] = 0x2c; // ,
+    at += d.copy(out, at);
+  });
+  out[at] = 0x5d; // ]
+  return out;
 }

@@ -28,7 +28,8 @@ export interface OutboxEntry {
   kind?: 'service' | 'sandbox';
 }
 
-export function applyArgs(keys: Keys, gen: string, ns: string, id: string, rev: number, s: ServiceRecord | null | undefined): (string | number)[] {
+/** `channel`: where to publish the write's delta for near caches ("" none: a generation nobody reads yet) */
+export function applyArgs(keys: Keys, gen: string, ns: string, id: string, rev: number, s: ServiceRecord | null | undefined, channel = ''): (string | number)[] {
   return [
     keys.ver(ns, gen),
     keys.base(ns, gen),
@@ -39,6 +40,7 @@ export function applyArgs(keys: Keys, gen: string, ns: string, id: string, rev: 
     s ? headerData(s) : '',
     s ? memberSuffixes(s).join('\n') : '',
     s ? s.replacementSeqs.join(',') : '',
+    channel,
   ];
 }
 
@@ -69,6 +71,8 @@ export interface ProjectorEvents {
   applied?: (namespaces: Set<string>) => void;
   /** an index update failed (it is also logged): registry_projector_failures_total */
   failed?: (stage: FailureStage) => void;
+  /** a write was applied: its namespace base and the version after it (read-your-writes of the near cache) */
+  version?: (base: string, ver: number) => void;
 }
 
 export type FailureStage = 'write' | 'sweep' | 'missing';
@@ -155,9 +159,14 @@ export class Projector {
       }
       let appliedLive = false;
       for (const gen of gens) {
-        const r = await this.redis.applyService(...applyArgs(this.keys, gen, ns, id, st.version, st.record));
+        // the building generation's deltas too: the switch may come between reading the
+        // pointers and this apply, and a silent change to a live generation would leave
+        // near caches that loaded it stale (found by test/pg/near-property.test.ts)
+        const r = (await this.redis.applyService(...applyArgs(this.keys, gen, ns, id, st.version, st.record, this.keys.invalidationChannel()))) as number;
         // -1: that generation has no such namespace (Redis was emptied): keep the row
         if (gen === live && r !== -1) appliedLive = true;
+        // this thread's near cache must not answer from sets older than its own write
+        if (r > 0) this.events.version?.(this.keys.base(ns, gen), r);
       }
       if (appliedLive) {
         applied.add('service:' + id);

@@ -59,13 +59,41 @@ collector('registry_http_request_duration_seconds', 'Time from reading the reque
   return out;
 });
 
-collector('registry_rate_limit_checks_total', 'Sandbox requests counted against their limit, by where the decision came from: redis (the rate-limit script) or lease (a batch this thread holds)', 'counter', () => {
+collector('registry_rate_limit_checks_total', 'Sandbox requests counted against their limit, by where the decision came from: redis (the rate-limit script), lease (a batch this thread holds) or local (refused while this thread knows the sandbox is over its limit)', 'counter', () => {
   const s = snapshot?.rate;
   if (!s) return [];
   return [
     { labels: { source: 'redis' }, value: s.asked },
     { labels: { source: 'lease' }, value: s.leased },
+    { labels: { source: 'local' }, value: s.refusedLocally ?? 0 },
   ];
+});
+
+collector('registry_near_cache_total', 'Look-ups in the near cache of index sets and documents, by kind (set, document) and result (hit; miss: loaded from Redis); hit ratio = hit / (hit + miss)', 'counter', () => {
+  const s = snapshot?.near;
+  if (!s) return [];
+  return [
+    { labels: { kind: 'set', result: 'hit' }, value: s.setHits },
+    { labels: { kind: 'set', result: 'miss' }, value: s.setMisses },
+    { labels: { kind: 'document', result: 'hit' }, value: s.docHits },
+    { labels: { kind: 'document', result: 'miss' }, value: s.docMisses },
+  ];
+});
+
+collector('registry_near_cache_deltas_total', 'Write deltas applied by the near cache (event=delta), and namespaces dropped because a delta was missed (event=reset)', 'counter', () => {
+  const s = snapshot?.near;
+  if (!s) return [];
+  return [
+    { labels: { event: 'delta' }, value: s.deltas },
+    { labels: { event: 'reset' }, value: s.resets },
+  ];
+});
+
+const nearBytes = new Gauge({
+  name: 'registry_near_cache_bytes',
+  help: 'Bytes held by the near caches of index sets and documents (summed over threads; bounded by NEAR_CACHE_MB each)',
+  aggregator: 'sum',
+  registers,
 });
 
 collector('registry_result_cache_total', 'Search and device queries by in-process result cache outcome: hit, miss (computed), shared (a miss that waited for the same computation already running)', 'counter', () => {
@@ -166,17 +194,24 @@ export interface ThreadSources {
   intersectPool(): { queue: number; utilization: number } | null;
   resultCache(): CacheStats;
   /** rate-limit decisions of this thread (SandboxAuth.stats) */
-  rateLimit(): { asked: number; leased: number };
+  rateLimit(): RateStats;
+  /** the near cache of index sets and documents (null when off) */
+  nearCache(): NearStats | null;
 }
 
-/** what the two counter collectors above export: the thread's totals at the last read */
-let snapshot: { rate: { asked: number; leased: number }; cache: CacheStats } | null = null;
+type RateStats = { asked: number; leased: number; refusedLocally?: number };
+type NearStats = { setHits: number; setMisses: number; docHits: number; docMisses: number; deltas: number; resets: number; bytes: number };
+
+/** what the counter collectors above export: the thread's totals at the last read */
+let snapshot: { rate: RateStats; cache: CacheStats; near: NearStats | null } | null = null;
 
 /** Copy the thread's current values into the metrics that mirror them (before a registry read). */
 export async function readSources(s: ThreadSources): Promise<void> {
   const cache = s.resultCache();
-  snapshot = { rate: s.rateLimit(), cache };
+  const near = s.nearCache();
+  snapshot = { rate: s.rateLimit(), cache, near };
   cacheBytes.set(cache.bytes);
+  if (near) nearBytes.set(near.bytes);
   const pool = s.intersectPool();
   if (pool) {
     poolQueue.set(pool.queue);

@@ -18,6 +18,7 @@ declare module 'ioredis' {
     count: Cmd;
     search: Cmd;
     searchBuffer: Cmd;
+    nearLoad: Cmd;
     getService: Cmd;
     replacements: Cmd;
     rateLimit: Cmd;

@@ -1,7 +1,6 @@
 // Public routes (no key): search, one service, its replacements through the shared public
 // cache, device queries. The two discovery routes ignore credentials entirely and send
 // nothing per caller: no cookie, no request id, nothing echoed from the request.
-import { createHash } from 'node:crypto';
 import type { TemplatedApp } from 'uWebSockets.js';
 import type { App } from '../app.js';
 import { PRODUCTION } from '../domain/keys.js';
@@ -11,22 +10,8 @@ import type { Replacements } from '../index/index.js';
 import { route, type Headers, type Reply, type Req, type RouteOptions } from '../http/route.js';
 import { bearerKey } from '../sandbox/auth.js';
 import { countReplacementsCache } from '../ops/metrics.js';
+import { etagOf, notModified } from '../http/conditional.js';
 import { anonymousSearchHeaders, searchDevices, searchServices } from './search.js';
-
-/** If-None-Match matches: RFC 9110 13.1.2 uses the weak comparison (W/"x" matches "x"); '*' matches. */
-export function notModified(ifNoneMatch: string, etag: string): boolean {
-  if (!ifNoneMatch) return false;
-  if (ifNoneMatch.trim() === '*') return true;
-  const opaque = etag.startsWith('W/') ? etag.slice(2) : etag;
-  return ifNoneMatch.split(',').some((t) => {
-    const v = t.trim();
-    return (v.startsWith('W/') ? v.slice(2) : v) === opaque;
-  });
-}
-
-export function etagOf(body: string): string {
-  return '"' + createHash('sha1').update(body).digest('base64url') + '"';
-}
 
 const ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
 

@@ -53,7 +53,7 @@ export function registerSandbox(uws: TemplatedApp, app: App, o: RouteOptions): v
 
   route(uws, 'get', '/sandbox/:uuid/dashboard', async (req, reply) => {
     const s = await sandboxOr404(app, req.params[0]!.toLowerCase());
-    const [count, poll] = await Promise.all([countServices(app.pg, s.uuid), pollData(app.redis, app.keys, s.uuid, 12)]);
+    const [count, poll] = await Promise.all([countServices(app.pg, s.uuid), pollData(app.redis, app.keys, s.uuid, 12, app.auth)]);
     reply.json(
       200,
       JSON.stringify({
@@ -71,12 +71,12 @@ export function registerSandbox(uws: TemplatedApp, app: App, o: RouteOptions): v
 
   route(uws, 'get', '/sandbox/:uuid/poll', async (req, reply) => {
     const uuid = req.params[0]!.toLowerCase(); // UUIDs compare case-insensitively
-    let p = UUID_RE.test(uuid) ? await pollData(app.redis, app.keys, uuid) : null;
+    let p = UUID_RE.test(uuid) ? await pollData(app.redis, app.keys, uuid, undefined, app.auth) : null;
     if (!p) {
       // Redis may have lost the sandbox's hash: PostgreSQL decides whether it exists
       const s = await sandboxOr404(app, uuid);
       await writeSandboxMeta(app.redis, app.keys, s, app.cfg.tiers[s.tier] ?? 0, '');
-      p = await pollData(app.redis, app.keys, uuid);
+      p = await pollData(app.redis, app.keys, uuid, undefined, app.auth);
       if (!p) throw new ApiError('NOT_FOUND', 'no such sandbox');
     }
     const window = p.buckets.slice(-12).reduce((a, b) => a + b, 0);

@@ -6,6 +6,7 @@ import type { App } from '../app.js';
 import { JSON_TYPE, type Headers, type Reply, type Req } from '../http/route.js';
 import { PRODUCTION } from '../domain/keys.js';
 import type { CachedResult } from '../cache/result-cache.js';
+import { etagOf, notModified } from '../http/conditional.js';
 
 type Canon = { params: Params; filters: Filters; canonical: string };
 
@@ -40,23 +41,35 @@ export function canonicalOr(reply: Reply, req: Req, spec: typeof SEARCH_SPEC, co
 /**
  * Answer from the in-process result cache, or compute, cache and answer. Concurrent misses
  * of one key share one computation (single flight), cancelled only when all its requests
- * have gone away.
+ * have gone away. A matching If-None-Match is answered 304 from a cached page without
+ * running the search (its ETag was computed once, when it was stored).
  */
-async function cached(app: App, reply: Reply, ns: string, key: string, common: Headers, compute: (signal: AbortSignal) => Promise<CachedResult>): Promise<void> {
+async function cached(app: App, req: Req, reply: Reply, ns: string, key: string, common: Headers, compute: (signal: AbortSignal) => Promise<Omit<CachedResult, 'etag'>>): Promise<void> {
   const hit = app.cache.get(key, ns);
-  if (hit) return sendResult(reply, common, hit);
+  if (hit) return sendResult(reply, req, common, hit);
   const version = app.cache.version(ns); // before reading Redis: a write meanwhile wins
   const r = await app.cache.flights.run(key + '\0' + version, reply.signal, async (signal) => {
-    const r = await compute(signal);
+    const r = withEtag(await compute(signal));
     app.cache.set(key, ns, version, r);
     return r;
   });
-  sendResult(reply, common, r);
+  sendResult(reply, req, common, r);
 }
 
-/** 200 with a (cached or computed) result: the route's headers, then the result's own. */
-function sendResult(reply: Reply, common: Headers, r: CachedResult): void {
-  reply.send(200, [['Content-Type', JSON_TYPE], ...common, ...r.headers], r.body);
+/** The page's strong ETag: its bytes and its Link (the next page's cursor) together. */
+function withEtag(r: Omit<CachedResult, 'etag'>): CachedResult {
+  const link = r.headers.find(([k]) => k === 'Link')?.[1] ?? '';
+  return { ...r, etag: etagOf(r.body, link) };
+}
+
+/**
+ * 200 with a (cached or computed) result: the route's headers, then the result's own; or
+ * 304 with the same headers and no body when the client's copy is still this one.
+ */
+function sendResult(reply: Reply, req: Req, common: Headers, r: CachedResult): void {
+  const headers: Headers = [...common, ['ETag', r.etag], ...r.headers];
+  if (notModified(req.ifNoneMatch, r.etag)) return reply.send(304, headers);
+  reply.send(200, [['Content-Type', JSON_TYPE], ...headers], r.body);
 }
 
 /**
@@ -70,7 +83,7 @@ function fastHit(app: App, reply: Reply, req: Req, ns: string, prefix: string, c
   if (req.query === '') return false;
   const hit = app.cache.get(prefix + (req.query ?? ''), ns, false);
   if (!hit) return false;
-  sendResult(reply, common, hit);
+  sendResult(reply, req, common, hit);
   return true;
 }
 
@@ -80,7 +93,7 @@ export async function searchServices(app: App, req: Req, reply: Reply, ns: strin
   const c = canonicalOr(reply, req, SEARCH_SPEC, common);
   if (!c) return;
   const f = c.filters;
-  await cached(app, reply, ns, prefix + c.canonical, common, async (signal) => {
+  await cached(app, req, reply, ns, prefix + c.canonical, common, async (signal) => {
     const page = await app.index.searchBody(ns, f, f.after ?? '', f.limit, signal);
     const headers: Headers = [];
     if (page.more && page.last) headers.push(['Link', `<${req.path}?${nextQuery(c.params, page.last)}>; rel="next"`]);
@@ -126,10 +139,10 @@ export async function searchDevices(app: App, req: Req, reply: Reply, common: He
   if (fastHit(app, reply, req, PRODUCTION, prefix, common)) return;
   const c = canonicalOr(reply, req, DEVICES_SPEC, common);
   if (!c) return;
-  await cached(app, reply, PRODUCTION, prefix + c.canonical, common, (signal) => deviceBindings(app, req, signal, c));
+  await cached(app, req, reply, PRODUCTION, prefix + c.canonical, common, (signal) => deviceBindings(app, req, signal, c));
 }
 
-async function deviceBindings(app: App, req: Req, signal: AbortSignal, c: Canon): Promise<CachedResult> {
+async function deviceBindings(app: App, req: Req, signal: AbortSignal, c: Canon): Promise<Omit<CachedResult, 'etag'>> {
   const f = c.filters;
   let after = '';
   let skipSeq = '';

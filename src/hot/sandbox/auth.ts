@@ -17,6 +17,7 @@ import type { TierConfig } from '../config.js';
 import { hashKey, keyShape } from './keys.js';
 import { countRateLimited } from '../ops/metrics.js';
 import { Leases, type RateResult } from './leases.js';
+import { OverLimit } from './over-limit.js';
 
 export const RATELIMIT_DRAFT = 'draft-ietf-httpapi-ratelimit-headers-10';
 const CACHE_MAX = 50_000;
@@ -28,23 +29,31 @@ export class SandboxAuth {
   /** hashes of well-formed keys PostgreSQL did not know -> until when to believe that */
   private unknown = new Map<string, number>();
   private leases = new Leases();
-  /** requests answered under a lease, not yet recorded in Redis */
-  private pending = new Map<string, number>();
-  private flushing = false;
+  private over = new OverLimit();
+  /** requests answered without asking Redis (under a lease, or refused locally), not yet recorded there */
+  private pending = new Map<string, { n: number; rejected: number }>();
+  private flushing: NodeJS.Timeout | NodeJS.Immediate | null = null;
   /**
-   * calls of the rate-limit script, requests answered from a lease, key look-ups that went
-   * past this thread's maps (Redis, then PostgreSQL), and keys refused by their text alone
-   * (bad checksum or not key-shaped) (tests, metrics)
+   * calls of the rate-limit script, requests answered from a lease, requests refused
+   * locally (over the limit), key look-ups that went past this thread's maps (Redis, then
+   * PostgreSQL), and keys refused by their text alone (bad checksum or not key-shaped)
+   * (tests, metrics)
    */
-  readonly stats = { asked: 0, leased: 0, lookups: 0, refusedByShape: 0 };
+  readonly stats = { asked: 0, leased: 0, refusedLocally: 0, lookups: 0, refusedByShape: 0 };
   /** this node's clock (tests skew it to play a node whose clock is off) */
   now: () => number = () => Date.now();
 
+  /**
+   * `flushMs`: how long requests answered without Redis may wait to be recorded there, in
+   * one batch per sandbox (0: at the end of the event-loop turn). A poll on this thread
+   * flushes first; other threads and nodes lag by at most this much (docs/decisions.md).
+   */
   constructor(
     readonly pool: Pool,
     readonly redis: RedisClient,
     readonly keys: Keys,
     readonly tiers: TierConfig,
+    readonly flushMs = 0,
   ) {}
 
   /** The sandbox uuid a key belongs to, or null for a malformed or unknown key. */
@@ -98,11 +107,19 @@ export class SandboxAuth {
    */
   async count(uuid: string): Promise<RateResult> {
     for (let waits = 0; ; waits++) {
+      // (unless this thread has lease admissions to give back: asking returns them, and the
+      // window they free may admit this very request)
+      const refused = this.leases.holdsRefunds(uuid) ? null : this.over.check(uuid, performance.now());
+      if (refused) {
+        this.stats.refusedLocally++;
+        this.recordLater(uuid, 1);
+        return refused;
+      }
       const now = this.now();
       const local = this.leases.take(uuid, now);
       if (local) {
         this.stats.leased++;
-        this.recordLater(uuid);
+        this.recordLater(uuid, 0);
         return local;
       }
       // another request of this thread is already asking Redis for a batch: share it (only
@@ -116,12 +133,19 @@ export class SandboxAuth {
 
   private async grant(uuid: string): Promise<RateResult> {
     const k = this.keys;
-    const pending = this.pending.get(uuid) ?? 0;
-    this.pending.delete(uuid);
+    // the script records admitted ones in the history and total; refusals wait for a flush
+    const held = this.pending.get(uuid);
+    const pending = held ? held.n - held.rejected : 0;
+    if (held) {
+      if (held.rejected > 0) this.pending.set(uuid, { n: held.rejected, rejected: held.rejected });
+      else this.pending.delete(uuid);
+    }
     const plan = this.leases.plan(uuid);
     let at = 0;
+    let sentAt = 0;
     const run = async () => {
       at = this.now();
+      sentAt = performance.now();
       this.stats.asked++;
       return (await this.redis.rateLimit(k.sandbox(uuid), k.rateWindow(uuid), k.rateHistory(uuid), k.rateTotals(uuid), plan.want, pending, plan.refunds, ...RATE_LIMIT_ARGS)) as number[];
     };
@@ -137,34 +161,55 @@ export class SandboxAuth {
       }
     } catch (err) {
       // not recorded: try again with the next request
-      if (pending > 0) this.pending.set(uuid, (this.pending.get(uuid) ?? 0) + pending);
+      if (pending > 0) this.add(uuid, pending, 0);
       throw err;
     }
     const res = { admitted: r[0] === 1, limit: r[1]!, used: r[2]!, retryAfter: r[3]!, reset: r[4]!, retryAfterMs: r[8] ?? 0 };
     // the bucket and its time left are Redis's: this node's clock only measures durations
     this.leases.granted(uuid, res, r[5] ?? 0, at, { bucket: r[6]!, leftMs: r[7]! });
+    // replies come in the order Redis ran the scripts: an admission after a refusal (another
+    // request's lease refunds made room) ends the local refusal, a later refusal starts one
+    if (res.admitted) this.over.drop(uuid);
+    else this.over.refused(uuid, res, res.retryAfterMs, sentAt);
     return res;
   }
 
-  /** A request answered under a lease: record it in the history at the end of this turn. */
-  private recordLater(uuid: string): void {
-    this.pending.set(uuid, (this.pending.get(uuid) ?? 0) + 1);
-    if (this.flushing) return;
-    this.flushing = true;
-    setImmediate(() => this.flush());
+  private add(uuid: string, n: number, rejected: number): void {
+    const p = this.pending.get(uuid);
+    if (p) {
+      p.n += n;
+      p.rejected += rejected;
+    } else this.pending.set(uuid, { n, rejected });
   }
 
-  private flush(): void {
-    this.flushing = false;
-    for (const [uuid, n] of this.pending) {
-      this.redis.rateCount(this.keys.rateHistory(uuid), this.keys.rateTotals(uuid), n, RATE_WINDOW.bucketMs, RATE_WINDOW.historyTtlS).catch(() => undefined);
+  /** A request answered without Redis (`rejected`: 1 if refused): record it in the next batch. */
+  private recordLater(uuid: string, rejected: number): void {
+    this.add(uuid, 1, rejected);
+    if (this.flushing) return;
+    this.flushing = this.flushMs > 0 ? setTimeout(() => this.flush(), this.flushMs).unref() : setImmediate(() => this.flush());
+  }
+
+  /**
+   * Send every pending record now, one script call per sandbox. A poll calls this before it
+   * reads the totals: the records go out first on the same connection (the same slot in a
+   * cluster), so Redis counts them before it answers the poll.
+   */
+  flush(): void {
+    if (this.flushing) {
+      clearTimeout(this.flushing as NodeJS.Timeout);
+      clearImmediate(this.flushing as NodeJS.Immediate);
+    }
+    this.flushing = null;
+    for (const [uuid, p] of this.pending) {
+      this.redis.rateCount(this.keys.rateHistory(uuid), this.keys.rateTotals(uuid), p.n, RATE_WINDOW.bucketMs, RATE_WINDOW.historyTtlS, p.rejected).catch(() => undefined);
     }
     this.pending.clear();
   }
 
-  /** Forget this thread's lease of a sandbox (its tier changed): the next request asks Redis. */
+  /** Forget this thread's lease and over-limit state of a sandbox (its tier changed): the next request asks Redis. */
   dropLease(uuid: string): void {
     this.leases.drop(uuid.toLowerCase());
+    this.over.drop(uuid.toLowerCase());
   }
 
   /**

@@ -92,6 +92,12 @@ export class Leases {
     return Math.min(LEASE_MAX, Math.floor(limit / LEASE_DIVISOR)) > 1;
   }
 
+  /** Whether this thread holds unused admissions to give back (then asking Redis may admit). */
+  holdsRefunds(uuid: string): boolean {
+    const st = this.states.get(uuid);
+    return !!st && (st.refunds.size > 0 || (st.lease?.left ?? 0) > 0);
+  }
+
   /** The request of this thread asking Redis for this sandbox right now, if any. */
   asking(uuid: string): Promise<RateResult> | null {
     return this.states.get(uuid)?.asking ?? null;

@@ -18,8 +18,13 @@ export function sandboxSummary(tiers: Record<string, number>, s: SandboxRow): Re
 
 export const POLL_BUCKETS = RATE_WINDOW.historyBuckets;
 
-/** Counters of a sandbox from Redis: totals and the last `n` 5-second buckets. */
-export async function pollData(redis: RedisClient, k: Keys, uuid: string, n: number = POLL_BUCKETS): Promise<{ limit: number; total: number; rejected: number; tier: string; buckets: number[] } | null> {
+/**
+ * Counters of a sandbox from Redis: totals and the last `n` 5-second buckets. `counted`:
+ * this thread's rate limiter, whose requests answered without Redis (leased, refused
+ * locally) are sent first, on the same connection, so that the totals count every one.
+ */
+export async function pollData(redis: RedisClient, k: Keys, uuid: string, n: number = POLL_BUCKETS, counted: { flush(): void } | null = null): Promise<{ limit: number; total: number; rejected: number; tier: string; buckets: number[] } | null> {
+  counted?.flush();
   const r = (await redis.pollData(k.sandbox(uuid), k.rateHistory(uuid), k.rateTotals(uuid), n, RATE_WINDOW.bucketMs)) as (number | string)[];
   if (r[0] === -1) return null;
   return { limit: Number(r[0]), total: Number(r[1]), rejected: Number(r[2]), tier: String(r[3]), buckets: r.slice(4).map(Number) };

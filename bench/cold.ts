@@ -1,0 +1,136 @@
+// The cold-path rows of issue 13, measured on their own: a throw-away database and Redis key
+// prefix (nothing shared with `make bench` or another run), N production services, the real
+// server (WORKERS=1, pinned like run.ts pins it) and the ceiling serving the warm row's bytes,
+// each loaded by autocannon from the other core. Prints a markdown table for bench/README.md.
+// Usage: taskset -c 1 node dist/bench/cold.js [services=20000] [seconds=5] [connections=100]
+// (the load generator runs in this process: pin it to the core the server is not on)
+import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { ROOT } from '../src/hot/paths.js';
+import { loadConfig } from '../src/hot/config.js';
+import { Keys } from '../src/hot/domain/keys.js';
+import { createRedis } from '../src/hot/redis/client.js';
+import { createPool } from '../src/hot/store/pool.js';
+import { migrate } from '../src/hot/store/migrator.js';
+import { rebuildIndex } from '../src/hot/index/rebuild.js';
+import { load, type LoadOptions } from './cannon.js';
+import { share, snapshot } from './cpu.js';
+import { databaseUrl, recreateDatabase } from './load.js';
+import { freePort, get, NPROC, pinning, spawnNode, waitFor200, type Child } from './procs.js';
+import { dropRedisPrefix } from '../test/helpers/processes.js';
+
+const [N = 20_000, SECONDS = 5, CONNECTIONS = 100] = process.argv.slice(2).map(Number);
+const UWS_OWN = new Set(['date', 'uwebsockets', 'content-length', 'connection', 'keep-alive', 'transfer-encoding']);
+const log = (m: string) => console.error(m);
+
+interface Row {
+  id: string;
+  title: string;
+  rps: number;
+  p99: number;
+  other: number;
+  usPerReq: number | null;
+  loadgenPct: number;
+}
+
+/** Service g: capabilities cap<g % 7> and `all`, property zone:z<g % 3>, an IoT profile when g % 5 = 0. */
+async function seed(url: string, n: number): Promise<void> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  const id = `'c' || lpad(g::text, 8, '0')`;
+  const each = (cols: string, select: string, where = '') => `INSERT INTO ${cols} SELECT ${select} FROM generate_series(1, $1::int) g ${where}`;
+  await c.query('BEGIN');
+  await c.query(each('services (id, ns, endpoint)', `${id}, 'production', 'https://' || ${id} || '.example.com/'`), [n]);
+  await c.query(each('service_capabilities (service_id, capability, ord)', `${id}, 'cap' || (g % 7), 1`), [n]);
+  await c.query(each('service_capabilities (service_id, capability, ord)', `${id}, 'all', 2`), [n]);
+  await c.query(each('service_properties (service_id, key, value)', `${id}, 'zone', 'z' || (g % 3)`), [n]);
+  await c.query(each('iot_profiles (service_id, device_classes, protocols)', `${id}, ARRAY['meter'], ARRAY['mqtt', 'coap']`, 'WHERE g % 5 = 0'), [n]);
+  await c.query('COMMIT');
+  await c.end();
+}
+
+async function measure(id: string, title: string, o: LoadOptions, pid: number | undefined): Promise<Row> {
+  await load({ ...o, durationS: 1 }); // warm-up
+  const a = snapshot(pid);
+  const r = await load(o);
+  const b = snapshot(pid);
+  const s = share(a, b, NPROC);
+  const answered = r.rps * r.durationS;
+  const row = { id, title, rps: r.rps, p99: r.p99, other: r.responses - r.ok, usPerReq: s && answered ? ((s.serverPct / 100) * r.durationS * 1e6) / answered : null, loadgenPct: r.loadgenCpuPct };
+  log(`${id}: ${row.rps.toFixed(0)} req/s, p99 ${row.p99.toFixed(2)} ms, other statuses ${row.other}, server ${row.usPerReq?.toFixed(1) ?? '?'} µs/req`);
+  return row;
+}
+
+async function main(): Promise<void> {
+  const base = loadConfig();
+  const db = 'registry_cold_' + randomBytes(4).toString('hex');
+  const prefix = `cold${randomBytes(3).toString('hex')}:`;
+  const url = databaseUrl(base.databaseUrl, db);
+  log(`database ${db}, Redis prefix ${prefix}, ${N} services, load average ${loadavg().map((x) => x.toFixed(1)).join(' ')}`);
+  await recreateDatabase(base.databaseUrl, db);
+  const children: Child[] = [];
+  const redis = createRedis({ ...base, redisKeyPrefix: prefix });
+  try {
+    const pool = createPool(url, 2);
+    await migrate(pool);
+    await seed(url, N);
+    const r = await rebuildIndex(pool, redis, new Keys(prefix), base.tiers);
+    await r?.retired;
+    await pool.end();
+    const pin = pinning(1, true);
+    const port = await freePort();
+    const server = spawnNode(join(ROOT, 'dist/src/hot/main.js'), [], { DATABASE_URL: url, REDIS_KEY_PREFIX: prefix, PORT: String(port), HOST: '127.0.0.1', WORKERS: '1', NODE_ENV: 'production', ADMIN_API_KEY: randomBytes(16).toString('hex'), LOG_LEVEL: 'warn' }, pin.server, join(ROOT, 'bench/results/cold-server.log'));
+    children.push(server);
+    const origin = `http://127.0.0.1:${port}`;
+    await waitFor200(origin + '/readyz', server, 60_000);
+    const pid = server.proc.pid;
+    let seqs = 0;
+    const cursor = (q: string) => () => `/services?after=${1 + Math.floor(((seqs = (seqs * 1103515245 + 12345) % 2 ** 31) / 2 ** 31) * N)}&${q}`;
+    const opts = (path: string, extra: Partial<LoadOptions> = {}): LoadOptions => ({ url: origin + path, connections: CONNECTIONS, durationS: SECONDS, ...extra });
+    const rows: Row[] = [];
+    const warm = '/services?capability=cap1';
+    rows.push(await measure('a1', 'warm: one capability (repeated)', opts(warm), pid));
+    rows.push(await measure('k1', 'cold: one set of N, random cursor', opts('/', { nextPath: cursor('capability=all') }), pid));
+    rows.push(await measure('k2', 'cold: two sets, random cursor', opts('/', { nextPath: cursor('capability=cap1&property=zone:z1') }), pid));
+    rows.push(await measure('c2', 'cold: 3 sets + iotReady, random cursor', opts('/', { nextPath: cursor('capability=all&capability=cap1&iotReady=true&property=zone:z2') }), pid));
+    const sb = (await (await fetch(origin + '/sandboxes', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"name":"cold bench"}' })).json()) as { apiKey: string };
+    const keyed = { authorization: `Bearer ${sb.apiKey}` };
+    for (let i = 0; i < 200 && (await get(origin + warm, keyed)).status !== 429; i++);
+    rows.push(await measure('o', 'over-limit key: every answer 429', opts(warm, { headers: keyed, expect: 429 }), pid));
+    const dev = '/devices?deviceClass=meter';
+    const etag = (await get(origin + dev)).headers.find(([k]) => k.toLowerCase() === 'etag')?.[1] ?? '';
+    rows.push(await measure('p', 'poller: If-None-Match matches (304)', opts(dev, { headers: { 'if-none-match': etag }, expect: 304 }), pid));
+    // the ceiling: the warm row's bytes from a bare uWS server
+    const w = await get(origin + warm);
+    const file = join(ROOT, 'bench/results/cold-ceiling.json');
+    writeFileSync(file, JSON.stringify({ status: `${w.status} ${w.statusText}`, headers: w.headers.filter(([k]) => !UWS_OWN.has(k.toLowerCase())), bodyBase64: w.body.toString('base64') }));
+    const cport = await freePort();
+    const ceil = spawnNode(join(ROOT, 'dist/bench/ceiling.js'), [file, String(cport), '1'], {}, pin.server, join(ROOT, 'bench/results/cold-ceiling.log'));
+    children.push(ceil);
+    await waitFor200(`http://127.0.0.1:${cport}/`, ceil, 30_000);
+    const c = await measure('g', 'CEILING (uWS, the warm row\'s bytes)', { url: `http://127.0.0.1:${cport}/`, connections: CONNECTIONS, durationS: SECONDS }, ceil.proc.pid);
+    console.log(`${N} services, ${SECONDS} s per row after 1 s of warm-up, ${CONNECTIONS} connections, autocannon; ${pin.note}; load average at the end ${loadavg().map((x) => x.toFixed(1)).join(' ')}\n`);
+    console.log('| row | what | req/s | p99 ms | other statuses | × ceiling | server µs/req | cost ratio | autocannon CPU |');
+    console.log('|---|---|--:|--:|--:|--:|--:|--:|--:|');
+    for (const r of [...rows, c]) {
+      const cost = r.usPerReq && c.usPerReq ? (c.usPerReq / r.usPerReq).toFixed(2) + '×' : '–';
+      console.log(`| ${r.id} | ${r.title} | ${r.rps.toFixed(0)} | ${r.p99.toFixed(2)} | ${r.other} | ${(r.rps / c.rps).toFixed(2)}× | ${r.usPerReq?.toFixed(1) ?? '–'} | ${cost} | ${r.loadgenPct.toFixed(0)} % |`);
+    }
+  } finally {
+    for (const ch of children) await ch.stop();
+    redis.disconnect();
+    await dropRedisPrefix(base.redisUrl, prefix);
+    const admin = new pg.Client({ connectionString: base.databaseUrl });
+    await admin.connect();
+    await admin.query(`DROP DATABASE IF EXISTS ${db} WITH (FORCE)`);
+    await admin.end();
+  }
+}
+
+main().catch((e: unknown) => {
+  console.error(e);
+  process.exit(1);
+});

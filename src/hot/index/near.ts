@@ -1,0 +1,337 @@
+// The near cache: this thread's copy of the index sets it searched (sorted Float64Arrays of
+// seqs, on SharedArrayBuffers so the worker pool reads them without a copy) and of the
+// pre-serialised documents it served (bytes), loaded from Redis on first use and kept
+// current key by key: every applied write publishes its delta (apply-service-1.lua: the
+// namespace version after it, the service's old seq and set memberships, its new ones),
+// and only the sets named there change, only the documents of those seqs are dropped.
+//
+// Consistency (docs/decisions.md, "Near cache"):
+// - A set is loaded atomically with the namespace version `v` it matches (near-load-2.lua)
+//   and then follows every delta newer than `v`, in order (deltas are published inside
+//   the script that applies the write, so they arrive in the order Redis applied them).
+//   A delta that skips a version (a lost message) drops the set: it reloads on next use.
+//   Deltas that arrived while the set was loading are replayed from a short log.
+// - Documents fetched while a delta of their namespace arrived are not kept (the fetch may
+//   have read the state before it); a delta drops the documents of the seqs it names.
+// - Read-your-writes on the writing thread: the projector reports the version its write
+//   produced (require()); until this thread has received that delta, searches of the
+//   namespace go to Redis as before.
+// - Bounded by bytes (NEAR_CACHE_MB), least recently used out, sets and documents alike.
+
+type Loader = (suffix: string) => Promise<{ ver: number; members: Float64Array } | null>;
+
+interface SetEntry {
+  /** sorted, duplicate-free seqs (the last materialised state) */
+  arr: Float64Array;
+  /** seq -> present (true) or absent (false): deltas since `arr`, merged on the next read */
+  overlay: Map<number, boolean>;
+  /** namespace version it was loaded at: deltas up to it are in already */
+  loadedVer: number;
+  /** its namespace's reset count when stored: an older one is dead */
+  resets: number;
+  bytes: number;
+}
+
+interface DocEntry {
+  buf: Buffer;
+  resets: number;
+}
+
+interface Delta {
+  ver: number;
+  oldSeq: number | null;
+  oldMembers: string[];
+  newSeq: number | null;
+  newMembers: string[];
+}
+
+interface Ns {
+  /** the newest delta version received; every one before it was received too (0: none yet) */
+  latest: number;
+  /** the newest version this thread's own writes produced (read-your-writes) */
+  required: number;
+  /** bumped on every delta: documents fetched across one are not kept */
+  epoch: number;
+  /** bumped when a delta was lost: every set and document of the namespace is dead */
+  resets: number;
+  /** lowest version a set was loaded at before the first delta arrived */
+  minLoaded: number;
+  /** recent deltas (contiguous versions), to bring a set loaded at an older version up to date */
+  log: Delta[];
+}
+
+const LOG_MAX = 4096;
+// measured: a 330-byte document costs 608 bytes held (Map entry, key string, Buffer object)
+const DOC_OVERHEAD = 280;
+const SET_OVERHEAD = 256;
+const OVERLAY_ENTRY = 40;
+
+/** A Float64Array on shared memory: the worker pool reads it without a copy. */
+export function newSeqArray(n: number): Float64Array {
+  return new Float64Array(new SharedArrayBuffer(Math.max(1, n) * 8), 0, n);
+}
+
+/** Merge a set's overlay into its array: one pass. */
+function materialise(e: SetEntry): Float64Array {
+  if (!e.overlay.size) return e.arr;
+  const adds: number[] = [];
+  for (const [seq, present] of e.overlay) if (present) adds.push(seq);
+  adds.sort((a, b) => a - b);
+  const a = e.arr;
+  const out = newSeqArray(a.length + adds.length);
+  let n = 0;
+  let j = 0;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i]!;
+    while (j < adds.length && adds[j]! < x) out[n++] = adds[j++]!;
+    if (e.overlay.has(x)) continue; // absent now, or present and taken from adds
+    out[n++] = x;
+  }
+  while (j < adds.length) out[n++] = adds[j++]!;
+  e.arr = out.subarray(0, n);
+  e.overlay.clear();
+  return e.arr;
+}
+
+const sizeOf = (e: SetEntry) => SET_OVERHEAD + e.arr.length * 8 + e.overlay.size * OVERLAY_ENTRY;
+
+export class NearCache {
+  private sets = new Map<string, SetEntry>();
+  private docs = new Map<string, DocEntry>();
+  private ns = new Map<string, Ns>();
+  private loading = new Map<string, Promise<SetEntry | null>>();
+  /** bumped by clear(): loads and fetches that began before it keep nothing */
+  private cleared = 0;
+  bytes = 0;
+  readonly stats = { setHits: 0, setMisses: 0, docHits: 0, docMisses: 0, deltas: 0, resets: 0 };
+
+  /** deltas are flowing: a subscription to them is confirmed (cache/invalidation.ts) */
+  private live = false;
+
+  constructor(readonly maxBytes: number) {}
+
+  get enabled(): boolean {
+    return this.maxBytes > 0;
+  }
+
+  /** Whether searches may be answered from here: on, and following deltas. */
+  get usable(): boolean {
+    return this.live && this.maxBytes > 0;
+  }
+
+  /** The delta subscription is gone: answer nothing from here until resume() after clear(). */
+  pause(): void {
+    this.live = false;
+  }
+
+  resume(): void {
+    this.live = true;
+  }
+
+  private state(base: string): Ns {
+    let s = this.ns.get(base);
+    if (!s) {
+      s = { latest: 0, required: 0, epoch: 0, resets: 0, minLoaded: Number.POSITIVE_INFINITY, log: [] };
+      this.ns.set(base, s);
+    }
+    return s;
+  }
+
+  /** This thread applied a write that made `base` version `ver`. */
+  require(base: string, ver: number): void {
+    if (!this.enabled) return;
+    const s = this.state(base);
+    if (ver > s.required) s.required = ver;
+  }
+
+  /** Whether this thread's view of `base` includes its own writes (if not: ask Redis). */
+  fresh(base: string): boolean {
+    const s = this.ns.get(base);
+    return !s || s.latest >= s.required;
+  }
+
+  epoch(base: string): number {
+    return this.ns.get(base)?.epoch ?? 0;
+  }
+
+  /** A delta message "delta\t<base>\t<ver>\t<oldSeq>\t<oldMem>\t<newSeq>\t<newMem>". */
+  onDelta(msg: string): void {
+    if (!this.enabled) return;
+    const f = msg.split('\t');
+    if (f.length !== 7) return;
+    const base = f[1]!;
+    const d: Delta = {
+      ver: Number(f[2]),
+      oldSeq: f[3] ? Number(f[3]) : null,
+      oldMembers: f[4] ? f[4].split('\n') : [],
+      newSeq: f[5] ? Number(f[5]) : null,
+      newMembers: f[6] ? f[6].split('\n') : [],
+    };
+    this.stats.deltas++;
+    const s = this.state(base);
+    if (d.ver <= s.latest) return; // (a duplicate: never expected)
+    // a version skipped means a message was lost: nothing of the namespace can be trusted;
+    // before the first delta, only sets loaded at versions older than its predecessor can
+    // have missed one
+    if (s.latest > 0 ? d.ver !== s.latest + 1 : s.minLoaded < d.ver - 1) {
+      this.stats.resets++;
+      s.resets++;
+      s.log = [];
+    }
+    s.latest = d.ver;
+    s.epoch++;
+    s.log.push(d);
+    if (s.log.length > LOG_MAX) s.log.splice(0, s.log.length - LOG_MAX / 2);
+    if (d.oldSeq !== null) this.dropDoc(base + '#' + d.oldSeq);
+    if (d.newSeq !== null) this.dropDoc(base + '#' + d.newSeq);
+    for (const suffix of new Set([...d.oldMembers, ...d.newMembers])) {
+      const key = base + suffix;
+      const e = this.sets.get(key);
+      if (!e) continue;
+      if (e.resets !== s.resets) this.dropSet(key, e);
+      else if (d.ver > e.loadedVer) {
+        const before = e.bytes;
+        applyTo(e, suffix, d);
+        e.bytes = sizeOf(e);
+        this.bytes += e.bytes - before;
+      }
+    }
+    this.evict();
+  }
+
+  /**
+   * The sorted seqs of one set of `base` (key = base + suffix), from memory or loaded.
+   * Null: the namespace is not indexed (the caller lets the Redis path answer).
+   */
+  async set(base: string, suffix: string, load: Loader): Promise<Float64Array | null> {
+    const key = base + suffix;
+    const hit = this.sets.get(key);
+    if (hit && hit.resets === (this.ns.get(base)?.resets ?? 0)) {
+      this.stats.setHits++;
+      this.sets.delete(key); // least recently used goes first: re-insert at the end
+      this.sets.set(key, hit);
+      return materialise(hit);
+    }
+    if (hit) this.dropSet(key, hit);
+    this.stats.setMisses++;
+    let p = this.loading.get(key);
+    if (!p) {
+      p = this.load(base, key, suffix, load).finally(() => this.loading.delete(key));
+      this.loading.set(key, p);
+    }
+    const e = await p;
+    return e ? materialise(e) : null;
+  }
+
+  private async load(base: string, key: string, suffix: string, load: Loader): Promise<SetEntry | null> {
+    const resets = this.state(base).resets;
+    const cleared = this.cleared;
+    const r = await load(suffix);
+    if (!r) return null;
+    const s = this.state(base);
+    const e: SetEntry = { arr: r.members, overlay: new Map(), loadedVer: r.ver, resets: s.resets, bytes: 0 };
+    let keep = s.resets === resets && this.cleared === cleared;
+    if (s.latest === 0) s.minLoaded = Math.min(s.minLoaded, r.ver);
+    else if (r.ver < s.latest) {
+      // deltas it misses arrived while it loaded: replay them from the log, if it has them all
+      const from = s.log.findIndex((d) => d.ver === r.ver + 1);
+      if (from < 0) keep = false;
+      else for (const d of s.log.slice(from)) applyTo(e, suffix, d);
+    }
+    e.bytes = sizeOf(e);
+    if (!keep || e.bytes > this.maxBytes) return e; // usable for this search only
+    const old = this.sets.get(key);
+    if (old) this.dropSet(key, old);
+    this.sets.set(key, e);
+    this.bytes += e.bytes;
+    this.evict();
+    return e;
+  }
+
+  /**
+   * Documents of `seqs` in that order (null: the namespace no longer has it). Misses are
+   * fetched in one call and kept unless a delta of the namespace arrived meanwhile.
+   */
+  async documents(base: string, seqs: Float64Array, fetch: (seqs: number[]) => Promise<(Buffer | null)[]>): Promise<(Buffer | null)[]> {
+    const resets = this.ns.get(base)?.resets ?? 0;
+    const out: (Buffer | null)[] = new Array<Buffer | null>(seqs.length).fill(null);
+    const missing: number[] = [];
+    const at: number[] = [];
+    for (let i = 0; i < seqs.length; i++) {
+      const key = base + '#' + seqs[i];
+      const d = this.docs.get(key);
+      if (d && d.resets === resets) {
+        this.docs.delete(key);
+        this.docs.set(key, d);
+        out[i] = d.buf;
+      } else {
+        missing.push(seqs[i]!);
+        at.push(i);
+      }
+    }
+    this.stats.docHits += seqs.length - missing.length;
+    this.stats.docMisses += missing.length;
+    if (!missing.length) return out;
+    const epoch = this.epoch(base);
+    const cleared = this.cleared;
+    const got = await fetch(missing);
+    const keep = this.epoch(base) === epoch && (this.ns.get(base)?.resets ?? 0) === resets && this.cleared === cleared;
+    for (let k = 0; k < missing.length; k++) {
+      const d = got[k] ?? null;
+      out[at[k]!] = d;
+      if (keep && d) {
+        const key = base + '#' + missing[k];
+        this.dropDoc(key);
+        this.docs.set(key, { buf: Buffer.from(d), resets }); // a copy: a slice would pin the whole reply
+        this.bytes += d.length + DOC_OVERHEAD;
+      }
+    }
+    if (keep) this.evict();
+    return out;
+  }
+
+  private dropDoc(key: string): void {
+    const d = this.docs.get(key);
+    if (!d) return;
+    this.docs.delete(key);
+    this.bytes -= d.buf.length + DOC_OVERHEAD;
+  }
+
+  private dropSet(key: string, e: SetEntry): void {
+    if (this.sets.get(key) !== e) return;
+    this.sets.delete(key);
+    this.bytes -= e.bytes;
+  }
+
+  /** Least recently used out until within budget: documents first (cheap to refetch, many). */
+  private evict(): void {
+    while (this.bytes > this.maxBytes && this.docs.size) this.dropDoc(this.docs.keys().next().value!);
+    while (this.bytes > this.maxBytes && this.sets.size) {
+      const [k, e] = this.sets.entries().next().value!;
+      this.dropSet(k, e);
+    }
+  }
+
+  /** Forget everything (a generation switch, a lost subscription). */
+  clear(): void {
+    this.cleared++;
+    this.sets.clear();
+    this.docs.clear();
+    this.ns.clear();
+    this.bytes = 0;
+  }
+
+  get setCount(): number {
+    return this.sets.size;
+  }
+
+  get docCount(): number {
+    return this.docs.size;
+  }
+}
+
+/** One delta's effect on one set (suffix): the old seq leaves, the new one joins. */
+function applyTo(e: SetEntry, suffix: string, d: Delta): void {
+  if (d.oldSeq !== null && d.oldMembers.includes(suffix)) e.overlay.set(d.oldSeq, false);
+  if (d.newSeq !== null && d.newMembers.includes(suffix)) e.overlay.set(d.newSeq, true);
+}

@@ -1,0 +1,94 @@
+// The near cache (issue 13 items 1-2): searches answered from this node's memory of index
+// sets and documents give exactly the answers of the Redis path, follow writes key by key
+// (no reload of the sets a write touched, none of the others), read their own writes at
+// once, and reach other nodes through the published deltas. Result caches are off so that
+// every request runs the search.
+import t, { type Test } from 'tap';
+import { registerProduction, startTestServer, type TestServer } from '../helpers/server.js';
+import { waitFor } from '../helpers/processes.js';
+
+async function nodes(t: Test) {
+  const env = { RESULT_CACHE_ENTRIES: '0' };
+  const a = await startTestServer({ env });
+  t.teardown(() => a.close());
+  const more = async (extra: Record<string, string>) => {
+    const n = await startTestServer({ env: { ...env, ...extra }, databaseUrl: a.cfg.databaseUrl, redisKeyPrefix: a.cfg.redisKeyPrefix });
+    t.teardown(() => n.stop());
+    return n;
+  };
+  // b: another node with a near cache; redisOnly: the Redis path, the reference
+  return { a, b: await more({}), redisOnly: await more({ NEAR_CACHE_MB: '0' }) };
+}
+
+/** Every page of `path` (following Link), as the concatenated bodies and the links. */
+async function pages(s: TestServer, path: string): Promise<string[]> {
+  const out: string[] = [];
+  let p: string | null = path;
+  while (p) {
+    const r = await s.req(p);
+    if (r.status !== 200) throw new Error(`${p}: ${r.status}`);
+    out.push(`${r.headers.get('link') ?? ''} ${await r.text()}`);
+    p = /<([^>]+)>/.exec(r.headers.get('link') ?? '')?.[1] ?? null;
+  }
+  return out;
+}
+
+const QUERIES = ['/services?limit=4', '/services?capability=x&limit=3', '/services?capability=x&capability=y&limit=2', '/services?capability=y&property=zone:z1', '/services?iotReady=true&limit=2', '/devices?limit=3&protocol=mqtt'];
+
+t.test('near answers equal the Redis path, before and after writes, on both nodes', async (t) => {
+  const { a, b, redisOnly } = await nodes(t);
+  const made: string[] = [];
+  for (let i = 0; i < 24; i++) {
+    const caps = ['x', 'y', 'z'].filter((_, j) => (i >> j) & 1);
+    const s = await registerProduction(a, {
+      endpoint: `https://n${i}.example.com`,
+      capabilities: caps.length ? caps : ['w'],
+      properties: { zone: `z${i % 3}` },
+      ...(i % 4 === 0 ? { iot: { deviceClasses: ['meter'], protocols: ['mqtt', 'coap'] } } : {}),
+    });
+    made.push(s.id);
+  }
+  const same = async (what: string) => {
+    for (const q of QUERIES) {
+      const want = await pages(redisOnly, q);
+      t.same(await pages(a, q), want, `${what}: ${q} on A`);
+      t.same(await pages(b, q), want, `${what}: ${q} on B`);
+    }
+  };
+  await same('first use');
+  const near = a.app.index.near!;
+  t.ok(near.setCount > 0 && near.docCount > 0, 'A holds sets and documents');
+  await same('from memory');
+  t.ok(near.stats.setHits > 0 && near.stats.docHits > 0, 'and answered from them');
+
+  // key-precise: a write changes the sets it names, no set is reloaded
+  const misses = near.stats.setMisses;
+  const p = await a.admin('PATCH', `/admin/api/services/${made[1]}`, { capabilities: ['y', 'z'], properties: { zone: 'z1' } });
+  t.equal(p.status, 200);
+  await p.body?.cancel();
+  const mine = await (await a.req('/services?capability=y&property=zone:z1')).text();
+  t.match(mine, made[1]!, 'read-your-writes on the writing node');
+  await waitFor('the delta on A', () => near.fresh(a.app.keys.base('production', a.app.index.gen!)));
+  const del = await a.admin('DELETE', `/admin/api/services/${made[3]}`);
+  t.equal(del.status, 204);
+  await waitFor('B to see the delete', async () => !(await (await b.req('/services?capability=x&limit=3')).text()).includes(made[3]!));
+  await waitFor('A to follow', () => near.fresh(a.app.keys.base('production', a.app.index.gen!)));
+  await same('after writes');
+  t.equal(near.stats.setMisses, misses, 'no set was reloaded: the deltas kept them current');
+  t.ok(near.stats.deltas >= 2, 'deltas arrived');
+});
+
+t.test('a lost delta drops the namespace and the next search reloads (never a stale page)', async (t) => {
+  const { a, redisOnly } = await nodes(t);
+  for (let i = 0; i < 5; i++) await registerProduction(a, { endpoint: `https://l${i}.example.com`, capability: 'lost' });
+  const q = '/services?capability=lost';
+  t.same(await pages(a, q), await pages(redisOnly, q));
+  const near = a.app.index.near!;
+  const base = a.app.keys.base('production', a.app.index.gen!);
+  // pretend a message went missing: the next one skips a version
+  near.onDelta(['delta', base, 1e9, '', '', '', ''].join('\t'));
+  const misses = near.stats.setMisses;
+  t.same(await pages(a, q), await pages(redisOnly, q));
+  t.ok(near.stats.setMisses > misses, 'reloaded');
+  t.equal(near.stats.resets, 1);
+});

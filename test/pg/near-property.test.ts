@@ -1,0 +1,221 @@
+// Correct under concurrency (issue 13 item 5): fast-check drives random interleavings of
+// writes (register, patch capabilities / properties / IoT, deprecate, delete, reindex) and
+// searches on two server processes (each with its near cache and result cache) against real
+// Redis and PostgreSQL, and asserts
+// - read-your-writes: a search on a node reflects every write that node acknowledged before
+//   the search began (when no other write to that service was in flight or acknowledged
+//   elsewhere since): the service is on the page exactly when its state matches the query,
+//   with that state's capabilities; a deleted one is never on it;
+// - convergence: after quiescence (outbox drained), every query on both nodes answers
+//   exactly what PostgreSQL's committed rows say, in seq order.
+import t from 'tap';
+import fc from 'fast-check';
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { loadConfig } from '../../src/hot/config.js';
+import { Keys } from '../../src/hot/domain/keys.js';
+import { createRedis } from '../../src/hot/redis/client.js';
+import { createPool } from '../../src/hot/store/pool.js';
+import { rebuildIndex } from '../../src/hot/index/rebuild.js';
+import { ADMIN_KEY, baseEnv, freshDatabase } from '../helpers/server.js';
+import { dropRedisPrefix, spawnServer, waitFor, type ServerProcess } from '../helpers/processes.js';
+
+interface Svc {
+  id: string;
+  capabilities: string[];
+  properties: Record<string, string>;
+  deprecated: boolean;
+  iot: { deviceClasses: string[]; protocols: string[] } | null;
+}
+
+type Query = { caps: string[]; zone?: string; iotReady?: boolean; deviceClass?: string };
+
+const CAPS = ['a', 'b', 'c'];
+const ZONES = ['z1', 'z2'];
+
+function matches(s: Svc, q: Query, run: string): boolean {
+  if (!q.caps.every((c) => s.capabilities.includes(run + c))) return false;
+  if (q.zone && s.properties.zone !== q.zone) return false;
+  if (q.iotReady && !s.iot) return false;
+  if (q.deviceClass && !s.iot?.deviceClasses.includes(q.deviceClass)) return false;
+  return true;
+}
+
+/** The canonical query string (parameters sorted by name, then value). */
+function path(q: Query, run: string): string {
+  const p: string[] = [];
+  for (const c of [...q.caps].sort()) p.push(`capability=${run}${c}`);
+  if (q.deviceClass) p.push(`deviceClass=${q.deviceClass}`);
+  if (q.iotReady) p.push('iotReady=true');
+  p.push('limit=1000');
+  if (q.zone) p.push(`property=zone:${q.zone}`);
+  return '/services?' + p.join('&');
+}
+
+const capsArb = fc.subarray(CAPS, { minLength: 1 });
+const iotArb: fc.Arbitrary<Svc['iot']> = fc.option(fc.record({ deviceClasses: fc.constantFrom(['meter'], ['meter', 'cam'], ['cam']).map((a) => [...a]), protocols: fc.constant(['mqtt']).map((a) => [...a]) }), { nil: null });
+const nodeArb = fc.integer({ min: 0, max: 1 });
+const queryArb: fc.Arbitrary<Query> = fc.record(
+  { caps: fc.subarray(CAPS, { minLength: 1, maxLength: 2 }), zone: fc.constantFrom(...ZONES), iotReady: fc.boolean(), deviceClass: fc.constant('meter') },
+  { requiredKeys: ['caps'] },
+);
+type Op =
+  | { kind: 'register'; node: number; caps: string[]; zone: string; iot: Svc['iot'] }
+  | { kind: 'patch'; node: number; pick: number; caps?: string[]; zone?: string; iot?: Svc['iot'] | undefined }
+  | { kind: 'deprecate'; node: number; pick: number }
+  | { kind: 'delete'; node: number; pick: number }
+  | { kind: 'reindex' }
+  | { kind: 'search'; node: number; q: Query };
+const opArb: fc.Arbitrary<Op> = fc.oneof(
+  { weight: 4, arbitrary: fc.record({ kind: fc.constant('register' as const), node: nodeArb, caps: capsArb, zone: fc.constantFrom(...ZONES), iot: iotArb }) },
+  { weight: 3, arbitrary: fc.record({ kind: fc.constant('patch' as const), node: nodeArb, pick: fc.nat(), caps: capsArb, zone: fc.constantFrom(...ZONES), iot: iotArb }, { requiredKeys: ['kind', 'node', 'pick'] }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('deprecate' as const), node: nodeArb, pick: fc.nat() }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('delete' as const), node: nodeArb, pick: fc.nat() }) },
+  { weight: 1, arbitrary: fc.constant({ kind: 'reindex' as const }) },
+  { weight: 6, arbitrary: fc.record({ kind: fc.constant('search' as const), node: nodeArb, q: queryArb }) },
+);
+/** Ops in small batches that run concurrently: the interleavings. */
+const scheduleArb = fc.array(fc.array(opArb, { minLength: 1, maxLength: 3 }), { minLength: 4, maxLength: 10 });
+
+t.test('two nodes: read-your-writes under random interleavings, convergence to PostgreSQL after quiescence', async (t) => {
+  const db = await freshDatabase();
+  const prefix = 'np' + randomBytes(4).toString('hex') + ':';
+  const env = { DATABASE_URL: db.url, REDIS_KEY_PREFIX: prefix, REDIS_CLUSTER_NODES: '', ADMIN_API_KEY: ADMIN_KEY, WORKERS: '1', LOG_LEVEL: 'warn', HEAVY_INTERSECTION_THRESHOLD: '2', OUTBOX_SWEEP_MS: '200' };
+  const nodes: ServerProcess[] = [await spawnServer(env), await spawnServer(env)];
+  const cfg = loadConfig({ ...baseEnv(), DATABASE_URL: db.url, REDIS_KEY_PREFIX: prefix, REDIS_CLUSTER_NODES: '' });
+  const pool = createPool(db.url, 2);
+  const redis = createRedis(cfg);
+  const pgc = new pg.Client({ connectionString: db.url });
+  await pgc.connect();
+  t.teardown(async () => {
+    for (const n of nodes) n.signal('SIGKILL');
+    await Promise.all(nodes.map((n) => n.exited));
+    redis.disconnect();
+    await pool.end();
+    await pgc.end();
+    await db.drop();
+    await dropRedisPrefix(loadConfig().redisUrl, prefix);
+  });
+  for (const n of nodes) await waitFor('ready', async () => (await fetch(n.url + '/readyz')).status === 200, 30_000);
+
+  const call = async (node: number, method: string, p: string, body?: unknown) => {
+    const r = await fetch(nodes[node]!.url + p, {
+      method,
+      headers: { authorization: `Bearer ${ADMIN_KEY}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: r.status, text: await r.text() };
+  };
+  const search = async (node: number, p: string): Promise<Svc[]> => {
+    const r = await fetch(nodes[node]!.url + p);
+    const text = await r.text();
+    if (r.status !== 200) throw new Error(`${p} on node ${node}: ${r.status} ${text}`);
+    return JSON.parse(text) as Svc[];
+  };
+
+  /** What PostgreSQL's committed rows answer for a query, in seq order. */
+  const fromPostgres = async (q: Query, run: string): Promise<string[]> => {
+    const rows = (
+      await pgc.query<{ id: string; caps: string[]; zone: string | null; dcs: string[] | null }>(
+        `SELECT s.id, array(SELECT capability FROM service_capabilities c WHERE c.service_id = s.id) AS caps,
+                (SELECT value FROM service_properties p WHERE p.service_id = s.id AND p.key = 'zone') AS zone,
+                (SELECT device_classes FROM iot_profiles i WHERE i.service_id = s.id) AS dcs
+         FROM services s WHERE s.ns = 'production' ORDER BY s.seq`,
+      )
+    ).rows;
+    return rows
+      .filter((r) => matches({ id: r.id, capabilities: r.caps, properties: r.zone ? { zone: r.zone } : {}, deprecated: false, iot: r.dcs ? { deviceClasses: r.dcs, protocols: [] } : null }, q, run))
+      .map((r) => r.id);
+  };
+
+  let runNo = 0;
+  let checked = 0;
+  await fc.assert(
+    fc.asyncProperty(scheduleArb, async (schedule) => {
+      const run = `r${runNo++}`; // each run its own capabilities: runs do not see each other
+      let clock = 0;
+      const ids: string[] = [];
+      // per service: its writes, with the event clock at start and at acknowledgement
+      const writes = new Map<string, { node: number; start: number; end: number; state: Svc | null }[]>();
+      const inFlight = new Map<string, number>();
+      const write = async (node: number, id: string | null, f: () => Promise<Svc | null | 'gone'>) => {
+        const start = ++clock;
+        if (id) inFlight.set(id, (inFlight.get(id) ?? 0) + 1);
+        const state = await f();
+        const end = ++clock;
+        if (id) inFlight.set(id, inFlight.get(id)! - 1);
+        if (state === 'gone') return; // the service was deleted before: nothing written
+        const sid = id ?? state!.id;
+        writes.set(sid, [...(writes.get(sid) ?? []), { node, start, end, state }]);
+      };
+      const body = (caps: string[], zone: string, iot: Svc['iot']) => ({ capabilities: caps.map((c) => run + c), properties: { zone }, iot });
+      const exec = async (op: Op): Promise<void> => {
+        switch (op.kind) {
+          case 'register':
+            return write(op.node, null, async () => {
+              const r = await call(op.node, 'POST', '/admin/api/services', { endpoint: `https://${run}-${ids.length}.example.com`, ...body(op.caps, op.zone, op.iot) });
+              if (r.status !== 201) throw new Error(`register: ${r.status} ${r.text}`);
+              const s = JSON.parse(r.text) as Svc;
+              ids.push(s.id);
+              return s;
+            });
+          case 'patch':
+          case 'deprecate':
+          case 'delete': {
+            if (!ids.length) return;
+            const id = ids[op.pick % ids.length]!;
+            return write(op.node, id, async () => {
+              const patch = op.kind === 'deprecate' ? { deprecated: true } : op.kind === 'patch' ? { ...(op.caps ? { capabilities: op.caps.map((c) => run + c) } : {}), ...(op.zone ? { properties: { zone: op.zone } } : {}), ...(op.iot !== undefined ? { iot: op.iot } : {}) } : null;
+              const r = patch ? await call(op.node, 'PATCH', `/admin/api/services/${id}`, patch) : await call(op.node, 'DELETE', `/admin/api/services/${id}`);
+              if (r.status === 404) return 'gone';
+              if (r.status !== 200 && r.status !== 204) throw new Error(`${op.kind}: ${r.status} ${r.text}`);
+              return patch ? (JSON.parse(r.text) as Svc) : null;
+            });
+          }
+          case 'reindex':
+            await rebuildIndex(pool, redis, new Keys(prefix), cfg.tiers);
+            return;
+          case 'search': {
+            const start = ++clock;
+            const page = await search(op.node, path(op.q, run));
+            const got = new Map(page.map((s) => [s.id, s]));
+            if (got.size !== page.length) throw new Error(`a service twice on a page: ${path(op.q, run)}`);
+            // read-your-writes: services whose every write began and ended before this search
+            // began, the last acknowledged by this node
+            for (const [id, ws] of writes) {
+              if ((inFlight.get(id) ?? 0) > 0) continue;
+              const before = ws.filter((w) => w.end < start);
+              if (before.length !== ws.filter((w) => w.start < start).length || !before.length) continue;
+              const last = before.reduce((a, b) => (b.end > a.end ? b : a));
+              if (last.node !== op.node || before.some((w) => w !== last && w.end > last.start)) continue; // concurrent writes: order unknown
+              const want = last.state !== null && matches(last.state, op.q, run);
+              checked++;
+              if (want !== got.has(id)) throw new Error(`read-your-writes: node ${op.node} ${path(op.q, run)}: ${id} ${want ? 'missing' : 'present'} after its write was acknowledged there (state ${JSON.stringify(last.state)})`);
+              if (want && JSON.stringify([...got.get(id)!.capabilities].sort()) !== JSON.stringify([...last.state!.capabilities].sort())) {
+                throw new Error(`read-your-writes: node ${op.node}: ${id} has ${JSON.stringify(got.get(id)!.capabilities)}, acknowledged ${JSON.stringify(last.state!.capabilities)}`);
+              }
+            }
+          }
+        }
+      };
+      for (const batch of schedule) await Promise.all(batch.map(exec));
+
+      // quiescence: the outbox drained; then every query on both nodes equals PostgreSQL
+      await waitFor('the outbox drains', async () => (await pgc.query<{ n: string }>('SELECT count(*) AS n FROM outbox')).rows[0]!.n === '0', 20_000, 50);
+      const queries: Query[] = [{ caps: ['a'] }, { caps: ['b'] }, { caps: ['a', 'c'] }, { caps: ['c'], zone: 'z1' }, { caps: ['a'], iotReady: true }, { caps: ['b'], deviceClass: 'meter' }];
+      for (const q of queries) {
+        const want = await fromPostgres(q, run);
+        for (const node of [0, 1]) {
+          let last: string[] = [];
+          const ok = await waitFor(`node ${node} converges on ${path(q, run)}`, async () => {
+            last = (await search(node, path(q, run))).map((s) => s.id);
+            return JSON.stringify(last) === JSON.stringify(want);
+          }, 5_000, 50).catch(() => false);
+          if (!ok) throw new Error(`node ${node}: ${path(q, run)} after quiescence answers ${JSON.stringify(last)}, PostgreSQL ${JSON.stringify(want)}`);
+        }
+      }
+    }),
+    { numRuns: 15, endOnFailure: true },
+  );
+  t.ok(checked > 0, `${checked} read-your-writes checks ran`);
+});

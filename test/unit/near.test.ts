@@ -1,0 +1,111 @@
+// The near cache's bookkeeping without I/O: sets loaded at a version follow the deltas after
+// it (and only those), a skipped version drops the namespace, documents fetched across a
+// delta are not kept, read-your-writes gating, and the byte budget.
+import t from 'tap';
+import { NearCache } from '../../src/hot/index/near.js';
+
+const B = 'reg:{production}:g1:';
+const delta = (ver: number, oldSeq: number | '', oldMem: string[], newSeq: number | '', newMem: string[]) =>
+  ['delta', B, ver, oldSeq, oldMem.join('\n'), newSeq, newMem.join('\n')].join('\t');
+const loader = (ver: number, members: number[]) => {
+  let calls = 0;
+  const f = async () => {
+    calls++;
+    return { ver, members: Float64Array.from(members) };
+  };
+  return { f, calls: () => calls };
+};
+const arr = (a: Float64Array | null) => (a ? Array.from(a) : null);
+
+t.test('a loaded set follows later deltas key by key; other sets are untouched', async (t) => {
+  const n = new NearCache(1 << 20);
+  const a = loader(5, [1, 3, 7]);
+  const b = loader(5, [2, 3]);
+  t.same(arr(await n.set(B, 'c:a', a.f)), [1, 3, 7]);
+  t.same(arr(await n.set(B, 'c:b', b.f)), [2, 3]);
+  n.onDelta(delta(4, 9, ['c:a'], 9, ['c:a'])); // already in the snapshot: ignored for these sets
+  n.onDelta(delta(5, '', [], 4, ['c:a']));
+  n.onDelta(delta(6, 3, ['all', 'c:a', 'c:b'], 3, ['all', 'c:b'])); // service 3 drops capability a
+  n.onDelta(delta(7, '', [], 5, ['c:a', 'c:z'])); // a new service
+  t.same(arr(await n.set(B, 'c:a', a.f)), [1, 5, 7], 'removed 3, added 5 (4 was older than the load)');
+  t.same(arr(await n.set(B, 'c:b', b.f)), [2, 3], 'kept 3 (both old and new member)');
+  t.equal(a.calls() + b.calls(), 2, 'no reload');
+  n.onDelta(delta(8, 1, ['c:a'], '', []));
+  t.same(arr(await n.set(B, 'c:a', a.f)), [5, 7], 'a delete');
+});
+
+t.test('a skipped version (a lost message) drops the namespace: the next use reloads', async (t) => {
+  const n = new NearCache(1 << 20);
+  const a = loader(3, [1]);
+  await n.set(B, 'c:a', a.f);
+  n.onDelta(delta(4, '', [], 2, ['c:x']));
+  n.onDelta(delta(6, '', [], 3, ['c:x'])); // 5 never arrived
+  await n.set(B, 'c:a', a.f);
+  t.equal(a.calls(), 2, 'reloaded');
+  t.equal(n.stats.resets, 1);
+  const first = new NearCache(1 << 20);
+  const c = loader(3, [1]);
+  await first.set(B, 'c:a', c.f);
+  first.onDelta(delta(6, '', [], 3, ['c:x'])); // the first delta seen is not 4: 4 and 5 were missed
+  await first.set(B, 'c:a', c.f);
+  t.equal(c.calls(), 2, 'also before any delta was seen');
+});
+
+t.test('a set loaded at an older version than the deltas received replays the log', async (t) => {
+  const n = new NearCache(1 << 20);
+  n.onDelta(delta(10, '', [], 1, ['c:a']));
+  n.onDelta(delta(11, '', [], 2, ['c:a']));
+  n.onDelta(delta(12, 1, ['c:a'], '', []));
+  const a = loader(10, [1]); // read before 11 and 12 were applied
+  t.same(arr(await n.set(B, 'c:a', a.f)), [2]);
+  t.same(arr(await n.set(B, 'c:a', a.f)), [2]);
+  t.equal(a.calls(), 1, 'kept');
+});
+
+t.test('documents: hits, drops by delta, nothing kept across a delta', async (t) => {
+  const n = new NearCache(1 << 20);
+  let fetches = 0;
+  const fetch = async (seqs: number[]) => {
+    fetches++;
+    return seqs.map((s) => Buffer.from(`{"s":${s}}`));
+  };
+  const one = await n.documents(B, Float64Array.from([1, 2]), fetch);
+  t.same(one.map(String), ['{"s":1}', '{"s":2}']);
+  await n.documents(B, Float64Array.from([1, 2]), fetch);
+  t.equal(fetches, 1, 'second read from memory');
+  n.onDelta(delta(2, 2, ['c:a'], 2, ['c:b']));
+  await n.documents(B, Float64Array.from([1, 2]), fetch);
+  t.equal(fetches, 2, 'the changed document is fetched again');
+  t.equal(n.stats.docMisses, 3);
+  const slow = async (seqs: number[]) => {
+    n.onDelta(delta(3, 7, ['c:a'], 7, ['c:a'])); // a write lands while the fetch runs
+    return fetch(seqs);
+  };
+  await n.documents(B, Float64Array.from([5]), slow);
+  await n.documents(B, Float64Array.from([5]), fetch);
+  t.equal(fetches, 4, 'the document fetched across a delta was not kept');
+});
+
+t.test("read-your-writes: until this thread's own write arrives, not fresh", async (t) => {
+  const n = new NearCache(1 << 20);
+  t.ok(n.fresh(B));
+  n.require(B, 4);
+  t.notOk(n.fresh(B));
+  n.onDelta(delta(4, '', [], 1, ['c:a']));
+  t.ok(n.fresh(B));
+});
+
+t.test('bounded by bytes: least recently used out', async (t) => {
+  const n = new NearCache(3 * (256 + 100 * 8));
+  const big = (v: number) => loader(1, Array.from({ length: 100 }, (_, i) => v * 1000 + i));
+  const ls = [big(1), big(2), big(3), big(4)];
+  for (let i = 0; i < 3; i++) await n.set(B, `c:${i}`, ls[i]!.f);
+  await n.set(B, 'c:0', ls[0]!.f); // used again: now the newest
+  await n.set(B, 'c:3', ls[3]!.f);
+  t.ok(n.bytes <= n.maxBytes, 'within budget');
+  t.equal(n.setCount, 3);
+  await n.set(B, 'c:0', ls[0]!.f);
+  t.equal(ls[0]!.calls(), 1, 'the recently used one stayed');
+  await n.set(B, 'c:1', ls[1]!.f);
+  t.equal(ls[1]!.calls(), 2, 'the least recently used one went');
+});
