@@ -131,7 +131,9 @@ export class Index {
     const arrays = await Promise.all(
       filterSuffixes(f).map((suffix) =>
         near.set(base, suffix, async () => {
-          const r = (await this.redis.nearLoad(verKey, base + suffix)) as number | string[];
+          // a pure read: a replica may answer it (a load older than the deltas this thread
+          // already has is brought up to date from its log, or refused: near.ts)
+          const r = (await this.read((c) => c.nearLoad(verKey, base + suffix))) as number | string[];
           if (r === -1) return null;
           const a = r as string[];
           const members = newSeqArray(a.length - 1);
