@@ -9,6 +9,7 @@ import { isAdminKey, requireAdmin } from './auth.js';
 import { cookieValue, createSession, destroySession, sessionFromCookie, setCookie } from './session.js';
 import { registerAdminServices } from './services-routes.js';
 import { registerStatic } from './static.js';
+import { integer } from '../hot/redis/replies.js';
 
 export function registerAdmin(uws: TemplatedApp, app: App, o: RouteOptions): void {
   const ob = { ...o, body: true };
@@ -19,7 +20,7 @@ export function registerAdmin(uws: TemplatedApp, app: App, o: RouteOptions): voi
     // let all of them through the check). A right key gives its count back.
     const minute = Math.floor(Date.now() / 60_000);
     const failures = app.keys.loginFailures(req.remote, minute);
-    if (((await app.redis.count(failures, 120)) as number) > app.cfg.loginFailuresPerMinute) {
+    if (integer(await app.redis.count(failures, 120), 'count') > app.cfg.loginFailuresPerMinute) {
       const retry = String(Math.max(1, Math.ceil(((minute + 1) * 60_000 - Date.now()) / 1000)));
       throw new ApiError('RATE_LIMITED', 'too many failed logins from this address; try again later', { 'Retry-After': retry });
     }

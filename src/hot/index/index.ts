@@ -9,6 +9,7 @@ import type { RedisClient } from '../redis/client.js';
 import type { IntersectPool } from '../../workers/pool.js';
 import { intersectSorted } from '../../workers/intersect.js';
 import { newSeqArray, type NearCache } from './near.js';
+import { HEAVY, nearLoadReply, NOT_INDEXED, rowReply, searchReply } from '../redis/replies.js';
 
 /** a page for the worker pool to compute */
 type PoolTask = Parameters<IntersectPool['run']>[0];
@@ -133,12 +134,11 @@ export class Index {
         near.set(base, suffix, async () => {
           // a pure read: a replica may answer it (a load older than the deltas this thread
           // already has is brought up to date from its log, or refused: near.ts)
-          const r = (await this.read((c) => c.nearLoad(verKey, base + suffix))) as number | string[];
-          if (r === -1) return null;
-          const a = r as string[];
-          const members = newSeqArray(a.length - 1);
-          for (let i = 1; i < a.length; i++) members[i - 1] = Number(a[i]);
-          return { ver: Number(a[0]), members };
+          const r = nearLoadReply(await this.read((c) => c.nearLoad(verKey, base + suffix)));
+          if (!r) return null;
+          const members = newSeqArray(r.members.length);
+          for (let i = 0; i < r.members.length; i++) members[i] = Number(r.members[i]);
+          return { ver: r.ver, members };
         }),
       ),
     );
@@ -168,7 +168,7 @@ export class Index {
    * against PostgreSQL, so it is safe to create the marker and try once more.
    */
   private async retryNamespace<T>(ns: string, r: T, again: () => Promise<T>): Promise<T> {
-    if (r !== -1 || ns === PRODUCTION || !this.gen) return r;
+    if (r !== NOT_INDEXED || ns === PRODUCTION || !this.gen) return r;
     if ((await this.redis.get(this.keys.gen())) !== this.gen) return r;
     if (!(await markNamespace(this.redis, this.keys, ns, this.gen))) return r;
     return again();
@@ -184,11 +184,11 @@ export class Index {
     const k = this.keys;
     const sets = this.filterKeys(ns, gen, f);
     const args = [2 + sets.length, k.ver(ns, gen), k.docs(ns, gen), ...sets, after, limit, 0, this.intersectPool ? this.heavyThreshold : 0, joined ? 1 : 0];
-    const run = () => this.read(async (r) => (await (joined ? r.searchBuffer(...args) : r.search(...args))) as number | (T | number)[]);
+    const run = () => this.read(async (r) => searchReply<T>(await (joined ? r.searchBuffer(...args) : r.search(...args))));
     const r = await this.retryNamespace(ns, await run(), run);
-    if (r === -1) throw notIndexed();
-    const reply = r as (T | number)[];
-    const heavy = reply[0] === -2 && this.intersectPool ? { version: String(reply[1]), sets, docsKey: k.docs(ns, gen), after: after === '' ? -1 : Number(after), limit } : null;
+    if (r === NOT_INDEXED) throw notIndexed();
+    const reply = r;
+    const heavy = reply[0] === HEAVY && this.intersectPool ? { version: String(reply[1]), sets, docsKey: k.docs(ns, gen), after: after === '' ? -1 : Number(after), limit } : null;
     return { reply, heavy };
   }
 
@@ -237,12 +237,11 @@ export class Index {
 
   async getService(ns: string, id: string): Promise<{ seq: string; doc: string; hdr: string } | null> {
     const gen = this.liveGen();
-    const run = () => this.read(async (r) => (await r.getService(this.keys.ver(ns, gen), this.keys.base(ns, gen), id)) as number | string[]);
+    const run = () => this.read(async (r) => rowReply(await r.getService(this.keys.ver(ns, gen), this.keys.base(ns, gen), id), 'get-service'));
     const r = await this.retryNamespace(ns, await run(), run);
-    if (r === -1) throw notIndexed();
+    if (r === NOT_INDEXED) throw notIndexed();
     if (r === 0) return null;
-    const a = r as string[];
-    return { seq: a[0]!, doc: a[1]!, hdr: a[2]! };
+    return { seq: r[0]!, doc: r[1]!, hdr: r[2]! };
   }
 
   async replacements(
@@ -251,11 +250,10 @@ export class Index {
     ttlSeconds: number,
   ): Promise<Replacements | null> {
     const gen = this.liveGen();
-    const r = (await this.redis.replacements(this.keys.ver(ns, gen), this.keys.base(ns, gen), id, ttlSeconds, Date.now())) as number | string[];
-    if (r === -1) throw notIndexed();
+    const r = rowReply(await this.redis.replacements(this.keys.ver(ns, gen), this.keys.base(ns, gen), id, ttlSeconds, Date.now()), 'replacements');
+    if (r === NOT_INDEXED) throw notIndexed();
     if (r === 0) return null;
-    const a = r as string[];
-    return { status: a[0] as 'HIT' | 'MISS', body: a[1]!, etag: a[2]!, storedAt: Number(a[3]), hdr: a[4]! };
+    return { status: r[0] as 'HIT' | 'MISS', body: r[1]!, etag: r[2]!, storedAt: Number(r[3]), hdr: r[4]! };
   }
 
   /** Version counter of a namespace: changes on every applied write. */

@@ -17,6 +17,7 @@ import { writeSandboxMeta } from '../store/sandbox-meta.js';
 import { loadSandboxMeta, type SandboxRow } from '../store/sandboxes.js';
 import { loadIndexStates, type IndexState } from '../store/services.js';
 import { markNamespace } from './index.js';
+import { integer, NOT_INDEXED } from '../redis/replies.js';
 
 /** One outbox row: a committed write whose index (or sandbox metadata) update is pending. */
 export interface OutboxEntry {
@@ -162,9 +163,9 @@ export class Projector {
         // the building generation's deltas too: the switch may come between reading the
         // pointers and this apply, and a silent change to a live generation would leave
         // near caches that loaded it stale (found by test/pg/near-property.test.ts)
-        const r = (await this.redis.applyService(...applyArgs(this.keys, gen, ns, id, st.version, st.record, this.keys.invalidationChannel()))) as number;
+        const r = integer(await this.redis.applyService(...applyArgs(this.keys, gen, ns, id, st.version, st.record, this.keys.invalidationChannel())), 'apply-service');
         // -1: that generation has no such namespace (Redis was emptied): keep the row
-        if (gen === live && r !== -1) appliedLive = true;
+        if (gen === live && r !== NOT_INDEXED) appliedLive = true;
         // this thread's near cache must not answer from sets older than its own write
         if (r > 0) this.events.version?.(this.keys.base(ns, gen), r);
       }

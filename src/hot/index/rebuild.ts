@@ -15,6 +15,7 @@ import type { Pool } from '../store/pool.js';
 import { loadServicePage, loadTombstonePage } from '../store/services.js';
 import { writeSandboxMeta } from '../store/sandbox-meta.js';
 import type { TierConfig } from '../config.js';
+import { indexPageReply, NOT_INDEXED } from '../redis/replies.js';
 
 export interface RebuildResult {
   gen: string;
@@ -153,9 +154,10 @@ function writePage(redis: RedisClient, keys: Keys, gen: string, page: ServiceRec
     const run = page.slice(i, j);
     const ns = page[i]!.ns;
     calls.push(
-      (redis.indexPage(...pageArgs(keys, gen, ns, run)) as Promise<number | (number | string)[]>).then(async (r) => {
-        if (r === -1) return -1;
-        const left = new Set((r as (number | string)[]).slice(1).map(String));
+      redis.indexPage(...pageArgs(keys, gen, ns, run)).then(async (reply) => {
+        const r = indexPageReply(reply);
+        if (r === NOT_INDEXED) return -1;
+        const left = new Set(r);
         if (!left.size) return 1;
         const rs = await Promise.all(run.filter((s) => left.has(s.id)).map((s) => redis.applyService(...applyArgs(keys, gen, ns, s.id, s.version!, s))));
         return rs.includes(-1) ? -1 : 1;

@@ -8,7 +8,7 @@ import { ROOT } from '../paths.js';
 
 export type RedisClient = Redis | Cluster;
 
-/** Script results are typed where they are used (index/index.ts, index/projector.ts, sandbox/). */
+/** Script replies are `unknown` here: redis/replies.ts turns them into typed values (one place). */
 type Cmd = (...args: (string | number)[]) => Promise<unknown>;
 declare module 'ioredis' {
   interface RedisCommander {

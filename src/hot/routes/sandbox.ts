@@ -13,6 +13,7 @@ import { countServices, getSandbox, insertSandbox, type SandboxRow } from '../st
 import { pollData, sandboxSummary } from '../sandbox/summary.js';
 import { searchServices } from './search.js';
 import { addReplacementHandler, createHandler, deleteHandler, listReplacementsHandler, patchHandler } from './writes.js';
+import { integer } from '../redis/replies.js';
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const PRIVATE: Headers = [['Cache-Control', 'private, no-store']];
@@ -35,7 +36,7 @@ export function registerSandbox(uws: TemplatedApp, app: App, o: RouteOptions): v
     if (!name) throw new ApiError('VALIDATION_FAILED', '/name must not be blank');
     const minute = Math.floor(Date.now() / 60_000);
     const tk = app.keys.createThrottle(req.remote, minute);
-    const n = (await app.redis.count(tk, 120)) as number;
+    const n = integer(await app.redis.count(tk, 120), 'count');
     if (n > app.cfg.sandboxCreatePerMinute) {
       const retry = String(Math.max(1, Math.ceil(((minute + 1) * 60_000 - Date.now()) / 1000)));
       throw new ApiError('RATE_LIMITED', `at most ${app.cfg.sandboxCreatePerMinute} sandboxes a minute from one address`, { 'Retry-After': retry });

@@ -18,6 +18,7 @@ import { hashKey, keyShape } from './keys.js';
 import { countRateLimited } from '../ops/metrics.js';
 import { Leases, type RateResult } from './leases.js';
 import { OverLimit } from './over-limit.js';
+import { NOT_INDEXED, rateLimitReply } from '../redis/replies.js';
 
 export const RATELIMIT_DRAFT = 'draft-ietf-httpapi-ratelimit-headers-10';
 const CACHE_MAX = 50_000;
@@ -147,12 +148,12 @@ export class SandboxAuth {
       at = this.now();
       sentAt = performance.now();
       this.stats.asked++;
-      return (await this.redis.rateLimit(k.sandbox(uuid), k.rateWindow(uuid), k.rateHistory(uuid), k.rateTotals(uuid), plan.want, pending, plan.refunds, ...RATE_LIMIT_ARGS)) as number[];
+      return rateLimitReply(await this.redis.rateLimit(k.sandbox(uuid), k.rateWindow(uuid), k.rateHistory(uuid), k.rateTotals(uuid), plan.want, pending, plan.refunds, ...RATE_LIMIT_ARGS));
     };
     let r: number[];
     try {
       r = await run();
-      if (r[0] === -1) {
+      if (r[0] === NOT_INDEXED) {
         // Redis lost the sandbox's hash (flushed or restarted): PostgreSQL still knows it
         const row = await getSandbox(this.pool, uuid);
         if (!row) throw new ApiError('UNAUTHORIZED', 'unknown sandbox');

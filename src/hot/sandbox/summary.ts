@@ -4,6 +4,7 @@ import type { Keys } from '../domain/keys.js';
 import { RATE_WINDOW } from '../domain/rate-window.js';
 import type { RedisClient } from '../redis/client.js';
 import type { SandboxRow } from '../store/sandboxes.js';
+import { pollReply } from '../redis/replies.js';
 
 export function sandboxSummary(tiers: Record<string, number>, s: SandboxRow): Record<string, unknown> {
   return {
@@ -25,7 +26,5 @@ export const POLL_BUCKETS = RATE_WINDOW.historyBuckets;
  */
 export async function pollData(redis: RedisClient, k: Keys, uuid: string, n: number = POLL_BUCKETS, counted: { flush(): void } | null = null): Promise<{ limit: number; total: number; rejected: number; tier: string; buckets: number[] } | null> {
   counted?.flush();
-  const r = (await redis.pollData(k.sandbox(uuid), k.rateHistory(uuid), k.rateTotals(uuid), n, RATE_WINDOW.bucketMs)) as (number | string)[];
-  if (r[0] === -1) return null;
-  return { limit: Number(r[0]), total: Number(r[1]), rejected: Number(r[2]), tier: String(r[3]), buckets: r.slice(4).map(Number) };
+  return pollReply(await redis.pollData(k.sandbox(uuid), k.rateHistory(uuid), k.rateTotals(uuid), n, RATE_WINDOW.bucketMs));
 }

@@ -4,6 +4,7 @@
 // change committed never replaces the newer one, whoever writes it.
 import type { Keys } from '../domain/keys.js';
 import type { RedisClient } from '../redis/client.js';
+import { integer } from '../redis/replies.js';
 
 export interface SandboxMeta {
   uuid: string;
@@ -15,7 +16,7 @@ export interface SandboxMeta {
 
 /** Returns 1 applied, 0 when Redis already holds a newer version. */
 export async function writeSandboxMeta(redis: RedisClient, keys: Keys, s: SandboxMeta, limit: number, keyHashHex: string): Promise<number> {
-  const r = (await redis.applySandbox(keys.sandbox(s.uuid), String(s.version), s.name, s.tier, limit)) as number;
+  const r = integer(await redis.applySandbox(keys.sandbox(s.uuid), String(s.version), s.name, s.tier, limit), 'apply-sandbox');
   if (keyHashHex) await redis.set(keys.sandboxKey(keyHashHex), s.uuid);
   return r;
 }

@@ -1,0 +1,75 @@
+// Lua script replies turned into typed values, in one place. ioredis types every script
+// reply as `unknown`; the scripts of redis/ answer "cannot" with a negative integer —
+// NOT_INDEXED (-1: the namespace has no marker in that generation, Redis was emptied) or,
+// inside search.lua's array, HEAVY (-2: the planner hands the page to the worker pool) —
+// and otherwise with an integer or an array. Callers read the types below instead of
+// casting, and a reply of another shape (a script and its caller out of step) fails here
+// with a message naming the script, not as a wrong value further on.
+
+/** the namespace is not indexed in that generation (script replies, and search's reply[0]) */
+export const NOT_INDEXED = -1;
+/** search.lua: every set is larger than the planner threshold; the pool computes the page */
+export const HEAVY = -2;
+
+export class UnexpectedReply extends Error {
+  constructor(script: string, what: string) {
+    super(`unexpected reply from ${script}.lua: ${what}`);
+    this.name = 'UnexpectedReply';
+  }
+}
+
+function isInt(v: unknown): v is number {
+  return typeof v === 'number' && Number.isInteger(v);
+}
+
+/** An integer reply (count, apply-service, apply-sandbox, del-if-equal, pexpire-if-equal). */
+export function integer(r: unknown, script: string): number {
+  if (!isInt(r)) throw new UnexpectedReply(script, `expected an integer, got ${typeof r}`);
+  return r;
+}
+
+/** An array reply, or NOT_INDEXED. */
+function arrayOrNotIndexed<T>(r: unknown, script: string): T[] | typeof NOT_INDEXED {
+  if (r === NOT_INDEXED) return NOT_INDEXED;
+  if (!Array.isArray(r)) throw new UnexpectedReply(script, `expected an array or ${NOT_INDEXED}, got ${String(r)}`);
+  return r as T[];
+}
+
+/** search.lua: NOT_INDEXED, or its array (`[HEAVY, version]`, or a page: see search.lua). */
+export function searchReply<T extends string | Buffer>(r: unknown): (T | number)[] | typeof NOT_INDEXED {
+  return arrayOrNotIndexed<T | number>(r, 'search');
+}
+
+/** get-service / replacements: NOT_INDEXED, 0 (no such service), or the row's fields. */
+export function rowReply(r: unknown, script: string): string[] | 0 | typeof NOT_INDEXED {
+  if (r === 0) return 0;
+  return arrayOrNotIndexed<string>(r, script);
+}
+
+/** near-load: null when not indexed, else the namespace version and the set's members. */
+export function nearLoadReply(r: unknown): { ver: number; members: string[] } | null {
+  const a = arrayOrNotIndexed<string | number>(r, 'near-load');
+  if (a === NOT_INDEXED) return null;
+  if (!a.length) throw new UnexpectedReply('near-load', 'an empty array');
+  return { ver: Number(a[0]), members: a.slice(1).map(String) };
+}
+
+/** index-page: NOT_INDEXED, or the ids the caller must apply one by one (older states in place). */
+export function indexPageReply(r: unknown): string[] | typeof NOT_INDEXED {
+  const a = arrayOrNotIndexed<string | number>(r, 'index-page');
+  return a === NOT_INDEXED ? NOT_INDEXED : a.slice(1).map(String);
+}
+
+/** rate-limit: [admitted(1|0|-1), limit, used, retryAfter, reset, leased, bucket, leftMs, retryAfterMs]. */
+export function rateLimitReply(r: unknown): number[] {
+  if (!Array.isArray(r) || !r.every(isInt)) throw new UnexpectedReply('rate-limit', 'expected an array of integers');
+  return r as number[];
+}
+
+/** poll-data: null for an unknown sandbox, else its counters and the last buckets. */
+export function pollReply(r: unknown): { limit: number; total: number; rejected: number; tier: string; buckets: number[] } | null {
+  const a = arrayOrNotIndexed<string | number>(r, 'poll-data');
+  if (a === NOT_INDEXED || a[0] === NOT_INDEXED) return null;
+  if (a.length < 4) throw new UnexpectedReply('poll-data', `expected at least 4 fields, got ${a.length}`);
+  return { limit: Number(a[0]), total: Number(a[1]), rejected: Number(a[2]), tier: String(a[3]), buckets: a.slice(4).map(Number) };
+}

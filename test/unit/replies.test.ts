@@ -1,0 +1,44 @@
+// redis/replies.ts: the one place script replies become typed values. Each parser passes the
+// shapes its script answers and refuses any other with an error naming the script.
+import t from 'tap';
+import { HEAVY, indexPageReply, integer, nearLoadReply, NOT_INDEXED, pollReply, rateLimitReply, rowReply, searchReply, UnexpectedReply } from '../../src/hot/redis/replies.js';
+
+t.test('integers', async (t) => {
+  t.equal(integer(3, 'count'), 3);
+  t.equal(integer(NOT_INDEXED, 'apply-service'), -1);
+  t.throws(() => integer('3', 'count'), UnexpectedReply);
+  t.throws(() => integer(null, 'apply-sandbox'), /apply-sandbox\.lua/);
+});
+
+t.test('search: not indexed, heavy, a page', async (t) => {
+  t.equal(searchReply(-1), NOT_INDEXED);
+  t.same(searchReply<string>([HEAVY, 7]), [-2, 7]);
+  t.same(searchReply<string>([0, 1, '5', '{}']), [0, 1, '5', '{}']);
+  t.throws(() => searchReply(0), /search\.lua/);
+  t.throws(() => searchReply('OK'), UnexpectedReply);
+});
+
+t.test('rows: get-service and replacements', async (t) => {
+  t.equal(rowReply(-1, 'get-service'), NOT_INDEXED);
+  t.equal(rowReply(0, 'get-service'), 0);
+  t.same(rowReply(['1', '{}', ''], 'get-service'), ['1', '{}', '']);
+  t.throws(() => rowReply(2, 'replacements'), /replacements\.lua/);
+});
+
+t.test('near-load and index-page', async (t) => {
+  t.equal(nearLoadReply(-1), null);
+  t.same(nearLoadReply([12, '3', '9']), { ver: 12, members: ['3', '9'] });
+  t.throws(() => nearLoadReply([]), /near-load/);
+  t.equal(indexPageReply(-1), NOT_INDEXED);
+  t.same(indexPageReply([1, 'a', 'b']), ['a', 'b']);
+});
+
+t.test('rate-limit and poll-data', async (t) => {
+  t.same(rateLimitReply([-1]), [-1]);
+  t.same(rateLimitReply([1, 60, 1, 0, 5, 0, 7, 4000, 0]), [1, 60, 1, 0, 5, 0, 7, 4000, 0]);
+  t.throws(() => rateLimitReply([1, '60']), /rate-limit/);
+  t.throws(() => rateLimitReply(-1), UnexpectedReply);
+  t.equal(pollReply([-1]), null);
+  t.same(pollReply([60, 12, 2, 'free', 3, 4]), { limit: 60, total: 12, rejected: 2, tier: 'free', buckets: [3, 4] });
+  t.throws(() => pollReply([60, 12]), /poll-data/);
+});
