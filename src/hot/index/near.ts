@@ -32,6 +32,12 @@ interface SetEntry {
   bytes: number;
 }
 
+/**
+ * docKey = baseId * SEQ_SPAN + seq: exact while seq < 2^33 (8.6 billion services ever
+ * registered) and fewer than 2^20 namespace bases are cached between two clear()s
+ */
+const SEQ_SPAN = 2 ** 33;
+
 interface DocEntry {
   buf: Buffer;
   resets: number;
@@ -97,7 +103,14 @@ const sizeOf = (e: SetEntry) => SET_OVERHEAD + e.arr.length * 8 + e.overlay.size
 
 export class NearCache {
   private sets = new Map<string, SetEntry>();
-  private docs = new Map<string, DocEntry>();
+  /**
+   * Documents by a numeric key, docKey(base, seq): a page touches a hundred of them, and a
+   * number hashes without building and flattening a "<base>#<seq>" string for each (that
+   * string key was the largest self time of a cold page in a CPU profile)
+   */
+  private docs = new Map<number, DocEntry>();
+  /** small integer per namespace base (for docKey); forgotten with everything in clear() */
+  private baseIds = new Map<string, number>();
   private ns = new Map<string, Ns>();
   private loading = new Map<string, Promise<SetEntry | null>>();
   /** bumped by clear(): loads and fetches that began before it keep nothing */
@@ -182,8 +195,8 @@ export class NearCache {
     s.epoch++;
     s.log.push(d);
     if (s.log.length > LOG_MAX) s.log.splice(0, s.log.length - LOG_MAX / 2);
-    if (d.oldSeq !== null) this.dropDoc(base + '#' + d.oldSeq);
-    if (d.newSeq !== null) this.dropDoc(base + '#' + d.newSeq);
+    if (d.oldSeq !== null) this.dropDoc(this.docKey(base, d.oldSeq));
+    if (d.newSeq !== null) this.dropDoc(this.docKey(base, d.newSeq));
     for (const suffix of new Set([...d.oldMembers, ...d.newMembers])) {
       const key = base + suffix;
       const e = this.sets.get(key);
@@ -254,11 +267,12 @@ export class NearCache {
    */
   async documents(base: string, seqs: Float64Array, fetch: (seqs: number[]) => Promise<(Buffer | null)[]>): Promise<(Buffer | null)[]> {
     const resets = this.ns.get(base)?.resets ?? 0;
+    const id = this.baseId(base);
     const out: (Buffer | null)[] = new Array<Buffer | null>(seqs.length).fill(null);
     const missing: number[] = [];
     const at: number[] = [];
     for (let i = 0; i < seqs.length; i++) {
-      const key = base + '#' + seqs[i];
+      const key = id * SEQ_SPAN + seqs[i]!;
       const d = this.docs.get(key);
       if (d && d.resets === resets) {
         this.docs.delete(key);
@@ -280,7 +294,7 @@ export class NearCache {
       const d = got[k] ?? null;
       out[at[k]!] = d;
       if (keep && d) {
-        const key = base + '#' + missing[k];
+        const key = id * SEQ_SPAN + missing[k]!;
         this.dropDoc(key);
         this.docs.set(key, { buf: Buffer.from(d), resets }); // a copy: a slice would pin the whole reply
         this.bytes += d.length + DOC_OVERHEAD;
@@ -290,7 +304,20 @@ export class NearCache {
     return out;
   }
 
-  private dropDoc(key: string): void {
+  private baseId(base: string): number {
+    let id = this.baseIds.get(base);
+    if (id === undefined) {
+      if (this.baseIds.size >= 2 ** 20) this.clear(); // keep docKey exact (SEQ_SPAN); never expected
+      this.baseIds.set(base, (id = this.baseIds.size));
+    }
+    return id;
+  }
+
+  private docKey(base: string, seq: number): number {
+    return this.baseId(base) * SEQ_SPAN + seq;
+  }
+
+  private dropDoc(key: number): void {
     const d = this.docs.get(key);
     if (!d) return;
     this.docs.delete(key);
@@ -317,6 +344,7 @@ export class NearCache {
     this.cleared++;
     this.sets.clear();
     this.docs.clear();
+    this.baseIds.clear();
     this.ns.clear();
     this.bytes = 0;
   }
