@@ -41,6 +41,8 @@ const SEQ_SPAN = 2 ** 33;
 interface DocEntry {
   buf: Buffer;
   resets: number;
+  /** docInserts when it was last (re)inserted: its place in the map's LRU order */
+  pos: number;
 }
 
 interface Delta {
@@ -111,6 +113,8 @@ export class NearCache {
   private docs = new Map<number, DocEntry>();
   /** small integer per namespace base (for docKey); forgotten with everything in clear() */
   private baseIds = new Map<string, number>();
+  /** documents (re)inserted so far: the clock of their approximate LRU order */
+  private docInserts = 0;
   private ns = new Map<string, Ns>();
   private loading = new Map<string, Promise<SetEntry | null>>();
   /** bumped by clear(): loads and fetches that began before it keep nothing */
@@ -275,8 +279,13 @@ export class NearCache {
       const key = id * SEQ_SPAN + seqs[i]!;
       const d = this.docs.get(key);
       if (d && d.resets === resets) {
-        this.docs.delete(key);
-        this.docs.set(key, d);
+        // least recently used, approximately: an entry in the younger half of the map's order
+        // stays where it is (a hit costs one look-up, not three); an older one moves to the end
+        if (this.docInserts - d.pos > this.docs.size >> 1) {
+          this.docs.delete(key);
+          d.pos = ++this.docInserts;
+          this.docs.set(key, d);
+        }
         out[i] = d.buf;
       } else {
         missing.push(seqs[i]!);
@@ -296,7 +305,7 @@ export class NearCache {
       if (keep && d) {
         const key = id * SEQ_SPAN + missing[k]!;
         this.dropDoc(key);
-        this.docs.set(key, { buf: Buffer.from(d), resets }); // a copy: a slice would pin the whole reply
+        this.docs.set(key, { buf: Buffer.from(d), resets, pos: ++this.docInserts }); // a copy: a slice would pin the whole reply
         this.bytes += d.length + DOC_OVERHEAD;
       }
     }
