@@ -141,8 +141,18 @@ export class Projector {
   }
 
   private async applyServices(entries: OutboxEntry[], states: Map<string, IndexState>, applied: Set<string>, touched: Set<string>): Promise<void> {
-    const live = await this.redis.get(this.keys.gen());
-    const building = await this.redis.get(this.keys.building());
+    // The two pointers in one consistent view: a rebuild switches by SET gen, then DEL
+    // building. Read between those two steps, "live = old, building = none" would apply this
+    // write to the retired generation only, and the new live one (built from pages read
+    // before the write committed) would miss it for good. Re-reading `gen` after `building`
+    // catches that: a changed live pointer means a switch went by, so read both again.
+    // (Found by test/pg/near-property.test.ts: a patch racing a reindex, stale after quiescence.)
+    let live: string | null;
+    let building: string | null;
+    do {
+      live = await this.redis.get(this.keys.gen());
+      building = await this.redis.get(this.keys.building());
+    } while ((await this.redis.get(this.keys.gen())) !== live);
     const gens = [live, building].filter((g): g is string => !!g);
     if (!gens.length) return;
     const nsOf = new Map(entries.filter((e) => e.kind !== 'sandbox').map((e) => [e.id, e.ns]));
