@@ -4,7 +4,6 @@
 // the whole process.
 import { spawn } from 'node:child_process';
 import { request } from 'node:http';
-import { createServer } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
@@ -12,19 +11,9 @@ import t from 'tap';
 import { loadConfig } from '../../src/hot/config.js';
 import { ADMIN_KEY, baseEnv, freshDatabase } from '../helpers/server.js';
 import { parseProm, sample } from '../helpers/metrics-util.js';
+import { freePort } from '../helpers/processes.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const a = srv.address();
-      srv.close(() => resolve(typeof a === 'object' && a ? a.port : 0));
-    });
-  });
-}
 
 /** GET on a connection of its own (no keep-alive): each may land on either thread. */
 function get(port: number, path: string): Promise<{ status: number; body: string }> {
