@@ -18,6 +18,23 @@ async function indexed(s: TestServer, id: string): Promise<string | null> {
   return r ? (JSON.parse(r.doc) as { endpoint: string }).endpoint : null;
 }
 
+/**
+ * Hold the first sync that applies `id` between loading its state and applying it:
+ * `loaded` opens when it is held, opening `go` lets it apply. Later syncs pass.
+ */
+function holdFirstSyncOf(s: TestServer, id: string) {
+  let arm = true;
+  const loaded = gate();
+  const go = gate();
+  s.app.projector.beforeApply = async (ids) => {
+    if (!arm || !ids.includes(id)) return;
+    arm = false;
+    loaded.open();
+    await go.wait;
+  };
+  return { loaded, go };
+}
+
 async function setUp(t: Test) {
   const s = await startTestServer({ env: { OUTBOX_SWEEP_MS: '600000' } });
   const h = await holdControl(s.cfg.databaseUrl);
@@ -75,15 +92,7 @@ t.test('a rebuild started between a stale sync and a newer write keeps the newer
   const { s, x } = await setUp(t);
   // sync 1 loads X at e1 and is held; write 2 (e2) commits and applies; a rebuild starts
   // and indexes X from PostgreSQL (e2); sync 1 then applies e1 to both generations
-  let arm = true;
-  const loaded = gate();
-  const go = gate();
-  s.app.projector.beforeApply = async (ids) => {
-    if (!arm || !ids.includes(x)) return;
-    arm = false;
-    loaded.open();
-    await go.wait;
-  };
+  const { loaded, go } = holdFirstSyncOf(s, x);
   const first = s.admin('PATCH', `/admin/api/services/${x}`, { endpoint: 'https://e1.example.com/' });
   await loaded.wait;
   const second = await s.admin('PATCH', `/admin/api/services/${x}`, { endpoint: 'https://e2.example.com/' });
@@ -106,15 +115,7 @@ t.test('a stale sync applied during a rebuild cannot bring a deleted service bac
   const { s, x } = await setUp(t);
   // sync 1 loads X (PATCH e1) and is held; X is deleted and that applied; a rebuild starts
   // (X is not among its services); sync 1 then applies e1 to the building generation
-  let arm = true;
-  const loaded = gate();
-  const go = gate();
-  s.app.projector.beforeApply = async (ids) => {
-    if (!arm || !ids.includes(x)) return;
-    arm = false;
-    loaded.open();
-    await go.wait;
-  };
+  const { loaded, go } = holdFirstSyncOf(s, x);
   const first = s.admin('PATCH', `/admin/api/services/${x}`, { endpoint: 'https://e1.example.com/' });
   await loaded.wait;
   t.equal((await s.admin('DELETE', `/admin/api/services/${x}`)).status, 204, 'the DELETE is acknowledged');
