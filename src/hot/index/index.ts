@@ -91,7 +91,7 @@ export class Index {
     const r = this.replicas[this.turn++ % this.replicas.length]!;
     try {
       const v = await call(r);
-      if (v !== -1) return v;
+      if (v !== NOT_INDEXED) return v;
     } catch (e) {
       if (!isRedisUnavailable(e)) throw e;
     }

@@ -88,8 +88,8 @@ export async function rebuildIndex(
       return p;
     };
     const settle = async (writing: Promise<number[]>) => {
-      // -1: a namespace marker of this generation vanished — Redis was emptied under us
-      if ((await writing).includes(-1)) throw new RebuildAborted('the index being built vanished (Redis emptied or restarted); starting over');
+      // NOT_INDEXED: a namespace marker of this generation vanished — Redis was emptied under us
+      if ((await writing).includes(NOT_INDEXED)) throw new RebuildAborted('the index being built vanished (Redis emptied or restarted); starting over');
       if (lost) throw new RebuildAborted('the rebuild lock was lost; another rebuild may be running');
     };
     let next = fetch(0);
@@ -113,7 +113,7 @@ export async function rebuildIndex(
       if (!tombs.length) break;
       after = tombs[tombs.length - 1]!.id;
       const rs = await Promise.all(tombs.map((x) => redis.applyService(...applyArgs(keys, gen, x.ns, x.id, x.version, null))));
-      if (rs.includes(-1)) throw new RebuildAborted('the index being built vanished (Redis emptied or restarted); starting over');
+      if (rs.includes(NOT_INDEXED)) throw new RebuildAborted('the index being built vanished (Redis emptied or restarted); starting over');
     }
     // Switch only to a generation that is whole: our building pointer and production's
     // marker must still be there (a FLUSHALL at any point before removes both), and check
@@ -144,7 +144,7 @@ export async function rebuildIndex(
  * One page into the building generation: one index-page.lua call per namespace run,
  * pipelined. The ids the script leaves over (an older state of theirs was applied by a
  * sync meanwhile) are applied one by one with apply-service, at the version read. Resolves
- * to one status per call: -1 when the namespace marker was gone.
+ * to one status per call: NOT_INDEXED when the namespace marker was gone.
  */
 function writePage(redis: RedisClient, keys: Keys, gen: string, page: ServiceRecord[]): Promise<number[]> {
   const calls: Promise<number>[] = [];
@@ -156,11 +156,11 @@ function writePage(redis: RedisClient, keys: Keys, gen: string, page: ServiceRec
     calls.push(
       redis.indexPage(...pageArgs(keys, gen, ns, run)).then(async (reply) => {
         const r = indexPageReply(reply);
-        if (r === NOT_INDEXED) return -1;
+        if (r === NOT_INDEXED) return NOT_INDEXED;
         const left = new Set(r);
         if (!left.size) return 1;
         const rs = await Promise.all(run.filter((s) => left.has(s.id)).map((s) => redis.applyService(...applyArgs(keys, gen, ns, s.id, s.version!, s))));
-        return rs.includes(-1) ? -1 : 1;
+        return rs.includes(NOT_INDEXED) ? NOT_INDEXED : 1;
       }),
     );
     i = j;
