@@ -1,7 +1,7 @@
 -- apply-service: make the index entry of one service equal to a state read from
 -- PostgreSQL, unless a newer state was already applied (revisions: the service's version
 -- read with the state, or its tombstone's; rule in redis/README.md, "Revisions").
--- KEYS[1]  <base>ver      the namespace marker/version counter; also routes the call
+-- KEYS[1]  <base>ver:2    the namespace marker/version counter; also routes the call
 -- ARGV[1]  <base>         "<prefix>reg:{ns}:<gen>:" every other key is built from it
 -- ARGV[2]  id             service id
 -- ARGV[3]  rev            the revision of that state (services.version or the tombstone's)
@@ -23,6 +23,7 @@
 -- revision is in place), -1 namespace not indexed
 -- (Redis was emptied: the caller keeps its outbox row for after the rebuild).
 -- All keys share the {ns} hash tag of KEYS[1], so the call stays in one cluster slot.
+--@include buckets.lua
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 local base, id, rev = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local cur = tonumber(redis.call('HGET', base .. 'rev', id) or '-1')
@@ -64,7 +65,7 @@ local oldMembers = oldSeq and memberSuffixes(redis.call('HGET', base .. 'docs', 
 local oldMem = table.concat(oldMembers, '\n')
 if oldSeq then
   for _, m in ipairs(oldMembers) do
-    redis.call('ZREM', base .. m, oldSeq)
+    setRemove(base .. m, tonumber(oldSeq))
   end
   for _, c in ipairs(split(redis.call('HGET', base .. 'repl', oldSeq), ',')) do
     redis.call('SREM', base .. 'replby:' .. c, oldSeq)
@@ -83,7 +84,7 @@ if seq == '' then
 else
   local n = tonumber(seq)
   for _, m in ipairs(split(ARGV[7], '\n')) do
-    redis.call('ZADD', base .. m, n, seq)
+    setAdd(base .. m, { n })
   end
   redis.call('HSET', base .. 'ids', id, seq)
   redis.call('HSET', base .. 'docs', seq, ARGV[5])

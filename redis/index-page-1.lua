@@ -1,8 +1,8 @@
 -- index-page: the rebuild's bulk write. Adds a page of services of one namespace, read from
 -- PostgreSQL, to a generation being built: every set gets its members of the page in one
--- ZADD, the hashes their fields in one HSET each, instead of one apply-service call per
+-- read and one HSET of the buckets they fall in (lib/buckets.lua), the hashes their fields in one HSET each, instead of one apply-service call per
 -- service (~10 commands each).
--- KEYS[1]  <base>ver      the namespace marker of the building generation; also routes the call
+-- KEYS[1]  <base>ver:2    the namespace marker of the building generation; also routes the call
 -- ARGV[1]  <base>         "<prefix>reg:{ns}:<gen>:" every other key is built from it
 -- ARGV[2..] seven per service, in seq order:
 --          id, version (the revision of the state, read with it), seq, doc, members
@@ -18,6 +18,7 @@
 -- which is apply-service's job: its id is returned. Every state written records its
 -- version, so a sync still holding an older state loses to it afterwards.
 -- At most ~1,000 services a call: unpack() of a table is bounded by Lua's C stack (8,000).
+--@include buckets.lua
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 local base = ARGV[1]
 local revs = base .. 'rev'
@@ -46,8 +47,7 @@ for i = 2, #ARGV, 7 do
         t = {}
         sets[m] = t
       end
-      t[#t + 1] = seq
-      t[#t + 1] = seq
+      t[#t + 1] = tonumber(seq)
     end
     if ARGV[i + 5] ~= '' then
       hdrs[#hdrs + 1] = seq
@@ -63,7 +63,7 @@ end
 local out = { n }
 for _, id in ipairs(left) do out[#out + 1] = id end
 if n == 0 then return out end
-for m, t in pairs(sets) do redis.call('ZADD', base .. m, unpack(t)) end
+for m, t in pairs(sets) do setAdd(base .. m, t) end
 redis.call('HSET', revs, unpack(revlist))
 redis.call('HSET', base .. 'ids', unpack(ids))
 redis.call('HSET', base .. 'docs', unpack(docs))

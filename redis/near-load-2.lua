@@ -2,10 +2,18 @@
 -- consistent with, for a node's near cache (src/hot/index/near.ts). Atomic: the members are
 -- exactly those of that version, so the deltas published after it (apply-service-1.lua)
 -- bring the copy up to date.
--- KEYS[1]  <base>ver      namespace marker and version
--- KEYS[2]  <base><suffix> the set (zset; member = score = seq)
--- Returns: { ver, member1, member2, ... } in seq order, or -1 when the namespace is not indexed.
+-- KEYS[1]  <base>ver:2    namespace marker and version
+-- KEYS[2]  <base><suffix> the set (a bucketed set: lib/buckets.lua)
+-- Returns: { ver, bucket1, offsets1, bucket2, offsets2, ... } (buckets in no particular
+-- order; offsets as stored: decodeBuckets() in src/workers/buckets.ts), or -1 when the
+-- namespace is not indexed.
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
-local out = redis.call('ZRANGE', KEYS[2], 0, -1)
-table.insert(out, 1, redis.call('GET', KEYS[1]))
+local out = { redis.call('GET', KEYS[1]) }
+local all = redis.call('HGETALL', KEYS[2])
+for i = 1, #all, 2 do
+  if tonumber(all[i]) then
+    out[#out + 1] = all[i]
+    out[#out + 1] = all[i + 1]
+  end
+end
 return out

@@ -1,11 +1,12 @@
--- search: one page of the intersection of sorted sets, in sequence order, with the
+-- search: one page of the intersection of filter sets, in sequence order, with the
 -- pre-serialised documents. Variable key count (called with numKeys first).
--- KEYS[1]    <base>ver    namespace marker (missing: index not built, return -1)
+-- KEYS[1]    <base>ver:2  namespace marker (missing: index not built, return -1)
 -- KEYS[2]    <base>docs   seq -> serialised service object
--- KEYS[3..]  the filter sets (members and scores are service seqs); at least one
+-- KEYS[3..]  the filter sets (bucketed sets of service seqs, lib/buckets.lua); at least one
 -- ARGV[1]    after        exclusive lower bound on seq ("" for the first page)
 -- ARGV[2]    limit        page size; limit+1 are looked for to know whether more exist
--- ARGV[3]    budget       most members of the smallest set to examine (0 = no bound)
+-- ARGV[3]    budget       most members of the smallest set to examine (0 = no bound); checked
+--                          every 512 members examined
 -- ARGV[4]    heavy        planner threshold: with several sets whose smallest has more
 --                          members than this, do not scan here (0 = always scan)
 -- ARGV[5]    joined       "1": answer the documents as one string, joined with "," (the
@@ -15,15 +16,16 @@
 -- heavy (the caller runs it in the worker pool); otherwise
 --   { more (0/1), lastSeq ("" none), exhausted (0/1: budget ran out), seq1, doc1, seq2, doc2, ... }
 -- or, joined: { more, lastSeq, exhausted, "doc1,doc2,..." }
+--@include buckets.lua
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 local limit = tonumber(ARGV[2])
 local budget = tonumber(ARGV[3])
-local lower = ARGV[1] == '' and '-inf' or ('(' .. ARGV[1])
+local after = ARGV[1] == '' and -1 or tonumber(ARGV[1])
 
 -- drive the scan from the smallest set, probe the others
 local sets = {}
 for i = 3, #KEYS do
-  sets[#sets + 1] = { key = KEYS[i], n = redis.call('ZCARD', KEYS[i]) }
+  sets[#sets + 1] = { key = KEYS[i], n = tonumber(redis.call('HGET', KEYS[i], 'n')) or 0 }
 end
 table.sort(sets, function(a, b) return a.n < b.n end)
 local out = { 0, '', 0 }
@@ -34,33 +36,83 @@ if #sets > 1 and heavy > 0 and sets[1].n > heavy then
   return { -2, redis.call('GET', KEYS[1]) }
 end
 
-local found = {}
-if #sets == 1 then
-  found = redis.call('ZRANGEBYSCORE', sets[1].key, lower, '+inf', 'LIMIT', 0, limit + 1)
+-- the driver's buckets from the one holding `after`, in order: the range up to its highest
+-- bucket, or, when that range is mostly empty (a small set of spread seqs), its field list
+local drv = sets[1].key
+local hiB = tonumber(redis.call('HGET', drv, 'hi')) or -1
+local b0 = after < 0 and 0 or math.floor(after / BW)
+local buckets = {}
+if hiB - b0 + 1 > 2 * redis.call('HLEN', drv) then
+  for _, f in ipairs(redis.call('HKEYS', drv)) do
+    local b = tonumber(f)
+    if b and b >= b0 then buckets[#buckets + 1] = b end
+  end
+  table.sort(buckets)
 else
-  local scanned = 0
-  local batch = 512
-  local cursor = lower
-  while #found <= limit do
-    local page = redis.call('ZRANGEBYSCORE', sets[1].key, cursor, '+inf', 'LIMIT', 0, batch)
-    if #page == 0 then break end
-    for _, m in ipairs(page) do
-      local ok = true
+  for b = b0, hiB do buckets[#buckets + 1] = b end
+end
+
+local found = {}
+local scanned = 0
+local multi = #sets > 1
+for _, b in ipairs(buckets) do
+  local s = redis.call('HGET', drv, b)
+  if s then
+    local k = #s / 2
+    local base = b * BW
+    local i = 1
+    if after >= base then i = bfirst(s, math.floor(after - base) + 1) end
+    if not multi then
+      while i <= k and #found <= limit do
+        found[#found + 1] = tostring(base + boff(s, i))
+        i = i + 1
+      end
+      if #found > limit then break end
+    else
+      -- this bucket of every other set, fetched once; a set without it matches nothing here
+      local others, dead = {}, false
       for j = 2, #sets do
-        if not redis.call('ZSCORE', sets[j].key, m) then ok = false; break end
+        local t = redis.call('HGET', sets[j].key, b)
+        if not t then
+          dead = true
+          break
+        end
+        others[#others + 1] = { s = t, k = #t / 2, at = 1 }
       end
-      if ok then
-        found[#found + 1] = m
-        if #found > limit then break end
+      local stop = false
+      -- without a budget nothing needs counting in a dead bucket
+      if dead and budget == 0 then i = k + 1 end
+      while i <= k do
+        local o = boff(s, i)
+        local ok = not dead
+        if ok then
+          for _, t in ipairs(others) do
+            -- members come in order: each probe starts where the last one ended
+            local at = bfirst(t.s, o, t.at)
+            t.at = at
+            if at > t.k or boff(t.s, at) ~= o then
+              ok = false
+              break
+            end
+          end
+        end
+        if ok then
+          found[#found + 1] = tostring(base + o)
+          if #found > limit then
+            stop = true
+            break
+          end
+        end
+        scanned = scanned + 1
+        if budget > 0 and scanned % 512 == 0 and scanned >= budget then
+          out[3] = 1
+          out[2] = tostring(base + o)
+          stop = true
+          break
+        end
+        i = i + 1
       end
-    end
-    scanned = scanned + #page
-    cursor = '(' .. page[#page]
-    if #page < batch then break end
-    if budget > 0 and scanned >= budget and #found <= limit then
-      out[3] = 1
-      out[2] = page[#page]
-      break
+      if stop then break end
     end
   end
 end

@@ -4,6 +4,7 @@
 // Fetched sets are kept per worker while their namespace version is unchanged.
 import { Redis, Cluster } from 'ioredis';
 import { move } from 'piscina';
+import { decodeBuckets } from './buckets.js';
 import { intersectSorted } from './intersect.js';
 
 export interface IntersectTask {
@@ -95,9 +96,7 @@ function redis(t: IntersectTask): Redis | Cluster {
 async function members(r: Redis | Cluster, key: string, version: string): Promise<Float64Array> {
   const hit = setCache.get(key);
   if (hit && hit.version === version) return hit.members;
-  const raw = await r.zrange(key, 0, -1);
-  const arr = new Float64Array(raw.length);
-  for (let i = 0; i < raw.length; i++) arr[i] = Number(raw[i]);
+  const arr = decodeBuckets(Object.entries(await r.hgetallBuffer(key)));
   if (setCache.size >= SET_CACHE_MAX) setCache.delete(setCache.keys().next().value!);
   setCache.set(key, { version, members: arr });
   return arr;

@@ -148,7 +148,7 @@ t.test('the index is rebuilt after Redis loses it, and no search ever sees half 
     const r = s.app.redis;
     await r.set(k.building(), 'dead000000');
     await r.set(k.ver('production', 'dead000000'), '1');
-    await r.zadd(k.all('production', 'dead000000'), 1, '1');
+    await r.hset(k.all('production', 'dead000000'), 'n', 1, 'hi', 0, '0', Buffer.from([0, 1]));
     await waitFor('the dead rebuild is cleaned up', async () => !(await r.exists(k.building(), k.ver('production', 'dead000000'), k.all('production', 'dead000000'))));
     t.pass('building pointer and partial generation dropped once no lock guards them');
     t.equal((await s.req('/readyz')).status, 200, 'the live index is untouched');

@@ -4,6 +4,13 @@
 // The key schema table is in redis/README.md.
 export const PRODUCTION = 'production';
 
+/**
+ * Format of an index generation's keys, in the name of its namespace markers (`ver:<n>`).
+ * 1 (marker `ver`): sorted sets. 2: bucketed sets (redis/lib/buckets.lua). Raise it with
+ * every change a server of the other format would misread.
+ */
+export const INDEX_FORMAT = 2;
+
 export class Keys {
   constructor(readonly prefix: string) {}
 
@@ -22,8 +29,13 @@ export class Keys {
   base(ns: string, gen: string): string {
     return `${this.prefix}reg:{${ns}}:${gen}:`;
   }
+  /**
+   * The namespace marker and version counter. Its name carries the index format
+   * (INDEX_FORMAT): a generation built in another format has no such key, so every script
+   * answers "not indexed" there and the server rebuilds, as after a loss of Redis.
+   */
   ver(ns: string, gen: string): string {
-    return this.base(ns, gen) + 'ver';
+    return this.base(ns, gen) + 'ver:' + INDEX_FORMAT;
   }
   docs(ns: string, gen: string): string {
     return this.base(ns, gen) + 'docs';

@@ -8,6 +8,7 @@ import { isRedisUnavailable } from '../ops/outage.js';
 import type { RedisClient } from '../redis/client.js';
 import type { IntersectPool } from '../../workers/pool.js';
 import { intersectSorted } from '../../workers/intersect.js';
+import { decodeBuckets } from '../../workers/buckets.js';
 import { newSeqArray, type NearCache } from './near.js';
 import { HEAVY, nearLoadReply, NOT_INDEXED, rowReply, searchReply } from '../redis/replies.js';
 
@@ -134,11 +135,9 @@ export class Index {
         near.set(base, suffix, async () => {
           // a pure read: a replica may answer it (a load older than the deltas this thread
           // already has is brought up to date from its log, or refused: near.ts)
-          const r = nearLoadReply(await this.read((c) => c.nearLoad(verKey, base + suffix)));
+          const r = nearLoadReply(await this.read((c) => c.nearLoadBuffer(verKey, base + suffix)));
           if (!r) return null;
-          const members = newSeqArray(r.members.length);
-          for (let i = 0; i < r.members.length; i++) members[i] = Number(r.members[i]);
-          return { ver: r.ver, members };
+          return { ver: r.ver, members: decodeBuckets(r.buckets, newSeqArray) };
         }),
       ),
     );

@@ -5,7 +5,7 @@
 // the view of the other; a rebuild runs beside the probes, so a long one does not freeze
 // readiness either.
 import type { App } from '../app.js';
-import { dropStaleBuild, rebuildIndex } from '../index/rebuild.js';
+import { dropGeneration, dropStaleBuild, rebuildIndex } from '../index/rebuild.js';
 import { PRODUCTION } from '../domain/keys.js';
 
 export interface Watchers {
@@ -72,8 +72,11 @@ export function createWatchers(app: App, intervalMs = 500): Watchers {
     // broken: drop the live pointer so that a rebuild starts — unless a rebuild switched to
     // a new generation meanwhile (and is dropping the old one we just looked at)
     if ((await app.redis.delIfEqual(app.keys.gen(), gen)) === 1) {
-      app.log.warn({ gen }, 'the live index generation lost its keys (Redis emptied?); rebuilding');
+      app.log.warn({ gen }, 'the live index generation lost its keys (Redis emptied?) or is of another index format; rebuilding');
       app.index.gen = null;
+      // what is left of it (all of it when it was built in another format: INDEX_FORMAT in
+      // keys.ts) is dropped like a retired generation; nothing reads it any more
+      void dropGeneration(app.redis, app.keys, gen).catch(() => undefined);
       return null;
     }
     return app.index.refreshGen();

@@ -19,6 +19,7 @@ declare module 'ioredis' {
     search: Cmd;
     searchBuffer: Cmd;
     nearLoad: Cmd;
+    nearLoadBuffer: Cmd;
     getService: Cmd;
     replacements: Cmd;
     rateLimit: Cmd;
@@ -35,13 +36,21 @@ function camel(name: string): string {
   return name.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
 }
 
+/**
+ * A script's text with each `--@include <file>` line replaced by redis/lib/<file> (code
+ * several scripts share: lib/buckets.lua; Redis has no include of its own).
+ */
+export function scriptText(file: string): string {
+  return readFileSync(join(SCRIPTS_DIR, file), 'utf8').replace(/^--@include ([a-z-]+\.lua)$/gm, (_, lib: string) => readFileSync(join(SCRIPTS_DIR, 'lib', lib), 'utf8'));
+}
+
 /** name-<numKeys>.lua has a fixed key count; name.lua takes numKeys as its first argument. */
 export function loadScripts(client: RedisClient): string[] {
   const names: string[] = [];
   for (const f of readdirSync(SCRIPTS_DIR).filter((x) => x.endsWith('.lua')).sort()) {
     const m = /^([a-z-]+?)(?:-(\d+))?\.lua$/.exec(f);
     if (!m) continue;
-    const lua = readFileSync(join(SCRIPTS_DIR, f), 'utf8');
+    const lua = scriptText(f);
     const numberOfKeys = m[2] === undefined ? undefined : Number(m[2]);
     client.defineCommand(camel(m[1]!), numberOfKeys === undefined ? { lua } : { lua, numberOfKeys });
     names.push(camel(m[1]!));

@@ -46,12 +46,17 @@ export function rowReply(r: unknown, script: string): string[] | 0 | typeof NOT_
   return arrayOrNotIndexed<string>(r, script);
 }
 
-/** near-load: null when not indexed, else the namespace version and the set's members. */
-export function nearLoadReply(r: unknown): { ver: number; members: string[] } | null {
-  const a = arrayOrNotIndexed<string | number>(r, 'near-load');
+/**
+ * near-load (called as nearLoadBuffer): null when not indexed, else the namespace version and
+ * the set's (bucket, offsets) pairs, for decodeBuckets() (src/workers/buckets.ts).
+ */
+export function nearLoadReply(r: unknown): { ver: number; buckets: [string, Buffer][] } | null {
+  const a = arrayOrNotIndexed<Buffer | number>(r, 'near-load');
   if (a === NOT_INDEXED) return null;
-  if (!a.length) throw new UnexpectedReply('near-load', 'an empty array');
-  return { ver: Number(a[0]), members: a.slice(1).map(String) };
+  if (!a.length || a.length % 2 === 0 || !a.every(Buffer.isBuffer)) throw new UnexpectedReply('near-load', 'expected a version and (bucket, offsets) pairs');
+  const buckets: [string, Buffer][] = [];
+  for (let i = 1; i < a.length; i += 2) buckets.push([String(a[i]), a[i + 1] as Buffer]);
+  return { ver: Number(String(a[0])), buckets };
 }
 
 /** index-page: NOT_INDEXED, or the ids the caller must apply one by one (older states in place). */

@@ -1,0 +1,104 @@
+-- Bucketed sets (redis/README.md, "Bucketed sets"), included by the index scripts. A filter
+-- set is one hash: field "n" = its member count (the planner's), "hi" = the highest bucket
+-- ever used (where an ordered walk stops), and per bucket b (a decimal field) the members
+-- with seq in [b*BW, (b+1)*BW) as their offsets seq - b*BW, sorted, two bytes each
+-- (big-endian). A set with no member has no key, like the sorted set it replaces.
+local BW = 4096
+-- offset number i (1-based) of a bucket string
+local function boff(s, i)
+  local x, y = string.byte(s, 2 * i - 1, 2 * i)
+  return x * 256 + y
+end
+-- first index >= from whose offset is >= o (#s / 2 + 1 when none)
+local function bfirst(s, o, from)
+  local lo, hi = from or 1, #s / 2
+  while lo <= hi do
+    local mid = math.floor((lo + hi) / 2)
+    if boff(s, mid) < o then lo = mid + 1 else hi = mid - 1 end
+  end
+  return lo
+end
+local function bchar(o)
+  return string.char(math.floor(o / 256), o % 256)
+end
+-- add seqs (numbers, any order) to the set at key; returns how many were not in it yet
+local function setAdd(key, seqs)
+  local groups, order = {}, {}
+  for _, q in ipairs(seqs) do
+    local b = math.floor(q / BW)
+    local g = groups[b]
+    if not g then
+      g = {}
+      groups[b] = g
+      order[#order + 1] = b
+    end
+    g[#g + 1] = q - b * BW
+  end
+  if #order == 0 then return 0 end
+  local fields = {}
+  for i, b in ipairs(order) do fields[i] = b end
+  fields[#order + 1] = 'n'
+  fields[#order + 2] = 'hi'
+  local cur = redis.call('HMGET', key, unpack(fields))
+  local n = tonumber(cur[#order + 1]) or 0
+  local hi = tonumber(cur[#order + 2]) or -1
+  local out = {}
+  for i, b in ipairs(order) do
+    local s = cur[i] or ''
+    local k = #s / 2
+    local offs = groups[b]
+    table.sort(offs)
+    local parts = {}
+    local prev = -1
+    if k == 0 or boff(s, k) < offs[1] then
+      -- the usual case of a rebuild (pages come in seq order): append
+      parts[1] = s
+      for _, o in ipairs(offs) do
+        if o ~= prev then
+          parts[#parts + 1] = bchar(o)
+          n = n + 1
+          prev = o
+        end
+      end
+    else
+      local from = 1
+      for _, o in ipairs(offs) do
+        if o ~= prev then
+          prev = o
+          local at = bfirst(s, o, from)
+          if at > from then parts[#parts + 1] = string.sub(s, 2 * from - 1, 2 * at - 2) end
+          if at > k or boff(s, at) ~= o then
+            parts[#parts + 1] = bchar(o)
+            n = n + 1
+          end
+          from = at
+        end
+      end
+      if from <= k then parts[#parts + 1] = string.sub(s, 2 * from - 1) end
+    end
+    out[#out + 1] = b
+    out[#out + 1] = table.concat(parts)
+    if b > hi then hi = b end
+  end
+  out[#out + 1] = 'n'
+  out[#out + 1] = n
+  out[#out + 1] = 'hi'
+  out[#out + 1] = hi
+  redis.call('HSET', key, unpack(out))
+end
+-- remove one seq from the set at key (the key goes with its last member)
+local function setRemove(key, seq)
+  local b = math.floor(seq / BW)
+  local o = seq - b * BW
+  local s = redis.call('HGET', key, b)
+  if not s then return end
+  local at = bfirst(s, o)
+  if at > #s / 2 or boff(s, at) ~= o then return end
+  if redis.call('HINCRBY', key, 'n', -1) <= 0 then
+    redis.call('DEL', key)
+  elseif #s == 2 then
+    redis.call('HDEL', key, b)
+  else
+    redis.call('HSET', key, b, string.sub(s, 1, 2 * at - 2) .. string.sub(s, 2 * at + 1))
+  end
+end

@@ -1,0 +1,29 @@
+// Decoding a bucketed set (redis/lib/buckets.lua) read whole from Redis: its bucket fields
+// and their strings of sorted 16-bit big-endian offsets become one sorted array of seqs.
+// Used by the near cache's loads (near-load-2.lua) and the worker pool's set fetch.
+
+/** seqs per bucket: bucket b holds the seqs b*BUCKET_WIDTH .. (b+1)*BUCKET_WIDTH-1 */
+export const BUCKET_WIDTH = 4096;
+
+/**
+ * The members of a set from its (bucket field, offsets) pairs, in any order; fields that are
+ * not bucket numbers ("n", "hi") are skipped. `alloc` makes the array (the near cache's is
+ * on shared memory).
+ */
+export function decodeBuckets(pairs: Iterable<[string, Buffer]>, alloc: (n: number) => Float64Array = (n) => new Float64Array(n)): Float64Array {
+  const buckets: { b: number; s: Buffer }[] = [];
+  let n = 0;
+  for (const [f, s] of pairs) {
+    if (!/^\d+$/.test(f)) continue;
+    buckets.push({ b: Number(f), s });
+    n += s.length >> 1;
+  }
+  buckets.sort((x, y) => x.b - y.b);
+  const out = alloc(n);
+  let at = 0;
+  for (const { b, s } of buckets) {
+    const base = b * BUCKET_WIDTH;
+    for (let i = 0; i + 1 < s.length; i += 2) out[at++] = base + ((s[i]! << 8) | s[i + 1]!);
+  }
+  return out;
+}
