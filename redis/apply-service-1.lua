@@ -1,6 +1,7 @@
 -- apply-service: make the index entry of one service equal to a state read from
 -- PostgreSQL, unless a newer state was already applied (revisions: the service's version
--- read with the state, or its tombstone's; rule in redis/README.md, "Revisions").
+-- read with the state, or its tombstone's; rule in redis/README.md, "Revisions"). The ids
+-- hash holds both: id -> "<seq>:<revision>", or ":<revision>" once the service is gone.
 -- KEYS[1]  <base>ver:2    the namespace marker/version counter; also routes the call
 -- ARGV[1]  <base>         "<prefix>reg:{ns}:<gen>:" every other key is built from it
 -- ARGV[2]  id             service id
@@ -26,11 +27,10 @@
 --@include buckets.lua
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 local base, id, rev = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local cur = tonumber(redis.call('HGET', base .. 'rev', id) or '-1')
-if cur > rev then return 0 end
-redis.call('HSET', base .. 'rev', id, rev)
-
-local oldSeq = redis.call('HGET', base .. 'ids', id)
+local entry = redis.call('HGET', base .. 'ids', id) or ''
+local oldSeq, cur = string.match(entry, '^(%d*):(%d+)$')
+if cur and tonumber(cur) > rev then return 0 end
+if oldSeq == '' then oldSeq = nil end
 local function dropCache(seq)
   redis.call('DEL', base .. 'rc:' .. seq)
   for _, s in ipairs(redis.call('SMEMBERS', base .. 'replby:' .. seq)) do
@@ -79,14 +79,15 @@ if seq == '' then
     redis.call('HDEL', base .. 'docs', oldSeq)
     redis.call('HDEL', base .. 'hdrs', oldSeq)
     redis.call('HDEL', base .. 'repl', oldSeq)
-    redis.call('HDEL', base .. 'ids', id)
   end
+  -- the revision stays, so that an older state of this id loses afterwards
+  redis.call('HSET', base .. 'ids', id, ':' .. ARGV[3])
 else
   local n = tonumber(seq)
   for _, m in ipairs(split(ARGV[7], '\n')) do
     setAdd(base .. m, { n })
   end
-  redis.call('HSET', base .. 'ids', id, seq)
+  redis.call('HSET', base .. 'ids', id, seq .. ':' .. ARGV[3])
   redis.call('HSET', base .. 'docs', seq, ARGV[5])
   if ARGV[6] ~= '' then redis.call('HSET', base .. 'hdrs', seq, ARGV[6]) else redis.call('HDEL', base .. 'hdrs', seq) end
   if ARGV[8] ~= '' then

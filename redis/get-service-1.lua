@@ -1,10 +1,11 @@
 -- get-service: one service by id.
--- KEYS[1]  <base>ver     namespace marker (missing: -1)
+-- KEYS[1]  <base>ver:2   namespace marker (missing: -1)
 -- ARGV[1]  <base>
 -- ARGV[2]  id
 -- Returns -1 (not indexed), 0 (no such service) or { seq, doc, hdr ("" none) }
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 local base = ARGV[1]
-local seq = redis.call('HGET', base .. 'ids', ARGV[2])
+-- ids: id -> "<seq>:<revision>", or ":<revision>" for a deleted id
+local seq = string.match(redis.call('HGET', base .. 'ids', ARGV[2]) or '', '^(%d+):')
 if not seq then return 0 end
 return { seq, redis.call('HGET', base .. 'docs', seq) or 'null', redis.call('HGET', base .. 'hdrs', seq) or '' }

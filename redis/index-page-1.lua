@@ -1,7 +1,7 @@
 -- index-page: the rebuild's bulk write. Adds a page of services of one namespace, read from
 -- PostgreSQL, to a generation being built: every set gets its members of the page in one
--- read and one HSET of the buckets they fall in (lib/buckets.lua), the hashes their fields in one HSET each, instead of one apply-service call per
--- service (~10 commands each).
+-- read and one HSET of the buckets they fall in (lib/buckets.lua), the hashes their fields
+-- in one HSET each, instead of one apply-service call per service (~10 commands each).
 -- KEYS[1]  <base>ver:2    the namespace marker of the building generation; also routes the call
 -- ARGV[1]  <base>         "<prefix>reg:{ns}:<gen>:" every other key is built from it
 -- ARGV[2..] seven per service, in seq order:
@@ -21,24 +21,22 @@
 --@include buckets.lua
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 local base = ARGV[1]
-local revs = base .. 'rev'
 local ids, docs, hdrs, repls = {}, {}, {}, {}
 local sets = {}
 local n = 0
 local left = {}
 local ids_key = base .. 'ids'
-local revlist = {}
 for i = 2, #ARGV, 7 do
   local id, version, seq = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2]
-  local cur = tonumber(redis.call('HGET', revs, id) or '-1')
-  if cur < version and redis.call('HEXISTS', ids_key, id) == 1 then
+  -- ids: id -> "<seq>:<revision>", ":<revision>" for a deleted id (apply-service-1.lua)
+  local oldSeq, cur = string.match(redis.call('HGET', ids_key, id) or '', '^(%d*):(%d+)$')
+  cur = tonumber(cur or '-1')
+  if cur < version and oldSeq ~= '' and oldSeq ~= nil then
     left[#left + 1] = id
   elseif cur < version then
     n = n + 1
-    revlist[#revlist + 1] = id
-    revlist[#revlist + 1] = ARGV[i + 1]
     ids[#ids + 1] = id
-    ids[#ids + 1] = seq
+    ids[#ids + 1] = seq .. ':' .. ARGV[i + 1]
     docs[#docs + 1] = seq
     docs[#docs + 1] = ARGV[i + 3]
     for m in string.gmatch(ARGV[i + 4], '[^\n]+') do
@@ -64,7 +62,6 @@ local out = { n }
 for _, id in ipairs(left) do out[#out + 1] = id end
 if n == 0 then return out end
 for m, t in pairs(sets) do setAdd(base .. m, t) end
-redis.call('HSET', revs, unpack(revlist))
 redis.call('HSET', base .. 'ids', unpack(ids))
 redis.call('HSET', base .. 'docs', unpack(docs))
 if #hdrs > 0 then redis.call('HSET', base .. 'hdrs', unpack(hdrs)) end

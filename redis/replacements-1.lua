@@ -1,7 +1,7 @@
 -- replacements: the shared public cache of GET /services/{id}/replacements. A hit returns
 -- the stored entry; a miss renders the ranked candidates from the index, stores the entry
 -- for ttl seconds and returns it. apply-service deletes entries a write makes stale.
--- KEYS[1]  <base>ver     namespace marker (missing: -1)
+-- KEYS[1]  <base>ver:2   namespace marker (missing: -1)
 -- ARGV[1]  <base>
 -- ARGV[2]  id
 -- ARGV[3]  ttl seconds
@@ -10,7 +10,8 @@
 --   { 'HIT'|'MISS', body, etag, storedAtMs, hdr of the service ("" none) }
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 local base = ARGV[1]
-local seq = redis.call('HGET', base .. 'ids', ARGV[2])
+-- ids: id -> "<seq>:<revision>", or ":<revision>" for a deleted id
+local seq = string.match(redis.call('HGET', base .. 'ids', ARGV[2]) or '', '^(%d+):')
 if not seq then return 0 end
 local hdr = redis.call('HGET', base .. 'hdrs', seq) or ''
 local key = base .. 'rc:' .. seq

@@ -19,10 +19,11 @@ t.test('a refused apply script is logged, counted and swept', async (t) => {
   const svc = await registerProduction(s, { endpoint: 'https://seen.example.com/', capabilities: ['seen'] });
   const before = await failures();
   const gen = (await s.app.index.refreshGen())!;
-  const revKey = s.app.keys.base(PRODUCTION, gen) + 'rev';
-  const saved = await s.app.redis.dumpBuffer(revKey);
-  await s.app.redis.del(revKey);
-  await s.app.redis.set(revKey, 'not a hash'); // HGET on it: WRONGTYPE, the script fails
+  // a key apply-service reads for an indexed service and get-service does not
+  const brokenKey = s.app.keys.base(PRODUCTION, gen) + 'repl';
+  const saved = await s.app.redis.dumpBuffer(brokenKey);
+  await s.app.redis.del(brokenKey);
+  await s.app.redis.set(brokenKey, 'not a hash'); // HGET on it: WRONGTYPE, the script fails
   const r = await s.admin('PATCH', `/admin/api/services/${svc.id}`, { endpoint: 'https://seen.example.com/v2' });
   t.equal(r.status, 200, 'the write is acknowledged: PostgreSQL committed it');
   t.ok((await failures()) > before, 'registry_projector_failures_total moved');
@@ -31,8 +32,8 @@ t.test('a refused apply script is logged, counted and swept', async (t) => {
   t.match(line, { level: 40, serviceIds: [svc.id] }, 'naming the service');
   t.type((line as { revisions?: unknown } | undefined)?.revisions, Array, 'and its revision');
   t.equal((await s.app.index.getService(PRODUCTION, svc.id))?.doc.includes('/v2'), false, 'the index does not have the write yet');
-  await s.app.redis.del(revKey);
-  if (saved) await s.app.redis.restore(revKey, 0, saved);
+  await s.app.redis.del(brokenKey);
+  if (saved) await s.app.redis.restore(brokenKey, 0, saved);
   await s.app.projector.sweep(0);
   t.equal((await s.app.index.getService(PRODUCTION, svc.id))?.doc.includes('/v2'), true, 'the sweeper applied it');
   t.equal(sample(parseProm(await (await s.metrics()).text()), 'registry_outbox_lag', {}) ?? 0, 0, 'no outbox lag left');
