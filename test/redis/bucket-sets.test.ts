@@ -171,8 +171,7 @@ t.test('bucketed sets equal a model under random writes, pages and searches', as
         }
         return true;
       } finally {
-        const all = await redis.keys(keys.prefix + '*');
-        if (all.length) await redis.del(...all);
+        await redis.del(ver, keys.docs(PRODUCTION, gen), base + 'ids', base + 'all', ...CAPS.map((c) => base + 'c:' + c));
       }
     }),
     {
