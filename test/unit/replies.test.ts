@@ -1,6 +1,7 @@
 // redis/replies.ts: the one place script replies become typed values. Each parser passes the
 // shapes its script answers and refuses any other with an error naming the script.
 import t from 'tap';
+import { decodeBuckets } from '../../src/workers/buckets.js';
 import { HEAVY, indexPageReply, integer, nearLoadReply, NOT_INDEXED, pollReply, rateLimitReply, rowReply, searchReply, UnexpectedReply } from '../../src/hot/redis/replies.js';
 
 t.test('integers', async (t) => {
@@ -27,8 +28,19 @@ t.test('rows: get-service and replacements', async (t) => {
 
 t.test('near-load and index-page', async (t) => {
   t.equal(nearLoadReply(-1), null);
-  t.same(nearLoadReply([12, '3', '9']), { ver: 12, members: ['3', '9'] });
+  const b = (x: string | number[]) => Buffer.from(x as string);
+  t.same(nearLoadReply([b('12'), b('3'), b([0, 9])]), { ver: 12, buckets: [['3', b([0, 9])]] });
+  t.same(nearLoadReply([b('12')]), { ver: 12, buckets: [] }, 'an empty set');
   t.throws(() => nearLoadReply([]), /near-load/);
+  t.throws(() => nearLoadReply([b('12'), b('3')]), /near-load/, 'a bucket without its offsets');
+  t.throws(() => nearLoadReply([12, '3', '9']), /near-load/, 'strings: called without Buffer');
+});
+
+t.test('bucket decoding', async (t) => {
+  // bucket 1 holds 4096 + 0 and 4096 + 258; bucket 0 holds 5; "n" and "hi" are not buckets
+  const pairs: [string, Buffer][] = [['1', Buffer.from([0, 0, 1, 2])], ['n', Buffer.from('3')], ['0', Buffer.from([0, 5])], ['hi', Buffer.from('1')]];
+  t.same(Array.from(decodeBuckets(pairs)), [5, 4096, 4354]);
+  t.same(Array.from(decodeBuckets([])), []);
   t.equal(indexPageReply(-1), NOT_INDEXED);
   t.same(indexPageReply([1, 'a', 'b']), ['a', 'b']);
 });
