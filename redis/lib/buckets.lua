@@ -21,7 +21,7 @@ end
 local function bchar(o)
   return string.char(math.floor(o / 256), o % 256)
 end
--- add seqs (numbers, any order) to the set at key; returns how many were not in it yet
+-- add seqs (numbers, any order) to the set at key
 local function setAdd(key, seqs)
   local groups, order = {}, {}
   for _, q in ipairs(seqs) do
@@ -51,14 +51,20 @@ local function setAdd(key, seqs)
     local parts = {}
     local prev = -1
     if k == 0 or boff(s, k) < offs[1] then
-      -- the usual case of a rebuild (pages come in seq order): append
-      parts[1] = s
+      -- the usual case of a rebuild (pages come in seq order): append, the new offsets made
+      -- into one string at once (a string per offset costs Lua an interned string each)
+      local bytes = {}
       for _, o in ipairs(offs) do
         if o ~= prev then
-          parts[#parts + 1] = bchar(o)
+          bytes[#bytes + 1] = math.floor(o / 256)
+          bytes[#bytes + 1] = o % 256
           n = n + 1
           prev = o
         end
+      end
+      parts[1] = s
+      for i = 1, #bytes, 4000 do -- unpack() is bounded by Lua's C stack (8,000)
+        parts[#parts + 1] = string.char(unpack(bytes, i, math.min(i + 3999, #bytes)))
       end
     else
       local from = 1
