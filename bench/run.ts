@@ -9,7 +9,8 @@ import { loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ROOT } from '../src/hot/paths.js';
-import { load, startLoad, type LoadOptions, type LoadResult } from './cannon.js';
+import { load, startLoad, type Generator, type LoadOptions, type LoadResult } from './cannon.js';
+import { HAS_WRK } from './wrk.js';
 import type { CeilingResponse } from './ceiling.js';
 import { share, snapshot } from './cpu.js';
 import { parseFlags, type Flags } from './flags.js';
@@ -59,10 +60,21 @@ function show(r: Row): void {
 }
 
 let cursorSeed = 1;
+/** --generator: set once from the flags in main() */
+let generator: Generator = 'autocannon';
 
 /** Load options of a scenario; each call gets its own cursor stream, so a measured run never replays its warm-up's cursors. */
 function loadOf(base: string, s: Scenario, connections: number, durationS: number): LoadOptions {
-  return { url: base + s.path, headers: s.headers, expect: s.expect, connections, durationS, nextPath: s.cursorMax ? paths(s, cursorSeed++) : undefined };
+  return {
+    url: base + s.path,
+    headers: s.headers,
+    expect: s.expect,
+    connections,
+    durationS,
+    generator,
+    nextPath: s.cursorMax ? paths(s, cursorSeed++) : undefined,
+    cursor: s.cursorMax ? { path: s.path, max: s.cursorMax } : undefined,
+  };
 }
 
 async function measure(f: Flags, base: string, s: Scenario, bodyBytes: number, pid: number | undefined): Promise<Row> {
@@ -227,7 +239,9 @@ function reexecPinned(): void {
 
 async function main(): Promise<void> {
   const f = parseFlags(process.argv.slice(2), NPROC);
+  if (f.generator === 'wrk' && !HAS_WRK) throw new Error('--generator wrk: wrk is not installed (Debian: apt-get install wrk)');
   if (f.pin && !f.pinned && HAS_TASKSET && NPROC >= 2) return reexecPinned();
+  generator = f.generator;
   const t0 = Date.now();
   const load0 = loadavg()[0]!;
   mkdirSync(RESULTS, { recursive: true });
@@ -270,7 +284,7 @@ async function main(): Promise<void> {
     command: ['node dist/bench/run.js', ...f.argv].join(' '),
     machine: machine(),
     loadavg: { start: load0, end: load1 },
-    settings: { connections: f.connections, pipelining: 1, durationS: f.durationS, warmupS: f.warmupS, heavyConnections: f.heavyConnections, tiers: BENCH_TIERS },
+    settings: { connections: f.connections, pipelining: 1, generator: f.generator, durationS: f.durationS, warmupS: f.warmupS, heavyConnections: f.heavyConnections, tiers: BENCH_TIERS },
     data: {
       production: d.spec.production,
       sandboxes: d.spec.sandboxes,
