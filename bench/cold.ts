@@ -2,7 +2,10 @@
 // prefix (nothing shared with `make bench` or another run), N production services, the real
 // server (WORKERS=1, pinned like run.ts pins it) and the ceiling serving the warm row's bytes,
 // each loaded by autocannon from the other core. Prints a markdown table for bench/README.md.
-// Usage: taskset -c 1 node dist/bench/cold.js [--generator autocannon|wrk] [services=20000] [seconds=5] [connections=100]
+// Usage: taskset -c 1 node dist/bench/cold.js [--generator autocannon|wrk] [--rows a1,k1,...] [--cpu-prof]
+//        [services=20000] [seconds=5] [connections=100]
+// (--rows: only those rows, and the ceiling; --cpu-prof: the server writes a V8 CPU profile
+// to bench/results/prof/ when it stops)
 // (the load generator runs in this process, or as its child with wrk: pin it to the core the
 // server is not on)
 import { randomBytes } from 'node:crypto';
@@ -29,6 +32,10 @@ const gi = argv.indexOf('--generator');
 const GENERATOR: Generator = gi < 0 ? 'autocannon' : (argv.splice(gi, 2)[1] as Generator);
 if (GENERATOR !== 'autocannon' && GENERATOR !== 'wrk') throw new Error('--generator autocannon|wrk');
 if (GENERATOR === 'wrk' && !HAS_WRK) throw new Error('wrk is not installed (Debian: apt-get install wrk)');
+const ri = argv.indexOf('--rows');
+const ROWS = ri < 0 ? null : new Set(argv.splice(ri, 2)[1]!.split(','));
+const pi = argv.indexOf('--cpu-prof');
+const PROF = pi >= 0 && argv.splice(pi, 1).length > 0;
 const [N = 20_000, SECONDS = 5, CONNECTIONS = 100] = argv.map(Number);
 const UWS_OWN = new Set(['date', 'uwebsockets', 'content-length', 'connection', 'keep-alive', 'transfer-encoding']);
 const log = (m: string) => console.error(m);
@@ -59,7 +66,8 @@ async function seed(url: string, n: number): Promise<void> {
   await c.end();
 }
 
-async function measure(id: string, title: string, o: LoadOptions, pid: number | undefined): Promise<Row> {
+async function measure(id: string, title: string, o: LoadOptions, pid: number | undefined): Promise<Row | null> {
+  if (ROWS && id !== 'g' && !ROWS.has(id)) return null;
   await load({ ...o, durationS: 1 }); // warm-up
   const a = snapshot(pid);
   const r = await load(o);
@@ -89,7 +97,7 @@ async function main(): Promise<void> {
     await pool.end();
     const pin = pinning(1, true);
     const port = await freePort();
-    const server = spawnNode(join(ROOT, 'dist/src/hot/main.js'), [], { DATABASE_URL: url, REDIS_KEY_PREFIX: prefix, PORT: String(port), HOST: '127.0.0.1', WORKERS: '1', NODE_ENV: 'production', ADMIN_API_KEY: randomBytes(16).toString('hex'), LOG_LEVEL: 'warn' }, pin.server, join(ROOT, 'bench/results/cold-server.log'));
+    const server = spawnNode(join(ROOT, 'dist/src/hot/main.js'), [], { DATABASE_URL: url, REDIS_KEY_PREFIX: prefix, PORT: String(port), HOST: '127.0.0.1', WORKERS: '1', NODE_ENV: 'production', ADMIN_API_KEY: randomBytes(16).toString('hex'), LOG_LEVEL: 'warn' }, pin.server, join(ROOT, 'bench/results/cold-server.log'), PROF ? ['--cpu-prof', `--cpu-prof-dir=${join(ROOT, 'bench/results/prof')}`] : []);
     children.push(server);
     const origin = `http://127.0.0.1:${port}`;
     await waitFor200(origin + '/readyz', server, 60_000);
@@ -100,7 +108,7 @@ async function main(): Promise<void> {
       cursor: { path: `/services?${q}`, max: N },
     });
     const opts = (path: string, extra: Partial<LoadOptions> = {}): LoadOptions => ({ url: origin + path, connections: CONNECTIONS, durationS: SECONDS, generator: GENERATOR, ...extra });
-    const rows: Row[] = [];
+    const rows: (Row | null)[] = [];
     const warm = '/services?capability=cap1';
     rows.push(await measure('a1', 'warm: one capability (repeated)', opts(warm), pid));
     rows.push(await measure('k1', 'cold: one set of N, random cursor', opts('/', cursor('capability=all')), pid));
@@ -121,11 +129,12 @@ async function main(): Promise<void> {
     const ceil = spawnNode(join(ROOT, 'dist/bench/ceiling.js'), [file, String(cport), '1'], {}, pin.server, join(ROOT, 'bench/results/cold-ceiling.log'));
     children.push(ceil);
     await waitFor200(`http://127.0.0.1:${cport}/`, ceil, 30_000);
-    const c = await measure('g', 'CEILING (uWS, the warm row\'s bytes)', { url: `http://127.0.0.1:${cport}/`, connections: CONNECTIONS, durationS: SECONDS, generator: GENERATOR }, ceil.proc.pid);
+    const c = (await measure('g', 'CEILING (uWS, the warm row\'s bytes)', { url: `http://127.0.0.1:${cport}/`, connections: CONNECTIONS, durationS: SECONDS, generator: GENERATOR }, ceil.proc.pid))!;
     console.log(`${N} services, ${SECONDS} s per row after 1 s of warm-up, ${CONNECTIONS} connections, ${GENERATOR === 'wrk' ? 'wrk (-t1, Lua script per row)' : 'autocannon'}; ${pin.note}; load average at the end ${loadavg().map((x) => x.toFixed(1)).join(' ')}\n`);
     console.log(`| row | what | req/s | p99 ms | other statuses | × ceiling | server µs/req | cost ratio | ${GENERATOR} CPU |`);
     console.log('|---|---|--:|--:|--:|--:|--:|--:|--:|');
     for (const r of [...rows, c]) {
+      if (!r) continue;
       const cost = r.usPerReq && c.usPerReq ? (c.usPerReq / r.usPerReq).toFixed(2) + '×' : '–';
       console.log(`| ${r.id} | ${r.title} | ${r.rps.toFixed(0)} | ${r.p99.toFixed(2)} | ${r.other} | ${(r.rps / c.rps).toFixed(2)}× | ${r.usPerReq?.toFixed(1) ?? '–'} | ${cost} | ${r.loadgenPct.toFixed(0)} % |`);
     }
