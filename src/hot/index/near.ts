@@ -41,8 +41,8 @@ const SEQ_SPAN = 2 ** 33;
 interface DocEntry {
   buf: Buffer;
   resets: number;
-  /** docInserts when it was last (re)inserted: its place in the map's LRU order */
-  pos: number;
+  /** read since it was (re)inserted: eviction gives it a second chance (CLOCK) */
+  used: boolean;
 }
 
 interface Delta {
@@ -115,8 +115,6 @@ export class NearCache {
   private docs = new Map<number, DocEntry>();
   /** small integer per namespace base (for docKey); forgotten with everything in clear() */
   private baseIds = new Map<string, number>();
-  /** documents (re)inserted so far: the clock of their approximate LRU order */
-  private docInserts = 0;
   private ns = new Map<string, Ns>();
   private loading = new Map<string, Promise<SetEntry | null>>();
   /** bumped by clear(): loads and fetches that began before it keep nothing */
@@ -281,13 +279,9 @@ export class NearCache {
       const key = id * SEQ_SPAN + seqs[i]!;
       const d = this.docs.get(key);
       if (d && d.resets === resets) {
-        // least recently used, approximately: an entry in the younger half of the map's order
-        // stays where it is (a hit costs one look-up, not three); an older one moves to the end
-        if (this.docInserts - d.pos > this.docs.size >> 1) {
-          this.docs.delete(key);
-          d.pos = ++this.docInserts;
-          this.docs.set(key, d);
-        }
+        // least recently used, approximately (CLOCK): a hit only marks the entry; eviction
+        // moves marked ones to the end instead of dropping them (a hit costs one look-up)
+        d.used = true;
         out[i] = d.buf;
       } else {
         missing.push(seqs[i]!);
@@ -307,7 +301,7 @@ export class NearCache {
       if (keep && d) {
         const key = id * SEQ_SPAN + missing[k]!;
         this.dropDoc(key);
-        this.docs.set(key, { buf: Buffer.from(d), resets, pos: ++this.docInserts }); // a copy: a slice would pin the whole reply
+        this.docs.set(key, { buf: Buffer.from(d), resets, used: false }); // a copy: a slice would pin the whole reply
         this.bytes += d.length + DOC_OVERHEAD;
       }
     }
@@ -343,7 +337,14 @@ export class NearCache {
 
   /** Least recently used out until within budget: documents first (cheap to refetch, many). */
   private evict(): void {
-    while (this.bytes > this.maxBytes && this.docs.size) this.dropDoc(this.docs.keys().next().value!);
+    while (this.bytes > this.maxBytes && this.docs.size) {
+      const [k, d] = this.docs.entries().next().value!;
+      if (d.used) {
+        d.used = false; // a second chance: to the end of the order
+        this.docs.delete(k);
+        this.docs.set(k, d);
+      } else this.dropDoc(k);
+    }
     while (this.bytes > this.maxBytes && this.sets.size) {
       const [k, e] = this.sets.entries().next().value!;
       this.dropSet(k, e);
