@@ -55,7 +55,7 @@ function show(r: Row): void {
   const bad = r.non2xx || r.errors || r.timeouts ? `  NON-2XX ${JSON.stringify(r.statusCodes)} errors ${r.errors} timeouts ${r.timeouts}` : '';
   const cpu = r.serverCpuPct === null ? '' : `  server CPU ${Math.round(r.serverCpuPct)} %  other ${Math.round(r.otherCpuPct ?? 0)} %`;
   log(
-    `  ${r.id.padEnd(4)} ${r.title.padEnd(42)} ${Math.round(r.rps).toString().padStart(7)} req/s  p50 ${r.p50.toFixed(2)} ms  p99 ${r.p99.toFixed(2)} ms  autocannon CPU ${Math.round(r.loadgenCpuPct)} %${r.loadgenSaturated ? ' (saturated)' : ''}${cpu}${bad}`,
+    `  ${r.id.padEnd(4)} ${r.title.padEnd(42)} ${Math.round(r.rps).toString().padStart(7)} req/s  p50 ${r.p50.toFixed(2)} ms  p99 ${r.p99.toFixed(2)} ms  ${generator} CPU ${Math.round(r.loadgenCpuPct)} %${r.loadgenSaturated ? ' (saturated)' : ''}${cpu}${bad}`,
   );
 }
 
@@ -263,8 +263,8 @@ async function main(): Promise<void> {
   }
   const saturated = runs.flatMap((r) => [...r.rows, ...r.ceilings].filter((x) => x.loadgenSaturated).map((x) => `${x.id} (WORKERS=${r.workers})`));
   if (saturated.length) {
-    notes.push(`The load generator was the bottleneck (autocannon above ${SATURATED_PCT} % of its core) in: ${saturated.join(', ')}. Those rows measure autocannon as much as the server; a saturated ceiling makes every ratio look better than the server's true headroom.`);
-  } else notes.push(`autocannon stayed below ${SATURATED_PCT} % of its core in every row: the load generator was not the bottleneck.`);
+    notes.push(`The load generator was the bottleneck (${generator} above ${SATURATED_PCT} % of its core) in: ${saturated.join(', ')}. Those rows measure ${generator} as much as the server; a saturated ceiling makes every ratio look better than the server's true headroom.`);
+  } else notes.push(`${generator} stayed below ${SATURATED_PCT} % of its core in every row: the load generator was not the bottleneck.`);
   const bad = runs.flatMap((r) => r.rows.filter((x) => x.non2xx || x.errors || x.timeouts).map((x) => x.id));
   if (bad.length) notes.push(`Rows with non-2xx answers, errors or timeouts: ${bad.join(', ')} (their req/s count 2xx only).`);
   notes.push('Redis and PostgreSQL are not pinned: they run on whichever core is free, beside the server and autocannon ("other CPU" is their share plus any other work).');
