@@ -89,8 +89,10 @@ export function startWrk(o: LoadOptions): Running {
   writeFileSync(file, script(o, seeds++ * 7919));
   const u = new URL(o.url);
   const args = ['-t1', `-c${o.connections}`, `-d${o.durationS}s`, '--timeout', '10s', '-s', file, `${u.protocol}//${u.host}${u.pathname}${u.search}`];
-  // `times` after wrk: the CPU wrk used, without sampling /proc while it runs
-  const child = spawn('sh', ['-c', '"$@"; times', 'sh', 'wrk', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  // `times` after wrk: the CPU wrk used, without sampling /proc while it runs. A SIGINT to
+  // the shell (stop()) is passed on to wrk by its pid: wrk stops and still prints its summary
+  const sh = 'wrk "$@" & w=$!; trap \'kill -INT $w\' INT; wait $w; wait $w; times';
+  const child = spawn('sh', ['-c', sh, 'sh', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stdout.on('data', (b: Buffer) => (out += b.toString()));
@@ -130,5 +132,5 @@ export function startWrk(o: LoadOptions): Running {
     child.on('error', reject);
   });
   // wrk stops on SIGINT and still prints its summary (run.ts's scenario h stops its heavy load)
-  return { done, stop: () => void spawnSync('pkill', ['-INT', '-P', String(child.pid), '-x', 'wrk']) };
+  return { done, stop: () => void child.kill('SIGINT') };
 }
