@@ -3,6 +3,7 @@
 // the CPU this process used during the run tells whether the load generator itself was
 // the bottleneck.
 import autocannon from 'autocannon';
+import { startWrk } from './wrk.js';
 
 export interface LoadOptions {
   /** origin and path; with nextPath, only its origin is used */
@@ -15,7 +16,16 @@ export interface LoadOptions {
   connections: number;
   durationS: number;
   pipelining?: number;
+  /** who loads: autocannon in this process (default) or wrk as a child (bench/wrk.ts) */
+  generator?: Generator;
+  /**
+   * The same cursor stream as nextPath, described for wrk (which cannot call back into this
+   * process): `path` with `after=<1..max>` put first in its query
+   */
+  cursor?: { path: string; max: number };
 }
+
+export type Generator = 'autocannon' | 'wrk';
 
 export interface LoadResult {
   /** 2xx (or expected-status) responses per second */
@@ -71,6 +81,10 @@ export interface Running {
 }
 
 export function startLoad(o: LoadOptions): Running {
+  if (o.generator === 'wrk') {
+    if (o.nextPath && !o.cursor) throw new Error('wrk needs the cursor described (LoadOptions.cursor), not only nextPath');
+    return startWrk(o);
+  }
   const samples = new Samples();
   const wanted = (status: number) => (o.expect ? status === o.expect : status >= 200 && status < 300);
   let answered = 0;

@@ -2,8 +2,12 @@
 // prefix (nothing shared with `make bench` or another run), N production services, the real
 // server (WORKERS=1, pinned like run.ts pins it) and the ceiling serving the warm row's bytes,
 // each loaded by autocannon from the other core. Prints a markdown table for bench/README.md.
-// Usage: taskset -c 1 node dist/bench/cold.js [services=20000] [seconds=5] [connections=100]
-// (the load generator runs in this process: pin it to the core the server is not on)
+// Usage: taskset -c 1 node dist/bench/cold.js [--generator autocannon|wrk] [--rows a1,k1,...] [--cpu-prof]
+//        [services=20000] [seconds=5] [connections=100]
+// (--rows: only those rows, and the ceiling; --cpu-prof: the server writes a V8 CPU profile
+// to bench/results/prof/ when it stops)
+// (the load generator runs in this process, or as its child with wrk: pin it to the core the
+// server is not on)
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -16,13 +20,23 @@ import { createRedis } from '../src/hot/redis/client.js';
 import { createPool } from '../src/hot/store/pool.js';
 import { migrate } from '../src/hot/store/migrator.js';
 import { rebuildIndex } from '../src/hot/index/rebuild.js';
-import { load, type LoadOptions } from './cannon.js';
+import { load, type Generator, type LoadOptions } from './cannon.js';
+import { HAS_WRK } from './wrk.js';
 import { share, snapshot } from './cpu.js';
 import { databaseUrl, recreateDatabase } from './load.js';
 import { freePort, get, NPROC, pinning, spawnNode, waitFor200, type Child } from './procs.js';
 import { dropRedisPrefix } from '../test/helpers/processes.js';
 
-const [N = 20_000, SECONDS = 5, CONNECTIONS = 100] = process.argv.slice(2).map(Number);
+const argv = process.argv.slice(2);
+const gi = argv.indexOf('--generator');
+const GENERATOR: Generator = gi < 0 ? 'autocannon' : (argv.splice(gi, 2)[1] as Generator);
+if (GENERATOR !== 'autocannon' && GENERATOR !== 'wrk') throw new Error('--generator autocannon|wrk');
+if (GENERATOR === 'wrk' && !HAS_WRK) throw new Error('wrk is not installed (Debian: apt-get install wrk)');
+const ri = argv.indexOf('--rows');
+const ROWS = ri < 0 ? null : new Set(argv.splice(ri, 2)[1]!.split(','));
+const pi = argv.indexOf('--cpu-prof');
+const PROF = pi >= 0 && argv.splice(pi, 1).length > 0;
+const [N = 20_000, SECONDS = 5, CONNECTIONS = 100] = argv.map(Number);
 const UWS_OWN = new Set(['date', 'uwebsockets', 'content-length', 'connection', 'keep-alive', 'transfer-encoding']);
 const log = (m: string) => console.error(m);
 
@@ -52,7 +66,8 @@ async function seed(url: string, n: number): Promise<void> {
   await c.end();
 }
 
-async function measure(id: string, title: string, o: LoadOptions, pid: number | undefined): Promise<Row> {
+async function measure(id: string, title: string, o: LoadOptions, pid: number | undefined): Promise<Row | null> {
+  if (ROWS && id !== 'g' && !ROWS.has(id)) return null;
   await load({ ...o, durationS: 1 }); // warm-up
   const a = snapshot(pid);
   const r = await load(o);
@@ -82,20 +97,23 @@ async function main(): Promise<void> {
     await pool.end();
     const pin = pinning(1, true);
     const port = await freePort();
-    const server = spawnNode(join(ROOT, 'dist/src/hot/main.js'), [], { DATABASE_URL: url, REDIS_KEY_PREFIX: prefix, PORT: String(port), HOST: '127.0.0.1', WORKERS: '1', NODE_ENV: 'production', ADMIN_API_KEY: randomBytes(16).toString('hex'), LOG_LEVEL: 'warn' }, pin.server, join(ROOT, 'bench/results/cold-server.log'));
+    const server = spawnNode(join(ROOT, 'dist/src/hot/main.js'), [], { DATABASE_URL: url, REDIS_KEY_PREFIX: prefix, PORT: String(port), HOST: '127.0.0.1', WORKERS: '1', NODE_ENV: 'production', ADMIN_API_KEY: randomBytes(16).toString('hex'), LOG_LEVEL: 'warn' }, pin.server, join(ROOT, 'bench/results/cold-server.log'), PROF ? ['--cpu-prof', `--cpu-prof-dir=${join(ROOT, 'bench/results/prof')}`] : []);
     children.push(server);
     const origin = `http://127.0.0.1:${port}`;
     await waitFor200(origin + '/readyz', server, 60_000);
     const pid = server.proc.pid;
     let seqs = 0;
-    const cursor = (q: string) => () => `/services?after=${1 + Math.floor(((seqs = (seqs * 1103515245 + 12345) % 2 ** 31) / 2 ** 31) * N)}&${q}`;
-    const opts = (path: string, extra: Partial<LoadOptions> = {}): LoadOptions => ({ url: origin + path, connections: CONNECTIONS, durationS: SECONDS, ...extra });
-    const rows: Row[] = [];
+    const cursor = (q: string): Partial<LoadOptions> => ({
+      nextPath: () => `/services?after=${1 + Math.floor(((seqs = (seqs * 1103515245 + 12345) % 2 ** 31) / 2 ** 31) * N)}&${q}`,
+      cursor: { path: `/services?${q}`, max: N },
+    });
+    const opts = (path: string, extra: Partial<LoadOptions> = {}): LoadOptions => ({ url: origin + path, connections: CONNECTIONS, durationS: SECONDS, generator: GENERATOR, ...extra });
+    const rows: (Row | null)[] = [];
     const warm = '/services?capability=cap1';
     rows.push(await measure('a1', 'warm: one capability (repeated)', opts(warm), pid));
-    rows.push(await measure('k1', 'cold: one set of N, random cursor', opts('/', { nextPath: cursor('capability=all') }), pid));
-    rows.push(await measure('k2', 'cold: two sets, random cursor', opts('/', { nextPath: cursor('capability=cap1&property=zone:z1') }), pid));
-    rows.push(await measure('c2', 'cold: 3 sets + iotReady, random cursor', opts('/', { nextPath: cursor('capability=all&capability=cap1&iotReady=true&property=zone:z2') }), pid));
+    rows.push(await measure('k1', 'cold: one set of N, random cursor', opts('/', cursor('capability=all')), pid));
+    rows.push(await measure('k2', 'cold: two sets, random cursor', opts('/', cursor('capability=cap1&property=zone:z1')), pid));
+    rows.push(await measure('c2', 'cold: 3 sets + iotReady, random cursor', opts('/', cursor('capability=all&capability=cap1&iotReady=true&property=zone:z2')), pid));
     const sb = (await (await fetch(origin + '/sandboxes', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"name":"cold bench"}' })).json()) as { apiKey: string };
     const keyed = { authorization: `Bearer ${sb.apiKey}` };
     for (let i = 0; i < 200 && (await get(origin + warm, keyed)).status !== 429; i++);
@@ -111,11 +129,12 @@ async function main(): Promise<void> {
     const ceil = spawnNode(join(ROOT, 'dist/bench/ceiling.js'), [file, String(cport), '1'], {}, pin.server, join(ROOT, 'bench/results/cold-ceiling.log'));
     children.push(ceil);
     await waitFor200(`http://127.0.0.1:${cport}/`, ceil, 30_000);
-    const c = await measure('g', 'CEILING (uWS, the warm row\'s bytes)', { url: `http://127.0.0.1:${cport}/`, connections: CONNECTIONS, durationS: SECONDS }, ceil.proc.pid);
-    console.log(`${N} services, ${SECONDS} s per row after 1 s of warm-up, ${CONNECTIONS} connections, autocannon; ${pin.note}; load average at the end ${loadavg().map((x) => x.toFixed(1)).join(' ')}\n`);
-    console.log('| row | what | req/s | p99 ms | other statuses | × ceiling | server µs/req | cost ratio | autocannon CPU |');
+    const c = (await measure('g', 'CEILING (uWS, the warm row\'s bytes)', { url: `http://127.0.0.1:${cport}/`, connections: CONNECTIONS, durationS: SECONDS, generator: GENERATOR }, ceil.proc.pid))!;
+    console.log(`${N} services, ${SECONDS} s per row after 1 s of warm-up, ${CONNECTIONS} connections, ${GENERATOR === 'wrk' ? 'wrk (-t1, Lua script per row)' : 'autocannon'}; ${pin.note}; load average at the end ${loadavg().map((x) => x.toFixed(1)).join(' ')}\n`);
+    console.log(`| row | what | req/s | p99 ms | other statuses | × ceiling | server µs/req | cost ratio | ${GENERATOR} CPU |`);
     console.log('|---|---|--:|--:|--:|--:|--:|--:|--:|');
     for (const r of [...rows, c]) {
+      if (!r) continue;
       const cost = r.usPerReq && c.usPerReq ? (c.usPerReq / r.usPerReq).toFixed(2) + '×' : '–';
       console.log(`| ${r.id} | ${r.title} | ${r.rps.toFixed(0)} | ${r.p99.toFixed(2)} | ${r.other} | ${(r.rps / c.rps).toFixed(2)}× | ${r.usPerReq?.toFixed(1) ?? '–'} | ${cost} | ${r.loadgenPct.toFixed(0)} % |`);
     }

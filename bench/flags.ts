@@ -19,6 +19,8 @@ export interface Flags {
   /** rewrite the table in bench/README.md (default: full runs only) */
   readme: boolean;
   pin: boolean;
+  /** the load generator: autocannon in-process, or wrk as a child (bench/wrk.ts) */
+  generator: 'autocannon' | 'wrk';
   /** internal: this process was re-executed under taskset */
   pinned: boolean;
   /** the arguments as given, minus --pinned (shown in the report) */
@@ -27,11 +29,16 @@ export interface Flags {
 
 export const USAGE = `usage: node dist/bench/run.js [--quick | --services N] [--workers 1,2] [--duration S] [--warmup S]
   [--connections N] [--heavy-connections N] [--scenarios a1,a2,b,c,c2,k1,k2,o,p,d,e,f,h,v] [--ceiling-runs 1|2]
-  [--regenerate] [--rebuild] [--readme|--no-readme] [--no-pin]`;
+  [--regenerate] [--rebuild] [--readme|--no-readme] [--no-pin] [--generator autocannon|wrk]`;
 
 function positiveInt(name: string, v: string | undefined): number {
   if (!v || !/^\d+$/.test(v) || Number(v) < 1) throw new Error(`${name} needs a positive integer\n${USAGE}`);
   return Number(v);
+}
+
+function generatorOf(v: string | undefined): 'autocannon' | 'wrk' {
+  if (v === undefined || v === 'autocannon' || v === 'wrk') return v ?? 'autocannon';
+  throw new Error(`--generator is autocannon or wrk\n${USAGE}`);
 }
 
 export function parseFlags(argv: string[], nproc: number): Flags {
@@ -40,8 +47,8 @@ export function parseFlags(argv: string[], nproc: number): Flags {
     const i = argv.indexOf(f);
     return i === -1 ? undefined : argv[i + 1];
   };
-  const known = new Set(['--quick', '--services', '--workers', '--duration', '--warmup', '--connections', '--heavy-connections', '--scenarios', '--ceiling-runs', '--regenerate', '--rebuild', '--readme', '--no-readme', '--no-pin', '--pinned']);
-  const withValue = new Set(['--services', '--workers', '--duration', '--warmup', '--connections', '--heavy-connections', '--scenarios', '--ceiling-runs']);
+  const known = new Set(['--quick', '--services', '--workers', '--duration', '--warmup', '--connections', '--heavy-connections', '--scenarios', '--ceiling-runs', '--regenerate', '--rebuild', '--readme', '--no-readme', '--no-pin', '--pinned', '--generator']);
+  const withValue = new Set(['--services', '--workers', '--duration', '--warmup', '--connections', '--heavy-connections', '--scenarios', '--ceiling-runs', '--generator']);
   for (let i = 0; i < argv.length; i++) {
     if (!known.has(argv[i]!)) throw new Error(`unknown argument ${argv[i]}\n${USAGE}`);
     if (withValue.has(argv[i]!)) i++;
@@ -68,6 +75,7 @@ export function parseFlags(argv: string[], nproc: number): Flags {
     rebuild: has('--rebuild'),
     readme: has('--readme') || (!quick && !has('--no-readme')),
     pin: !has('--no-pin'),
+    generator: generatorOf(val('--generator')),
     pinned: has('--pinned'),
     argv: argv.filter((a) => a !== '--pinned'),
   };

@@ -79,10 +79,10 @@ export interface Child {
 }
 
 /** node <script> under taskset (when `cpus` is set), stdout+stderr written to `log`. */
-export function spawnNode(script: string, args: string[], env: Record<string, string>, cpus: string | null, log: string): Child {
+export function spawnNode(script: string, args: string[], env: Record<string, string>, cpus: string | null, log: string, nodeArgs: string[] = []): Child {
   const out = createWriteStream(log, { flags: 'w' });
   const cmd = cpus ? 'taskset' : process.execPath;
-  const argv = cpus ? ['-c', cpus, process.execPath, script, ...args] : [script, ...args];
+  const argv = cpus ? ['-c', cpus, process.execPath, ...nodeArgs, script, ...args] : [...nodeArgs, script, ...args];
   // the caller's environment passes through unread; the bench's settings go on top
   const proc = spawn(cmd, argv, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   proc.stdout!.pipe(out);

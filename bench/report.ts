@@ -69,7 +69,7 @@ export interface Results {
   machine: Machine;
   /** 1-minute load average when the run started and ended: above nproc, other work competed */
   loadavg: { start: number; end: number };
-  settings: { connections: number; pipelining: number; durationS: number; warmupS: number; heavyConnections: number; tiers: string };
+  settings: { connections: number; pipelining: number; generator?: string; durationS: number; warmupS: number; heavyConnections: number; tiers: string };
   data: {
     production: number;
     sandboxes: number;
@@ -143,7 +143,7 @@ export function costNote(run: WorkersRun, ids: string[]): string | null {
 
 export function scenarioTable(run: WorkersRun): string {
   const lines = [
-    '| | scenario | req/s | p50 ms | p99 ms | non-2xx | × ceiling | autocannon CPU | server CPU | server µs/req | other CPU |',
+    '| | scenario | req/s | p50 ms | p99 ms | non-2xx | × ceiling | load generator CPU | server CPU | server µs/req | other CPU |',
     '|---|---|--:|--:|--:|---|--:|--:|--:|--:|--:|',
   ];
   for (const r of [...run.rows, ...run.ceilings]) {
@@ -156,7 +156,7 @@ export function scenarioTable(run: WorkersRun): string {
 
 export function workersTable(runs: WorkersRun[], main: string): string {
   const lines = [
-    '| WORKERS | pinning | search req/s | p99 ms | ceiling req/s | × ceiling | autocannon CPU | server CPU | server µs/req | ceiling µs/req |',
+    '| WORKERS | pinning | search req/s | p99 ms | ceiling req/s | × ceiling | load generator CPU | server CPU | server µs/req | ceiling µs/req |',
     '|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|',
   ];
   for (const run of runs) {
@@ -198,7 +198,7 @@ export function markdown(res: Results, main: string): string {
     '',
     `Machine: nproc ${m.nproc}, ${m.cpu}, ${m.memGiB} GiB, Linux ${m.kernel}, Node ${m.node}; ` +
       `load average ${res.loadavg.start.toFixed(1)} at the start, ${res.loadavg.end.toFixed(1)} at the end. ` +
-      `autocannon in-process: ${res.settings.connections} connections, pipelining ${res.settings.pipelining}, ` +
+      `${res.settings.generator === 'wrk' ? 'wrk as a child process (-t1, a Lua script per row)' : 'autocannon in-process'}: ${res.settings.connections} connections, pipelining ${res.settings.pipelining}, ` +
       `${res.settings.warmupS} s warm-up then ${res.settings.durationS} s measured per row, loopback only. TIERS=${res.settings.tiers} (see "Caveats").`,
     '',
     `Data: ${d.production.toLocaleString('en-US')} production services over ${d.capabilities.toLocaleString('en-US')} capabilities, ` +

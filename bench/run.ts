@@ -9,7 +9,8 @@ import { loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ROOT } from '../src/hot/paths.js';
-import { load, startLoad, type LoadOptions, type LoadResult } from './cannon.js';
+import { load, startLoad, type Generator, type LoadOptions, type LoadResult } from './cannon.js';
+import { HAS_WRK } from './wrk.js';
 import type { CeilingResponse } from './ceiling.js';
 import { share, snapshot } from './cpu.js';
 import { parseFlags, type Flags } from './flags.js';
@@ -54,15 +55,26 @@ function show(r: Row): void {
   const bad = r.non2xx || r.errors || r.timeouts ? `  NON-2XX ${JSON.stringify(r.statusCodes)} errors ${r.errors} timeouts ${r.timeouts}` : '';
   const cpu = r.serverCpuPct === null ? '' : `  server CPU ${Math.round(r.serverCpuPct)} %  other ${Math.round(r.otherCpuPct ?? 0)} %`;
   log(
-    `  ${r.id.padEnd(4)} ${r.title.padEnd(42)} ${Math.round(r.rps).toString().padStart(7)} req/s  p50 ${r.p50.toFixed(2)} ms  p99 ${r.p99.toFixed(2)} ms  autocannon CPU ${Math.round(r.loadgenCpuPct)} %${r.loadgenSaturated ? ' (saturated)' : ''}${cpu}${bad}`,
+    `  ${r.id.padEnd(4)} ${r.title.padEnd(42)} ${Math.round(r.rps).toString().padStart(7)} req/s  p50 ${r.p50.toFixed(2)} ms  p99 ${r.p99.toFixed(2)} ms  ${generator} CPU ${Math.round(r.loadgenCpuPct)} %${r.loadgenSaturated ? ' (saturated)' : ''}${cpu}${bad}`,
   );
 }
 
 let cursorSeed = 1;
+/** --generator: set once from the flags in main() */
+let generator: Generator = 'autocannon';
 
 /** Load options of a scenario; each call gets its own cursor stream, so a measured run never replays its warm-up's cursors. */
 function loadOf(base: string, s: Scenario, connections: number, durationS: number): LoadOptions {
-  return { url: base + s.path, headers: s.headers, expect: s.expect, connections, durationS, nextPath: s.cursorMax ? paths(s, cursorSeed++) : undefined };
+  return {
+    url: base + s.path,
+    headers: s.headers,
+    expect: s.expect,
+    connections,
+    durationS,
+    generator,
+    nextPath: s.cursorMax ? paths(s, cursorSeed++) : undefined,
+    cursor: s.cursorMax ? { path: s.path, max: s.cursorMax } : undefined,
+  };
 }
 
 async function measure(f: Flags, base: string, s: Scenario, bodyBytes: number, pid: number | undefined): Promise<Row> {
@@ -227,7 +239,9 @@ function reexecPinned(): void {
 
 async function main(): Promise<void> {
   const f = parseFlags(process.argv.slice(2), NPROC);
+  if (f.generator === 'wrk' && !HAS_WRK) throw new Error('--generator wrk: wrk is not installed (Debian: apt-get install wrk)');
   if (f.pin && !f.pinned && HAS_TASKSET && NPROC >= 2) return reexecPinned();
+  generator = f.generator;
   const t0 = Date.now();
   const load0 = loadavg()[0]!;
   mkdirSync(RESULTS, { recursive: true });
@@ -249,8 +263,8 @@ async function main(): Promise<void> {
   }
   const saturated = runs.flatMap((r) => [...r.rows, ...r.ceilings].filter((x) => x.loadgenSaturated).map((x) => `${x.id} (WORKERS=${r.workers})`));
   if (saturated.length) {
-    notes.push(`The load generator was the bottleneck (autocannon above ${SATURATED_PCT} % of its core) in: ${saturated.join(', ')}. Those rows measure autocannon as much as the server; a saturated ceiling makes every ratio look better than the server's true headroom.`);
-  } else notes.push(`autocannon stayed below ${SATURATED_PCT} % of its core in every row: the load generator was not the bottleneck.`);
+    notes.push(`The load generator was the bottleneck (${generator} above ${SATURATED_PCT} % of its core) in: ${saturated.join(', ')}. Those rows measure ${generator} as much as the server; a saturated ceiling makes every ratio look better than the server's true headroom.`);
+  } else notes.push(`${generator} stayed below ${SATURATED_PCT} % of its core in every row: the load generator was not the bottleneck.`);
   const bad = runs.flatMap((r) => r.rows.filter((x) => x.non2xx || x.errors || x.timeouts).map((x) => x.id));
   if (bad.length) notes.push(`Rows with non-2xx answers, errors or timeouts: ${bad.join(', ')} (their req/s count 2xx only).`);
   notes.push('Redis and PostgreSQL are not pinned: they run on whichever core is free, beside the server and autocannon ("other CPU" is their share plus any other work).');
@@ -270,7 +284,7 @@ async function main(): Promise<void> {
     command: ['node dist/bench/run.js', ...f.argv].join(' '),
     machine: machine(),
     loadavg: { start: load0, end: load1 },
-    settings: { connections: f.connections, pipelining: 1, durationS: f.durationS, warmupS: f.warmupS, heavyConnections: f.heavyConnections, tiers: BENCH_TIERS },
+    settings: { connections: f.connections, pipelining: 1, generator: f.generator, durationS: f.durationS, warmupS: f.warmupS, heavyConnections: f.heavyConnections, tiers: BENCH_TIERS },
     data: {
       production: d.spec.production,
       sandboxes: d.spec.sandboxes,

@@ -15,6 +15,7 @@ import type { Config } from './config.js';
 import { Keys } from './domain/keys.js';
 import { Index, type Replacements } from './index/index.js';
 import { NearCache } from './index/near.js';
+import { NearVersionCheck } from './index/near-check.js';
 import { Projector } from './index/projector.js';
 import { createWatchers } from './ops/lifecycle.js';
 import { countBackendError, countProjectorFailure } from './ops/metrics.js';
@@ -115,6 +116,12 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
     cleared: () => near.clear(),
   });
 
+  // a lost final delta of a namespace: found by comparing versions with Redis (near.ts)
+  const nearCheck = new NearVersionCheck(near, cfg.nearCheckMs, async (bases) => {
+    const vs = await Promise.all(bases.map((b) => redis.get(b + 'ver')));
+    return vs.map((v) => (v === null ? null : Number(v)));
+  });
+
   const metrics = new MetricsAggregation(cfg.uwsThreads, {
     backends: () => ({ postgres: state.pgUp, redis: state.redisUp }),
     outboxLag: () => projector.lag(),
@@ -147,6 +154,7 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
     { name: 'change-hub', start: () => hub.start(), stop: () => hub.close() },
     { name: 'outbox-sweeper', start: () => projector.start(cfg.outboxSweepMs), stop: () => projector.stop() },
     { name: 'invalidation', start: () => invalidation.start(), stop: () => invalidation.stop() },
+    { name: 'near-check', start: () => nearCheck.start(), stop: () => nearCheck.stop() },
     // the first round (and the index rebuild it may start) completes before the port opens
     { name: 'readiness', start: () => watchers.start(), stop: () => watchers.stop() },
     {

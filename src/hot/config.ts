@@ -96,6 +96,8 @@ export interface Config {
   rateCountFlushMs: number;
   /** bytes the near cache of index sets and documents may hold per uWS thread (0: off) */
   nearCacheBytes: number;
+  /** period of the near cache's version check against Redis (a lost final delta), ms (0: off) */
+  nearCheckMs: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -259,5 +261,8 @@ export function loadConfig(env: Env = process.env): Config {
     // documents: ~330 bytes + 280 of overhead each, docs/decisions.md): 1 GiB a thread
     // holds them whole, and 23 threads of it fit a 24 GiB machine
     nearCacheBytes: int(env, 'NEAR_CACHE_MB', 1024, 0, 1_048_576) * 1024 * 1024,
+    // a namespace whose last delta was lost (and no write followed) is dropped within two
+    // periods: one GET of `<base>ver` per namespace the thread holds, per period
+    nearCheckMs: int(env, 'NEAR_CHECK_MS', 1000, 0, 3_600_000),
   };
 }

@@ -66,3 +66,14 @@ t.test('bounded by bytes: the oldest entries go, sizes are accounted exactly', a
   c.clear();
   t.equal(c.bytes, 0);
 });
+
+t.test('admitOnSecond: a key is admitted on its second miss; the doorkeeper is bounded', async (t) => {
+  const c = new ResultCache(2, 60_000);
+  t.equal(c.admitOnSecond('a'), false, 'first: not admitted');
+  t.equal(c.admitOnSecond('a'), true, 'second: admitted');
+  t.equal(c.admitOnSecond('a'), false, 'and forgotten by the doorkeeper');
+  c.admitOnSecond('b');
+  c.admitOnSecond('c'); // full (2): emptied first
+  t.equal(c.admitOnSecond('b'), false, 'b was forgotten when the doorkeeper filled');
+  t.equal(c.admitOnSecond('c'), true);
+});

@@ -109,3 +109,43 @@ t.test('bounded by bytes: least recently used out', async (t) => {
   await n.set(B, 'c:1', ls[1]!.f);
   t.equal(ls[1]!.calls(), 2, 'the least recently used one went');
 });
+
+t.test('documents: a document read since it was stored survives eviction (second chance)', async (t) => {
+  const doc = Buffer.alloc(100);
+  const fetch = async (seqs: number[]) => seqs.map(() => doc);
+  const n = new NearCache(3 * (100 + 280)); // three documents
+  await n.documents(B, Float64Array.from([1, 2, 3]), fetch);
+  await n.documents(B, Float64Array.from([1]), fetch); // 1 read again: marked
+  let fetched: number[] = [];
+  const watch = async (seqs: number[]) => ((fetched = seqs), fetch(seqs));
+  await n.documents(B, Float64Array.from([4]), watch); // over budget: 2 (unread) goes, not 1
+  t.ok(n.bytes <= n.maxBytes, 'within budget');
+  await n.documents(B, Float64Array.from([1]), watch);
+  t.same(fetched, [4], 'the document read again stayed');
+  await n.documents(B, Float64Array.from([2]), watch);
+  t.same(fetched, [2], 'the oldest unread one went');
+});
+
+t.test('version check: a copy behind Redis at two checks in a row is dropped; one delta late is not', async (t) => {
+  const n = new NearCache(1 << 20);
+  n.resume();
+  const l = loader(5, [1, 2]);
+  await n.set(B, 'c:x', l.f);
+  let redis = 5;
+  const read = async (bases: string[]) => bases.map((b) => (b === B ? redis : null));
+  t.equal(await n.checkVersions(read), 0, 'level with Redis');
+  redis = 6; // a write applied, its delta not here yet
+  t.equal(await n.checkVersions(read), 0, 'behind once: maybe in flight');
+  n.onDelta(delta(6, '', [], 3, ['c:x'])); // it arrives
+  t.equal(await n.checkVersions(read), 0, 'caught up');
+  redis = 7; // this delta is lost
+  t.equal(await n.checkVersions(read), 0);
+  t.same(arr(await n.set(B, 'c:x', l.f)), [1, 2, 3], 'still the stale copy (no reload yet)');
+  t.equal(await n.checkVersions(read), 1, 'still behind version 7: dropped');
+  t.equal(n.stats.stale, 1);
+  await n.set(B, 'c:x', loader(7, [1, 2]).f);
+  t.equal(l.calls(), 1);
+  n.onDelta(delta(8, 2, ['c:x'], '', []));
+  t.equal(n.stats.resets, 0, 'the next delta follows on from the version the check took');
+  t.same(arr(await n.set(B, 'c:x', l.f)), [1], 'and applies');
+});

@@ -11,6 +11,19 @@ function deferred<T>() {
   return { promise, resolve, reject };
 }
 
+/** A request that can go away, as http/route.ts's Reply tells SingleFlight. */
+function requester() {
+  const hooks: (() => void)[] = [];
+  let gone = false;
+  return {
+    onAbort: (f: () => void) => void (gone ? f() : hooks.push(f)),
+    abort: () => {
+      gone = true;
+      for (const f of hooks) f();
+    },
+  };
+}
+
 t.test('concurrent calls of one key share one computation', async (t) => {
   const sf = new SingleFlight<string>();
   const d = deferred<string>();
@@ -47,8 +60,8 @@ t.test('an error reaches every waiter and is not kept', async (t) => {
 
 t.test('the computation is cancelled only when every waiter has gone', async (t) => {
   const sf = new SingleFlight<string>();
-  const c1 = new AbortController();
-  const c2 = new AbortController();
+  const c1 = requester();
+  const c2 = requester();
   let inner: AbortSignal | null = null;
   const d = deferred<string>();
   const fn = (s: AbortSignal) => {
@@ -56,8 +69,8 @@ t.test('the computation is cancelled only when every waiter has gone', async (t)
     s.addEventListener('abort', () => d.reject(new Error('cancelled')));
     return d.promise;
   };
-  const a = sf.run('k', c1.signal, fn);
-  const b = sf.run('k', c2.signal, fn);
+  const a = sf.run('k', c1, fn);
+  const b = sf.run('k', c2, fn);
   a.catch(() => undefined);
   b.catch(() => undefined);
   c1.abort();
@@ -70,14 +83,14 @@ t.test('the computation is cancelled only when every waiter has gone', async (t)
 
 t.test('a waiter without a signal keeps the computation alive', async (t) => {
   const sf = new SingleFlight<string>();
-  const c1 = new AbortController();
+  const c1 = requester();
   let inner: AbortSignal | null = null;
   const d = deferred<string>();
   const fn = (s: AbortSignal) => {
     inner = s;
     return d.promise;
   };
-  const a = sf.run('k', c1.signal, fn);
+  const a = sf.run('k', c1, fn);
   const b = sf.run('k', undefined, fn);
   c1.abort();
   t.equal(inner!.aborted, false);

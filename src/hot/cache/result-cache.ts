@@ -42,6 +42,8 @@ export class ResultCache<V extends object = CachedResult> {
   readonly flights = new SingleFlight<V>();
   /** sum of the stored entries' sizes */
   bytes = 0;
+  /** keys asked once (admitOnSecond): a doorkeeper, emptied when it reaches maxEntries */
+  private seenOnce = new Set<string>();
 
   /**
    * Bounded both by entries and by bytes (pages of 100 documents weigh ~30 KB each: 10,000
@@ -91,12 +93,25 @@ export class ResultCache<V extends object = CachedResult> {
     this.bytes += bytes;
   }
 
+  /**
+   * Whether to store a result that only a repeat would use: true on a key's second miss.
+   * A page after a cursor is rarely asked twice (a client walks on), so keeping every one
+   * costs an eviction, a retained 30 KB buffer and GC per request for nothing
+   */
+  admitOnSecond(key: string): boolean {
+    if (this.seenOnce.delete(key)) return true;
+    if (this.seenOnce.size >= this.maxEntries) this.seenOnce.clear();
+    this.seenOnce.add(key);
+    return false;
+  }
+
   invalidate(ns: string): void {
     this.versions.set(ns, (this.versions.get(ns) ?? 0) + 1);
   }
 
   clear(): void {
     this.epoch++;
+    this.seenOnce.clear();
     this.entries.clear();
     this.bytes = 0;
   }

@@ -7,6 +7,11 @@
 // The computation runs under its own AbortSignal, aborted only when every request waiting
 // for it has gone away: one client disconnecting must not cancel the others' answer.
 
+/** Who waits for an answer: tells when it has gone away (http/route.ts Reply) */
+export interface Requester {
+  onAbort(f: () => void): void;
+}
+
 interface Flight<T> {
   promise: Promise<T>;
   controller: AbortController;
@@ -18,7 +23,7 @@ export class SingleFlight<T> {
   /** requests that joined a computation already running (for metrics and tests) */
   joined = 0;
 
-  run(key: string, signal: AbortSignal | undefined, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  run(key: string, requester: Requester | undefined, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
     let f = this.flights.get(key);
     if (f) this.joined++;
     else {
@@ -36,22 +41,18 @@ export class SingleFlight<T> {
     }
     const flight = f;
     flight.waiters++;
-    if (signal) {
-      const leave = () => {
+    if (requester) {
+      let gone = false;
+      // (a requester that goes away after the answer only lowers a count nobody reads)
+      requester.onAbort(() => {
+        if (gone) return;
+        gone = true;
         if (--flight.waiters === 0) {
           // nobody wants the answer: cancel it, and let the next request start afresh
           if (this.flights.get(key) === flight) this.flights.delete(key);
           flight.controller.abort();
         }
-      };
-      if (signal.aborted) leave();
-      else {
-        signal.addEventListener('abort', leave, { once: true });
-        void flight.promise.then(
-          () => signal.removeEventListener('abort', leave),
-          () => signal.removeEventListener('abort', leave),
-        );
-      }
+      });
     }
     return flight.promise;
   }

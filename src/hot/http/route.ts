@@ -30,11 +30,23 @@ export class Reply {
     res.onAborted(() => {
       this.aborted = true;
       this.ac?.abort();
+      if (this.abortHooks) for (const f of this.abortHooks) f();
       if (!this.done) {
         this.done = true;
         this.onEnd(this);
       }
     });
+  }
+
+  private abortHooks: (() => void)[] | null = null;
+
+  /**
+   * Call `f` when the client goes away (at once if it has): what the signal does, without an
+   * AbortController and its event listeners on every search (4 % of a cold page's CPU)
+   */
+  onAbort(f: () => void): void {
+    if (this.aborted) return f();
+    (this.abortHooks ??= []).push(f);
   }
 
   /** aborted when the client goes away: cancels work done on its behalf */

@@ -41,8 +41,8 @@ const SEQ_SPAN = 2 ** 33;
 interface DocEntry {
   buf: Buffer;
   resets: number;
-  /** docInserts when it was last (re)inserted: its place in the map's LRU order */
-  pos: number;
+  /** read since it was (re)inserted: eviction gives it a second chance (CLOCK) */
+  used: boolean;
 }
 
 interface Delta {
@@ -66,6 +66,8 @@ interface Ns {
   minLoaded: number;
   /** recent deltas (contiguous versions), to bring a set loaded at an older version up to date */
   log: Delta[];
+  /** Redis's version when the last version check found this copy behind it (0: not behind) */
+  behind: number;
 }
 
 const LOG_MAX = 4096;
@@ -113,14 +115,12 @@ export class NearCache {
   private docs = new Map<number, DocEntry>();
   /** small integer per namespace base (for docKey); forgotten with everything in clear() */
   private baseIds = new Map<string, number>();
-  /** documents (re)inserted so far: the clock of their approximate LRU order */
-  private docInserts = 0;
   private ns = new Map<string, Ns>();
   private loading = new Map<string, Promise<SetEntry | null>>();
   /** bumped by clear(): loads and fetches that began before it keep nothing */
   private cleared = 0;
   bytes = 0;
-  readonly stats = { setHits: 0, setMisses: 0, docHits: 0, docMisses: 0, deltas: 0, resets: 0 };
+  readonly stats = { setHits: 0, setMisses: 0, docHits: 0, docMisses: 0, deltas: 0, resets: 0, stale: 0 };
 
   /** deltas are flowing: a subscription to them is confirmed (cache/invalidation.ts) */
   private live = false;
@@ -148,7 +148,7 @@ export class NearCache {
   private state(base: string): Ns {
     let s = this.ns.get(base);
     if (!s) {
-      s = { latest: 0, required: 0, epoch: 0, resets: 0, minLoaded: Number.POSITIVE_INFINITY, log: [] };
+      s = { latest: 0, required: 0, epoch: 0, resets: 0, minLoaded: Number.POSITIVE_INFINITY, log: [], behind: 0 };
       this.ns.set(base, s);
     }
     return s;
@@ -279,13 +279,9 @@ export class NearCache {
       const key = id * SEQ_SPAN + seqs[i]!;
       const d = this.docs.get(key);
       if (d && d.resets === resets) {
-        // least recently used, approximately: an entry in the younger half of the map's order
-        // stays where it is (a hit costs one look-up, not three); an older one moves to the end
-        if (this.docInserts - d.pos > this.docs.size >> 1) {
-          this.docs.delete(key);
-          d.pos = ++this.docInserts;
-          this.docs.set(key, d);
-        }
+        // least recently used, approximately (CLOCK): a hit only marks the entry; eviction
+        // moves marked ones to the end instead of dropping them (a hit costs one look-up)
+        d.used = true;
         out[i] = d.buf;
       } else {
         missing.push(seqs[i]!);
@@ -305,7 +301,7 @@ export class NearCache {
       if (keep && d) {
         const key = id * SEQ_SPAN + missing[k]!;
         this.dropDoc(key);
-        this.docs.set(key, { buf: Buffer.from(d), resets, pos: ++this.docInserts }); // a copy: a slice would pin the whole reply
+        this.docs.set(key, { buf: Buffer.from(d), resets, used: false }); // a copy: a slice would pin the whole reply
         this.bytes += d.length + DOC_OVERHEAD;
       }
     }
@@ -341,11 +337,54 @@ export class NearCache {
 
   /** Least recently used out until within budget: documents first (cheap to refetch, many). */
   private evict(): void {
-    while (this.bytes > this.maxBytes && this.docs.size) this.dropDoc(this.docs.keys().next().value!);
+    while (this.bytes > this.maxBytes && this.docs.size) {
+      const [k, d] = this.docs.entries().next().value!;
+      if (d.used) {
+        d.used = false; // a second chance: to the end of the order
+        this.docs.delete(k);
+        this.docs.set(k, d);
+      } else this.dropDoc(k);
+    }
     while (this.bytes > this.maxBytes && this.sets.size) {
       const [k, e] = this.sets.entries().next().value!;
       this.dropSet(k, e);
     }
+  }
+
+  /**
+   * The version check (NEAR_CHECK_MS): a lost delta is found by the next one only, and a lost
+   * *final* delta of a namespace (no write follows it) never. So compare the version each
+   * namespace's copy is consistent with to Redis's `ver`: a copy found behind at one check and
+   * still behind that version at the next (a delta in flight arrives within milliseconds; a
+   * check period is far longer) lost a delta, and everything of the namespace is dropped, to
+   * reload on next use. Returns the namespaces dropped. `read` gets `<base>ver` of each base
+   * (null: not indexed, e.g. a retired generation: nothing to compare).
+   */
+  async checkVersions(read: (bases: string[]) => Promise<(number | null)[]>): Promise<number> {
+    const bases: string[] = [];
+    for (const [base, s] of this.ns) if (Number.isFinite(held(s))) bases.push(base);
+    if (!bases.length) return 0;
+    const cleared = this.cleared;
+    const got = await read(bases);
+    if (this.cleared !== cleared) return 0; // everything was dropped meanwhile
+    let dropped = 0;
+    for (let i = 0; i < bases.length; i++) {
+      const r = got[i];
+      const s = this.ns.get(bases[i]!);
+      if (r === null || r === undefined || !s) continue;
+      const h = held(s);
+      if (r <= h) s.behind = 0;
+      else if (s.behind && h < s.behind) {
+        this.stats.stale++;
+        dropped++;
+        s.resets++; // every set and document of it is dead; loads under way keep nothing
+        s.log = [];
+        s.epoch++;
+        s.latest = Math.max(s.latest, r); // reloads read Redis at r or later; deltas after r follow
+        s.behind = 0;
+      } else s.behind = r;
+    }
+    return dropped;
   }
 
   /** Forget everything (a generation switch, a lost subscription). */
@@ -365,6 +404,16 @@ export class NearCache {
   get docCount(): number {
     return this.docs.size;
   }
+}
+
+/**
+ * The version a namespace's copy is consistent with: the newest delta received; before the
+ * first delta, the oldest version a set was loaded at; and 0 when this thread's own write is
+ * still awaited (Infinity: nothing held, nothing to check).
+ */
+function held(s: Ns): number {
+  if (s.latest > 0 || s.required > 0) return s.latest;
+  return s.minLoaded;
 }
 
 /** One delta's effect on one set (suffix): the old seq leaves, the new one joins. */

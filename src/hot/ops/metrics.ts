@@ -80,12 +80,13 @@ collector('registry_near_cache_total', 'Look-ups in the near cache of index sets
   ];
 });
 
-collector('registry_near_cache_deltas_total', 'Write deltas applied by the near cache (event=delta), and namespaces dropped because a delta was missed (event=reset)', 'counter', () => {
+collector('registry_near_cache_deltas_total', 'Write deltas applied by the near cache (event=delta), namespaces dropped because a delta was missed (event=reset: a later delta skipped a version; event=stale: the version check found the copy behind Redis, NEAR_CHECK_MS)', 'counter', () => {
   const s = snapshot?.near;
   if (!s) return [];
   return [
     { labels: { event: 'delta' }, value: s.deltas },
     { labels: { event: 'reset' }, value: s.resets },
+    { labels: { event: 'stale' }, value: s.stale ?? 0 },
   ];
 });
 
@@ -200,7 +201,7 @@ export interface ThreadSources {
 }
 
 type RateStats = { asked: number; leased: number; refusedLocally?: number };
-type NearStats = { setHits: number; setMisses: number; docHits: number; docMisses: number; deltas: number; resets: number; bytes: number };
+type NearStats = { setHits: number; setMisses: number; docHits: number; docMisses: number; deltas: number; resets: number; stale?: number; bytes: number };
 
 /** what the counter collectors above export: the thread's totals at the last read */
 let snapshot: { rate: RateStats; cache: CacheStats; near: NearStats | null } | null = null;

@@ -42,15 +42,17 @@ export function canonicalOr(reply: Reply, req: Req, spec: typeof SEARCH_SPEC, co
  * Answer from the in-process result cache, or compute, cache and answer. Concurrent misses
  * of one key share one computation (single flight), cancelled only when all its requests
  * have gone away. A matching If-None-Match is answered 304 from a cached page without
- * running the search (its ETag was computed once, when it was stored).
+ * running the search (its ETag was computed once, when it was stored). A page after a
+ * cursor is stored from its second request on.
  */
-async function cached(app: App, req: Req, reply: Reply, ns: string, key: string, common: Headers, compute: (signal: AbortSignal) => Promise<Omit<CachedResult, 'etag'>>): Promise<void> {
+async function cached(app: App, req: Req, reply: Reply, ns: string, key: string, common: Headers, deep: boolean, compute: (signal: AbortSignal) => Promise<Omit<CachedResult, 'etag'>>): Promise<void> {
   const hit = app.cache.get(key, ns);
   if (hit) return sendResult(reply, req, common, hit);
   const version = app.cache.version(ns); // before reading Redis: a write meanwhile wins
-  const r = await app.cache.flights.run(key + '\0' + version, reply.signal, async (signal) => {
+  const r = await app.cache.flights.run(key + '\0' + version, reply, async (signal) => {
     const r = withEtag(await compute(signal));
-    app.cache.set(key, ns, version, r);
+    // a page after a cursor is kept from its second request on (ResultCache.admitOnSecond)
+    if (!deep || app.cache.admitOnSecond(key)) app.cache.set(key, ns, version, r);
     return r;
   });
   sendResult(reply, req, common, r);
@@ -93,7 +95,7 @@ export async function searchServices(app: App, req: Req, reply: Reply, ns: strin
   const c = canonicalOr(reply, req, SEARCH_SPEC, common);
   if (!c) return;
   const f = c.filters;
-  await cached(app, req, reply, ns, prefix + c.canonical, common, async (signal) => {
+  await cached(app, req, reply, ns, prefix + c.canonical, common, !!f.after, async (signal) => {
     const page = await app.index.searchBody(ns, f, f.after ?? '', f.limit, signal);
     const headers: Headers = [];
     if (page.more && page.last) headers.push(['Link', `<${req.path}?${nextQuery(c.params, page.last)}>; rel="next"`]);
@@ -139,7 +141,7 @@ export async function searchDevices(app: App, req: Req, reply: Reply, common: He
   if (fastHit(app, reply, req, PRODUCTION, prefix, common)) return;
   const c = canonicalOr(reply, req, DEVICES_SPEC, common);
   if (!c) return;
-  await cached(app, req, reply, PRODUCTION, prefix + c.canonical, common, (signal) => deviceBindings(app, req, signal, c));
+  await cached(app, req, reply, PRODUCTION, prefix + c.canonical, common, !!c.filters.after, (signal) => deviceBindings(app, req, signal, c));
 }
 
 async function deviceBindings(app: App, req: Req, signal: AbortSignal, c: Canon): Promise<Omit<CachedResult, 'etag'>> {

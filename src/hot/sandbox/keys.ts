@@ -16,7 +16,7 @@
 // without any look-up when the checksum is wrong), 32 = legacy (looked up as before),
 // anything else is not a key. Only sha256(key) is stored: the key has far more entropy than
 // a password, so a fast hash is the right one.
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { randomBase62 } from '../domain/tokens.js';
 
 const B62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
@@ -87,5 +87,6 @@ export function newSandboxKey(name: string): { key: string; prefix: string } {
 }
 
 export function hashKey(key: string): Buffer {
-  return createHash('sha256').update(key).digest();
+  // one-shot: a Hash object (createHash, update, digest) was 10 % of an over-limit 429's CPU
+  return hash('sha256', key, 'buffer');
 }
