@@ -118,7 +118,7 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
 
   // a lost final delta of a namespace: found by comparing versions with Redis (near.ts)
   const nearCheck = new NearVersionCheck(near, cfg.nearCheckMs, async (bases) => {
-    const vs = await Promise.all(bases.map((b) => redis.get(b + 'ver')));
+    const vs = await Promise.all(bases.map((b) => redis.get(keys.verAt(b))));
     return vs.map((v) => (v === null ? null : Number(v)));
   });
 

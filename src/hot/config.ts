@@ -262,7 +262,7 @@ export function loadConfig(env: Env = process.env): Config {
     // holds them whole, and 23 threads of it fit a 24 GiB machine
     nearCacheBytes: int(env, 'NEAR_CACHE_MB', 1024, 0, 1_048_576) * 1024 * 1024,
     // a namespace whose last delta was lost (and no write followed) is dropped within two
-    // periods: one GET of `<base>ver` per namespace the thread holds, per period
+    // periods: one GET of the namespace marker (`<base>ver:2`) per namespace the thread holds, per period
     nearCheckMs: int(env, 'NEAR_CHECK_MS', 1000, 0, 3_600_000),
   };
 }

@@ -35,7 +35,11 @@ export class Keys {
    * answers "not indexed" there and the server rebuilds, as after a loss of Redis.
    */
   ver(ns: string, gen: string): string {
-    return this.base(ns, gen) + 'ver:' + INDEX_FORMAT;
+    return this.verAt(this.base(ns, gen));
+  }
+  /** ver() of the namespace whose base (see base()) is given */
+  verAt(base: string): string {
+    return base + 'ver:' + INDEX_FORMAT;
   }
   docs(ns: string, gen: string): string {
     return this.base(ns, gen) + 'docs';

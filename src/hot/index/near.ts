@@ -357,7 +357,7 @@ export class NearCache {
    * namespace's copy is consistent with to Redis's `ver`: a copy found behind at one check and
    * still behind that version at the next (a delta in flight arrives within milliseconds; a
    * check period is far longer) lost a delta, and everything of the namespace is dropped, to
-   * reload on next use. Returns the namespaces dropped. `read` gets `<base>ver` of each base
+   * reload on next use. Returns the namespaces dropped. `read` gets the marker (`Keys.verAt`) of each base
    * (null: not indexed, e.g. a retired generation: nothing to compare).
    */
   async checkVersions(read: (bases: string[]) => Promise<(number | null)[]>): Promise<number> {
