@@ -286,26 +286,27 @@ export async function loadStatesWhere(c: Client | Pool, where: string, params: u
  */
 export type IndexPageRow = [id: string, ns: string, version: string, seq: string, doc: string, members: string, hdr: string, repl: string];
 
-// Every string goes through to_json(text), whose escaping is JSON.stringify's for any text
-// PostgreSQL can hold (", \, \b \f \n \r \t, other controls as \u00xx; nothing else;
-// no lone surrogates or NUL exist in a text value). Property keys come in the order of
-// JSON.stringify over serviceObject()'s sorted keys: array-index keys ("0".."4294967294"
-// without leading zeros) first, numerically, then the rest in code-unit order (keys are
-// ASCII tokens: byte order, COLLATE "C"). The Sunset date is Date#toUTCString()'s format.
-// Details are read per table with = ANY of the page's ids (one index scan each, not a
-// probe per row) and aggregated per service in PostgreSQL.
+// Every free-form string goes through to_json(text), whose escaping is JSON.stringify's for
+// any text PostgreSQL can hold (", \, \b \f \n \r \t, other controls as \u00xx; nothing
+// else; no lone surrogates or NUL exist in a text value). Capabilities and property keys are
+// quoted as they are: their CHECK constraints ([a-z0-9._-]) leave nothing to escape.
+// Property keys come in the order of JSON.stringify over serviceObject()'s sorted keys:
+// array-index keys ("0".."4294967294" without leading zeros) first, numerically, then the
+// rest in code-unit order (keys are ASCII tokens: byte order, COLLATE "C"). The Sunset
+// date is Date#toUTCString()'s format. Details are read per table with = ANY of the page's
+// ids (one index scan each, not a probe per row) and aggregated per service in PostgreSQL.
 const INDEX_PAGE = `
 WITH s AS MATERIALIZED (
   SELECT id, ns, seq, version, endpoint, deprecated, deprecated_at, locked, sunset_date
     FROM services WHERE seq > $1 ORDER BY seq LIMIT $2),
 c AS (
-  SELECT service_id, '[' || string_agg(to_json(capability)::text, ',' ORDER BY ord) || ']' AS j,
+  SELECT service_id, '["' || string_agg(capability, '","' ORDER BY ord) || '"]' AS j,
          string_agg(E'\nc:' || capability, '' ORDER BY ord) AS m
     FROM service_capabilities WHERE service_id = ANY(ARRAY(SELECT id FROM s)) GROUP BY service_id),
 p AS (
   SELECT service_id,
-         '{' || string_agg(to_json(key)::text || ':' || to_json(value)::text, ','
-                 ORDER BY CASE WHEN key ~ '^(0|[1-9][0-9]{0,9})$' AND key::bigint <= 4294967294 THEN key::bigint END,
+         '{' || string_agg('"' || key || '":' || to_json(value)::text, ','
+                 ORDER BY CASE WHEN key < ':' AND key ~ '^(0|[1-9][0-9]{0,9})$' AND key::bigint <= 4294967294 THEN key::bigint END,
                           key COLLATE "C") || '}' AS j,
          string_agg(E'\np:' || key || ':' || value, '') AS m
     FROM service_properties WHERE service_id = ANY(ARRAY(SELECT id FROM s)) GROUP BY service_id),
@@ -343,7 +344,8 @@ SELECT s.id, s.ns, s.version::text, s.seq::text,
  * "Bulk rebuild").
  */
 export async function loadIndexPage(pool: Pool, afterSeq: number, n: number): Promise<IndexPageRow[]> {
-  const r = await pool.query<IndexPageRow>({ text: INDEX_PAGE, values: [afterSeq, n], rowMode: 'array' });
+  // named: prepared once per connection, not parsed and planned for every page
+  const r = await pool.query<IndexPageRow>({ name: 'rebuild-index-page', text: INDEX_PAGE, values: [afterSeq, n], rowMode: 'array' });
   return r.rows;
 }
 
