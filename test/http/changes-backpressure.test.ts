@@ -31,7 +31,10 @@ t.test('a paused reader gets every event once, in order', async (t) => {
   sock.setEncoding('utf8');
   sock.on('data', (c: string) => (text += c));
   sock.write('GET /services/changes HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n');
-  for (let i = 0; i < 200 && !text.includes('stream of production'); i++) await new Promise((r) => setTimeout(r, 10));
+  // (bounded waits of up to a minute: on a loaded 2-core machine the stream's start and the
+  // 12 MB catch-up below took longer than the 2 s and 20 s these loops used to allow)
+  for (let i = 0; i < 6000 && !text.includes('stream of production'); i++) await new Promise((r) => setTimeout(r, 10));
+  t.ok(text.includes('stream of production'), 'the stream started before the writes');
   sock.pause(); // stop reading: kernel buffers fill, then uWS reports backpressure
 
   // ~12 MB of events, far beyond what the socket buffers hold
@@ -47,7 +50,7 @@ t.test('a paused reader gets every event once, in order', async (t) => {
   await new Promise((r) => setTimeout(r, 300)); // the poller writes until uWS pushes back
   sock.resume();
   const last = await registerProduction(s, { endpoint: 'https://after.example.com', capabilities: ['bp'] });
-  for (let i = 0; i < 1000 && !text.includes(last.id); i++) await new Promise((r) => setTimeout(r, 20));
+  for (let i = 0; i < 3000 && !text.includes(last.id); i++) await new Promise((r) => setTimeout(r, 20));
 
   const body = dechunk(text);
   const ids = [...body.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
