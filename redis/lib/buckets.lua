@@ -1,6 +1,6 @@
 -- Bucketed sets (redis/README.md, "Bucketed sets"), included by the index scripts. A filter
--- set is one hash: field "n" = its member count (the planner's), "hi" = the highest bucket
--- ever used (where an ordered walk stops), and per bucket b (a decimal field) the members
+-- set is one hash: field "n" = its member count (the planner's), "hi" = its highest bucket
+-- (where an ordered walk stops), and per bucket b (a decimal field) the members
 -- with seq in [b*BW, (b+1)*BW) as their offsets seq - b*BW, sorted, two bytes each
 -- (big-endian). A set with no member has no key, like the sorted set it replaces.
 local BW = 4096
@@ -104,6 +104,15 @@ local function setRemove(key, seq)
     redis.call('DEL', key)
   elseif #s == 2 then
     redis.call('HDEL', key, b)
+    -- keep hi exact (a rebuild of the same members writes the same hash)
+    if tonumber(redis.call('HGET', key, 'hi')) == b then
+      local top = -1
+      for _, f in ipairs(redis.call('HKEYS', key)) do
+        local x = tonumber(f)
+        if x and x > top then top = x end
+      end
+      redis.call('HSET', key, 'hi', top)
+    end
   else
     redis.call('HSET', key, b, string.sub(s, 1, 2 * at - 2) .. string.sub(s, 2 * at + 1))
   end

@@ -148,9 +148,10 @@ t.test('bucketed sets equal a model under random writes, pages and searches', as
               t.same(arr, want, `set ${s} after ${JSON.stringify(op).slice(0, 200)}`);
               return false;
             }
-            const n = await redis.hget(base + s, 'n');
-            if ((want.length ? String(want.length) : null) !== n || (await redis.exists(base + s)) !== (want.length ? 1 : 0)) {
-              t.fail(`set ${s}: count ${n} for ${want.length} members, key exists iff not empty`);
+            const [n, hi] = await redis.hmget(base + s, 'n', 'hi');
+            const wantHi = want.length ? String(Math.floor(want[want.length - 1]! / W)) : null;
+            if ((want.length ? String(want.length) : null) !== n || hi !== wantHi || (await redis.exists(base + s)) !== (want.length ? 1 : 0)) {
+              t.fail(`set ${s}: count ${n} for ${want.length} members, highest bucket ${hi} for ${wantHi}, key exists iff not empty`);
               return false;
             }
           }

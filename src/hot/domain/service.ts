@@ -22,7 +22,9 @@ export interface ServiceRecord {
 }
 
 export function serviceObject(s: ServiceRecord): Record<string, unknown> {
-  const props: Record<string, string> = {};
+  // no prototype: a key may be "__proto__" (a valid token), which assignment to a plain
+  // object would take for the prototype and drop from the document
+  const props = Object.create(null) as Record<string, string>;
   for (const k of Object.keys(s.properties).sort()) props[k] = s.properties[k]!;
   return {
     id: s.id,

@@ -78,10 +78,12 @@ function normEndpoint(s: string): string {
 }
 
 function normProps(p: Record<string, string>): Record<string, string> {
-  const out: Record<string, string> = {};
+  // no prototype and own keys only: "constructor" is not a duplicate of anything, and
+  // "__proto__" (both valid tokens) is a key, not the object's prototype
+  const out = Object.create(null) as Record<string, string>;
   for (const [k, v] of Object.entries(p)) {
     const key = k.toLowerCase();
-    if (key in out) throw new ApiError('VALIDATION_FAILED', `/properties has the key "${key}" twice (keys are case-insensitive)`);
+    if (Object.hasOwn(out, key)) throw new ApiError('VALIDATION_FAILED', `/properties has the key "${key}" twice (keys are case-insensitive)`);
     out[key] = v;
   }
   return out;

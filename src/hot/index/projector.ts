@@ -15,7 +15,7 @@ import type { RedisClient } from '../redis/client.js';
 import type { Pool } from '../store/pool.js';
 import { writeSandboxMeta } from '../store/sandbox-meta.js';
 import { loadSandboxMeta, type SandboxRow } from '../store/sandboxes.js';
-import { loadIndexStates, type IndexState } from '../store/services.js';
+import { loadIndexStates, type IndexPageRow, type IndexState } from '../store/services.js';
 import { markNamespace } from './index.js';
 import { integer, NOT_INDEXED } from '../redis/replies.js';
 
@@ -48,12 +48,17 @@ export function applyArgs(keys: Keys, gen: string, ns: string, id: string, rev: 
 /**
  * Arguments of index-page.lua: services of one namespace (in seq order) for a generation
  * being built, each with the version it was read with (the rebuild's revision rule lives
- * in that script).
+ * in that script). The rows come from PostgreSQL already serialised (loadIndexPage).
  */
-export function pageArgs(keys: Keys, gen: string, ns: string, page: ServiceRecord[]): string[] {
+export function pageArgs(keys: Keys, gen: string, ns: string, page: IndexPageRow[]): string[] {
   const out = [keys.ver(ns, gen), keys.base(ns, gen)];
-  for (const s of page) out.push(s.id, String(s.version), String(s.seq), serializeService(s), memberSuffixes(s).join('\n'), headerData(s), s.replacementSeqs.join(','));
+  for (const r of page) out.push(r[0], r[2], r[3], r[4], r[5], r[6], r[7]);
   return out;
+}
+
+/** applyArgs() of a rebuild page's row: the same values, already serialised by PostgreSQL. */
+export function pageRowApplyArgs(keys: Keys, gen: string, r: IndexPageRow): string[] {
+  return [keys.ver(r[1], gen), keys.base(r[1], gen), r[0], r[2], r[3], r[4], r[6], r[5], r[7], ''];
 }
 
 /** A sync that failed after loading its states: carries the revisions it was applying (for the log). */

@@ -8,11 +8,10 @@
 import { randomBytes } from 'node:crypto';
 import type { Keys } from '../domain/keys.js';
 import { PRODUCTION } from '../domain/keys.js';
-import type { ServiceRecord } from '../domain/service.js';
-import { applyArgs, pageArgs } from './projector.js';
+import { applyArgs, pageArgs, pageRowApplyArgs } from './projector.js';
 import type { RedisClient } from '../redis/client.js';
 import type { Pool } from '../store/pool.js';
-import { loadServicePage, loadTombstonePage } from '../store/services.js';
+import { loadIndexPage, loadTombstonePage, type IndexPageRow } from '../store/services.js';
 import { writeSandboxMeta } from '../store/sandbox-meta.js';
 import type { TierConfig } from '../config.js';
 import { indexPageReply, NOT_INDEXED } from '../redis/replies.js';
@@ -83,7 +82,7 @@ export async function rebuildIndex(
     // Three stages overlap: PostgreSQL reads page k+2 while this thread serialises page k+1
     // and Redis writes page k (docs/decisions.md, "Bulk rebuild").
     const fetch = (after: number) => {
-      const p = loadServicePage(pool, after, BATCH);
+      const p = loadIndexPage(pool, after, BATCH);
       p.catch(() => undefined); // handled where it is awaited; no unhandled rejection meanwhile
       return p;
     };
@@ -97,7 +96,7 @@ export async function rebuildIndex(
     for (;;) {
       const page = await next;
       if (!page.length) break;
-      next = fetch(page[page.length - 1]!.seq);
+      next = fetch(Number(page[page.length - 1]![3]));
       const w = writePage(redis, keys, gen, page);
       w.catch(() => undefined); // awaited by settle() below
       if (writing) await settle(writing);
@@ -146,20 +145,20 @@ export async function rebuildIndex(
  * sync meanwhile) are applied one by one with apply-service, at the version read. Resolves
  * to one status per call: NOT_INDEXED when the namespace marker was gone.
  */
-function writePage(redis: RedisClient, keys: Keys, gen: string, page: ServiceRecord[]): Promise<number[]> {
+function writePage(redis: RedisClient, keys: Keys, gen: string, page: IndexPageRow[]): Promise<number[]> {
   const calls: Promise<number>[] = [];
   for (let i = 0; i < page.length; ) {
+    const ns = page[i]![1];
     let j = i + 1;
-    while (j < page.length && page[j]!.ns === page[i]!.ns) j++;
+    while (j < page.length && page[j]![1] === ns) j++;
     const run = page.slice(i, j);
-    const ns = page[i]!.ns;
     calls.push(
       redis.indexPage(...pageArgs(keys, gen, ns, run)).then(async (reply) => {
         const r = indexPageReply(reply);
         if (r === NOT_INDEXED) return NOT_INDEXED;
         const left = new Set(r);
         if (!left.size) return 1;
-        const rs = await Promise.all(run.filter((s) => left.has(s.id)).map((s) => redis.applyService(...applyArgs(keys, gen, ns, s.id, s.version!, s))));
+        const rs = await Promise.all(run.filter((s) => left.has(s[0])).map((s) => redis.applyService(...pageRowApplyArgs(keys, gen, s))));
         return rs.includes(NOT_INDEXED) ? NOT_INDEXED : 1;
       }),
     );
