@@ -26,7 +26,7 @@ t.test('writes made during a bulk rebuild win over its pages', async (t) => {
     t.equal((await s.admin('DELETE', `/admin/api/services/${id(1800)}`)).status, 204);
     t.equal((await s.admin('DELETE', `/admin/api/services/${id(3200)}`)).status, 204);
     wrote = true;
-  });
+  }, 1000); // pages of 1,000: the writes above land between its second and third
   t.ok(r, 'the rebuild ran');
   t.ok(wrote, 'the writes happened between pages');
 
