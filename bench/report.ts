@@ -126,7 +126,7 @@ const us = (x: number | null) => (x === null || !Number.isFinite(x) ? '–' : x.
  * When the ceiling saturated autocannon, req/s ratios only say "as fast as the load
  * generator"; the server's CPU per request against the ceiling's still compares the two.
  */
-export function costNote(run: WorkersRun, ids: string[]): string | null {
+export function costNote(run: WorkersRun, ids: string[], generator = 'autocannon'): string | null {
   const c = run.ceiling;
   if (!c || !c.loadgenSaturated || !c.serverUsPerReq) return null;
   const parts: string[] = [];
@@ -136,7 +136,7 @@ export function costNote(run: WorkersRun, ids: string[]): string | null {
   }
   if (!parts.length) return null;
   return (
-    `WORKERS=${run.workers}: the ceiling saturated autocannon, so req/s ratios are bounded by the load generator. ` +
+    `WORKERS=${run.workers}: the ceiling saturated ${generator}, so req/s ratios are bounded by the load generator. ` +
     `Server CPU per request: ceiling ${c.serverUsPerReq.toFixed(1)} µs, ${parts.join(', ')}; Redis's work is not included.`
   );
 }
@@ -210,13 +210,13 @@ export function markdown(res: Results, main: string): string {
   ];
   if (first) {
     out.push(`### Scenarios, WORKERS=${first.workers} (${first.pinning})`, '', scenarioTable(first), '');
-    const n = costNote(first, [main, 'f']);
+    const n = costNote(first, [main, 'f'], res.settings.generator ?? 'autocannon');
     if (n) out.push(n, '');
   }
   if (res.runs.length > 1) {
     out.push(`### 1 vs N: scenario ${main}`, '', workersTable(res.runs, main), '');
     for (const run of res.runs.slice(1)) {
-      const n = costNote(run, [main]);
+      const n = costNote(run, [main], res.settings.generator ?? 'autocannon');
       if (n) out.push(n, '');
     }
   }

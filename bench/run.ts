@@ -267,7 +267,7 @@ async function main(): Promise<void> {
   } else notes.push(`${generator} stayed below ${SATURATED_PCT} % of its core in every row: the load generator was not the bottleneck.`);
   const bad = runs.flatMap((r) => r.rows.filter((x) => x.non2xx || x.errors || x.timeouts).map((x) => x.id));
   if (bad.length) notes.push(`Rows with non-2xx answers, errors or timeouts: ${bad.join(', ')} (their req/s count 2xx only).`);
-  notes.push('Redis and PostgreSQL are not pinned: they run on whichever core is free, beside the server and autocannon ("other CPU" is their share plus any other work).');
+  notes.push(`Redis and PostgreSQL are not pinned: they run on whichever core is free, beside the server and ${generator} ("other CPU" is their share plus any other work).`);
   for (const r of runs) if (r.rssMb) notes.push(`Server RSS after its scenarios (WORKERS=${r.workers}, result cache at its default budget): ${r.rssMb} MB.`);
   const load1 = loadavg()[0]!;
   // The load average counts the bench's own processes too, so it cannot tell noise apart;
