@@ -65,12 +65,7 @@ local function bgallop(s, o, from, k)
     step = step * 2
     hi = lo + step
   end
-  local l, r = lo + 1, math.min(hi, k)
-  while l <= r do
-    local mid = math.floor((l + r) / 2)
-    if boff(s, mid) < o then l = mid + 1 else r = mid - 1 end
-  end
-  return l
+  return bfirst(s, o, lo + 1, math.min(hi, k))
 end
 
 local found = {}

@@ -9,9 +9,9 @@ local function boff(s, i)
   local x, y = string.byte(s, 2 * i - 1, 2 * i)
   return x * 256 + y
 end
--- first index >= from whose offset is >= o (#s / 2 + 1 when none)
-local function bfirst(s, o, from)
-  local lo, hi = from or 1, #s / 2
+-- first index in from..to (default: the whole bucket) whose offset is >= o (to + 1 when none)
+local function bfirst(s, o, from, to)
+  local lo, hi = from or 1, to or #s / 2
   while lo <= hi do
     local mid = math.floor((lo + hi) / 2)
     if boff(s, mid) < o then lo = mid + 1 else hi = mid - 1 end
