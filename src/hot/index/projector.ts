@@ -29,20 +29,19 @@ export interface OutboxEntry {
   kind?: 'service' | 'sandbox';
 }
 
+/**
+ * apply-service.lua's arguments, in its ARGV order (the one place that knows it): the state's
+ * seq, document, header data, members and replacement seqs already serialised ("" each when
+ * the service is gone).
+ */
+function applyScriptArgs(keys: Keys, gen: string, ns: string, id: string, rev: number | string, seq: string, doc: string, hdr: string, members: string, repl: string, channel: string): (string | number)[] {
+  return [keys.ver(ns, gen), keys.base(ns, gen), id, rev, seq, doc, hdr, members, repl, channel];
+}
+
 /** `channel`: where to publish the write's delta for near caches ("" none: a generation nobody reads yet) */
 export function applyArgs(keys: Keys, gen: string, ns: string, id: string, rev: number, s: ServiceRecord | null | undefined, channel = ''): (string | number)[] {
-  return [
-    keys.ver(ns, gen),
-    keys.base(ns, gen),
-    id,
-    rev,
-    s ? String(s.seq) : '',
-    s ? serializeService(s) : '',
-    s ? headerData(s) : '',
-    s ? memberSuffixes(s).join('\n') : '',
-    s ? s.replacementSeqs.join(',') : '',
-    channel,
-  ];
+  if (!s) return applyScriptArgs(keys, gen, ns, id, rev, '', '', '', '', '', channel);
+  return applyScriptArgs(keys, gen, ns, id, rev, String(s.seq), serializeService(s), headerData(s), memberSuffixes(s).join('\n'), s.replacementSeqs.join(','), channel);
 }
 
 /**
@@ -52,13 +51,13 @@ export function applyArgs(keys: Keys, gen: string, ns: string, id: string, rev: 
  */
 export function pageArgs(keys: Keys, gen: string, ns: string, page: IndexPageRow[]): string[] {
   const out = [keys.ver(ns, gen), keys.base(ns, gen)];
-  for (const r of page) out.push(r[0], r[2], r[3], r[4], r[5], r[6], r[7]);
+  for (const [id, , version, seq, doc, members, hdr, repl] of page) out.push(id, version, seq, doc, members, hdr, repl);
   return out;
 }
 
 /** applyArgs() of a rebuild page's row: the same values, already serialised by PostgreSQL. */
-export function pageRowApplyArgs(keys: Keys, gen: string, r: IndexPageRow): string[] {
-  return [keys.ver(r[1], gen), keys.base(r[1], gen), r[0], r[2], r[3], r[4], r[6], r[5], r[7], ''];
+export function pageRowApplyArgs(keys: Keys, gen: string, [id, ns, version, seq, doc, members, hdr, repl]: IndexPageRow): (string | number)[] {
+  return applyScriptArgs(keys, gen, ns, id, version, seq, doc, hdr, members, repl, '');
 }
 
 /** A sync that failed after loading its states: carries the revisions it was applying (for the log). */

@@ -101,7 +101,8 @@ export async function rebuildIndex(
     for (;;) {
       const page = await next;
       if (!page.length) break;
-      next = fetch(Number(page[page.length - 1]![3]));
+      const [, , , lastSeq] = page[page.length - 1]!;
+      next = fetch(Number(lastSeq));
       const w = writePage(redis, keys, gen, page);
       w.catch(() => undefined); // awaited by settle() below
       if (writing) await settle(writing);
@@ -153,7 +154,7 @@ export async function rebuildIndex(
 function writePage(redis: RedisClient, keys: Keys, gen: string, page: IndexPageRow[]): Promise<number[]> {
   const calls: Promise<number>[] = [];
   for (let i = 0; i < page.length; ) {
-    const ns = page[i]![1];
+    const [, ns] = page[i]!;
     let j = i + 1;
     while (j < page.length && page[j]![1] === ns) j++;
     const run = page.slice(i, j);
@@ -163,7 +164,7 @@ function writePage(redis: RedisClient, keys: Keys, gen: string, page: IndexPageR
         if (r === NOT_INDEXED) return NOT_INDEXED;
         const left = new Set(r);
         if (!left.size) return 1;
-        const rs = await Promise.all(run.filter((s) => left.has(s[0])).map((s) => redis.applyService(...pageRowApplyArgs(keys, gen, s))));
+        const rs = await Promise.all(run.filter(([id]) => left.has(id)).map((s) => redis.applyService(...pageRowApplyArgs(keys, gen, s))));
         return rs.includes(NOT_INDEXED) ? NOT_INDEXED : 1;
       }),
     );
