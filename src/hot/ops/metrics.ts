@@ -86,7 +86,7 @@ collector('registry_near_cache_deltas_total', 'Write deltas applied by the near 
   return [
     { labels: { event: 'delta' }, value: s.deltas },
     { labels: { event: 'reset' }, value: s.resets },
-    { labels: { event: 'stale' }, value: s.stale ?? 0 },
+    { labels: { event: 'stale' }, value: s.stale },
   ];
 });
 
@@ -201,7 +201,7 @@ export interface ThreadSources {
 }
 
 type RateStats = { asked: number; leased: number; refusedLocally?: number };
-type NearStats = { setHits: number; setMisses: number; docHits: number; docMisses: number; deltas: number; resets: number; stale?: number; bytes: number };
+type NearStats = { setHits: number; setMisses: number; docHits: number; docMisses: number; deltas: number; resets: number; stale: number; bytes: number };
 
 /** what the counter collectors above export: the thread's totals at the last read */
 let snapshot: { rate: RateStats; cache: CacheStats; near: NearStats | null } | null = null;
