@@ -231,11 +231,6 @@ function toRecord(r: Row): ServiceRecord {
   };
 }
 
-export async function loadServices(pool: Pool, ids: string[]): Promise<Map<string, ServiceRecord>> {
-  const r = await query<Row>(pool, SELECT_STATE + ' WHERE s.id = ANY($1)', [ids]);
-  return new Map(r.rows.map((row) => [row.id, toRecord(row)]));
-}
-
 /** What a sync applies to the index for one id: the state, or its deletion, and the revision of that. */
 export interface IndexState {
   ns: string;
