@@ -92,7 +92,7 @@ export class ChangeHub {
       if (!set) this.byNs.set(ns, (set = new Set()));
       set.add(s);
       changeStreams(1);
-      reply.signal.addEventListener('abort', () => this.drop(s), { once: true });
+      reply.onAbort(() => this.drop(s));
       void this.catchUp(s);
     });
   }
