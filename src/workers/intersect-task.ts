@@ -6,6 +6,7 @@ import { Redis, Cluster } from 'ioredis';
 import { move } from 'piscina';
 import { decodeBuckets } from './buckets.js';
 import { intersectSorted } from './intersect.js';
+import { DIGEST_BYTES, docDigest } from '../hot/domain/digest.js';
 
 export interface IntersectTask {
   redisUrl: string;
@@ -22,19 +23,22 @@ export interface IntersectTask {
 
 /**
  * The page, packed into one buffer so it can be moved rather than copied:
- * [u32 more][u32 n][n × f64 seqs][text]. The text is the documents joined with "\n"
+ * [u32 more][u32 n][n × f64 seqs][digests][text]. The text is the documents joined with "\n"
  * (serialised JSON never holds a raw newline, so the join can be split again), or, for a
- * joined task, the answer's whole JSON array "[doc1,doc2,...]", used as it is.
+ * joined task, the answer's whole JSON array "[doc1,doc2,...]", used as it is; a joined
+ * task also carries the documents' digests (n × 16 bytes, docDigest), for the page's ETag.
  */
-export function packPage(seqs: Float64Array, parts: Uint8Array[], more: boolean): Uint8Array {
+export function packPage(seqs: Float64Array, parts: Uint8Array[], more: boolean, digests: string[] = []): Uint8Array {
   let size = 0;
   for (const p of parts) size += p.length;
-  const out = new Uint8Array(8 + seqs.length * 8 + size);
+  const out = new Uint8Array(8 + seqs.length * 8 + digests.length * DIGEST_BYTES + size);
   const view = new DataView(out.buffer);
   view.setUint32(0, more ? 1 : 0, true);
   view.setUint32(4, seqs.length, true);
   for (let i = 0; i < seqs.length; i++) view.setFloat64(8 + i * 8, seqs[i]!, true);
   let at = 8 + seqs.length * 8;
+  const buf = Buffer.from(out.buffer);
+  for (const d of digests) at += buf.write(d, at, DIGEST_BYTES, 'latin1');
   for (const p of parts) {
     out.set(p, at);
     at += p.length;
@@ -56,10 +60,14 @@ export function unpackPage(buf: Uint8Array): { seqs: number[]; docs: string[]; m
   return { seqs: h.seqs, more: h.more, docs: text ? text.split('\n') : [] };
 }
 
-/** A joined page: its JSON array as a view of the moved memory (no copy, no decoding). */
-export function unpackBody(buf: Uint8Array): { seqs: number[]; body: Buffer; more: boolean } {
+/** A joined page: its JSON array as a view of the moved memory (no copy, no decoding), and its digests. */
+export function unpackBody(buf: Uint8Array): { seqs: number[]; body: Buffer; more: boolean; digests: string[] } {
   const h = header(buf);
-  return { seqs: h.seqs, more: h.more, body: Buffer.from(buf.buffer, buf.byteOffset + h.textAt, buf.byteLength - h.textAt) };
+  const all = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
+  const digests: string[] = [];
+  let at = h.textAt;
+  for (let i = 0; i < h.seqs.length; i++, at += DIGEST_BYTES) digests.push(all.toString('latin1', at, at + DIGEST_BYTES));
+  return { seqs: h.seqs, more: h.more, body: all.subarray(at), digests };
 }
 
 const NL = Buffer.from('\n');
@@ -110,7 +118,8 @@ export default async function intersectPage(t: IntersectTask): Promise<Uint8Arra
   const seqs = more ? hits.slice(0, t.limit) : hits;
   // the documents as bytes, never decoded here: they are joined and moved as they came
   const docs = seqs.length ? await r.hmgetBuffer(t.docsKey, ...Array.from(seqs, String)) : [];
-  return move(packPage(seqs, docParts(docs, !!t.joined), more)) as Uint8Array;
+  const digests = t.joined ? docs.map((d) => docDigest(d ?? NULL)) : [];
+  return move(packPage(seqs, docParts(docs, !!t.joined), more, digests)) as Uint8Array;
 }
 
 /**

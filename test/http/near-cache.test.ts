@@ -20,14 +20,18 @@ async function nodes(t: Test) {
   return { a, b: await more({}), redisOnly: await more({ NEAR_CACHE_MB: '0' }) };
 }
 
-/** Every page of `path` (following Link), as the concatenated bodies and the links. */
+/**
+ * Every page of `path` (following Link), as the links, ETags and bodies: equal lists mean
+ * equal answers and equal tags (a page's ETag is made from its documents' digests on every
+ * path: near cache, Redis, pool).
+ */
 async function pages(s: TestServer, path: string): Promise<string[]> {
   const out: string[] = [];
   let p: string | null = path;
   while (p) {
     const r = await s.req(p);
     if (r.status !== 200) throw new Error(`${p}: ${r.status}`);
-    out.push(`${r.headers.get('link') ?? ''} ${await r.text()}`);
+    out.push(`${r.headers.get('link') ?? ''} ${r.headers.get('etag') ?? 'no etag'} ${await r.text()}`);
     p = /<([^>]+)>/.exec(r.headers.get('link') ?? '')?.[1] ?? null;
   }
   return out;
@@ -76,6 +80,45 @@ t.test('near answers equal the Redis path, before and after writes, on both node
   await same('after writes');
   t.equal(near.stats.setMisses, misses, 'no set was reloaded: the deltas kept them current');
   t.ok(near.stats.deltas >= 2, 'deltas arrived');
+});
+
+t.test('one page, one ETag: the near path and the Redis path agree, and a changed document changes it', async (t) => {
+  const { a, b, redisOnly } = await nodes(t);
+  const made: string[] = [];
+  for (let i = 0; i < 6; i++) made.push((await registerProduction(a, { endpoint: `https://e${i}.example.com`, capability: 'etagged' })).id);
+  const q = '/services?capability=etagged&limit=4';
+  const tag = async (s: TestServer, path = q) => (await s.req(path)).headers.get('etag');
+  const before = await tag(redisOnly);
+  t.ok(before, 'the Redis path tags the page');
+  // the async path (searchBody) on first use; then, everything held, the synchronous one
+  const index = a.app.index;
+  const searchBody = index.searchBody.bind(index);
+  let asyncPages = 0;
+  index.searchBody = (...args) => (asyncPages++, searchBody(...args));
+  t.teardown(() => void (index.searchBody = searchBody));
+  t.equal(await tag(a), before, 'near path on A, first use');
+  t.equal(asyncPages, 1, 'first use: the async path (sets and documents loaded)');
+  t.equal(await tag(a), before, 'near path on A, from memory');
+  t.equal(asyncPages, 1, 'then the synchronous path: no searchBody()');
+  t.ok(a.app.index.near!.stats.docHits > 0, 'A answered from memory');
+  // a change inside one document of the page, its sets the same: the page's membership and
+  // length do not move, its bytes do
+  const p = await a.admin('PATCH', `/admin/api/services/${made[2]}`, { endpoint: 'https://e2-moved.example.com' });
+  t.equal(p.status, 200);
+  await p.body?.cancel();
+  const mine = await tag(a);
+  t.not(mine, before, 'the writing node: a new ETag at once');
+  await waitFor('A to receive its own delta', () => index.near!.fresh(a.app.keys.base('production', index.gen!)));
+  const pagesBefore = asyncPages;
+  t.equal(await tag(a), mine, 'A from memory after the delta (the changed document refetched once) ...');
+  t.equal(await tag(a), mine, '... then synchronously: the same tag');
+  t.ok(asyncPages <= pagesBefore + 1, 'at most one async page to refetch the changed document');
+  await waitFor('B to see the change', async () => (await tag(b)) !== before);
+  t.equal(await tag(b), mine, 'B agrees');
+  t.equal(await tag(redisOnly), mine, 'and so does the Redis path');
+  const next = /<([^>]+)>/.exec((await a.req(q)).headers.get('link') ?? '')?.[1] ?? '';
+  t.ok(next, 'the page has a next page');
+  t.equal(await tag(a, next), await tag(redisOnly, next), 'the second page too');
 });
 
 t.test('a lost delta drops the namespace and the next search reloads (never a stale page)', async (t) => {

@@ -35,6 +35,7 @@ t.test('pool intersections equal Redis intersections, page by page', async (t) =
         t.equal(r.status, 200);
         t.equal(await r.text(), want, `${path} body (${name})`);
         t.equal(r.headers.get('link'), r1!.headers.get('link'), `${path} next link (${name})`);
+        t.equal(r.headers.get('etag'), r1!.headers.get('etag'), `${path} ETag (${name}): the same page, the same tag`);
       }
       const link: string | null = r1!.headers.get('link');
       path = link ? /<([^>]+)>/.exec(link)![1]! : null;

@@ -215,6 +215,10 @@ t.test('two nodes: read-your-writes under random interleavings, convergence to P
           }, 5_000, 50).catch(() => false);
           if (!ok) throw new Error(`node ${node}: ${path(q, run)} after quiescence answers ${JSON.stringify(last)}, PostgreSQL ${JSON.stringify(want)}`);
         }
+        // one answer, one ETag, whichever path made it (synchronous from memory, async, pool)
+        const tags: (string | null)[] = [];
+        for (const node of [0, 1, 0, 1]) tags.push((await fetch(nodes[node]!.url + path(q, run))).headers.get('etag'));
+        if (!tags[0] || tags.some((x) => x !== tags[0])) throw new Error(`${path(q, run)}: ETags differ between nodes or requests: ${JSON.stringify(tags)}`);
       }
     }),
     { numRuns: 15, endOnFailure: true },

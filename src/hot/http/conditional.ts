@@ -24,3 +24,4 @@ export function etagOf(...parts: (string | Uint8Array)[]): string {
   parts.forEach((p, i) => (i ? h.update('\n') : h).update(p));
   return '"' + h.digest('base64url').slice(0, 22) + '"';
 }
+

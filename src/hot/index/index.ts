@@ -9,7 +9,8 @@ import type { RedisClient } from '../redis/client.js';
 import type { IntersectPool } from '../../workers/pool.js';
 import { intersectSorted } from '../../workers/intersect.js';
 import { decodeBuckets } from '../../workers/buckets.js';
-import { newSeqArray, type NearCache } from './near.js';
+import { newSeqArray, type Doc, type NearCache } from './near.js';
+import { docDigest } from '../domain/digest.js';
 import { HEAVY, nearLoadReply, NOT_INDEXED, rowReply, searchReply } from '../redis/replies.js';
 
 /** a page for the worker pool to compute */
@@ -23,6 +24,16 @@ export interface Page {
   more: boolean;
   /** seq to continue after, "" when none */
   last: string;
+}
+
+/** One page of a search as the bytes of its JSON array, and its documents' digests (pageEtag). */
+export interface PageBody {
+  body: Buffer;
+  more: boolean;
+  /** seq to continue after, "" when none */
+  last: string;
+  /** the documents' digests in page order (http/conditional.ts docDigest) */
+  digests: string[];
 }
 
 export function notIndexed(): ApiError {
@@ -122,7 +133,7 @@ export class Index {
    * this thread's own write not received yet, a write arrived during the page, the
    * namespace not indexed): the Redis path answers then, as before.
    */
-  private async nearPage(ns: string, f: FilterSets, after: string, limit: number, signal?: AbortSignal): Promise<{ seqs: Float64Array; docs: Buffer[]; more: boolean } | null> {
+  private async nearPage(ns: string, f: FilterSets, after: string, limit: number, signal?: AbortSignal): Promise<{ seqs: Float64Array; docs: Doc[]; more: boolean } | null> {
     const near = this.near;
     const gen = this.gen;
     if (!near?.usable || !gen || !this.serving()) return null;
@@ -158,7 +169,39 @@ export class Index {
     const docs = await near.documents(base, seqs, (missing) => this.redis.hmgetBuffer(docsKey, ...missing.map(String)));
     // a write arrived meanwhile: sets and documents may disagree; Redis answers atomically
     if (near.epoch(base) !== epoch || docs.some((d) => !d)) return null;
-    return { seqs, docs: docs as Buffer[], more };
+    return { seqs, docs: docs as Doc[], more };
+  }
+
+  /**
+   * nearPage() without a single await, when this thread holds everything the page needs:
+   * every set, and every document of the page, and the intersection is one nearPage() would
+   * run inline (not in the pool). Null otherwise: the caller takes the async path. Nothing
+   * can arrive between its reads (deltas are events of this same thread), so the checks
+   * nearPage() repeats after its awaits are not needed here; the ones before them are the same.
+   */
+  nearBodyNow(ns: string, f: FilterSets, after: string, limit: number): PageBody | null {
+    const near = this.near;
+    const gen = this.gen;
+    if (!near?.usable || !gen || !this.serving()) return null;
+    const base = this.keys.base(ns, gen);
+    if (!near.fresh(base)) return null;
+    const suffixes = filterSuffixes(f);
+    const sets: Float64Array[] = [];
+    let smallest = Number.POSITIVE_INFINITY;
+    for (const suffix of suffixes) {
+      const a = near.setNow(base, suffix);
+      if (!a) return null;
+      sets.push(a);
+      if (a.length < smallest) smallest = a.length;
+    }
+    const pool = this.intersectPool;
+    if (sets.length > 1 && pool && this.heavyThreshold > 0 && smallest > this.heavyThreshold && !pool.busy()) return null;
+    const hits = intersectSorted(sets, after === '' ? -1 : Number(after), limit + 1);
+    const more = hits.length > limit;
+    const seqs = more ? hits.subarray(0, limit) : hits;
+    const docs = new Array<Doc>(seqs.length);
+    if (!near.documentsNow(base, seqs, docs)) return null;
+    return joinPage(docs, more, seqs.length ? String(seqs[seqs.length - 1]) : '');
   }
 
   /**
@@ -174,16 +217,17 @@ export class Index {
   }
 
   /**
-   * Run search.lua for one page (`joined`: its documents as one buffer). When the planner
+   * Run search.lua for one page (`buffers`: its seqs and documents as Buffers; the script's
+   * joined mode is not used: a page's ETag needs each document's digest). When the planner
    * finds every set large (-2) the reply carries no page: `heavy` is the task to run in the
    * worker pool instead.
    */
-  private async runSearch<T extends string | Buffer>(ns: string, f: FilterSets, after: string, limit: number, joined: boolean): Promise<{ reply: (T | number)[]; heavy: PoolTask | null }> {
+  private async runSearch<T extends string | Buffer>(ns: string, f: FilterSets, after: string, limit: number, buffers: boolean): Promise<{ reply: (T | number)[]; heavy: PoolTask | null }> {
     const gen = this.liveGen();
     const k = this.keys;
     const sets = this.filterKeys(ns, gen, f);
-    const args = [2 + sets.length, k.ver(ns, gen), k.docs(ns, gen), ...sets, after, limit, 0, this.intersectPool ? this.heavyThreshold : 0, joined ? 1 : 0];
-    const run = () => this.read(async (r) => searchReply<T>(await (joined ? r.searchBuffer(...args) : r.search(...args))));
+    const args = [2 + sets.length, k.ver(ns, gen), k.docs(ns, gen), ...sets, after, limit, 0, this.intersectPool ? this.heavyThreshold : 0, 0];
+    const run = () => this.read(async (r) => searchReply<T>(await (buffers ? r.searchBuffer(...args) : r.search(...args))));
     const r = await this.retryNamespace(ns, await run(), run);
     if (r === NOT_INDEXED) throw notIndexed();
     const reply = r;
@@ -196,7 +240,7 @@ export class Index {
     const near = await this.nearPage(ns, f, after, limit, signal);
     if (near) {
       const seqs = Array.from(near.seqs, String);
-      return { seqs, docs: near.docs.map((d) => d.toString()), more: near.more, last: seqs.length ? seqs[seqs.length - 1]! : '' };
+      return { seqs, docs: near.docs.map((d) => d.buf.toString()), more: near.more, last: seqs.length ? seqs[seqs.length - 1]! : '' };
     }
     const { reply: arr, heavy } = await this.runSearch<string>(ns, f, after, limit, false);
     if (heavy) {
@@ -215,23 +259,26 @@ export class Index {
   }
 
   /**
-   * One page of a search as the bytes of its JSON array: the documents come from Redis
-   * already joined, as one buffer, and are wrapped, never parsed or re-encoded here.
+   * One page of a search as the bytes of its JSON array, with its documents' digests: the
+   * documents come as bytes (from memory, Redis or the pool) and are joined, never parsed
+   * or re-encoded here. Every path gives the same digests for the same documents, so the
+   * page's ETag (pageEtag) does not depend on which one answered.
    */
-  async searchBody(ns: string, f: FilterSets, after: string, limit: number, signal?: AbortSignal): Promise<{ body: Buffer; more: boolean; last: string }> {
+  async searchBody(ns: string, f: FilterSets, after: string, limit: number, signal?: AbortSignal): Promise<PageBody> {
     const near = await this.nearPage(ns, f, after, limit, signal);
-    if (near) return { body: joinDocs(near.docs), more: near.more, last: near.seqs.length ? String(near.seqs[near.seqs.length - 1]) : '' };
+    if (near) return joinPage(near.docs, near.more, near.seqs.length ? String(near.seqs[near.seqs.length - 1]) : '');
     const { reply: arr, heavy } = await this.runSearch<Buffer>(ns, f, after, limit, true);
     if (heavy) {
       const p = await this.intersectPool!.runBody(heavy, signal);
-      return { body: p.body, more: p.more, last: p.seqs.length ? String(p.seqs[p.seqs.length - 1]) : '' };
+      return { body: p.body, more: p.more, last: p.seqs.length ? String(p.seqs[p.seqs.length - 1]) : '', digests: p.digests };
     }
-    const docs = arr[3] as Buffer;
-    const body = Buffer.allocUnsafe(docs.length + 2);
-    body[0] = 0x5b; // [
-    docs.copy(body, 1);
-    body[body.length - 1] = 0x5d; // ]
-    return { body, more: arr[0] === 1 || arr[2] === 1, last: String(arr[1]) };
+    // { more, last, exhausted, seq1, doc1, ... }: the documents as Buffers, digested here
+    const docs: Doc[] = [];
+    for (let i = 4; i < arr.length; i += 2) {
+      const buf = arr[i] as Buffer;
+      docs.push({ buf, dig: docDigest(buf) });
+    }
+    return joinPage(docs, arr[0] === 1 || arr[2] === 1, String(arr[1]));
   }
 
   async getService(ns: string, id: string): Promise<{ seq: string; doc: string; hdr: string } | null> {
@@ -268,10 +315,17 @@ export class Index {
   }
 }
 
+/** A page from its documents: their bytes joined into its JSON array, and their digests. */
+function joinPage(docs: Doc[], more: boolean, last: string): PageBody {
+  const digests = new Array<string>(docs.length);
+  for (let i = 0; i < docs.length; i++) digests[i] = docs[i]!.dig;
+  return { body: joinDocs(docs), more, last, digests };
+}
+
 /** A page's JSON array from its documents' bytes: one allocation, no decoding. */
-function joinDocs(docs: Buffer[]): Buffer {
+function joinDocs(docs: Doc[]): Buffer {
   let n = 2 + Math.max(0, docs.length - 1);
-  for (const d of docs) n += d.length;
+  for (const d of docs) n += d.buf.length;
   const out = Buffer.allocUnsafe(n);
   let at = 0;
   out[at++] = 0x5b; // [
@@ -279,7 +333,7 @@ function joinDocs(docs: Buffer[]): Buffer {
   // 6.7 % of a cold page's CPU in a profile (bench/README.md, "Cold path ... with wrk")
   for (let i = 0; i < docs.length; i++) {
     if (i) out[at++] = 0x2c; // ,
-    const d = docs[i]!;
+    const d = docs[i]!.buf;
     out.set(d, at);
     at += d.length;
   }

@@ -18,6 +18,8 @@
 //   namespace go to Redis as before.
 // - Bounded by bytes (NEAR_CACHE_MB), least recently used out, sets and documents alike.
 
+import { docDigest } from '../domain/digest.js';
+
 type Loader = (suffix: string) => Promise<{ ver: number; members: Float64Array } | null>;
 
 interface SetEntry {
@@ -38,8 +40,13 @@ interface SetEntry {
  */
 const SEQ_SPAN = 2 ** 33;
 
-interface DocEntry {
+/** A document's bytes and its digest (http/conditional.ts docDigest: a page's ETag hashes these). */
+export interface Doc {
   buf: Buffer;
+  dig: string;
+}
+
+interface DocEntry extends Doc {
   resets: number;
   /** read since it was (re)inserted: eviction gives it a second chance (CLOCK) */
   used: boolean;
@@ -71,8 +78,9 @@ interface Ns {
 }
 
 const LOG_MAX = 4096;
-// measured: a 330-byte document costs 608 bytes held (Map entry, key string, Buffer object)
-const DOC_OVERHEAD = 280;
+// measured: a 330-byte document costs 608 bytes held (Map entry, key string, Buffer object);
+// its digest, a 16-character string sliced from a 32-character one, ~72 more
+const DOC_OVERHEAD = 352;
 const SET_OVERHEAD = 256;
 const OVERLAY_ENTRY = 40;
 
@@ -217,6 +225,22 @@ export class NearCache {
   }
 
   /**
+   * The sorted seqs of one set of `base` if this thread holds it now (null: not held; the
+   * caller takes set() instead). The same validity test as set()'s hit: a set held is
+   * consistent with every delta this thread received (they are applied as they arrive), so
+   * reading it synchronously needs nothing more.
+   */
+  setNow(base: string, suffix: string): Float64Array | null {
+    const key = base + suffix;
+    const hit = this.sets.get(key);
+    if (!hit || hit.resets !== (this.ns.get(base)?.resets ?? 0)) return null;
+    this.stats.setHits++;
+    this.sets.delete(key); // least recently used goes first: re-insert at the end
+    this.sets.set(key, hit);
+    return materialise(hit);
+  }
+
+  /**
    * The sorted seqs of one set of `base` (key = base + suffix), from memory or loaded.
    * Null: the namespace is not indexed (the caller lets the Redis path answer).
    */
@@ -269,10 +293,10 @@ export class NearCache {
    * Documents of `seqs` in that order (null: the namespace no longer has it). Misses are
    * fetched in one call and kept unless a delta of the namespace arrived meanwhile.
    */
-  async documents(base: string, seqs: Float64Array, fetch: (seqs: number[]) => Promise<(Buffer | null)[]>): Promise<(Buffer | null)[]> {
+  async documents(base: string, seqs: Float64Array, fetch: (seqs: number[]) => Promise<(Buffer | null)[]>): Promise<(Doc | null)[]> {
     const resets = this.ns.get(base)?.resets ?? 0;
     const id = this.baseId(base);
-    const out: (Buffer | null)[] = new Array<Buffer | null>(seqs.length).fill(null);
+    const out: (Doc | null)[] = new Array<Doc | null>(seqs.length).fill(null);
     const missing: number[] = [];
     const at: number[] = [];
     for (let i = 0; i < seqs.length; i++) {
@@ -282,7 +306,7 @@ export class NearCache {
         // least recently used, approximately (CLOCK): a hit only marks the entry; eviction
         // moves marked ones to the end instead of dropping them (a hit costs one look-up)
         d.used = true;
-        out[i] = d.buf;
+        out[i] = d;
       } else {
         missing.push(seqs[i]!);
         at.push(i);
@@ -297,16 +321,37 @@ export class NearCache {
     const keep = this.epoch(base) === epoch && (this.ns.get(base)?.resets ?? 0) === resets && this.cleared === cleared;
     for (let k = 0; k < missing.length; k++) {
       const d = got[k] ?? null;
-      out[at[k]!] = d;
-      if (keep && d) {
+      if (!d) continue;
+      const doc: Doc = { buf: d, dig: docDigest(d) };
+      out[at[k]!] = doc;
+      if (keep) {
         const key = id * SEQ_SPAN + missing[k]!;
         this.dropDoc(key);
-        this.docs.set(key, { buf: Buffer.from(d), resets, used: false }); // a copy: a slice would pin the whole reply
+        this.docs.set(key, { buf: Buffer.from(d), dig: doc.dig, resets, used: false }); // a copy: a slice would pin the whole reply
         this.bytes += d.length + DOC_OVERHEAD;
       }
     }
     if (keep) this.evict();
     return out;
+  }
+
+  /**
+   * The documents of `seqs`, in that order, into `out`, if this thread holds every one of
+   * them now: true. False (and `out` unspecified) when one is missing: the caller takes
+   * documents() instead. Entries held are dropped by the delta of any write to their seq, so
+   * a document held is the one the sets held agree with.
+   */
+  documentsNow(base: string, seqs: Float64Array, out: Doc[]): boolean {
+    const resets = this.ns.get(base)?.resets ?? 0;
+    const id = this.baseId(base);
+    for (let i = 0; i < seqs.length; i++) {
+      const d = this.docs.get(id * SEQ_SPAN + seqs[i]!);
+      if (!d || d.resets !== resets) return false;
+      out[i] = d;
+    }
+    for (let i = 0; i < seqs.length; i++) (out[i] as DocEntry).used = true;
+    this.stats.docHits += seqs.length;
+    return true;
   }
 
   private baseId(base: string): number {

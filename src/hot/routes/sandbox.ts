@@ -96,7 +96,7 @@ export function registerSandbox(uws: TemplatedApp, app: App, o: RouteOptions): v
    * A route that needs this sandbox's key: the key is checked (and the request counted)
    * first; every answer to an admitted request, errors included, carries the rate headers.
    */
-  const keyedRoute = (method: 'get' | 'post' | 'patch' | 'del', pattern: string, opts: RouteOptions, fn: (req: Req, reply: Reply, body: Buffer | null, rl: Headers) => Promise<void>) =>
+  const keyedRoute = (method: 'get' | 'post' | 'patch' | 'del', pattern: string, opts: RouteOptions, fn: (req: Req, reply: Reply, body: Buffer | null, rl: Headers) => Promise<void> | void) =>
     route(uws, method, pattern, async (req, reply, body) => {
       const rl = await app.auth.admit(req.authorization, req.params[0]!);
       try {

@@ -7,6 +7,8 @@ import { JSON_TYPE, type Headers, type Reply, type Req } from '../http/route.js'
 import { PRODUCTION } from '../domain/keys.js';
 import type { CachedResult } from '../cache/result-cache.js';
 import { etagOf, notModified } from '../http/conditional.js';
+import { pageEtag } from '../domain/digest.js';
+import type { PageBody } from '../index/index.js';
 
 type Canon = { params: Params; filters: Filters; canonical: string };
 
@@ -45,23 +47,40 @@ export function canonicalOr(reply: Reply, req: Req, spec: typeof SEARCH_SPEC, co
  * running the search (its ETag was computed once, when it was stored). A page after a
  * cursor is stored from its second request on.
  */
-async function cached(app: App, req: Req, reply: Reply, ns: string, key: string, common: Headers, deep: boolean, compute: (signal: AbortSignal) => Promise<Omit<CachedResult, 'etag'>>): Promise<void> {
+async function cached(app: App, req: Req, reply: Reply, ns: string, key: string, common: Headers, deep: boolean, compute: (signal: AbortSignal) => Promise<CachedResult>): Promise<void> {
   const hit = app.cache.get(key, ns);
   if (hit) return sendResult(reply, req, common, hit);
+  return computed(app, req, reply, ns, key, common, deep, compute);
+}
+
+/** The miss of cached(): one computation per key and namespace version at a time. */
+async function computed(app: App, req: Req, reply: Reply, ns: string, key: string, common: Headers, deep: boolean, compute: (signal: AbortSignal) => Promise<CachedResult>): Promise<void> {
   const version = app.cache.version(ns); // before reading Redis: a write meanwhile wins
   const r = await app.cache.flights.run(key + '\0' + version, reply, async (signal) => {
-    const r = withEtag(await compute(signal));
-    // a page after a cursor is kept from its second request on (ResultCache.admitOnSecond)
-    if (!deep || app.cache.admitOnSecond(key)) app.cache.set(key, ns, version, r);
+    const r = await compute(signal);
+    store(app, key, ns, version, deep, r);
     return r;
   });
   sendResult(reply, req, common, r);
 }
 
-/** The page's strong ETag: its bytes and its Link (the next page's cursor) together. */
+/** Keep a result; a page after a cursor from its second request on (ResultCache.admitOnSecond). */
+function store(app: App, key: string, ns: string, version: number, deep: boolean, r: CachedResult): void {
+  if (!deep || app.cache.admitOnSecond(key)) app.cache.set(key, ns, version, r);
+}
+
+/** A device page's strong ETag: its bytes and its Link (the next page's cursor) together. */
 function withEtag(r: Omit<CachedResult, 'etag'>): CachedResult {
   const link = r.headers.find(([k]) => k === 'Link')?.[1] ?? '';
   return { ...r, etag: etagOf(r.body, link) };
+}
+
+/** A search page as a result: its body, its Link (when more follow), its ETag from its documents' digests. */
+function servicePage(req: Req, c: Canon, page: PageBody): CachedResult {
+  const headers: Headers = [];
+  let link = '';
+  if (page.more && page.last) headers.push(['Link', (link = `<${req.path}?${nextQuery(c.params, page.last)}>; rel="next"`)]);
+  return { body: page.body, headers, etag: pageEtag(page.digests, link) };
 }
 
 /**
@@ -89,18 +108,29 @@ function fastHit(app: App, reply: Reply, req: Req, ns: string, prefix: string, c
   return true;
 }
 
-export async function searchServices(app: App, req: Req, reply: Reply, ns: string, common: Headers): Promise<void> {
+/**
+ * A search: from the result cache; else, when this thread's near cache holds the sets and
+ * every document of the page (the common cold case), computed and written synchronously,
+ * here, with no promise, single flight or AbortController; else the async path (single
+ * flight, Redis, the pool). All three give the same ETag for the same page.
+ */
+export function searchServices(app: App, req: Req, reply: Reply, ns: string, common: Headers): Promise<void> | void {
   const prefix = ns + '\0s\0' + req.path + '?';
   if (fastHit(app, reply, req, ns, prefix, common)) return;
   const c = canonicalOr(reply, req, SEARCH_SPEC, common);
   if (!c) return;
   const f = c.filters;
-  await cached(app, req, reply, ns, prefix + c.canonical, common, !!f.after, async (signal) => {
-    const page = await app.index.searchBody(ns, f, f.after ?? '', f.limit, signal);
-    const headers: Headers = [];
-    if (page.more && page.last) headers.push(['Link', `<${req.path}?${nextQuery(c.params, page.last)}>; rel="next"`]);
-    return { body: page.body, headers };
-  });
+  const key = prefix + c.canonical;
+  const deep = !!f.after;
+  const hit = app.cache.get(key, ns);
+  if (hit) return sendResult(reply, req, common, hit);
+  const now = app.index.nearBodyNow(ns, f, f.after ?? '', f.limit);
+  if (now) {
+    const r = servicePage(req, c, now);
+    store(app, key, ns, app.cache.version(ns), deep, r);
+    return sendResult(reply, req, common, r);
+  }
+  return computed(app, req, reply, ns, key, common, deep, async (signal) => servicePage(req, c, await app.index.searchBody(ns, f, f.after ?? '', f.limit, signal)));
 }
 
 interface Binding {
@@ -141,7 +171,7 @@ export async function searchDevices(app: App, req: Req, reply: Reply, common: He
   if (fastHit(app, reply, req, PRODUCTION, prefix, common)) return;
   const c = canonicalOr(reply, req, DEVICES_SPEC, common);
   if (!c) return;
-  await cached(app, req, reply, PRODUCTION, prefix + c.canonical, common, !!c.filters.after, (signal) => deviceBindings(app, req, signal, c));
+  await cached(app, req, reply, PRODUCTION, prefix + c.canonical, common, !!c.filters.after, async (signal) => withEtag(await deviceBindings(app, req, signal, c)));
 }
 
 async function deviceBindings(app: App, req: Req, signal: AbortSignal, c: Canon): Promise<Omit<CachedResult, 'etag'>> {
