@@ -6,7 +6,7 @@ import { Redis, Cluster } from 'ioredis';
 import { move } from 'piscina';
 import { decodeBuckets } from './buckets.js';
 import { intersectSorted } from './intersect.js';
-import { DIGEST_BYTES, docDigest } from '../hot/domain/digest.js';
+import { DIGEST_BYTES, digestBytes, digested } from '../hot/domain/digest.js';
 
 export interface IntersectTask {
   redisUrl: string;
@@ -28,17 +28,17 @@ export interface IntersectTask {
  * joined task, the answer's whole JSON array "[doc1,doc2,...]", used as it is; a joined
  * task also carries the documents' digests (n × 16 bytes, docDigest), for the page's ETag.
  */
-export function packPage(seqs: Float64Array, parts: Uint8Array[], more: boolean, digests: string[] = []): Uint8Array {
+export function packPage(seqs: Float64Array, parts: Uint8Array[], more: boolean, digests: Uint8Array = new Uint8Array(0)): Uint8Array {
   let size = 0;
   for (const p of parts) size += p.length;
-  const out = new Uint8Array(8 + seqs.length * 8 + digests.length * DIGEST_BYTES + size);
+  const out = new Uint8Array(8 + seqs.length * 8 + digests.length + size);
   const view = new DataView(out.buffer);
   view.setUint32(0, more ? 1 : 0, true);
   view.setUint32(4, seqs.length, true);
   for (let i = 0; i < seqs.length; i++) view.setFloat64(8 + i * 8, seqs[i]!, true);
   let at = 8 + seqs.length * 8;
-  const buf = Buffer.from(out.buffer);
-  for (const d of digests) at += buf.write(d, at, DIGEST_BYTES, 'latin1');
+  out.set(digests, at);
+  at += digests.length;
   for (const p of parts) {
     out.set(p, at);
     at += p.length;
@@ -61,13 +61,11 @@ export function unpackPage(buf: Uint8Array): { seqs: number[]; docs: string[]; m
 }
 
 /** A joined page: its JSON array as a view of the moved memory (no copy, no decoding), and its digests. */
-export function unpackBody(buf: Uint8Array): { seqs: number[]; body: Buffer; more: boolean; digests: string[] } {
+export function unpackBody(buf: Uint8Array): { seqs: number[]; body: Buffer; more: boolean; digests: Uint8Array } {
   const h = header(buf);
   const all = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
-  const digests: string[] = [];
-  let at = h.textAt;
-  for (let i = 0; i < h.seqs.length; i++, at += DIGEST_BYTES) digests.push(all.toString('latin1', at, at + DIGEST_BYTES));
-  return { seqs: h.seqs, more: h.more, body: all.subarray(at), digests };
+  const at = h.textAt + h.seqs.length * DIGEST_BYTES;
+  return { seqs: h.seqs, more: h.more, body: all.subarray(at), digests: all.subarray(h.textAt, at) };
 }
 
 const NL = Buffer.from('\n');
@@ -118,7 +116,7 @@ export default async function intersectPage(t: IntersectTask): Promise<Uint8Arra
   const seqs = more ? hits.slice(0, t.limit) : hits;
   // the documents as bytes, never decoded here: they are joined and moved as they came
   const docs = seqs.length ? await r.hmgetBuffer(t.docsKey, ...Array.from(seqs, String)) : [];
-  const digests = t.joined ? docs.map((d) => docDigest(d ?? NULL)) : [];
+  const digests = t.joined ? digestBytes(docs.map((d) => digested(d ?? NULL))) : undefined;
   return move(packPage(seqs, docParts(docs, !!t.joined), more, digests)) as Uint8Array;
 }
 

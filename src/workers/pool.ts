@@ -25,7 +25,7 @@ export class IntersectPool {
   }
 
   /** One page as the bytes of its JSON array. */
-  async runBody(task: Omit<IntersectTask, 'redisUrl' | 'clusterNodes' | 'joined'>, signal?: AbortSignal): Promise<{ seqs: number[]; body: Buffer; more: boolean; digests: string[] }> {
+  async runBody(task: Omit<IntersectTask, 'redisUrl' | 'clusterNodes' | 'joined'>, signal?: AbortSignal): Promise<{ seqs: number[]; body: Buffer; more: boolean; digests: Uint8Array }> {
     return unpackBody(await this.exec({ ...task, joined: true }, signal));
   }
 

@@ -1,7 +1,8 @@
 import t from 'tap';
+import { createHash } from 'node:crypto';
 import { gallop, intersectSorted } from '../../src/workers/intersect.js';
 import { docParts, packPage, unpackBody, unpackPage } from '../../src/workers/intersect-task.js';
-import { docDigest, pageEtag } from '../../src/hot/domain/digest.js';
+import { digestBytes, digested, pageEtag } from '../../src/hot/domain/digest.js';
 import { prng } from '../../src/admin/seed.js';
 
 const f = (xs: number[]) => Float64Array.from(xs);
@@ -44,25 +45,27 @@ t.test('a packed page survives the move', async (t) => {
   const back = unpackPage(packPage(f([3, 9]), docParts(bufs, false), true));
   t.same(back, { seqs: [3, 9], docs, more: true });
   t.same(unpackPage(packPage(f([]), docParts([], false), false)), { seqs: [], docs: [], more: false });
-  const digests = [...bufs, Buffer.from('null')].map(docDigest);
+  const digests = digestBytes([...bufs, Buffer.from('null')].map(digested));
   const joined = unpackBody(packPage(f([3, 9, 12]), docParts([...bufs, null], true), false, digests));
   t.same(joined.seqs, [3, 9, 12]);
   t.equal(joined.more, false);
   t.equal(joined.body.toString(), '[' + docs.join(',') + ',null]', 'a joined page is the answer itself');
-  t.same(joined.digests, digests, 'and its documents\' digests come back as they went (binary, 16 bytes each)');
-  t.ok(digests.every((d) => d.length === 16));
+  t.same(Buffer.from(joined.digests), Buffer.from(digests), 'and its documents\' digests come back as they went');
+  t.equal(digests.length, 3 * 16, '16 bytes each');
   t.equal(unpackBody(packPage(f([]), docParts([], true), false)).body.toString(), '[]');
 });
 
 t.test('a page ETag is made of its documents\' digests and its Link', async (t) => {
-  const docs = ['{"id":"a"}', '{"id":"b"}', '{"id":"c"}'].map((d) => Buffer.from(d));
-  const digests = docs.map(docDigest);
-  const tag = pageEtag(digests, '</services?after=3>; rel="next"');
+  const docs = ['{"id":"a"}', '{"id":"b"}', '{"id":"c"}'].map((d) => digested(Buffer.from(d)));
+  const link = '</services?after=3>; rel="next"';
+  const tag = pageEtag(digestBytes(docs), link);
   t.match(tag, /^"[A-Za-z0-9_-]{22}"$/, 'strong, 128 bits, base64url');
-  t.equal(pageEtag([...digests], '</services?after=3>; rel="next"'), tag, 'the same digests and Link: the same tag');
-  t.not(pageEtag(digests, ''), tag, 'the Link counts');
-  t.not(pageEtag([digests[0]!, docDigest(Buffer.from('{"id":"B"}')), digests[2]!], '</services?after=3>; rel="next"'), tag, 'one changed document changes it');
-  t.not(pageEtag([digests[1]!, digests[0]!, digests[2]!], '</services?after=3>; rel="next"'), tag, 'so does the order');
-  t.not(pageEtag(digests.slice(0, 2), '</services?after=3>; rel="next"'), tag, 'and a missing document');
-  t.equal(docDigest(Buffer.from('abc')), Buffer.from('ba7816bf8f01cfea414140de5dae2223', 'hex').toString('latin1'), 'the first 16 bytes of SHA-256, as latin1');
+  t.equal(pageEtag(digestBytes([...docs]), link), tag, 'the same documents and Link: the same tag');
+  t.not(pageEtag(digestBytes(docs), ''), tag, 'the Link counts');
+  t.not(pageEtag(digestBytes([docs[0]!, digested(Buffer.from('{"id":"B"}')), docs[2]!]), link), tag, 'one changed document changes it');
+  t.not(pageEtag(digestBytes([docs[1]!, docs[0]!, docs[2]!]), link), tag, 'so does the order');
+  t.not(pageEtag(digestBytes(docs.slice(0, 2)), link), tag, 'and a missing document');
+  const abc = 'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad'; // SHA-256("abc")
+  t.equal(Buffer.from(digestBytes([digested(Buffer.from('abc'))])).toString('hex'), abc.slice(0, 32), 'a digest is the first 16 bytes of SHA-256');
+  t.equal(pageEtag(digestBytes([digested(Buffer.from('abc'))]), 'L'), '"' + createHash('sha256').update(Buffer.from(abc.slice(0, 32), 'hex')).update('\nL').digest('base64url').slice(0, 22) + '"', 'the tag: SHA-256 over the digests, "\\n", the Link');
 });

@@ -4,31 +4,54 @@
 // that every path gives one page one tag (docs/decisions.md, "ETag from document digests").
 import { hash } from 'node:crypto';
 
-/** Bytes of a document's digest (docDigest): 128 bits, as for the ETags themselves. */
+/** Bytes of a document's digest: 128 bits, as for the ETags themselves. */
 export const DIGEST_BYTES = 16;
 
 /**
- * A document's digest: the first 16 bytes of the SHA-256 of its serialised bytes, as a
- * 16-character latin1 string (one character per byte: cheaper to keep than a Buffer).
- * Computed once per document where it is cached (index/near.ts), or where a page is fetched
- * whole (the Redis and pool paths), so that a page's ETag never hashes the page itself.
+ * A document's bytes and its digest: the first 16 bytes of the SHA-256 of those bytes, as
+ * four big-endian 32-bit integers (plain fields: copying them into a page's digest list costs
+ * four integer stores, where a string or Buffer per document cost a call each).
  */
-export function docDigest(doc: Uint8Array): string {
-  return hash('sha256', doc, 'binary').slice(0, DIGEST_BYTES); // 'binary': latin1
+export interface Doc {
+  buf: Buffer;
+  d0: number;
+  d1: number;
+  d2: number;
+  d3: number;
+}
+
+/** A document with its digest (computed here: once per document where it is cached). */
+export function digested(buf: Buffer): Doc {
+  const h = hash('sha256', buf, 'hex');
+  return { buf, d0: parseInt(h.slice(0, 8), 16) | 0, d1: parseInt(h.slice(8, 16), 16) | 0, d2: parseInt(h.slice(16, 24), 16) | 0, d3: parseInt(h.slice(24, 32), 16) | 0 };
+}
+
+/** The digests of a page's documents, in page order, as bytes (n × 16). */
+export function digestBytes(docs: readonly Doc[]): Uint8Array {
+  const out = new Uint8Array(docs.length * DIGEST_BYTES);
+  const v = new DataView(out.buffer);
+  for (let i = 0, at = 0; i < docs.length; i++, at += DIGEST_BYTES) {
+    const d = docs[i]!;
+    v.setInt32(at, d.d0);
+    v.setInt32(at + 4, d.d1);
+    v.setInt32(at + 8, d.d2);
+    v.setInt32(at + 12, d.d3);
+  }
+  return out;
 }
 
 /**
- * A search page's strong ETag from its documents' digests, in page order, and its Link
- * header ("" when none): SHA-256 over digest_1 .. digest_n, "\n", Link; the first 128 bits,
- * base64url. The body of a search page is "[" + the documents joined by "," + "]", so the
- * digests and the Link determine the whole answer, and every path that serves a page (near
- * cache, Redis, the worker pool, the result cache) computes the same tag for the same
+ * A search page's strong ETag from its documents' digests (digestBytes, page order) and its
+ * Link header ("" when none): SHA-256 over digest_1 .. digest_n, "\n", Link; the first 128
+ * bits, base64url. The body of a search page is "[" + the documents joined by "," + "]", so
+ * the digests and the Link determine the whole answer, and every path that serves a page
+ * (near cache, Redis, the worker pool, the result cache) computes the same tag for the same
  * answer, on every node. ~1.6 KB hashed for a page of 100 instead of the page's ~33 KB.
  */
-export function pageEtag(digests: readonly string[], link: string): string {
-  const n = digests.length * DIGEST_BYTES;
+export function pageEtag(digests: Uint8Array, link: string): string {
+  const n = digests.length;
   const buf = Buffer.allocUnsafe(n + 1 + Buffer.byteLength(link));
-  for (let i = 0; i < digests.length; i++) buf.write(digests[i]!, i * DIGEST_BYTES, DIGEST_BYTES, 'latin1');
+  buf.set(digests, 0);
   buf[n] = 0x0a; // \n
   buf.write(link, n + 1, 'utf8');
   return '"' + hash('sha256', buf, 'base64url').slice(0, 22) + '"';

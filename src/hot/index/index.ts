@@ -9,8 +9,8 @@ import type { RedisClient } from '../redis/client.js';
 import type { IntersectPool } from '../../workers/pool.js';
 import { intersectSorted } from '../../workers/intersect.js';
 import { decodeBuckets } from '../../workers/buckets.js';
-import { newSeqArray, type Doc, type NearCache } from './near.js';
-import { docDigest } from '../domain/digest.js';
+import { newSeqArray, type NearCache } from './near.js';
+import { digestBytes, digested, type Doc } from '../domain/digest.js';
 import { HEAVY, nearLoadReply, NOT_INDEXED, rowReply, searchReply } from '../redis/replies.js';
 
 /** a page for the worker pool to compute */
@@ -32,8 +32,8 @@ export interface PageBody {
   more: boolean;
   /** seq to continue after, "" when none */
   last: string;
-  /** the documents' digests in page order (http/conditional.ts docDigest) */
-  digests: string[];
+  /** the documents' digests in page order, 16 bytes each (domain/digest.ts) */
+  digests: Uint8Array;
 }
 
 export function notIndexed(): ApiError {
@@ -274,10 +274,7 @@ export class Index {
     }
     // { more, last, exhausted, seq1, doc1, ... }: the documents as Buffers, digested here
     const docs: Doc[] = [];
-    for (let i = 4; i < arr.length; i += 2) {
-      const buf = arr[i] as Buffer;
-      docs.push({ buf, dig: docDigest(buf) });
-    }
+    for (let i = 4; i < arr.length; i += 2) docs.push(digested(arr[i] as Buffer));
     return joinPage(docs, arr[0] === 1 || arr[2] === 1, String(arr[1]));
   }
 
@@ -317,9 +314,7 @@ export class Index {
 
 /** A page from its documents: their bytes joined into its JSON array, and their digests. */
 function joinPage(docs: Doc[], more: boolean, last: string): PageBody {
-  const digests = new Array<string>(docs.length);
-  for (let i = 0; i < docs.length; i++) digests[i] = docs[i]!.dig;
-  return { body: joinDocs(docs), more, last, digests };
+  return { body: joinDocs(docs), more, last, digests: digestBytes(docs) };
 }
 
 /** A page's JSON array from its documents' bytes: one allocation, no decoding. */

@@ -18,7 +18,9 @@
 //   namespace go to Redis as before.
 // - Bounded by bytes (NEAR_CACHE_MB), least recently used out, sets and documents alike.
 
-import { docDigest } from '../domain/digest.js';
+import { digested, type Doc } from '../domain/digest.js';
+
+export type { Doc } from '../domain/digest.js';
 
 type Loader = (suffix: string) => Promise<{ ver: number; members: Float64Array } | null>;
 
@@ -39,12 +41,6 @@ interface SetEntry {
  * registered) and fewer than 2^20 namespace bases are cached between two clear()s
  */
 const SEQ_SPAN = 2 ** 33;
-
-/** A document's bytes and its digest (http/conditional.ts docDigest: a page's ETag hashes these). */
-export interface Doc {
-  buf: Buffer;
-  dig: string;
-}
 
 interface DocEntry extends Doc {
   resets: number;
@@ -79,8 +75,8 @@ interface Ns {
 
 const LOG_MAX = 4096;
 // measured: a 330-byte document costs 608 bytes held (Map entry, key string, Buffer object);
-// its digest, a 16-character string sliced from a 32-character one, ~72 more
-const DOC_OVERHEAD = 352;
+// its digest, four 32-bit integers (fields of the entry), ~32 more
+const DOC_OVERHEAD = 312;
 const SET_OVERHEAD = 256;
 const OVERLAY_ENTRY = 40;
 
@@ -322,12 +318,13 @@ export class NearCache {
     for (let k = 0; k < missing.length; k++) {
       const d = got[k] ?? null;
       if (!d) continue;
-      const doc: Doc = { buf: d, dig: docDigest(d) };
+      const doc = digested(d);
       out[at[k]!] = doc;
       if (keep) {
         const key = id * SEQ_SPAN + missing[k]!;
         this.dropDoc(key);
-        this.docs.set(key, { buf: Buffer.from(d), dig: doc.dig, resets, used: false }); // a copy: a slice would pin the whole reply
+        // a copy: a slice would pin the whole reply
+        this.docs.set(key, { buf: Buffer.from(d), d0: doc.d0, d1: doc.d1, d2: doc.d2, d3: doc.d3, resets, used: false });
         this.bytes += d.length + DOC_OVERHEAD;
       }
     }
