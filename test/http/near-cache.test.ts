@@ -135,3 +135,32 @@ t.test('a lost delta drops the namespace and the next search reloads (never a st
   t.ok(near.stats.setMisses > misses, 'reloaded');
   t.equal(near.stats.resets, 1);
 });
+
+t.test('a page computed synchronously and kept in the result cache is a copy: later pages do not overwrite it', async (t) => {
+  const s = await startTestServer({}); // result cache on
+  t.teardown(() => s.close());
+  for (let i = 0; i < 9; i++) await registerProduction(s, { endpoint: `https://sc${i}.example.com/${'x'.repeat(i * 40)}`, capability: 'scratch' });
+  const first = '/services?capability=scratch&limit=3';
+  const body = async (p: string) => {
+    const r = await s.req(p);
+    t.equal(r.status, 200);
+    return { text: await r.text(), next: /<([^>]+)>/.exec(r.headers.get('link') ?? '')?.[1] ?? '' };
+  };
+  // first use loads sets and documents (async path); then every page of the walk is held
+  let p = first;
+  while (p) p = (await body(p)).next;
+  const near = s.app.index.near!;
+  const want = await body(first); // kept by the walk (a first page is kept at once)
+  const deep = want.next;
+  const hits = near.stats.docHits;
+  // a page after a cursor is kept from its second request on: this one, from memory, synchronously
+  const deepWant = await body(deep);
+  t.ok(near.stats.docHits > hits, 'answered from memory');
+  const cached = s.app.cache.hits;
+  // other pages, each joined in the same scratch memory
+  p = deepWant.next;
+  while (p) p = (await body(p)).next;
+  t.equal((await body(first)).text, want.text, 'the kept first page is intact');
+  t.equal((await body(deep)).text, deepWant.text, 'the kept deep page is intact');
+  t.ok(s.app.cache.hits >= cached + 2, 'both came from the result cache');
+});

@@ -122,12 +122,16 @@ export function searchServices(app: App, req: Req, reply: Reply, ns: string, com
   const f = c.filters;
   const key = prefix + c.canonical;
   const deep = !!f.after;
-  const hit = app.cache.get(key, ns);
+  // a canonical query was looked up as it came (fastHit) already: no second look-up
+  const again = c.canonical !== req.query || req.query === '';
+  if (!again) app.cache.misses++; // (fastHit's look-up does not count its miss)
+  const hit = again ? app.cache.get(key, ns) : null;
   if (hit) return sendResult(reply, req, common, hit);
   const now = app.index.nearBodyNow(ns, f, f.after ?? '', f.limit);
   if (now) {
+    // the body is the index's scratch buffer: sent (uWS copies it) and, if kept, copied
     const r = servicePage(req, c, now);
-    store(app, key, ns, app.cache.version(ns), deep, r);
+    if (!deep || app.cache.admitOnSecond(key)) app.cache.set(key, ns, app.cache.version(ns), { ...r, body: Buffer.from(r.body) });
     return sendResult(reply, req, common, r);
   }
   return computed(app, req, reply, ns, key, common, deep, async (signal) => servicePage(req, c, await app.index.searchBody(ns, f, f.after ?? '', f.limit, signal)));
