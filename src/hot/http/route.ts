@@ -2,7 +2,7 @@
 // everything from `req` synchronously, attach onAborted before any await, write later
 // responses inside cork() and only if the client is still there (bodies: body.ts).
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
-import { ApiError, errorBody, STATUS_TEXT, type ErrorCode } from '../domain/errors.js';
+import { ApiError, ERRORS, errorBody, STATUS_TEXT, type ErrorCode } from '../domain/errors.js';
 import { outageError } from '../ops/outage.js';
 import { readBody } from './body.js';
 import type { Headers, Req } from './types.js';
@@ -70,10 +70,10 @@ export class Reply {
   }
 
   error(code: ErrorCode, message: string, headers: Headers = [], close = false): void {
-    const e = new ApiError(code, message);
     // no-store unless the caller chose a Cache-Control (never two of them)
     const cc: Headers = headers.some(([k]) => k.toLowerCase() === 'cache-control') ? [] : [['Cache-Control', 'no-store']];
-    this.send(e.status, [['Content-Type', JSON_TYPE], ...cc, ...headers], errorBody(code, message), close);
+    // the status from the registry: no ApiError (an object and a stack-trace guard) per answer
+    this.send(ERRORS[code], [['Content-Type', JSON_TYPE], ...cc, ...headers], errorBody(code, message), close);
   }
 
   /**
