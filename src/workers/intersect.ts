@@ -49,3 +49,75 @@ export function intersectSorted(arrays: Float64Array[], after: number, max: numb
   }
   return Float64Array.from(out);
 }
+
+/** A dense set as bits: bit b of words[i] is member (w0 + i) * 32 + b. */
+export interface Bitmap {
+  /** first word's index on the global grid (seq / 32) */
+  w0: number;
+  words: Int32Array;
+}
+
+/** bitmapOf's cache: a set's array never changes in place (a change makes a new array). */
+const bitmaps = new WeakMap<Float64Array, Bitmap | null>();
+
+/**
+ * The array as a bitmap when that is no larger than the array itself (at least one member in
+ * 64 of its range, and 64 members), else null. Built once per array and kept as long as it.
+ */
+export function bitmapOf(a: Float64Array): Bitmap | null {
+  let bm = bitmaps.get(a);
+  if (bm !== undefined) return bm;
+  bm = null;
+  if (a.length >= 64) {
+    const w0 = Math.floor(a[0]! / 32);
+    const n = Math.floor(a[a.length - 1]! / 32) - w0 + 1;
+    if (n * 32 <= a.length * 64) {
+      const words = new Int32Array(n);
+      for (let i = 0; i < a.length; i++) {
+        const x = a[i]!;
+        words[Math.floor(x / 32) - w0]! |= 1 << x % 32;
+      }
+      bm = { w0, words };
+    }
+  }
+  bitmaps.set(a, bm);
+  return bm;
+}
+
+/**
+ * intersectSorted() over bitmaps: 32 candidates per AND of one word of each set, where
+ * galloping probes every member of the smallest set (a cold page of row c2, three dense sets
+ * and one of everything, spent 19 % of its CPU galloping).
+ */
+export function intersectBitmaps(bms: Bitmap[], after: number, max: number): Float64Array {
+  let lo = Math.floor((after + 1) / 32);
+  let hi = Number.POSITIVE_INFINITY;
+  for (const b of bms) {
+    if (b.w0 > lo) lo = b.w0;
+    if (b.w0 + b.words.length < hi) hi = b.w0 + b.words.length;
+  }
+  const out: number[] = [];
+  for (let w = lo; w < hi && out.length < max; w++) {
+    let m = -1;
+    for (let j = 0; j < bms.length && m !== 0; j++) m &= bms[j]!.words[w - bms[j]!.w0]!;
+    while (m !== 0 && out.length < max) {
+      const low = m & -m;
+      const x = w * 32 + (31 - Math.clz32(low));
+      if (x > after) out.push(x);
+      m ^= low;
+    }
+  }
+  return Float64Array.from(out);
+}
+
+/** intersectSorted(), over bitmaps when there are several sets and every one is dense. */
+export function intersectDense(arrays: Float64Array[], after: number, max: number): Float64Array {
+  if (arrays.length < 2) return intersectSorted(arrays, after, max);
+  const bms: Bitmap[] = [];
+  for (const a of arrays) {
+    const b = bitmapOf(a);
+    if (!b) return intersectSorted(arrays, after, max);
+    bms.push(b);
+  }
+  return intersectBitmaps(bms, after, max);
+}

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { createHash } from 'node:crypto';
-import { gallop, intersectSorted } from '../../src/workers/intersect.js';
+import { bitmapOf, gallop, intersectDense, intersectSorted } from '../../src/workers/intersect.js';
 import { docParts, packPage, unpackBody, unpackPage } from '../../src/workers/intersect-task.js';
 import { digestBytes, digested, pageEtag } from '../../src/hot/domain/digest.js';
 import { prng } from '../../src/admin/seed.js';
@@ -25,8 +25,8 @@ t.test('intersection, bounds and limits', async (t) => {
 
 t.test('matches a naive intersection on random sets', async (t) => {
   const r = prng(7);
-  for (let round = 0; round < 50; round++) {
-    const sets = Array.from({ length: 2 + Math.floor(r() * 3) }, () => {
+  for (let round = 0; round < 1000; round++) {
+    const sets = Array.from({ length: 1 + Math.floor(r() * 4) }, () => {
       const s = new Set<number>();
       const n = Math.floor(r() * 400);
       for (let i = 0; i < n; i++) s.add(1 + Math.floor(r() * 500));
@@ -68,4 +68,26 @@ t.test('a page ETag is made of its documents\' digests and its Link', async (t) 
   const abc = 'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad'; // SHA-256("abc")
   t.equal(Buffer.from(digestBytes([digested(Buffer.from('abc'))])).toString('hex'), abc.slice(0, 32), 'a digest is the first 16 bytes of SHA-256');
   t.equal(pageEtag(digestBytes([digested(Buffer.from('abc'))]), 'L'), '"' + createHash('sha256').update(Buffer.from(abc.slice(0, 32), 'hex')).update('\nL').digest('base64url').slice(0, 22) + '"', 'the tag: SHA-256 over the digests, "\\n", the Link');
+});
+
+t.test('over bitmaps: the same answers as galloping, dense or not, at any offset', async (t) => {
+  const r = prng(11);
+  let dense = 0;
+  for (let round = 0; round < 1000; round++) {
+    const origin = Math.floor(r() * 3) === 0 ? 2 ** 32 - 300 + Math.floor(r() * 600) : Math.floor(r() * 100); // seqs past 2^31 and 2^32 too
+    const span = 200 + Math.floor(r() * 3000);
+    const sets = Array.from({ length: 1 + Math.floor(r() * 4) }, () => {
+      const density = r() < 0.2 ? 0.01 : 0.1 + r() * 0.9;
+      const s: number[] = [];
+      for (let x = origin; x < origin + span; x++) if (r() < density) s.push(x);
+      return f(s);
+    });
+    if (sets.length > 1 && sets.every((s) => bitmapOf(s))) dense++;
+    const after = origin - 2 + Math.floor(r() * span);
+    const max = 1 + Math.floor(r() * 120);
+    t.same(Array.from(intersectDense(sets, after, max)), Array.from(intersectSorted(sets, after, max)), `round ${round}`);
+  }
+  t.ok(dense > 300, `${dense} rounds over bitmaps`);
+  t.equal(bitmapOf(f([1, 1000])), null, 'a sparse set has none');
+  t.same(Array.from(intersectDense([f([]), f([1])], -1, 5)), []);
 });

@@ -7,7 +7,7 @@ import { filterSuffixes, Keys, PRODUCTION } from '../domain/keys.js';
 import { isRedisUnavailable } from '../ops/outage.js';
 import type { RedisClient } from '../redis/client.js';
 import type { IntersectPool } from '../../workers/pool.js';
-import { intersectSorted } from '../../workers/intersect.js';
+import { intersectDense } from '../../workers/intersect.js';
 import { decodeBuckets } from '../../workers/buckets.js';
 import { newSeqArray, type NearCache } from './near.js';
 import { digestBytes, digested, type Doc } from '../domain/digest.js';
@@ -162,7 +162,7 @@ export class Index {
     const pool = this.intersectPool;
     const hits = sets.length > 1 && pool && this.heavyThreshold > 0 && smallest > this.heavyThreshold && !pool.busy()
       ? await pool.intersect(sets, from, limit + 1, signal)
-      : intersectSorted(sets, from, limit + 1);
+      : intersectDense(sets, from, limit + 1);
     const more = hits.length > limit;
     const seqs = more ? hits.subarray(0, limit) : hits;
     const docsKey = k.docs(ns, gen);
@@ -198,7 +198,7 @@ export class Index {
     }
     const pool = this.intersectPool;
     if (sets.length > 1 && pool && this.heavyThreshold > 0 && smallest > this.heavyThreshold && !pool.busy()) return null;
-    const hits = intersectSorted(sets, after === '' ? -1 : Number(after), limit + 1);
+    const hits = intersectDense(sets, after === '' ? -1 : Number(after), limit + 1);
     const more = hits.length > limit;
     const seqs = more ? hits.subarray(0, limit) : hits;
     const docs = new Array<Doc>(seqs.length);
