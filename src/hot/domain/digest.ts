@@ -4,7 +4,7 @@
 // that every path gives one page one tag (docs/decisions.md, "ETag from document digests").
 import { hash } from 'node:crypto';
 
-/** Bytes of a document's digest: 128 bits, as for the ETags themselves. */
+/** Bytes of a document's digest: 128 bits. */
 export const DIGEST_BYTES = 16;
 
 /**
@@ -42,8 +42,8 @@ export function digestBytes(docs: readonly Doc[]): Uint8Array {
 
 /**
  * A search page's strong ETag from its documents' digests (digestBytes, page order) and its
- * Link header ("" when none): SHA-256 over digest_1 .. digest_n, "\n", Link; the first 128
- * bits, base64url. The body of a search page is "[" + the documents joined by "," + "]", so
+ * Link header ("" when none): SHA-256 over digest_1 .. digest_n, "\n", Link; its first 22
+ * base64url characters (132 bits, as http/conditional.ts etagOf). The body of a search page is "[" + the documents joined by "," + "]", so
  * the digests and the Link determine the whole answer, and every path that serves a page
  * (near cache, Redis, the worker pool, the result cache) computes the same tag for the same
  * answer, on every node. ~1.6 KB hashed for a page of 100 instead of the page's ~33 KB.

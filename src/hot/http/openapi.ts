@@ -63,7 +63,7 @@ function serviceWrites(base: string, security: Obj[], tag: string, extra: Obj[] 
 
 /** Conditional reads of searches and device queries (contract, "Search": conditional requests). */
 const conditionalNote =
-  ' Every 200 carries a strong `ETag` (a hash of the page\'s bytes and its `Link`); a request whose `If-None-Match` matches it ' +
+  ' Every 200 carries a strong `ETag` that changes whenever the page\'s bytes or its `Link` change (a hash of the documents\' digests, or of the bytes, and the `Link`); a request whose `If-None-Match` matches it ' +
   '(RFC 9110 weak comparison: `W/"x"` matches `"x"`; a list; `*`) gets `304` with the same Cache-Control, Vary and ETag and no body, ' +
   'answered from the node\'s cached page without running the search when it holds one. A keyed 304 counts against the rate limit like a 200.';
 const ifNoneMatch = { name: 'If-None-Match', in: 'header', required: false, description: 'ETag(s) of a copy the client holds', schema: { type: 'string' } };
