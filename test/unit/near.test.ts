@@ -2,7 +2,8 @@
 // it (and only those), a skipped version drops the namespace, documents fetched across a
 // delta are not kept, read-your-writes gating, and the byte budget.
 import t from 'tap';
-import { NearCache } from '../../src/hot/index/near.js';
+import { NearCache, type Doc } from '../../src/hot/index/near.js';
+import { digested } from '../../src/hot/domain/digest.js';
 
 const B = 'reg:{production}:g1:';
 const delta = (ver: number, oldSeq: number | '', oldMem: string[], newSeq: number | '', newMem: string[]) =>
@@ -70,7 +71,8 @@ t.test('documents: hits, drops by delta, nothing kept across a delta', async (t)
     return seqs.map((s) => Buffer.from(`{"s":${s}}`));
   };
   const one = await n.documents(B, Float64Array.from([1, 2]), fetch);
-  t.same(one.map(String), ['{"s":1}', '{"s":2}']);
+  t.same(one.map((d) => String(d?.buf)), ['{"s":1}', '{"s":2}']);
+  t.same(one.map((d) => [d?.d0, d?.d1, d?.d2, d?.d3]), one.map((d) => { const g = digested(d!.buf); return [g.d0, g.d1, g.d2, g.d3]; }), 'each with its digest');
   await n.documents(B, Float64Array.from([1, 2]), fetch);
   t.equal(fetches, 1, 'second read from memory');
   n.onDelta(delta(2, 2, ['c:a'], 2, ['c:b']));
@@ -84,6 +86,28 @@ t.test('documents: hits, drops by delta, nothing kept across a delta', async (t)
   await n.documents(B, Float64Array.from([5]), slow);
   await n.documents(B, Float64Array.from([5]), fetch);
   t.equal(fetches, 4, 'the document fetched across a delta was not kept');
+});
+
+t.test('synchronous reads: all or nothing, under the same rules as the async ones', async (t) => {
+  const n = new NearCache(1 << 20);
+  const fetch = async (seqs: number[]) => seqs.map((s) => Buffer.from(`{"s":${s}}`));
+  const out: Doc[] = [];
+  t.notOk(n.documentsNow(B, Float64Array.from([1, 2]), out), 'nothing held: no synchronous page');
+  await n.documents(B, Float64Array.from([1]), fetch);
+  t.notOk(n.documentsNow(B, Float64Array.from([1, 2]), out), 'one missing: none');
+  await n.documents(B, Float64Array.from([2]), fetch);
+  t.ok(n.documentsNow(B, Float64Array.from([1, 2]), out), 'all held');
+  t.same(out.map((d) => String(d.buf)), ['{"s":1}', '{"s":2}']);
+  n.onDelta(delta(2, 2, ['c:a'], 2, ['c:b']));
+  t.notOk(n.documentsNow(B, Float64Array.from([1, 2]), out), 'a delta dropped 2');
+  t.ok(n.documentsNow(B, Float64Array.from([1]), out), '1 is still held');
+  const a = loader(1, [1, 2]);
+  t.equal(n.setNow(B, 'c:a'), null, 'a set not loaded: none');
+  await n.set(B, 'c:a', a.f);
+  t.ok(n.setNow(B, 'c:a'), 'loaded: held');
+  n.onDelta(delta(9, 5, ['c:a'], 5, ['c:a'])); // a version skipped: everything of B is dead
+  t.equal(n.setNow(B, 'c:a'), null, 'after a lost delta: none');
+  t.notOk(n.documentsNow(B, Float64Array.from([1]), out), 'and no document');
 });
 
 t.test("read-your-writes: until this thread's own write arrives, not fresh", async (t) => {
