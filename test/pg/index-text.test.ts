@@ -4,7 +4,8 @@
 // import replacement lists — with hostile strings, and after each sequence compares every
 // live service's stored text with the projector's serialisers (serializeService,
 // memberSuffixes, headerData) applied to the committed state as the projector reads it
-// (loadIndexStates), and with the rebuild's page row of that service.
+// (loadIndexStates), and with the rebuild's page row of that service. bin/registry
+// backfill-index-text fills rows written without it (before migration 0004) with the same.
 import t from 'tap';
 import fc from 'fast-check';
 import { memberSuffixes, PRODUCTION } from '../../src/hot/domain/keys.js';
@@ -12,8 +13,9 @@ import { headerData, serializeService } from '../../src/hot/domain/service.js';
 import { ApiError } from '../../src/hot/domain/errors.js';
 import { parseServiceCreate, parseServicePatch } from '../../src/hot/domain/validation.js';
 import { bulkReplacements, bulkUpsert } from '../../src/hot/store/bulk.js';
-import { createPool } from '../../src/hot/store/pool.js';
-import { addReplacement, createService, deleteService, loadIndexPage, loadIndexStates, newServiceId, patchService } from '../../src/hot/store/services.js';
+import { createPool, type Pool } from '../../src/hot/store/pool.js';
+import { addReplacement, backfillIndexText, createService, deleteService, loadIndexPage, loadIndexStates, newServiceId, patchService } from '../../src/hot/store/services.js';
+import { seedServices } from '../helpers/processes.js';
 import { freshDatabase } from '../helpers/server.js';
 
 const token = fc.oneof(fc.stringMatching(/^[a-z0-9._-]{1,12}$/), fc.constantFrom('0', '1', '10', '007', '4294967294', '4294967295', '__proto__', 'constructor', 'x'.repeat(64)));
@@ -48,6 +50,40 @@ const op = fc.oneof(
   fc.record({ k: fc.constant('importReplacements' as const), i: fc.nat(), js: fc.array(fc.nat(), { maxLength: 3 }) }),
 );
 
+/**
+ * Compare the stored index text of every id (each must be a live service) with the write
+ * path's serialisers over its committed state, and with its rebuild page row; the number
+ * compared.
+ */
+async function checkStored(pool: Pool, ids: string[]): Promise<number> {
+  let n = 0;
+  const states = await loadIndexStates(pool, ids);
+  const stored = await pool.query<{ id: string; version: string; seq: string; idx_doc: string | null; idx_members: string | null; idx_hdr: string | null }>(
+    'SELECT id, version, seq, idx_doc, idx_members, idx_hdr FROM services WHERE id = ANY($1)',
+    [ids],
+  );
+  for (const row of stored.rows) {
+    const st = states.get(row.id)!;
+    const rec = st.record!;
+    if (row.idx_doc === null || row.idx_members === null || row.idx_hdr === null) throw new Error(`service ${row.id} has no stored index text`);
+    if (String(st.version) !== row.version) throw new Error('the state and the stored text were read at different versions');
+    if (row.idx_doc !== serializeService(rec)) throw new Error(`doc of ${row.id}:\n  stored: ${row.idx_doc}\n  write path: ${serializeService(rec)}`);
+    if (row.idx_hdr !== headerData(rec)) throw new Error(`hdr of ${row.id}: stored ${JSON.stringify(row.idx_hdr)}, write path ${JSON.stringify(headerData(rec))}`);
+    // the members name sets: their order carries no meaning
+    const want = [...memberSuffixes(rec)].sort().join('\n');
+    const got = row.idx_members.split('\n').sort().join('\n');
+    if (got !== want) throw new Error(`members of ${row.id}:\n  stored: ${got}\n  write path: ${want}`);
+    // the rebuild's page hands on exactly the stored strings
+    const [page] = await loadIndexPage(pool, Number(row.seq) - 1, 1);
+    if (!page || page[0] !== row.id || page[4] !== row.idx_doc || page[5] !== row.idx_members || page[6] !== row.idx_hdr || page[2] !== row.version) {
+      throw new Error(`the rebuild page of ${row.id} does not carry its stored text: ${JSON.stringify(page)}`);
+    }
+    n++;
+  }
+  if (stored.rows.length !== ids.length) throw new Error(`${ids.length} live ids, ${stored.rows.length} rows`);
+  return n;
+}
+
 t.test('every write stores the index text of the state it commits', async (t) => {
   const db = await freshDatabase();
   const pool = createPool(db.url, 2);
@@ -59,7 +95,6 @@ t.test('every write stores the index text of the state it commits', async (t) =>
   const pick = (i: number) => ids[i % ids.length]!;
   const kinds = new Map<string, number>();
   let checked = 0;
-  let nulls = 0;
 
   await fc.assert(
     fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 8 }), async (ops) => {
@@ -85,37 +120,36 @@ t.test('every write stores the index text of the state it commits', async (t) =>
         }
         kinds.set(o.k, (kinds.get(o.k) ?? 0) + 1);
       }
-      const states = await loadIndexStates(pool, ids);
-      const stored = await pool.query<{ id: string; version: string; seq: string; idx_doc: string | null; idx_members: string | null; idx_hdr: string | null }>(
-        'SELECT id, version, seq, idx_doc, idx_members, idx_hdr FROM services WHERE id = ANY($1)',
-        [ids],
-      );
-      for (const row of stored.rows) {
-        const st = states.get(row.id)!;
-        const rec = st.record!;
-        if (row.idx_doc === null || row.idx_members === null || row.idx_hdr === null) {
-          nulls++;
-          throw new Error(`service ${row.id} has no stored index text`);
-        }
-        if (String(st.version) !== row.version) throw new Error('the state and the stored text were read at different versions');
-        if (row.idx_doc !== serializeService(rec)) throw new Error(`doc of ${row.id}:\n  stored: ${row.idx_doc}\n  write path: ${serializeService(rec)}`);
-        if (row.idx_hdr !== headerData(rec)) throw new Error(`hdr of ${row.id}: stored ${JSON.stringify(row.idx_hdr)}, write path ${JSON.stringify(headerData(rec))}`);
-        // the members name sets: their order carries no meaning
-        const want = [...memberSuffixes(rec)].sort().join('\n');
-        const got = row.idx_members.split('\n').sort().join('\n');
-        if (got !== want) throw new Error(`members of ${row.id}:\n  stored: ${got}\n  write path: ${want}`);
-        // the rebuild's page hands on exactly the stored strings
-        const [page] = await loadIndexPage(pool, Number(row.seq) - 1, 1);
-        if (!page || page[0] !== row.id || page[4] !== row.idx_doc || page[5] !== row.idx_members || page[6] !== row.idx_hdr || page[2] !== row.version) {
-          throw new Error(`the rebuild page of ${row.id} does not carry its stored text: ${JSON.stringify(page)}`);
-        }
-        checked++;
-      }
-      if (stored.rows.length !== ids.length) throw new Error(`${ids.length} live ids, ${stored.rows.length} rows`);
+      checked += await checkStored(pool, ids);
     }),
     { numRuns: 40, endOnFailure: true },
   );
-  t.equal(nulls, 0, 'no written service lacks its index text');
   for (const k of ['create', 'patch', 'replace', 'delete', 'import', 'importReplacements']) t.ok((kinds.get(k) ?? 0) > 0, `${k}: ${kinds.get(k) ?? 0} writes ran`);
   t.ok(checked > 40, `${checked} stored states compared`);
+});
+
+t.test('backfill-index-text fills the rows written without it, with the write path\'s strings', async (t) => {
+  const db = await freshDatabase();
+  const pool = createPool(db.url, 2);
+  t.teardown(async () => {
+    await pool.end();
+    await db.drop();
+  });
+  // rows as written before migration 0004: straight into the tables, no index text
+  await seedServices(db.url, 2500, PRODUCTION, 'old');
+  const dep = await createService(pool, PRODUCTION, parseServiceCreate({ endpoint: 'https://dep.example.com/"x"', capabilities: ['a', 'b'], properties: { '10': 'x', z: 'ü' }, iot: { deviceClasses: ['meter'], protocols: ['mqtt'] } }));
+  const cand = await createService(pool, PRODUCTION, parseServiceCreate({ endpoint: 'https://cand.example.com', capabilities: ['a'] }));
+  await patchService(pool, PRODUCTION, dep.id, parseServicePatch({ deprecated: true, sunset_date: '2031-02-03' }));
+  await addReplacement(pool, PRODUCTION, dep.id, cand.id);
+  await pool.query('UPDATE services SET idx_doc = NULL, idx_members = NULL, idx_hdr = NULL WHERE id = $1', [dep.id]);
+  const ids = (await pool.query<{ id: string }>('SELECT id FROM services ORDER BY seq')).rows.map((r) => r.id);
+  const before = await pool.query<{ n: string }>('SELECT count(*) AS n FROM services WHERE idx_doc IS NULL');
+  t.equal(Number(before.rows[0]!.n), 2501, 'the seeded rows and the emptied one have no index text');
+  const versions = await pool.query<{ id: string; version: string }>('SELECT id, version FROM services');
+  const filled = await backfillIndexText(pool, 1000);
+  t.equal(filled, 2501, 'every row without index text was filled (pages of 1,000)');
+  t.equal(await checkStored(pool, ids), ids.length, 'every row holds the write path\'s strings for its state');
+  const after = await pool.query<{ id: string; version: string }>('SELECT id, version FROM services');
+  t.same(new Map(after.rows.map((r) => [r.id, r.version])), new Map(versions.rows.map((r) => [r.id, r.version])), 'no version moved: the states did not change');
+  t.equal(await backfillIndexText(pool, 1000), 0, 'a second run finds nothing to do');
 });
