@@ -68,7 +68,7 @@ async function commitState(c: Client, ns: string, id: string, type: ChangeType):
   const r = await c.query<Row>(SELECT_STATE + ' WHERE s.id = $1', [id]);
   const t = indexText(toRecord(r.rows[0]!));
   const o = await c.query<{ id: string }>(
-    `WITH text AS (UPDATE services SET idx_doc = $3, idx_members = $4, idx_hdr = $5 WHERE id = $2)
+    `WITH stored AS (UPDATE services SET idx_doc = $3, idx_members = $4, idx_hdr = $5 WHERE id = $2)
      INSERT INTO outbox (ns, service_id) VALUES ($1, $2) RETURNING id`,
     [ns, id, t.doc, t.members, t.hdr],
   );
