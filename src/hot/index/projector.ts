@@ -18,6 +18,7 @@ import { loadSandboxMeta, type SandboxRow } from '../store/sandboxes.js';
 import { loadIndexStates, type IndexPageRow, type IndexState } from '../store/services.js';
 import { markNamespace } from './index.js';
 import { integer, NOT_INDEXED } from '../redis/replies.js';
+import { encodeSets } from '../../workers/buckets.js';
 
 /** One outbox row: a committed write whose index (or sandbox metadata) update is pending. */
 export interface OutboxEntry {
@@ -45,13 +46,30 @@ export function applyArgs(keys: Keys, gen: string, ns: string, id: string, rev: 
 }
 
 /**
- * Arguments of index-page.lua: services of one namespace (in seq order) for a generation
+ * Arguments of index-page-1.lua: services of one namespace (in seq order) for a generation
  * being built, each with the version it was read with (the rebuild's revision rule lives
- * in that script). The rows come from PostgreSQL already serialised (loadIndexPage).
+ * in that script). The rows come from PostgreSQL already serialised (loadIndexPage); their
+ * members are grouped here per set and encoded per bucket (encodeSets), so that the
+ * script does no work per member: Lua is Redis's one thread, this process has time to spare.
  */
-export function pageArgs(keys: Keys, gen: string, ns: string, page: IndexPageRow[]): string[] {
-  const out = [keys.ver(ns, gen), keys.base(ns, gen)];
-  for (const [id, , version, seq, doc, members, hdr, repl] of page) out.push(id, version, seq, doc, members, hdr, repl);
+export function pageArgs(keys: Keys, gen: string, ns: string, page: IndexPageRow[]): (string | Buffer)[] {
+  const out: (string | Buffer)[] = [keys.ver(ns, gen), keys.base(ns, gen), String(page.length)];
+  const sets = new Map<string, number[]>();
+  let n = 0;
+  for (const [id, , version, seq, doc, members, hdr, repl] of page) {
+    out.push(id, version, seq, doc, hdr, repl);
+    const q = Number(seq);
+    for (const m of members.split('\n')) {
+      if (!m) continue;
+      const l = sets.get(m);
+      if (!l) sets.set(m, [q]);
+      else if (l[l.length - 1] !== q) l.push(q); // rows come in seq order: a repeat is this row's
+      else continue;
+      n++;
+    }
+  }
+  const { index, blob } = encodeSets(sets, n);
+  out.push(index, blob);
   return out;
 }
 

@@ -9,7 +9,7 @@ import { ROOT } from '../paths.js';
 export type RedisClient = Redis | Cluster;
 
 /** Script replies are `unknown` here: redis/replies.ts turns them into typed values (one place). */
-type Cmd = (...args: (string | number)[]) => Promise<unknown>;
+type Cmd = (...args: (string | number | Buffer)[]) => Promise<unknown>;
 declare module 'ioredis' {
   interface RedisCommander {
     applyService: Cmd;
