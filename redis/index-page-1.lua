@@ -27,31 +27,38 @@
 -- older state loses to it afterwards.
 -- At most ~2,000 services a call: unpack() of a table is bounded by Lua's C stack (8,000).
 --@include buckets.lua
-if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+local v = redis.call('GET', KEYS[1])
+if not v then return -1 end
+-- the marker is set to 1 when the rebuild starts and every write to the namespace in this
+-- generation increments it (apply-service, this script): at 1, nothing of it is here yet, so
+-- no id is to be checked and no set key to be read (a small sandbox's whole run)
+local fresh = v == '1'
 local base = ARGV[1]
 local k = tonumber(ARGV[2])
 local ids_key = base .. 'ids'
-local idl = {}
-for i = 1, k do idl[i] = ARGV[6 * i - 3] end
-local cur = redis.call('HMGET', ids_key, unpack(idl))
-local skip, left = {}, {}
-for i = 1, k do
-  -- ids: id -> "<seq>:<revision>", ":<revision>" for a deleted id (apply-service-1.lua)
-  local e = cur[i]
-  if e then
-    local oldSeq, rev = string.match(e, '^(%d*):(%d+)$')
-    if tonumber(rev) >= tonumber(ARGV[6 * i - 2]) then
-      skip[#skip + 1] = idl[i]
-    elseif oldSeq ~= '' then
-      left[#left + 1] = idl[i]
+if not fresh then
+  local idl = {}
+  for i = 1, k do idl[i] = ARGV[6 * i - 3] end
+  local cur = redis.call('HMGET', ids_key, unpack(idl))
+  local skip, left = {}, {}
+  for i = 1, k do
+    -- ids: id -> "<seq>:<revision>", ":<revision>" for a deleted id (apply-service-1.lua)
+    local e = cur[i]
+    if e then
+      local oldSeq, rev = string.match(e, '^(%d*):(%d+)$')
+      if tonumber(rev) >= tonumber(ARGV[6 * i - 2]) then
+        skip[#skip + 1] = idl[i]
+      elseif oldSeq ~= '' then
+        left[#left + 1] = idl[i]
+      end
     end
   end
-end
-if #skip + #left > 0 then
-  local out = { -2, #skip }
-  for _, id in ipairs(skip) do out[#out + 1] = id end
-  for _, id in ipairs(left) do out[#out + 1] = id end
-  return out
+  if #skip + #left > 0 then
+    local out = { -2, #skip }
+    for _, id in ipairs(skip) do out[#out + 1] = id end
+    for _, id in ipairs(left) do out[#out + 1] = id end
+    return out
+  end
 end
 if k == 0 then return { 0 } end
 local ids, docs, hdrs, repls = {}, {}, {}, {}
@@ -82,7 +89,7 @@ local at = 1
 local m, fields, adds = nil, {}, {}
 for sfx, b, c in string.gmatch(ARGV[6 * k + 3], '([^\n]+)\n(%d+)\n(%d+)\n') do
   if sfx ~= m then
-    if m then setAddEncoded(base .. m, fields, adds) end
+    if m then setAddEncoded(base .. m, fields, adds, fresh) end
     m, fields, adds = sfx, {}, {}
   end
   local len = 2 * tonumber(c)
@@ -90,6 +97,6 @@ for sfx, b, c in string.gmatch(ARGV[6 * k + 3], '([^\n]+)\n(%d+)\n(%d+)\n') do
   adds[#adds + 1] = string.sub(blob, at, at + len - 1)
   at = at + len
 end
-if m then setAddEncoded(base .. m, fields, adds) end
+if m then setAddEncoded(base .. m, fields, adds, fresh) end
 redis.call('INCR', KEYS[1])
 return { k }

@@ -102,12 +102,13 @@ end
 -- add to the set at key the buckets fields[j] (decimal strings) their new members adds[j]
 -- (strings of sorted, distinct offsets, as encodeSets() makes them: src/workers/buckets.ts):
 -- a bucket whose new offsets all come after its last one (a rebuild's pages come in seq
--- order) is one concatenation, without a Lua value per member; others are merged
-local function setAddEncoded(key, fields, adds)
+-- order) is one concatenation, without a Lua value per member; others are merged. `absent`:
+-- the caller knows the key does not exist (nothing to read)
+local function setAddEncoded(key, fields, adds, absent)
   local nb = #fields
   fields[nb + 1] = 'n'
   fields[nb + 2] = 'hi'
-  local cur = redis.call('HMGET', key, unpack(fields))
+  local cur = absent and {} or redis.call('HMGET', key, unpack(fields))
   local n = tonumber(cur[nb + 1]) or 0
   local hi = tonumber(cur[nb + 2]) or -1
   local out = {}
