@@ -6,13 +6,17 @@
 -- work per member.
 -- KEYS[1]  <base>ver:2    the namespace marker of the building generation; also routes the call
 -- ARGV[1]  <base>         "<prefix>reg:{ns}:<gen>:" every other key is built from it
--- ARGV[2]  k              how many services
--- ARGV[3..] six per service, in seq order: id, version (the revision of the state, read
---          with it), seq, doc, hdr ("" none), repl (comma-separated candidate seqs, "" none)
--- ARGV[6k+3] the page's set members, per bucket of a set: "<set suffix>\n<bucket>\n<count>\n",
---          a set's buckets consecutive
--- ARGV[6k+4] their offsets, in the same order: count of them per line, each the member's
---          2-byte big-endian offset in its bucket (lib/buckets.lua), sorted and distinct
+-- then four sections of (field, value) pairs, each as its hash's HSET takes them, so that
+-- they pass from ARGV to the HSET by unpack() without a Lua value per service:
+--   k, then k pairs (id, "<seq>:<version>"): the services, in seq order, each with the
+--          revision of its state (the version read with it) as the ids hash holds them
+--   k pairs (seq, doc) in the same order
+--   h, then h pairs (seq, hdr) of the services that have header data
+--   r, then r pairs (seq, repl) of those with replacement candidates (comma-separated seqs)
+-- then the page's set members, per bucket of a set, "<set suffix>\n<bucket>\n<count>\n" (a
+--          set's buckets consecutive), and their offsets in the same order: count of them
+--          per line, each the member's 2-byte big-endian offset in its bucket
+--          (lib/buckets.lua), sorted and distinct
 -- Returns: -1 when the namespace marker is gone (Redis was emptied under the rebuild: it
 -- starts over); { -2, s, skip ids (s of them)..., left ids... } when some ids are not new
 -- to this generation, and then NOTHING is written; otherwise { k }.
@@ -38,7 +42,7 @@ local k = tonumber(ARGV[2])
 local ids_key = base .. 'ids'
 if not fresh then
   local idl = {}
-  for i = 1, k do idl[i] = ARGV[6 * i - 3] end
+  for i = 1, k do idl[i] = ARGV[2 * i + 1] end
   local cur = redis.call('HMGET', ids_key, unpack(idl))
   local skip, left = {}, {}
   for i = 1, k do
@@ -46,7 +50,7 @@ if not fresh then
     local e = cur[i]
     if e then
       local oldSeq, rev = string.match(e, '^(%d*):(%d+)$')
-      if tonumber(rev) >= tonumber(ARGV[6 * i - 2]) then
+      if tonumber(rev) >= tonumber(string.match(ARGV[2 * i + 2], ':(%d+)$')) then
         skip[#skip + 1] = idl[i]
       elseif oldSeq ~= '' then
         left[#left + 1] = idl[i]
@@ -61,33 +65,28 @@ if not fresh then
   end
 end
 if k == 0 then return { 0 } end
-local ids, docs, hdrs, repls = {}, {}, {}, {}
-for i = 1, k do
-  local a = 6 * i - 3
-  local seq = ARGV[a + 2]
-  ids[#ids + 1] = ARGV[a]
-  ids[#ids + 1] = seq .. ':' .. ARGV[a + 1]
-  docs[#docs + 1] = seq
-  docs[#docs + 1] = ARGV[a + 3]
-  if ARGV[a + 4] ~= '' then
-    hdrs[#hdrs + 1] = seq
-    hdrs[#hdrs + 1] = ARGV[a + 4]
-  end
-  if ARGV[a + 5] ~= '' then
-    repls[#repls + 1] = seq
-    repls[#repls + 1] = ARGV[a + 5]
-    for c in string.gmatch(ARGV[a + 5], '[^,]+') do redis.call('SADD', base .. 'replby:' .. c, seq) end
+local at = 3
+redis.call('HSET', ids_key, unpack(ARGV, at, at + 2 * k - 1))
+at = at + 2 * k
+redis.call('HSET', base .. 'docs', unpack(ARGV, at, at + 2 * k - 1))
+at = at + 2 * k
+local h = tonumber(ARGV[at])
+if h > 0 then redis.call('HSET', base .. 'hdrs', unpack(ARGV, at + 1, at + 2 * h)) end
+at = at + 1 + 2 * h
+local r = tonumber(ARGV[at])
+if r > 0 then
+  redis.call('HSET', base .. 'repl', unpack(ARGV, at + 1, at + 2 * r))
+  for i = at + 1, at + 2 * r, 2 do
+    for c in string.gmatch(ARGV[i + 1], '[^,]+') do redis.call('SADD', base .. 'replby:' .. c, ARGV[i]) end
   end
 end
-redis.call('HSET', ids_key, unpack(ids))
-redis.call('HSET', base .. 'docs', unpack(docs))
-if #hdrs > 0 then redis.call('HSET', base .. 'hdrs', unpack(hdrs)) end
-if #repls > 0 then redis.call('HSET', base .. 'repl', unpack(repls)) end
+at = at + 1 + 2 * r
 -- the sets: consecutive lines of one suffix are one set
-local blob = ARGV[6 * k + 4]
-local at = 1
+local blob = ARGV[at + 1]
+local index = ARGV[at]
+at = 1
 local m, fields, adds = nil, {}, {}
-for sfx, b, c in string.gmatch(ARGV[6 * k + 3], '([^\n]+)\n(%d+)\n(%d+)\n') do
+for sfx, b, c in string.gmatch(index, '([^\n]+)\n(%d+)\n(%d+)\n') do
   if sfx ~= m then
     if m then setAddEncoded(base .. m, fields, adds, fresh) end
     m, fields, adds = sfx, {}, {}

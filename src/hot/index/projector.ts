@@ -53,11 +53,17 @@ export function applyArgs(keys: Keys, gen: string, ns: string, id: string, rev: 
  * script does no work per member: Lua is Redis's one thread, this process has time to spare.
  */
 export function pageArgs(keys: Keys, gen: string, ns: string, page: IndexPageRow[]): (string | Buffer)[] {
-  const out: (string | Buffer)[] = [keys.ver(ns, gen), keys.base(ns, gen), String(page.length)];
+  const ids: string[] = [keys.ver(ns, gen), keys.base(ns, gen), String(page.length)];
+  const docs: string[] = [];
+  const hdrs: string[] = [];
+  const repls: string[] = [];
   const sets = new Map<string, number[]>();
   let n = 0;
   for (const [id, , version, seq, doc, members, hdr, repl] of page) {
-    out.push(id, version, seq, doc, hdr, repl);
+    ids.push(id, seq + ':' + version);
+    docs.push(seq, doc);
+    if (hdr) hdrs.push(seq, hdr);
+    if (repl) repls.push(seq, repl);
     const q = Number(seq);
     for (const m of members.split('\n')) {
       if (!m) continue;
@@ -69,8 +75,7 @@ export function pageArgs(keys: Keys, gen: string, ns: string, page: IndexPageRow
     }
   }
   const { index, blob } = encodeSets(sets, n);
-  out.push(index, blob);
-  return out;
+  return [...ids, ...docs, String(hdrs.length / 2), ...hdrs, String(repls.length / 2), ...repls, index, blob];
 }
 
 /** applyArgs() of a rebuild page's row: the same values, already serialised by PostgreSQL. */
