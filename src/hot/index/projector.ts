@@ -122,12 +122,13 @@ export class Projector {
     readonly log: Logger,
     private readonly events: ProjectorEvents = {},
     /**
-     * Replicas serve reads: a write is acknowledged once they have it (WAIT on this
-     * connection, which must then be the projector's own), or after `ms` at most — then a
-     * replica may serve the previous state until it catches up (the staleness bound,
-     * docs/decisions.md "Read replicas"). null: no replicas.
+     * Replicas serve reads: a write is acknowledged once they have it (WAIT on the
+     * connections that wrote it, which must then be the projector's own: replicaWaiter()),
+     * or after REDIS_REPLICA_WAIT_MS at most — then a replica may serve the previous state
+     * until it catches up (the staleness bound, docs/decisions.md "Read replicas"). null: no
+     * replicas.
      */
-    private readonly replicaWait: { replicas: number; ms: number } | null = null,
+    private readonly replicaWait: (() => Promise<unknown>) | null = null,
   ) {}
 
   /**
@@ -156,7 +157,7 @@ export class Projector {
       const touched = new Set<string>();
       if (svcIds.length) await this.applyServices(entries, states, applied, touched);
       const done = entries.filter((e) => applied.has((e.kind ?? 'service') + ':' + e.id));
-      if (touched.size && this.replicaWait) await this.redis.wait(this.replicaWait.replicas, this.replicaWait.ms).catch(() => 0);
+      if (touched.size && this.replicaWait) await this.replicaWait().catch(() => 0);
       if (done.length) {
         await this.pool.query('DELETE FROM outbox WHERE id = ANY($1)', [done.map((e) => e.row)]);
         if (touched.size) this.events.applied?.(touched);
