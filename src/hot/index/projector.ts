@@ -75,7 +75,7 @@ export function pageArgs(keys: Keys, gen: string, ns: string, page: IndexPageRow
     }
   }
   const { index, blob } = encodeSets(sets, n);
-  return [...ids, ...docs, String(hdrs.length / 2), ...hdrs, String(repls.length / 2), ...repls, index, blob];
+  return (ids as (string | Buffer)[]).concat(docs, String(hdrs.length / 2), hdrs, String(repls.length / 2), repls, index, blob);
 }
 
 /** applyArgs() of a rebuild page's row: the same values, already serialised by PostgreSQL. */
