@@ -14,6 +14,7 @@ import { createRedis, type RedisClient } from '../src/hot/redis/client.js';
 import { writeSandboxMeta } from '../src/hot/store/sandbox-meta.js';
 import { MIGRATIONS_DIR } from '../src/hot/store/migrator.js';
 import { createPool, type Pool } from '../src/hot/store/pool.js';
+import { indexText } from '../src/hot/store/services.js';
 import { capabilityName, QUICK, sizedSpec, type DatasetSpec } from './dataset.js';
 import { cachedDataset, countWhere, databaseUrl, loadDataset, recreateDatabase, rotateKey, type StoredDataset } from './load.js';
 
@@ -79,9 +80,31 @@ function hashFiles(h: ReturnType<typeof createHash>, files: string[]): void {
   }
 }
 
-/** Changes when the spec, the schema or the generator code changes. */
+/**
+ * Changes when the spec, the schema, the generator code or the index text the data set
+ * stores changes (the write path's serialiser, fingerprinted by its output for a sample
+ * state rather than by its files, which change for other reasons too).
+ */
 function datasetFingerprint(spec: DatasetSpec): string {
   const h = createHash('sha256').update(JSON.stringify(spec));
+  h.update(
+    JSON.stringify(
+      indexText({
+        id: 'fingerprint',
+        ns: PRODUCTION,
+        seq: 1,
+        endpoint: 'https://a.example.com/"ü"',
+        capabilities: ['b', 'a'],
+        properties: { z: '1', '10': 'x', a: 'y' },
+        iot: { deviceClasses: ['sensor'], protocols: ['mqtt', 'coap'] },
+        deprecated: true,
+        deprecatedAt: 1_700_000_000,
+        locked: true,
+        sunsetDate: '2027-06-30',
+        replacementSeqs: [2],
+      }),
+    ),
+  );
   const migrations = readdirSync(MIGRATIONS_DIR).filter((f) => f.endsWith('.sql')).sort().map((f) => join(MIGRATIONS_DIR, f));
   hashFiles(h, [...migrations, join(HERE, 'dataset.js'), join(HERE, 'load.js')]);
   return h.digest('hex').slice(0, 32);

@@ -1,14 +1,15 @@
 // Writes the bench data set into its own PostgreSQL database: created fresh on the server
 // of DATABASE_URL, migrated with the project's migrator, filled with multi-row INSERTs
 // over unnest() arrays (thousands of rows per statement, no outbox rows: the index is
-// rebuilt from the tables afterwards), and stamped with a marker row so that a re-run with
+// rebuilt from the tables afterwards; each service's index text is stored with it as every
+// write stores it: store/services.ts indexText(), the write path's serialiser), and stamped with a marker row so that a re-run with
 // the same parameters reuses it.
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { PRODUCTION } from '../src/hot/domain/keys.js';
 import { migrate } from '../src/hot/store/migrator.js';
 import { createPool, type Pool } from '../src/hot/store/pool.js';
-import { newServiceId } from '../src/hot/store/services.js';
+import { indexText, loadStatesWhere, newServiceId } from '../src/hot/store/services.js';
 import { hashKey, newSandboxKey } from '../src/hot/sandbox/keys.js';
 import { sandboxLocation, sandboxTier, serviceGenerator, type DatasetSpec, type GenService } from './dataset.js';
 
@@ -75,6 +76,9 @@ interface Columns {
   ns: string[];
   seq: number[];
   endpoint: string[];
+  doc: string[];
+  members: string[];
+  hdr: string[];
   capSvc: string[];
   cap: string[];
   capOrd: number[];
@@ -87,7 +91,7 @@ interface Columns {
 }
 
 function columns(): Columns {
-  return { ids: [], ns: [], seq: [], endpoint: [], capSvc: [], cap: [], capOrd: [], propSvc: [], propKey: [], propVal: [], iotSvc: [], iotDc: [], iotProto: [] };
+  return { ids: [], ns: [], seq: [], endpoint: [], doc: [], members: [], hdr: [], capSvc: [], cap: [], capOrd: [], propSvc: [], propKey: [], propVal: [], iotSvc: [], iotDc: [], iotProto: [] };
 }
 
 function push(c: Columns, id: string, ns: string, seq: number, s: GenService): void {
@@ -95,6 +99,12 @@ function push(c: Columns, id: string, ns: string, seq: number, s: GenService): v
   c.ns.push(ns);
   c.seq.push(seq);
   c.endpoint.push(s.endpoint);
+  const props = Object.create(null) as Record<string, string>;
+  for (const [k, v] of s.properties) props[k] = v;
+  const text = indexText({ id, ns, seq, endpoint: s.endpoint, capabilities: s.capabilities, properties: props, iot: s.iot, deprecated: false, deprecatedAt: null, locked: false, sunsetDate: null, replacementSeqs: [] });
+  c.doc.push(text.doc);
+  c.members.push(text.members);
+  c.hdr.push(text.hdr);
   s.capabilities.forEach((cap, i) => {
     c.capSvc.push(id);
     c.cap.push(cap);
@@ -115,7 +125,10 @@ function push(c: Columns, id: string, ns: string, seq: number, s: GenService): v
 
 async function flush(pool: Pool, c: Columns): Promise<void> {
   if (!c.ids.length) return;
-  await pool.query('INSERT INTO services (id, ns, seq, endpoint) SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[])', [c.ids, c.ns, c.seq, c.endpoint]);
+  await pool.query(
+    'INSERT INTO services (id, ns, seq, endpoint, idx_doc, idx_members, idx_hdr) SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[])',
+    [c.ids, c.ns, c.seq, c.endpoint, c.doc, c.members, c.hdr],
+  );
   // the detail tables only reference committed services, so they can go in parallel
   await Promise.all([
     pool.query('INSERT INTO service_capabilities (service_id, capability, ord) SELECT * FROM unnest($1::text[], $2::text[], $3::smallint[])', [c.capSvc, c.cap, c.capOrd]),
@@ -209,6 +222,10 @@ export async function loadDataset(url: string, spec: DatasetSpec, fingerprint: s
       'INSERT INTO replacements (service_id, candidate_id, rank) SELECT $1, c, r FROM unnest($2::text[]) WITH ORDINALITY AS t(c, r)',
       [dep, cands],
     );
+    // its index text changed with the deprecation: stored from its state as committed
+    const [depState] = await loadStatesWhere(pool, 'WHERE s.id = $1', [dep]);
+    const depText = indexText(depState!);
+    await pool.query('UPDATE services SET idx_doc = $2, idx_members = $3, idx_hdr = $4 WHERE id = $1', [dep, depText.doc, depText.members, depText.hdr]);
     await pool.query('ANALYZE');
     const info: StoredDataset = {
       fingerprint,

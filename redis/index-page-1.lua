@@ -1,70 +1,101 @@
 -- index-page: the rebuild's bulk write. Adds a page of services of one namespace, read from
--- PostgreSQL, to a generation being built: every set gets its members of the page in one
--- read and one HSET of the buckets they fall in (lib/buckets.lua), the hashes their fields
--- in one HSET each, instead of one apply-service call per service (~10 commands each).
+-- PostgreSQL, to a generation being built: the ids, documents, headers and replacement
+-- lists in one HSET each, and every set the page touches in one read and one HSET of the
+-- buckets its members fall in, the members already grouped and encoded per bucket by the
+-- caller (pageArgs(), encodeBuckets() in src/workers/buckets.ts), so this script does no
+-- work per member.
 -- KEYS[1]  <base>ver:2    the namespace marker of the building generation; also routes the call
 -- ARGV[1]  <base>         "<prefix>reg:{ns}:<gen>:" every other key is built from it
--- ARGV[2..] seven per service, in seq order:
---          id, version (the revision of the state, read with it), seq, doc, members
---          ("\n"-joined set suffixes as apply-service's ARGV[7]), hdr ("" none), repl
---          (comma-separated candidate seqs, "" none)
+-- then four sections of (field, value) pairs, each as its hash's HSET takes them, so that
+-- they pass from ARGV to the HSET by unpack() without a Lua value per service:
+--   k, then k pairs (id, "<seq>:<version>"): the services, in seq order, each with the
+--          revision of its state (the version read with it) as the ids hash holds them
+--   k pairs (seq, doc) in the same order
+--   h, then h pairs (seq, hdr) of the services that have header data
+--   r, then r pairs (seq, repl) of those with replacement candidates (comma-separated seqs)
+-- then the page's set members, per bucket of a set, "<set suffix>\n<bucket>\n<count>\n" (a
+--          set's buckets consecutive), and their offsets in the same order: count of them
+--          per line, each the member's 2-byte big-endian offset in its bucket
+--          (lib/buckets.lua), sorted and distinct
 -- Returns: -1 when the namespace marker is gone (Redis was emptied under the rebuild: it
--- starts over); otherwise { written, id, id, ... }: the ids listed are left to the caller,
--- which applies each with apply-service (see below).
--- Revision rule (redis/README.md, "Revisions"), the rebuild's side of it, here alone: a
--- service whose revision in this generation is the page's version or newer was applied by
--- a sync while the rebuild ran, and is skipped; one with an older state already indexed
--- (a sync that loaded its state before this page was read) needs that entry replaced,
--- which is apply-service's job: its id is returned. Every state written records its
--- version, so a sync still holding an older state loses to it afterwards.
--- At most ~1,000 services a call: unpack() of a table is bounded by Lua's C stack (8,000).
+-- starts over); { -2, s, skip ids (s of them)..., left ids... } when some ids are not new
+-- to this generation, and then NOTHING is written; otherwise { k }.
+-- Revision rule (redis/README.md, "Revisions"), the rebuild's side of it: a service whose
+-- revision in this generation is the page's version or newer was applied by a sync while
+-- the rebuild ran, and must be skipped; one with an older state already indexed (a sync
+-- that loaded its state before this page was read) needs that entry replaced, which is
+-- apply-service's job. Either way the members grouped by the caller include it, so the
+-- script writes nothing and names them: the caller sends the page again without them
+-- (a sync may add more meanwhile: the script checks again) and applies the "left" ones
+-- with apply-service. Every state written records its version, so a sync still holding an
+-- older state loses to it afterwards.
+-- At most ~2,000 services a call: unpack() of a table is bounded by Lua's C stack (8,000).
 --@include buckets.lua
-if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+local v = redis.call('GET', KEYS[1])
+if not v then return -1 end
+-- the marker is set to 1 when the rebuild starts and every write to the namespace in this
+-- generation increments it (apply-service, this script): at 1, nothing of it is here yet, so
+-- no id is to be checked and no set key to be read (a small sandbox's whole run)
+local fresh = v == '1'
 local base = ARGV[1]
-local ids, docs, hdrs, repls = {}, {}, {}, {}
-local sets = {}
-local n = 0
-local left = {}
+local k = tonumber(ARGV[2])
 local ids_key = base .. 'ids'
-for i = 2, #ARGV, 7 do
-  local id, version, seq = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2]
-  -- ids: id -> "<seq>:<revision>", ":<revision>" for a deleted id (apply-service-1.lua)
-  local oldSeq, cur = string.match(redis.call('HGET', ids_key, id) or '', '^(%d*):(%d+)$')
-  cur = tonumber(cur or '-1')
-  if cur < version and oldSeq ~= '' and oldSeq ~= nil then
-    left[#left + 1] = id
-  elseif cur < version then
-    n = n + 1
-    ids[#ids + 1] = id
-    ids[#ids + 1] = seq .. ':' .. ARGV[i + 1]
-    docs[#docs + 1] = seq
-    docs[#docs + 1] = ARGV[i + 3]
-    for m in string.gmatch(ARGV[i + 4], '[^\n]+') do
-      local t = sets[m]
-      if not t then
-        t = {}
-        sets[m] = t
+if not fresh then
+  local idl = {}
+  for i = 1, k do idl[i] = ARGV[2 * i + 1] end
+  local cur = redis.call('HMGET', ids_key, unpack(idl))
+  local skip, left = {}, {}
+  for i = 1, k do
+    -- ids: id -> "<seq>:<revision>", ":<revision>" for a deleted id (apply-service-1.lua)
+    local e = cur[i]
+    if e then
+      local oldSeq, rev = string.match(e, '^(%d*):(%d+)$')
+      if tonumber(rev) >= tonumber(string.match(ARGV[2 * i + 2], ':(%d+)$')) then
+        skip[#skip + 1] = idl[i]
+      elseif oldSeq ~= '' then
+        left[#left + 1] = idl[i]
       end
-      t[#t + 1] = tonumber(seq)
-    end
-    if ARGV[i + 5] ~= '' then
-      hdrs[#hdrs + 1] = seq
-      hdrs[#hdrs + 1] = ARGV[i + 5]
-    end
-    if ARGV[i + 6] ~= '' then
-      repls[#repls + 1] = seq
-      repls[#repls + 1] = ARGV[i + 6]
-      for c in string.gmatch(ARGV[i + 6], '[^,]+') do redis.call('SADD', base .. 'replby:' .. c, seq) end
     end
   end
+  if #skip + #left > 0 then
+    local out = { -2, #skip }
+    for _, id in ipairs(skip) do out[#out + 1] = id end
+    for _, id in ipairs(left) do out[#out + 1] = id end
+    return out
+  end
 end
-local out = { n }
-for _, id in ipairs(left) do out[#out + 1] = id end
-if n == 0 then return out end
-for m, t in pairs(sets) do setAdd(base .. m, t) end
-redis.call('HSET', base .. 'ids', unpack(ids))
-redis.call('HSET', base .. 'docs', unpack(docs))
-if #hdrs > 0 then redis.call('HSET', base .. 'hdrs', unpack(hdrs)) end
-if #repls > 0 then redis.call('HSET', base .. 'repl', unpack(repls)) end
+if k == 0 then return { 0 } end
+local at = 3
+redis.call('HSET', ids_key, unpack(ARGV, at, at + 2 * k - 1))
+at = at + 2 * k
+redis.call('HSET', base .. 'docs', unpack(ARGV, at, at + 2 * k - 1))
+at = at + 2 * k
+local h = tonumber(ARGV[at])
+if h > 0 then redis.call('HSET', base .. 'hdrs', unpack(ARGV, at + 1, at + 2 * h)) end
+at = at + 1 + 2 * h
+local r = tonumber(ARGV[at])
+if r > 0 then
+  redis.call('HSET', base .. 'repl', unpack(ARGV, at + 1, at + 2 * r))
+  for i = at + 1, at + 2 * r, 2 do
+    for c in string.gmatch(ARGV[i + 1], '[^,]+') do redis.call('SADD', base .. 'replby:' .. c, ARGV[i]) end
+  end
+end
+at = at + 1 + 2 * r
+-- the sets: consecutive lines of one suffix are one set
+local blob = ARGV[at + 1]
+local index = ARGV[at]
+at = 1
+local m, fields, adds = nil, {}, {}
+for sfx, b, c in string.gmatch(index, '([^\n]+)\n(%d+)\n(%d+)\n') do
+  if sfx ~= m then
+    if m then setAddEncoded(base .. m, fields, adds, fresh) end
+    m, fields, adds = sfx, {}, {}
+  end
+  local len = 2 * tonumber(c)
+  fields[#fields + 1] = b
+  adds[#adds + 1] = string.sub(blob, at, at + len - 1)
+  at = at + len
+end
+if m then setAddEncoded(base .. m, fields, adds, fresh) end
 redis.call('INCR', KEYS[1])
-return out
+return { k }

@@ -21,6 +21,47 @@ end
 local function bchar(o)
   return string.char(math.floor(o / 256), o % 256)
 end
+-- bucket string s with the sorted offsets offs (numbers, duplicates allowed) merged in:
+-- returns the new string and how many offsets were new to it
+local function bmerge(s, offs)
+  local k = #s / 2
+  local parts = {}
+  local prev = -1
+  local added = 0
+  if k == 0 or boff(s, k) < offs[1] then
+    -- the usual case of a rebuild (pages come in seq order): append, the new offsets made
+    -- into one string at once (a string per offset costs Lua an interned string each)
+    local bytes = {}
+    for _, o in ipairs(offs) do
+      if o ~= prev then
+        bytes[#bytes + 1] = math.floor(o / 256)
+        bytes[#bytes + 1] = o % 256
+        added = added + 1
+        prev = o
+      end
+    end
+    parts[1] = s
+    for i = 1, #bytes, 4000 do -- unpack() is bounded by Lua's C stack (8,000)
+      parts[#parts + 1] = string.char(unpack(bytes, i, math.min(i + 3999, #bytes)))
+    end
+  else
+    local from = 1
+    for _, o in ipairs(offs) do
+      if o ~= prev then
+        prev = o
+        local at = bfirst(s, o, from)
+        if at > from then parts[#parts + 1] = string.sub(s, 2 * from - 1, 2 * at - 2) end
+        if at > k or boff(s, at) ~= o then
+          parts[#parts + 1] = bchar(o)
+          added = added + 1
+        end
+        from = at
+      end
+    end
+    if from <= k then parts[#parts + 1] = string.sub(s, 2 * from - 1) end
+  end
+  return table.concat(parts), added
+end
 -- add seqs (numbers, any order) to the set at key
 local function setAdd(key, seqs)
   local groups, order = {}, {}
@@ -44,46 +85,50 @@ local function setAdd(key, seqs)
   local hi = tonumber(cur[#order + 2]) or -1
   local out = {}
   for i, b in ipairs(order) do
-    local s = cur[i] or ''
-    local k = #s / 2
     local offs = groups[b]
     table.sort(offs)
-    local parts = {}
-    local prev = -1
-    if k == 0 or boff(s, k) < offs[1] then
-      -- the usual case of a rebuild (pages come in seq order): append, the new offsets made
-      -- into one string at once (a string per offset costs Lua an interned string each)
-      local bytes = {}
-      for _, o in ipairs(offs) do
-        if o ~= prev then
-          bytes[#bytes + 1] = math.floor(o / 256)
-          bytes[#bytes + 1] = o % 256
-          n = n + 1
-          prev = o
-        end
-      end
-      parts[1] = s
-      for i = 1, #bytes, 4000 do -- unpack() is bounded by Lua's C stack (8,000)
-        parts[#parts + 1] = string.char(unpack(bytes, i, math.min(i + 3999, #bytes)))
-      end
-    else
-      local from = 1
-      for _, o in ipairs(offs) do
-        if o ~= prev then
-          prev = o
-          local at = bfirst(s, o, from)
-          if at > from then parts[#parts + 1] = string.sub(s, 2 * from - 1, 2 * at - 2) end
-          if at > k or boff(s, at) ~= o then
-            parts[#parts + 1] = bchar(o)
-            n = n + 1
-          end
-          from = at
-        end
-      end
-      if from <= k then parts[#parts + 1] = string.sub(s, 2 * from - 1) end
-    end
+    local s, added = bmerge(cur[i] or '', offs)
+    n = n + added
     out[#out + 1] = b
-    out[#out + 1] = table.concat(parts)
+    out[#out + 1] = s
+    if b > hi then hi = b end
+  end
+  out[#out + 1] = 'n'
+  out[#out + 1] = n
+  out[#out + 1] = 'hi'
+  out[#out + 1] = hi
+  redis.call('HSET', key, unpack(out))
+end
+-- add to the set at key the buckets fields[j] (decimal strings) their new members adds[j]
+-- (strings of sorted, distinct offsets, as encodeSets() makes them: src/workers/buckets.ts):
+-- a bucket whose new offsets all come after its last one (a rebuild's pages come in seq
+-- order) is one concatenation, without a Lua value per member; others are merged. `absent`:
+-- the caller knows the key does not exist (nothing to read)
+local function setAddEncoded(key, fields, adds, absent)
+  local nb = #fields
+  fields[nb + 1] = 'n'
+  fields[nb + 2] = 'hi'
+  local cur = absent and {} or redis.call('HMGET', key, unpack(fields))
+  local n = tonumber(cur[nb + 1]) or 0
+  local hi = tonumber(cur[nb + 2]) or -1
+  local out = {}
+  for j = 1, nb do
+    local add = adds[j]
+    local s = cur[j] or ''
+    local k = #s / 2
+    if k == 0 or boff(s, k) < boff(add, 1) then
+      s = s .. add
+      n = n + #add / 2
+    else
+      local offs = {}
+      for i = 1, #add / 2 do offs[i] = boff(add, i) end
+      local added
+      s, added = bmerge(s, offs)
+      n = n + added
+    end
+    local b = tonumber(fields[j])
+    out[#out + 1] = fields[j]
+    out[#out + 1] = s
     if b > hi then hi = b end
   end
   out[#out + 1] = 'n'

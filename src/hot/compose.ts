@@ -20,7 +20,7 @@ import { Projector } from './index/projector.js';
 import { createWatchers } from './ops/lifecycle.js';
 import { countBackendError, countProjectorFailure } from './ops/metrics.js';
 import { MetricsAggregation } from './ops/metrics-threads.js';
-import { createRedis, createReplicas } from './redis/client.js';
+import { createRedis, createReplicas, replicaWaiter } from './redis/client.js';
 import { SandboxAuth } from './sandbox/auth.js';
 import { createServer, type Server } from './server.js';
 import { startMetricsListener, type MetricsListener } from './routes/metrics.js';
@@ -86,7 +86,7 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
   const writer = replicas.length ? createRedis(cfg) : redis;
   const near = new NearCache(cfg.nearCacheBytes);
   const index = new Index(redis, keys, intersectPool, cfg.heavyIntersectionThreshold, replicas, near, () => state.ready);
-  const replicaWait = replicas.length && cfg.redisReplicaWaitMs > 0 ? { replicas: replicas.length, ms: cfg.redisReplicaWaitMs } : null;
+  const replicaWait = replicas.length && cfg.redisReplicaWaitMs > 0 ? replicaWaiter(writer, replicas.length, cfg.redisReplicaWaitMs) : null;
   const projector = new Projector(pg, writer, keys, cfg.tiers, log, {
     applied: (namespaces) => {
       // this thread at once; every other thread and node through Redis pub/sub

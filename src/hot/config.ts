@@ -30,6 +30,11 @@ export interface Config {
    * the primary. Ignored in cluster mode (docs/decisions.md, "Read replicas").
    */
   redisReplicaUrls: string[];
+  /**
+   * Cluster mode: send the same pure reads to the replicas of each key's primary
+   * (EVALSHA_RO), and acknowledge an index write once its primary's replicas have it (WAIT)
+   */
+  redisClusterReplicaReads: boolean;
   /** how long an index write waits for the replicas to have it (WAIT) before its 2xx, ms */
   redisReplicaWaitMs: number;
   uwsThreads: number;
@@ -212,6 +217,7 @@ export function loadConfig(env: Env = process.env): Config {
     redisClusterNodes,
     redisKeyPrefix: prefix,
     redisReplicaUrls, // none: every read goes to the primary
+    redisClusterReplicaReads: bool(env, 'REDIS_CLUSTER_REPLICA_READS', false), // off: a cluster's primaries serve every read
     // a replica normally has a write within a millisecond; a sick one costs a write at most
     // this, and then serves it stale until it catches up (docs/decisions.md, "Read replicas")
     redisReplicaWaitMs: int(env, 'REDIS_REPLICA_WAIT_MS', 100, 0, 10_000),

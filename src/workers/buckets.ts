@@ -27,3 +27,30 @@ export function decodeBuckets(pairs: Iterable<[string, Buffer]>, alloc: (n: numb
   }
   return out;
 }
+
+/**
+ * The other way, for the rebuild's pages (index-page-1.lua): sets of ascending, distinct seqs
+ * as one index string of "<set>\n<bucket>\n<offsets in the blob>\n" per bucket a set has
+ * members in (a set's buckets consecutive, ascending) and one blob of all their 2-byte
+ * big-endian offsets in the same order: two script arguments for a page instead of three a
+ * bucket (the client's cost is per argument).
+ */
+export function encodeSets(sets: Iterable<[string, ArrayLike<number>]>, members: number): { index: string; blob: Buffer } {
+  const blob = Buffer.allocUnsafe(members * 2);
+  let index = '';
+  let at = 0;
+  for (const [name, seqs] of sets) {
+    for (let i = 0; i < seqs.length; ) {
+      const b = Math.floor(seqs[i]! / BUCKET_WIDTH);
+      const base = b * BUCKET_WIDTH;
+      const end = base + BUCKET_WIDTH;
+      const from = i;
+      for (; i < seqs.length && seqs[i]! < end; i++) {
+        blob.writeUInt16BE(seqs[i]! - base, at);
+        at += 2;
+      }
+      index += name + '\n' + b + '\n' + (i - from) + '\n';
+    }
+  }
+  return { index, blob: at === blob.length ? blob : blob.subarray(0, at) };
+}

@@ -1,7 +1,7 @@
 // bin/registry against real PostgreSQL and Redis: export -> import into a fresh database
 // gives the same services (ids, replacements included); re-importing changes nothing;
 // upserts never cross namespaces; bad lines are reported and skipped; sandbox create,
-// tier set, reindex and stats.
+// tier set, reindex, backfill-index-text and stats.
 import { PassThrough, Readable } from 'node:stream';
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
@@ -126,6 +126,13 @@ t.test('sandbox create, tier set, reindex, stats', async (t) => {
   const ri = await cli(['reindex'], env);
   t.equal(ri.code, 0, ri.err);
   t.match(ri.err, /index rebuilt: 1 services, 2 sandboxes/);
+  // a service written before migration 0004 has no stored index text: the backfill stores it
+  await s.app.pg.query('UPDATE services SET idx_doc = NULL, idx_members = NULL, idx_hdr = NULL');
+  const bf = await cli(['backfill-index-text', '--batch', '10'], env);
+  t.equal(bf.code, 0, bf.err);
+  t.match(bf.err, /stored the index text of 1 services/);
+  const left = await s.app.pg.query<{ n: string }>('SELECT count(*) AS n FROM services WHERE idx_doc IS NULL');
+  t.equal(Number(left.rows[0]!.n), 0, 'no service is left without index text');
   const st = await cli(['stats'], env);
   t.equal(st.code, 0, st.err);
   t.match(JSON.parse(st.out), { services: { production: 1 }, sandboxesByTier: { free: 1, pro: 1 } });

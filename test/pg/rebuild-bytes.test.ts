@@ -1,10 +1,12 @@
 // The bulk rebuild writes exactly the bytes the write path writes. The write path serialises
 // a service in this process (serializeService, memberSuffixes, headerData: projector.ts,
-// apply-service.lua); the rebuild has PostgreSQL build the same strings (loadIndexPage in
-// store/services.ts, index-page.lua). fast-check generates services with hostile strings
-// (unicode beyond the BMP, quotes, backslashes, U+2028, DEL, maximal lengths, keys that are
-// array indices or "__proto__", IoT or none, deprecation, sunset dates, replacements,
-// deletions), writes them through the API, dumps every key of the live generation the
+// apply-service.lua) and stores those strings with the state (services.idx_*); the rebuild
+// reads the stored strings, or has PostgreSQL build them for a row without (written before
+// migration 0004: loadIndexPage in store/services.ts, index-page.lua). fast-check generates
+// services with hostile strings (unicode beyond the BMP, quotes, backslashes, U+2028, DEL,
+// maximal lengths, keys that are array indices or "__proto__", IoT or none, deprecation,
+// sunset dates, replacements, patches, deletions), writes them through the API, NULLs the
+// stored text of some of them (the fallback), dumps every key of the live generation the
 // write path produced, rebuilds, and compares with a dump of the rebuilt generation.
 import t from 'tap';
 import fc from 'fast-check';
@@ -47,6 +49,10 @@ const service = fc.record({
 });
 const scenario = fc.record({
   services: fc.array(service, { minLength: 1, maxLength: 14 }),
+  // [service index, fields to change]
+  patches: fc.array(fc.tuple(fc.nat(), fc.record({ endpoint, properties: fc.dictionary(token, value, { maxKeys: 4 }), iot, deprecated: fc.boolean(), sunset_date: date }, { requiredKeys: [] })), { maxLength: 4 }),
+  // services whose stored index text is removed, as if written before migration 0004
+  unstored: fc.oneof({ arbitrary: fc.constant('none' as const), weight: 1 }, { arbitrary: fc.constant('all' as const), weight: 1 }, { arbitrary: fc.array(fc.nat(), { minLength: 1, maxLength: 4 }), weight: 3 }),
   // replacement candidates: [service, candidate] index pairs
   replacements: fc.array(fc.tuple(fc.nat(), fc.nat()), { maxLength: 6 }),
   deleted: fc.array(fc.nat(), { maxLength: 3 }),
@@ -96,6 +102,8 @@ t.test('the rebuild writes the bytes the write path writes', async (t) => {
   const { redis, keys } = s.app;
   let runs = 0;
   let compared = 0;
+  let fallbacks = 0;
+  let stored = 0;
   const retiring: Promise<number>[] = [];
 
   await fc.assert(
@@ -125,10 +133,22 @@ t.test('the rebuild writes the bytes the write path writes', async (t) => {
         const r = await send('POST', `${base}/${id}/replacements`, { serviceId: cand });
         if (r.status !== 201 && r.status !== 409) throw new Error(`replacement answered ${r.status}: ${await r.text()}`);
       }
+      for (const [i, ch] of sc.patches) {
+        const r = await send('PATCH', `${base}/${ids[i % ids.length]!}`, ch);
+        if (r.status !== 200) throw new Error(`patch answered ${r.status}: ${await r.text()} for ${JSON.stringify(ch)}`);
+      }
       for (const d of sc.deleted) {
         const r = await send('DELETE', `${base}/${ids[d % ids.length]!}`);
         if (r.status !== 204 && r.status !== 404) throw new Error(`delete answered ${r.status}`);
       }
+      // every service is stored with its index text; these lose it and take the SQL fallback
+      const unstored = sc.unstored === 'none' ? [] : sc.unstored === 'all' ? ids : sc.unstored.map((i) => ids[i % ids.length]!);
+      if (unstored.length) {
+        await s.app.pg.query('UPDATE services SET idx_doc = NULL, idx_members = NULL, idx_hdr = NULL WHERE id = ANY($1)', [unstored]);
+        fallbacks += unstored.length;
+      }
+      const left = await s.app.pg.query<{ n: string }>('SELECT count(*) AS n FROM services WHERE id = ANY($1) AND idx_doc IS NOT NULL', [ids]);
+      stored += Number(left.rows[0]!.n);
       // every write above was acknowledged after its index update (the outbox is empty)
       const live = (await redis.get(keys.gen()))!;
       const written = await dump(redis, keys, live);
@@ -148,4 +168,6 @@ t.test('the rebuild writes the bytes the write path writes', async (t) => {
   await Promise.all(retiring);
   t.equal(runs, RUNS, 'every generated scenario ran');
   t.ok(compared > RUNS * 5, `the generations compared hold keys (${compared} key comparisons)`);
+  t.ok(stored > 0, `services with stored index text were rebuilt (${stored})`);
+  t.ok(fallbacks > 0, `services without it took the SQL fallback (${fallbacks})`);
 });

@@ -1,5 +1,5 @@
 // Bucketed sets (redis/lib/buckets.lua) against a model: fast-check drives random sequences of
-// single writes (apply-service.lua), bulk pages (index-page.lua) and deletions through the
+// single writes (apply-service.lua), bulk pages (index-page-1.lua, their members encoded by pageArgs()) and deletions through the
 // real scripts on real Redis, and after each step compares every set (near-load.lua decoded
 // as the near cache and the worker pool decode it, its count and its key's existence) and
 // random searches (search.lua: filters, cursors, limits, budgets, the heavy planner reply,
@@ -10,7 +10,9 @@ import fc from 'fast-check';
 import { loadConfig } from '../../src/hot/config.js';
 import { Keys, PRODUCTION } from '../../src/hot/domain/keys.js';
 import { createRedis } from '../../src/hot/redis/client.js';
-import { nearLoadReply, searchReply } from '../../src/hot/redis/replies.js';
+import { indexPageReply, nearLoadReply, NOT_INDEXED, searchReply } from '../../src/hot/redis/replies.js';
+import { pageArgs } from '../../src/hot/index/projector.js';
+import type { IndexPageRow } from '../../src/hot/store/services.js';
 import { decodeBuckets } from '../../src/workers/buckets.js';
 
 const CAPS = ['a', 'b', 'c'];
@@ -112,26 +114,35 @@ t.test('bucketed sets equal a model under random writes, pages and searches', as
             await redis.applyService(ver, base, 's' + op.seq, rev++, '', '', '', '', '', '');
             members.delete(op.seq);
           } else {
-            // a rebuild's page: new ids are written in bulk, ids already indexed are handed back
-            const args: string[] = [];
-            const version = rev++;
+            // a rebuild's page: new ids are written in bulk; when some are already indexed the
+            // script writes nothing and hands exactly those back, and the page goes again without
+            const version = String(rev++);
+            let rows: IndexPageRow[] = [];
             for (let i = 0; i < op.count; i++) {
               const seq = op.from + i * op.stride;
               const caps = op.caps[i % op.caps.length]!;
-              args.push('s' + seq, String(version), String(seq), doc(seq, caps), suffixes(caps), '', '');
+              rows.push(['s' + seq, PRODUCTION, version, String(seq), doc(seq, caps), suffixes(caps), '', '']);
             }
-            const r = (await redis.indexPage(ver, base, ...args)) as (number | string)[];
-            const left = new Set(r.slice(1).map(String));
-            for (let i = 0; i < op.count; i++) {
-              const seq = op.from + i * op.stride;
-              if (left.has('s' + seq) !== members.has(seq)) {
-                t.fail(`page: ${seq} handed back iff indexed`);
+            const indexed = rows.filter((r) => members.has(Number(r[3]))).map((r) => r[0]);
+            const r = indexPageReply(await redis.indexPage(...pageArgs(keys, gen, PRODUCTION, rows)));
+            if (r === NOT_INDEXED) return false;
+            if (indexed.length) {
+              if (!r || r.skip.length || JSON.stringify(r.left) !== JSON.stringify(indexed)) {
+                t.same(r, { skip: [], left: indexed }, 'page: the indexed ids handed back, in page order, nothing else');
                 return false;
               }
-              if (!members.has(seq)) {
-                members.set(seq, op.caps[i % op.caps.length]!);
-                docs.set(seq, doc(seq, members.get(seq)!));
+              rows = rows.filter((x) => !members.has(Number(x[3])));
+              if (rows.length && indexPageReply(await redis.indexPage(...pageArgs(keys, gen, PRODUCTION, rows))) !== null) {
+                t.fail('page without the indexed ids: written');
+                return false;
               }
+            } else if (r !== null) {
+              t.fail(`page of new ids not written: ${JSON.stringify(r)}`);
+              return false;
+            }
+            for (const [, , , seq, , m] of rows) {
+              members.set(Number(seq), m.split('\n').filter((x) => x.startsWith('c:')).map((x) => x.slice(2)));
+              docs.set(Number(seq), doc(Number(seq), members.get(Number(seq))!));
             }
           }
           const model = new Map<string, number[]>();

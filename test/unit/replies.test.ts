@@ -1,7 +1,7 @@
 // redis/replies.ts: the one place script replies become typed values. Each parser passes the
 // shapes its script answers and refuses any other with an error naming the script.
 import t from 'tap';
-import { decodeBuckets } from '../../src/workers/buckets.js';
+import { decodeBuckets, encodeSets } from '../../src/workers/buckets.js';
 import { HEAVY, indexPageReply, integer, nearLoadReply, NOT_INDEXED, pollReply, rateLimitReply, rowReply, searchReply, UnexpectedReply } from '../../src/hot/redis/replies.js';
 
 t.test('integers', async (t) => {
@@ -42,7 +42,23 @@ t.test('bucket decoding', async (t) => {
   t.same(Array.from(decodeBuckets(pairs)), [5, 4096, 4354]);
   t.same(Array.from(decodeBuckets([])), []);
   t.equal(indexPageReply(-1), NOT_INDEXED);
-  t.same(indexPageReply([1, 'a', 'b']), ['a', 'b']);
+  t.equal(indexPageReply([2]), null);
+  t.same(indexPageReply([-2, 1, 'a', 'b', 'c']), { skip: ['a'], left: ['b', 'c'] });
+  t.same(indexPageReply([-2, 0, 'b']), { skip: [], left: ['b'] });
+  t.throws(() => indexPageReply([-2, 3, 'a']));
+  // encodeSets is decodeBuckets' inverse over ascending seqs, bucket boundaries included
+  const seqs = [0, 1, 4095, 4096, 4354, 8191, 40960 * 3 + 7];
+  const { index, blob } = encodeSets([['c:x', seqs], ['p:k:v', [5]]], seqs.length + 1);
+  t.equal(index, 'c:x\n0\n3\nc:x\n1\n3\nc:x\n30\n1\np:k:v\n0\n1\n');
+  t.equal(blob.length, 2 * (seqs.length + 1));
+  const lines = index.trim().split('\n');
+  const enc: [string, Buffer][] = [];
+  for (let i = 0, at = 0; i < 9; i += 3) {
+    enc.push([lines[i + 1]!, blob.subarray(at, at + 2 * Number(lines[i + 2]))]);
+    at += 2 * Number(lines[i + 2]);
+  }
+  t.same(Array.from(decodeBuckets(enc)), seqs);
+  t.same([...blob.subarray(blob.length - 2)], [0, 5]);
 });
 
 t.test('rate-limit and poll-data', async (t) => {

@@ -9,6 +9,7 @@ import { Keys } from '../../hot/domain/keys.js';
 import { ApiError } from '../../hot/domain/errors.js';
 import { createPool } from '../../hot/store/pool.js';
 import { migrate } from '../../hot/store/migrator.js';
+import { backfillIndexText } from '../../hot/store/services.js';
 import { numberOption, parseArgs, progressBar, UsageError } from './args.js';
 import { lazyRedis, printStats, reindex, sandboxCreate, tierSet, type Ctx } from './commands.js';
 import { dropOutbox, exportServices, importServices } from './transfer.js';
@@ -19,6 +20,8 @@ export const USAGE = `usage: registry <command>
          [--no-reindex]        then rebuild the Redis index once
   export [file|-]              every production service as JSON Lines (default: stdout)
   reindex                      rebuild the Redis index from PostgreSQL
+  backfill-index-text          store the index text of services written before migration
+         [--batch N]           0004 (optional: makes their rebuild cheaper), N per page
   sandbox create <name>        create a sandbox; prints its uuid and API key (shown once)
          [--lat N --lon N] [--tier T] [--json]
   tier set <uuid> <tier>       change a sandbox's tier (applies to its next request)
@@ -120,6 +123,14 @@ async function run(ctx: Ctx, cmd: string, args: string[], p: ReturnType<typeof p
     }
     case 'reindex':
       return (await reindex(ctx)) ? 0 : 1;
+    case 'backfill-index-text': {
+      const t0 = Date.now();
+      const total = Number((await ctx.pool.query<{ n: string }>('SELECT count(*) AS n FROM services')).rows[0]!.n);
+      const bar = progressBar('backfill', total || null, io.stderr);
+      const filled = await backfillIndexText(ctx.pool, numberOption(p, 'batch', 1, 10_000) ?? 2000, (seen) => bar.update(seen));
+      bar.done(`stored the index text of ${filled} services in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+      return 0;
+    }
     case 'sandbox': {
       if (args[0] !== 'create' || !args[1]) throw new UsageError('usage: registry sandbox create <name> [--lat N --lon N] [--tier T] [--json]');
       const lat = numberOption(p, 'lat', -90, 90);

@@ -18,6 +18,7 @@ import { loadSandboxMeta, type SandboxRow } from '../store/sandboxes.js';
 import { loadIndexStates, type IndexPageRow, type IndexState } from '../store/services.js';
 import { markNamespace } from './index.js';
 import { integer, NOT_INDEXED } from '../redis/replies.js';
+import { encodeSets } from '../../workers/buckets.js';
 
 /** One outbox row: a committed write whose index (or sandbox metadata) update is pending. */
 export interface OutboxEntry {
@@ -45,14 +46,36 @@ export function applyArgs(keys: Keys, gen: string, ns: string, id: string, rev: 
 }
 
 /**
- * Arguments of index-page.lua: services of one namespace (in seq order) for a generation
+ * Arguments of index-page-1.lua: services of one namespace (in seq order) for a generation
  * being built, each with the version it was read with (the rebuild's revision rule lives
- * in that script). The rows come from PostgreSQL already serialised (loadIndexPage).
+ * in that script). The rows come from PostgreSQL already serialised (loadIndexPage); their
+ * members are grouped here per set and encoded per bucket (encodeSets), so that the
+ * script does no work per member: Lua is Redis's one thread, this process has time to spare.
  */
-export function pageArgs(keys: Keys, gen: string, ns: string, page: IndexPageRow[]): string[] {
-  const out = [keys.ver(ns, gen), keys.base(ns, gen)];
-  for (const [id, , version, seq, doc, members, hdr, repl] of page) out.push(id, version, seq, doc, members, hdr, repl);
-  return out;
+export function pageArgs(keys: Keys, gen: string, ns: string, page: IndexPageRow[]): (string | Buffer)[] {
+  const ids: string[] = [keys.ver(ns, gen), keys.base(ns, gen), String(page.length)];
+  const docs: string[] = [];
+  const hdrs: string[] = [];
+  const repls: string[] = [];
+  const sets = new Map<string, number[]>();
+  let n = 0;
+  for (const [id, , version, seq, doc, members, hdr, repl] of page) {
+    ids.push(id, seq + ':' + version);
+    docs.push(seq, doc);
+    if (hdr) hdrs.push(seq, hdr);
+    if (repl) repls.push(seq, repl);
+    const q = Number(seq);
+    for (const m of members.split('\n')) {
+      if (!m) continue;
+      const l = sets.get(m);
+      if (!l) sets.set(m, [q]);
+      else if (l[l.length - 1] !== q) l.push(q); // rows come in seq order: a repeat is this row's
+      else continue;
+      n++;
+    }
+  }
+  const { index, blob } = encodeSets(sets, n);
+  return (ids as (string | Buffer)[]).concat(docs, String(hdrs.length / 2), hdrs, String(repls.length / 2), repls, index, blob);
 }
 
 /** applyArgs() of a rebuild page's row: the same values, already serialised by PostgreSQL. */
@@ -99,12 +122,13 @@ export class Projector {
     readonly log: Logger,
     private readonly events: ProjectorEvents = {},
     /**
-     * Replicas serve reads: a write is acknowledged once they have it (WAIT on this
-     * connection, which must then be the projector's own), or after `ms` at most — then a
-     * replica may serve the previous state until it catches up (the staleness bound,
-     * docs/decisions.md "Read replicas"). null: no replicas.
+     * Replicas serve reads: a write is acknowledged once they have it (WAIT on the
+     * connections that wrote it, which must then be the projector's own: replicaWaiter()),
+     * or after REDIS_REPLICA_WAIT_MS at most — then a replica may serve the previous state
+     * until it catches up (the staleness bound, docs/decisions.md "Read replicas"). null: no
+     * replicas.
      */
-    private readonly replicaWait: { replicas: number; ms: number } | null = null,
+    private readonly replicaWait: (() => Promise<unknown>) | null = null,
   ) {}
 
   /**
@@ -133,7 +157,7 @@ export class Projector {
       const touched = new Set<string>();
       if (svcIds.length) await this.applyServices(entries, states, applied, touched);
       const done = entries.filter((e) => applied.has((e.kind ?? 'service') + ':' + e.id));
-      if (touched.size && this.replicaWait) await this.redis.wait(this.replicaWait.replicas, this.replicaWait.ms).catch(() => 0);
+      if (touched.size && this.replicaWait) await this.replicaWait().catch(() => 0);
       if (done.length) {
         await this.pool.query('DELETE FROM outbox WHERE id = ANY($1)', [done.map((e) => e.row)]);
         if (touched.size) this.events.applied?.(touched);

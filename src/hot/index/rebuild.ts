@@ -147,9 +147,11 @@ export async function rebuildIndex(
 
 /**
  * One page into the building generation: one index-page.lua call per namespace run,
- * pipelined. The ids the script leaves over (an older state of theirs was applied by a
- * sync meanwhile) are applied one by one with apply-service, at the version read. Resolves
- * to one status per call: NOT_INDEXED when the namespace marker was gone.
+ * pipelined. When the script finds ids of the run already in the generation (a sync applied
+ * them while the rebuild ran), it writes nothing and names them: the run is sent again
+ * without them, and those with an older state in place ("left") are applied one by one with
+ * apply-service, at the version read. Resolves to one status per call: NOT_INDEXED when the
+ * namespace marker was gone.
  */
 function writePage(redis: RedisClient, keys: Keys, gen: string, page: IndexPageRow[]): Promise<number[]> {
   const calls: Promise<number>[] = [];
@@ -157,20 +159,28 @@ function writePage(redis: RedisClient, keys: Keys, gen: string, page: IndexPageR
     const [, ns] = page[i]!;
     let j = i + 1;
     while (j < page.length && page[j]![1] === ns) j++;
-    const run = page.slice(i, j);
-    calls.push(
-      redis.indexPage(...pageArgs(keys, gen, ns, run)).then(async (reply) => {
-        const r = indexPageReply(reply);
-        if (r === NOT_INDEXED) return NOT_INDEXED;
-        const left = new Set(r);
-        if (!left.size) return 1;
-        const rs = await Promise.all(run.filter(([id]) => left.has(id)).map((s) => redis.applyService(...pageRowApplyArgs(keys, gen, s))));
-        return rs.includes(NOT_INDEXED) ? NOT_INDEXED : 1;
-      }),
-    );
+    calls.push(writeRun(redis, keys, gen, ns, page.slice(i, j)));
     i = j;
   }
   return Promise.all(calls);
+}
+
+/** A run of one namespace's services (seq order) into the building generation: 1, or NOT_INDEXED. */
+export async function writeRun(redis: RedisClient, keys: Keys, gen: string, ns: string, run: IndexPageRow[]): Promise<number> {
+  const left: IndexPageRow[] = [];
+  for (;;) {
+    const r = indexPageReply(await redis.indexPage(...pageArgs(keys, gen, ns, run)));
+    if (r === NOT_INDEXED) return NOT_INDEXED;
+    if (!r) break;
+    // each retry leaves at least one id out (the script names only ids of the run), so this ends
+    const out = new Set([...r.skip, ...r.left]);
+    const back = new Set(r.left);
+    for (const s of run) if (back.has(s[0])) left.push(s);
+    run = run.filter(([id]) => !out.has(id));
+    if (!run.length) break;
+  }
+  const rs = await Promise.all(left.map((s) => redis.applyService(...pageRowApplyArgs(keys, gen, s))));
+  return rs.includes(NOT_INDEXED) ? NOT_INDEXED : 1;
 }
 
 /**

@@ -1,5 +1,6 @@
 // The ioredis connection (standalone, or cluster when REDIS_CLUSTER_NODES is set) with every
 // Lua script of redis/ defined once as a command (model: BullMQ src/commands).
+import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis, Cluster, type RedisOptions } from 'ioredis';
@@ -9,7 +10,7 @@ import { ROOT } from '../paths.js';
 export type RedisClient = Redis | Cluster;
 
 /** Script replies are `unknown` here: redis/replies.ts turns them into typed values (one place). */
-type Cmd = (...args: (string | number)[]) => Promise<unknown>;
+type Cmd = (...args: (string | number | Buffer)[]) => Promise<unknown>;
 declare module 'ioredis' {
   interface RedisCommander {
     applyService: Cmd;
@@ -59,16 +60,71 @@ export function loadScripts(client: RedisClient): string[] {
 }
 
 /**
- * Connections to the read-only replicas of REDIS_URL (none unless REDIS_REPLICA_URLS is
- * set), with the same fail-fast options and scripts: only scripts that never write are
- * called on them (Index.read()).
+ * Connections to read-only replicas for the index's pure reads (Index.read()): those of
+ * REDIS_URL (REDIS_REPLICA_URLS), or in cluster mode, with REDIS_CLUSTER_REPLICA_READS, one
+ * cluster client that sends them to the replicas of each key's primary. Only scripts that
+ * never write are called on them. None by default.
  */
 export function createReplicas(cfg: Config): RedisClient[] {
-  if (cfg.redisClusterNodes.length) return []; // cluster mode: replicas are the cluster's business
+  if (cfg.redisClusterNodes.length) return cfg.redisClusterReplicaReads ? [createClusterReader(cfg)] : [];
   return cfg.redisReplicaUrls.map((url) => createRedis({ ...cfg, redisUrl: url }));
 }
 
-export function createRedis(cfg: Config, extra: RedisOptions = {}): RedisClient {
+/**
+ * WAIT for the replicas to have what `writer` wrote, at most `ms`: standalone, on its one
+ * connection for the `replicas` of REDIS_REPLICA_URLS; in cluster mode on each primary's
+ * connection of `writer` for that primary's replicas (from the cluster's slot map; WAIT on
+ * a primary this client wrote nothing to returns at once).
+ */
+export function replicaWaiter(writer: RedisClient, replicas: number, ms: number): () => Promise<unknown> {
+  if (!(writer instanceof Cluster)) return () => writer.wait(replicas, ms);
+  return () => {
+    const counts = new Map<string, number>();
+    for (const nodes of writer.slots) if (nodes?.length) counts.set(nodes[0]!, nodes.length - 1);
+    return Promise.all(
+      writer.nodes('master').map((node) => {
+        const n = counts.get(`${node.options.host}:${node.options.port}`) ?? 0;
+        return n > 0 ? node.wait(n, ms) : null;
+      }),
+    );
+  };
+}
+
+/** The scripts that never write (redis/README.md): the ones a replica may run. */
+const READ_ONLY_SCRIPTS = ['search.lua', 'near-load-2.lua', 'get-service-1.lua'];
+
+/**
+ * A cluster client whose read-only scripts go to replicas (scaleReads "slave"; a slot
+ * without a replica is read from its primary). A cluster replica serves only commands
+ * flagged read-only, and EVALSHA is not (it may write): these scripts are sent as
+ * EVALSHA_RO, and as EVAL_RO with their text when the replica does not have them yet
+ * (NOSCRIPT); Redis refuses any write inside them. No auto-pipelining: ioredis would group
+ * those calls by the slot of their first argument, the script's SHA, not of their keys.
+ */
+function createClusterReader(cfg: Config): RedisClient {
+  const c = createRedis(cfg, { enableAutoPipelining: false }, { scaleReads: 'slave' });
+  for (const f of READ_ONLY_SCRIPTS) {
+    const m = /^([a-z-]+?)(?:-(\d+))?\.lua$/.exec(f)!;
+    const lua = scriptText(f);
+    const sha = createHash('sha1').update(lua).digest('hex');
+    const keys = m[2] === undefined ? [] : [Number(m[2])];
+    for (const buffer of [false, true]) {
+      const send = (buffer ? c.callBuffer : c.call).bind(c) as (...a: unknown[]) => Promise<unknown>;
+      const run = async (...args: (string | number | Buffer)[]) => {
+        try {
+          return await send('evalsha_ro', sha, ...keys, ...args);
+        } catch (e) {
+          if (!(e instanceof Error) || !e.message.includes('NOSCRIPT')) throw e;
+          return send('eval_ro', lua, ...keys, ...args);
+        }
+      };
+      Object.assign(c, { [camel(m[1]!) + (buffer ? 'Buffer' : '')]: run });
+    }
+  }
+  return c;
+}
+
+export function createRedis(cfg: Config, extra: RedisOptions = {}, cluster: { scaleReads?: 'master' | 'slave' } = {}): RedisClient {
   const opts: RedisOptions = {
     // fail fast while Redis is away instead of queueing requests without bound: a command
     // waits for at most two reconnection attempts (ioredis flushes its offline queue with an
@@ -94,7 +150,7 @@ export function createRedis(cfg: Config, extra: RedisOptions = {}): RedisClient 
       // ioredis's auto-pipeline would group it by the slot of that number and then refuse
       // ("All keys in the pipeline should belong to the same slots allocation group") when
       // another namespace's command shares the tick. It is sent on its own, routed by its keys.
-      { redisOptions: opts, enableAutoPipelining: true, autoPipeliningIgnoredCommands: ['search'], scaleReads: 'master' },
+      { redisOptions: opts, enableAutoPipelining: extra.enableAutoPipelining ?? true, autoPipeliningIgnoredCommands: ['search'], scaleReads: cluster.scaleReads ?? 'master' },
     );
   } else {
     client = new Redis(cfg.redisUrl, opts);

@@ -59,10 +59,19 @@ export function nearLoadReply(r: unknown): { ver: number; buckets: [string, Buff
   return { ver: Number(String(a[0])), buckets };
 }
 
-/** index-page: NOT_INDEXED, or the ids the caller must apply one by one (older states in place). */
-export function indexPageReply(r: unknown): string[] | typeof NOT_INDEXED {
+/**
+ * index-page: NOT_INDEXED; or, when some ids of the page were not new to the generation (and
+ * nothing was written), those to leave out of the page (`skip`: a newer or equal state is in
+ * place; `left`: an older state is, for the caller to apply with apply-service); or null
+ * when the page was written.
+ */
+export function indexPageReply(r: unknown): { skip: string[]; left: string[] } | null | typeof NOT_INDEXED {
   const a = arrayOrNotIndexed<string | number>(r, 'index-page');
-  return a === NOT_INDEXED ? NOT_INDEXED : a.slice(1).map(String);
+  if (a === NOT_INDEXED) return NOT_INDEXED;
+  if (a[0] !== -2) return null;
+  const s = Number(a[1]);
+  if (!Number.isInteger(s) || s < 0 || s + 2 > a.length) throw new UnexpectedReply('index-page', 'bad skip count');
+  return { skip: a.slice(2, 2 + s).map(String), left: a.slice(2 + s).map(String) };
 }
 
 /** rate-limit: [admitted(1|0|-1), limit, used, retryAfter, reset, leased, bucket, leftMs, retryAfterMs]. */

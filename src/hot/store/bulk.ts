@@ -8,7 +8,7 @@ import { appendChanges, type ChangeInput } from '../changes/events.js';
 import { serializeService, type ServiceRecord } from '../domain/service.js';
 import type { ServiceInput } from '../domain/validation.js';
 import { retrying, withTx, type Client, type Pool } from './pool.js';
-import { bumpVersions, loadStatesWhere } from './services.js';
+import { bumpVersions, bumpVersionsWithText, indexText, loadStatesWhere } from './services.js';
 
 export interface BulkRow {
   id: string;
@@ -56,7 +56,7 @@ async function upsertIn(c: Client, ns: string, rows: BulkRow[]): Promise<BulkRes
   if (write.length) {
     const ids = write.map((w) => w.row.id);
     const ins = write.map((w) => w.row.input);
-    const up = await c.query<{ id: string }>(
+    const up = await c.query<{ id: string; dep_at: string | null }>(
       `INSERT INTO services (id, ns, endpoint, deprecated, deprecated_at, locked, sunset_date)
        SELECT t.id, $1, t.ep, t.dep, CASE WHEN t.dep THEN now() END, t.lck, t.sun::date
          FROM unnest($2::text[], $3::text[], $4::boolean[], $5::boolean[], $6::text[]) AS t(id, ep, dep, lck, sun)
@@ -68,11 +68,11 @@ async function upsertIn(c: Client, ns: string, rows: BulkRow[]): Promise<BulkRes
          sunset_date = EXCLUDED.sunset_date,
          updated_at = now()
        WHERE services.ns = EXCLUDED.ns
-       RETURNING id`,
+       RETURNING id, floor(extract(epoch FROM deprecated_at))::bigint AS dep_at`,
       [ns, ids, ins.map((s) => s.endpoint), ins.map((s) => s.deprecated), ins.map((s) => s.locked), ins.map((s) => s.sunsetDate)],
     );
     // an id taken in another namespace since the read above is not returned: refuse it
-    const done = new Set(up.rows.map((r) => r.id));
+    const done = new Map(up.rows.map((r) => [r.id, r.dep_at === null ? null : Number(r.dep_at)]));
     const kept = write.filter((w) => {
       if (done.has(w.row.id)) return true;
       out.refused.push({ id: w.row.id, reason: 'the id belongs to another namespace' });
@@ -80,8 +80,13 @@ async function upsertIn(c: Client, ns: string, rows: BulkRow[]): Promise<BulkRes
     });
     await writeDetails(c, kept.map((w) => w.row), kept.filter((w) => w.before).map((w) => w.row.id));
     // the upsert holds these rows' locks now: draw their versions (an insert's default was
-    // drawn before it could wait for a concurrent delete of the same id, so draw again)
-    await bumpVersions(c, kept.map((w) => w.row.id));
+    // drawn before it could wait for a concurrent delete of the same id, so draw again), and
+    // store the index text of the state written: the input's, with the deprecation time
+    // the upsert kept or set (the candidates, not part of it, are left alone)
+    await bumpVersionsWithText(
+      c,
+      kept.map((w) => ({ id: w.row.id, text: indexText({ ...recordOf(ns, w.row.id, w.row.input), deprecatedAt: done.get(w.row.id) ?? null }) })),
+    );
     const ob = await c.query<{ id: string }>('INSERT INTO outbox (ns, service_id) SELECT $1, unnest($2::text[]) RETURNING id', [ns, kept.map((w) => w.row.id)]);
     out.outbox.push(...ob.rows.map((r) => Number(r.id)));
     for (const w of kept) {

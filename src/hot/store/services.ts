@@ -3,7 +3,8 @@
 import { randomBase62 } from '../domain/tokens.js';
 import { appendChanges, deletedData, type ChangeInput, type ChangeType } from '../changes/events.js';
 import { ApiError } from '../domain/errors.js';
-import { serializeService, type ServiceRecord } from '../domain/service.js';
+import { memberSuffixes } from '../domain/keys.js';
+import { headerData, serializeService, type ServiceRecord } from '../domain/service.js';
 import type { ServiceChange, ServiceInput } from '../domain/validation.js';
 import { query, retrying, withTx, type Client, type Pool } from './pool.js';
 
@@ -39,6 +40,52 @@ export async function bumpVersions(c: Client, ids: string[]): Promise<void> {
 async function changeOf(c: Client, ns: string, id: string, type: ChangeType): Promise<ChangeInput> {
   const r = await c.query<Row>(SELECT_STATE + ' WHERE s.id = $1', [id]);
   return { ns, serviceId: id, type, data: r.rows[0] ? serializeService(toRecord(r.rows[0])) : deletedData(id) };
+}
+
+/**
+ * The strings the write path sends to Redis for a state (projector.ts: serializeService,
+ * memberSuffixes joined by "\n", headerData), stored with that state in services.idx_doc,
+ * idx_members and idx_hdr so that a rebuild reads them instead of building them (migration
+ * 0004). The members' order carries no meaning (they name sets).
+ */
+export interface IndexText {
+  doc: string;
+  members: string;
+  hdr: string;
+}
+
+export function indexText(s: ServiceRecord): IndexText {
+  return { doc: serializeService(s), members: memberSuffixes(s).join('\n'), hdr: headerData(s) };
+}
+
+/**
+ * The end of a write that changed what a service's document, members or header are made
+ * of (holding its row lock, its version drawn): read the state as it stands in this
+ * transaction, store its index text in the row and insert the outbox row (one statement),
+ * and return the change event, whose data is that same document.
+ */
+async function commitState(c: Client, ns: string, id: string, type: ChangeType): Promise<{ row: number; change: ChangeInput }> {
+  const r = await c.query<Row>(SELECT_STATE + ' WHERE s.id = $1', [id]);
+  const t = indexText(toRecord(r.rows[0]!));
+  const o = await c.query<{ id: string }>(
+    `WITH stored AS (UPDATE services SET idx_doc = $3, idx_members = $4, idx_hdr = $5 WHERE id = $2)
+     INSERT INTO outbox (ns, service_id) VALUES ($1, $2) RETURNING id`,
+    [ns, id, t.doc, t.members, t.hdr],
+  );
+  return { row: Number(o.rows[0]!.id), change: { ns, serviceId: id, type, data: t.doc } };
+}
+
+/**
+ * bumpVersions() for services whose state this transaction wrote, storing each one's index
+ * text (indexText() of the state as committed) in the same row update.
+ */
+export async function bumpVersionsWithText(c: Client, rows: { id: string; text: IndexText }[]): Promise<void> {
+  if (!rows.length) return;
+  await c.query(
+    `UPDATE services s SET version = nextval('service_version_seq'), idx_doc = t.d, idx_members = t.m, idx_hdr = t.h
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS t(id, d, m, h) WHERE s.id = t.id`,
+    [rows.map((r) => r.id), rows.map((r) => r.text.doc), rows.map((r) => r.text.members), rows.map((r) => r.text.hdr)],
+  );
 }
 
 async function writeDetails(c: Client, id: string, s: Partial<ServiceInput>): Promise<void> {
@@ -81,8 +128,8 @@ export async function createService(pool: Pool, ns: string, s: ServiceInput, id 
     );
     await writeDetails(c, id, s);
     // (a new random id: its default version is drawn with the row, nobody can hold it)
-    const row = await outbox(c, ns, id);
-    await appendChanges(c, [await changeOf(c, ns, id, 'service.created')]); // last: see changes/events.ts
+    const { row, change } = await commitState(c, ns, id, 'service.created');
+    await appendChanges(c, [change]); // last: see changes/events.ts
     return { id, ns, row };
   });
 }
@@ -115,10 +162,10 @@ export async function patchService(pool: Pool, ns: string, id: string, ch: Servi
       [id, ch.endpoint ?? null, ch.deprecated ?? null, ch.locked ?? null, ch.sunsetDate !== undefined, ch.sunsetDate ?? null],
     );
     await writeDetails(c, id, ch);
-    const row = await outbox(c, ns, id);
     // a patch that turns deprecation on is the event fleets care most about: its own type
     const type: ChangeType = ch.deprecated === true && !cur.deprecated ? 'service.deprecated' : 'service.updated';
-    await appendChanges(c, [await changeOf(c, ns, id, type)]);
+    const { row, change } = await commitState(c, ns, id, type);
+    await appendChanges(c, [change]);
     return { id, ns, row };
   });
 }
@@ -179,6 +226,7 @@ export async function addReplacement(pool: Pool, ns: string, id: string, candida
         throw err;
       });
     if (!ins.rowCount) throw new ApiError('CONFLICT', 'that service is already a replacement candidate');
+    // the candidates are not in the document, members or header: the stored index text stays
     await bumpVersions(c, [id]);
     const row = await outbox(c, ns, id);
     await appendChanges(c, [await changeOf(c, ns, id, 'service.updated')]);
@@ -276,11 +324,17 @@ export async function loadStatesWhere(c: Client | Pool, where: string, params: u
  * One service of a rebuild page, already in index-page.lua's terms (its ARGV, plus ns):
  * [id, ns, version, seq, doc, members, hdr, repl]. doc is serializeService()'s bytes,
  * members memberSuffixes() joined by "\n", hdr headerData(), repl the candidate seqs joined
- * by ",": PostgreSQL builds them (INDEX_PAGE below), so the rebuilding process only passes
- * strings on. test/pg/rebuild-bytes.test.ts holds them byte-identical to the write path's.
+ * by ",": doc, members and hdr are the index text the write stored with the state
+ * (indexText()), or, for a row written before migration 0004, built by PostgreSQL (INDEX_PAGE
+ * below); repl is aggregated per page. The rebuilding process only passes strings on.
+ * test/pg/rebuild-bytes.test.ts holds both kinds byte-identical to the write path's.
  */
 export type IndexPageRow = [id: string, ns: string, version: string, seq: string, doc: string, members: string, hdr: string, repl: string];
 
+// Rows with stored index text (idx_doc, idx_members, idx_hdr: every write since migration
+// 0004) are passed through; only the rows without it (written before; the ARRAY of ids of
+// c, p and i) have their details read and their strings built below, so a page of stored rows reads no detail table but
+// replacements. The fallback's rules:
 // Every free-form string goes through to_json(text), whose escaping is JSON.stringify's for
 // any text PostgreSQL can hold (", \, \b \f \n \r \t, other controls as \u00xx; nothing
 // else; no lone surrogates or NUL exist in a text value). Capabilities and property keys are
@@ -292,41 +346,41 @@ export type IndexPageRow = [id: string, ns: string, version: string, seq: string
 // ids (one index scan each, not a probe per row) and aggregated per service in PostgreSQL.
 const INDEX_PAGE = `
 WITH s AS MATERIALIZED (
-  SELECT id, ns, seq, version, endpoint, deprecated, deprecated_at, locked, sunset_date
+  SELECT id, ns, seq, version, endpoint, deprecated, deprecated_at, locked, sunset_date, idx_doc, idx_members, idx_hdr
     FROM services WHERE seq > $1 ORDER BY seq LIMIT $2),
 c AS (
   -- one ordered aggregate (a sort per service): the document's array and the members both come from it
   SELECT service_id, array_agg(capability ORDER BY ord) AS a
-    FROM service_capabilities WHERE service_id = ANY(ARRAY(SELECT id FROM s)) GROUP BY service_id),
+    FROM service_capabilities WHERE service_id = ANY(ARRAY(SELECT id FROM s WHERE idx_doc IS NULL OR idx_members IS NULL OR idx_hdr IS NULL)) GROUP BY service_id),
 p AS (
   SELECT service_id,
          '{' || string_agg('"' || key || '":' || to_json(value)::text, ','
                  ORDER BY CASE WHEN key < ':' AND key ~ '^(0|[1-9][0-9]{0,9})$' AND key::bigint <= 4294967294 THEN key::bigint END,
                           key COLLATE "C") || '}' AS j,
          string_agg(E'\np:' || key || ':' || value, '') AS m
-    FROM service_properties WHERE service_id = ANY(ARRAY(SELECT id FROM s)) GROUP BY service_id),
+    FROM service_properties WHERE service_id = ANY(ARRAY(SELECT id FROM s WHERE idx_doc IS NULL OR idx_members IS NULL OR idx_hdr IS NULL)) GROUP BY service_id),
 i AS (
-  SELECT service_id, device_classes, protocols FROM iot_profiles WHERE service_id = ANY(ARRAY(SELECT id FROM s))),
+  SELECT service_id, device_classes, protocols FROM iot_profiles WHERE service_id = ANY(ARRAY(SELECT id FROM s WHERE idx_doc IS NULL OR idx_members IS NULL OR idx_hdr IS NULL))),
 r AS (
   SELECT x.service_id, string_agg(c.seq::text, ',' ORDER BY x.rank) AS l
     FROM replacements x JOIN services c ON c.id = x.candidate_id
    WHERE x.service_id = ANY(ARRAY(SELECT id FROM s)) GROUP BY x.service_id)
 SELECT s.id, s.ns, s.version::text, s.seq::text,
-       '{"id":' || to_json(s.id)::text || ',"endpoint":' || to_json(s.endpoint)::text
+       coalesce(s.idx_doc, '{"id":' || to_json(s.id)::text || ',"endpoint":' || to_json(s.endpoint)::text
          || ',"capabilities":' || coalesce('["' || array_to_string(c.a, '","') || '"]', '[]') || ',"properties":' || coalesce(p.j, '{}')
          || ',"deprecated":' || s.deprecated::text || ',"locked":' || s.locked::text
          || ',"sunset_date":' || coalesce('"' || to_char(s.sunset_date, 'YYYY-MM-DD') || '"', 'null')
          || CASE WHEN i.service_id IS NULL THEN ',"iotReady":false,"iot":null}'
             ELSE ',"iotReady":true,"iot":{"deviceClasses":' || array_to_json(i.device_classes)::text
-                 || ',"protocols":' || array_to_json(i.protocols)::text || '}}' END,
-       'all' || coalesce(E'\nc:' || array_to_string(c.a, E'\nc:'), '') || coalesce(p.m, '')
+                 || ',"protocols":' || array_to_json(i.protocols)::text || '}}' END),
+       coalesce(s.idx_members, 'all' || coalesce(E'\nc:' || array_to_string(c.a, E'\nc:'), '') || coalesce(p.m, '')
          || CASE WHEN i.service_id IS NULL THEN ''
             ELSE E'\niot\nd:' || array_to_string(i.device_classes, E'\nd:')
-                 || E'\nr:' || array_to_string(i.protocols, E'\nr:') END,
-       CASE WHEN s.deprecated OR s.sunset_date IS NOT NULL THEN
+                 || E'\nr:' || array_to_string(i.protocols, E'\nr:') END),
+       coalesce(s.idx_hdr, CASE WHEN s.deprecated OR s.sunset_date IS NOT NULL THEN
          CASE WHEN s.deprecated THEN coalesce(floor(extract(epoch FROM s.deprecated_at))::bigint, 0)::text ELSE '' END
          || '|' || coalesce(to_char(s.sunset_date, 'Dy, DD Mon YYYY') || ' 00:00:00 GMT', '')
-       ELSE '' END,
+       ELSE '' END),
        coalesce(r.l, '')
   FROM s LEFT JOIN c ON c.service_id = s.id LEFT JOIN p ON p.service_id = s.id
          LEFT JOIN i ON i.service_id = s.id LEFT JOIN r ON r.service_id = s.id
@@ -356,4 +410,33 @@ export async function loadReplacements(pool: Pool, ns: string, id: string): Prom
   if (!own.rowCount) return null;
   const r = await query<Row>(pool, SELECT_STATE + ' JOIN replacements rp ON rp.candidate_id = s.id WHERE rp.service_id = $1 ORDER BY rp.rank', [id]);
   return r.rows.map(toRecord);
+}
+
+/**
+ * Store the index text of rows that have none (written before migration 0004), in seq
+ * order, a page of `n` per statement pair: the strings are the rebuild's own fallback
+ * (INDEX_PAGE; test/pg/rebuild-bytes.test.ts holds it byte-identical to the write path's),
+ * and a row is filled only while it is still at the version its page was read at and still
+ * without text (a write meanwhile stored its own; one that only changed candidates leaves
+ * the row to a later run). Not needed for correctness: it moves the rows to the rebuild's
+ * cheap path. Returns the rows filled.
+ */
+export async function backfillIndexText(pool: Pool, n = 2000, progress: (seen: number, filled: number) => void = () => undefined): Promise<number> {
+  let after = 0;
+  let seen = 0;
+  let filled = 0;
+  for (;;) {
+    const page = await loadIndexPage(pool, after, n);
+    if (!page.length) return filled;
+    after = Number(page[page.length - 1]![3]);
+    seen += page.length;
+    const r = await pool.query(
+      `UPDATE services s SET idx_doc = t.d, idx_members = t.m, idx_hdr = t.h
+         FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[]) AS t(id, v, d, m, h)
+        WHERE s.id = t.id AND s.version = t.v AND s.idx_doc IS NULL`,
+      [page.map((x) => x[0]), page.map((x) => x[2]), page.map((x) => x[4]), page.map((x) => x[5]), page.map((x) => x[6])],
+    );
+    filled += r.rowCount ?? 0;
+    progress(seen, filled);
+  }
 }

@@ -1,0 +1,155 @@
+// The index text stored with each state (services.idx_doc, idx_members, idx_hdr; migration
+// 0004) is what the write path sends to Redis for that state. fast-check runs sequences of
+// every write kind of the store — register, patch, replacement, delete, import upserts and
+// import replacement lists — with hostile strings, and after each sequence compares every
+// live service's stored text with the projector's serialisers (serializeService,
+// memberSuffixes, headerData) applied to the committed state as the projector reads it
+// (loadIndexStates), and with the rebuild's page row of that service. bin/registry
+// backfill-index-text fills rows written without it (before migration 0004) with the same.
+import t from 'tap';
+import fc from 'fast-check';
+import { memberSuffixes, PRODUCTION } from '../../src/hot/domain/keys.js';
+import { headerData, serializeService } from '../../src/hot/domain/service.js';
+import { ApiError } from '../../src/hot/domain/errors.js';
+import { parseServiceCreate, parseServicePatch } from '../../src/hot/domain/validation.js';
+import { bulkReplacements, bulkUpsert } from '../../src/hot/store/bulk.js';
+import { createPool, type Pool } from '../../src/hot/store/pool.js';
+import { addReplacement, backfillIndexText, createService, deleteService, loadIndexPage, loadIndexStates, newServiceId, patchService } from '../../src/hot/store/services.js';
+import { seedServices } from '../helpers/processes.js';
+import { freshDatabase } from '../helpers/server.js';
+
+const token = fc.oneof(fc.stringMatching(/^[a-z0-9._-]{1,12}$/), fc.constantFrom('0', '1', '10', '007', '4294967294', '4294967295', '__proto__', 'constructor', 'x'.repeat(64)));
+const value = fc
+  .oneof(fc.string({ minLength: 1, maxLength: 40, unit: 'grapheme' }), fc.constantFrom('"', '\\', '\u2028\u2029', '𝄞😀', 'a:b:c', 'x'.repeat(256), 'null'))
+  // eslint-disable-next-line no-control-regex
+  .filter((v) => v.length >= 1 && v.length <= 256 && !/[\u0000-\u001f\u007f-\u009f]/.test(v));
+const endpoint = fc.oneof(fc.constantFrom('https://a.example.com', 'https://a.example.com/p?q="x"&r=\\', 'https://ünï.example/😀', 'https://a.example.com/' + 'x'.repeat(2000)), fc.webUrl());
+const iot = fc.option(fc.record({ deviceClasses: fc.uniqueArray(token, { minLength: 1, maxLength: 3 }), protocols: fc.uniqueArray(token, { minLength: 1, maxLength: 3 }) }), { nil: null });
+const date = fc.option(fc.constantFrom('0001-01-01', '2027-06-30', '2030-02-28', '9999-12-31'), { nil: null });
+const body = fc.record({
+  endpoint,
+  capabilities: fc.uniqueArray(token, { minLength: 1, maxLength: 4 }),
+  properties: fc.dictionary(token, value, { maxKeys: 4 }),
+  iot,
+  deprecated: fc.boolean(),
+  locked: fc.boolean(),
+  sunset_date: date,
+});
+// every field optional: a patch changes any subset
+const patch = fc.record(
+  { endpoint, capabilities: fc.uniqueArray(token, { minLength: 1, maxLength: 4 }), properties: fc.dictionary(token, value, { maxKeys: 4 }), iot, deprecated: fc.boolean(), locked: fc.boolean(), sunset_date: date },
+  { requiredKeys: [] },
+);
+const op = fc.oneof(
+  fc.record({ k: fc.constant('create' as const), body }),
+  fc.record({ k: fc.constant('patch' as const), i: fc.nat(), body: patch }),
+  fc.record({ k: fc.constant('replace' as const), i: fc.nat(), j: fc.nat() }),
+  fc.record({ k: fc.constant('delete' as const), i: fc.nat() }),
+  // import upserts: an existing id (i) or a new one (null)
+  fc.record({ k: fc.constant('import' as const), rows: fc.array(fc.tuple(fc.option(fc.nat(), { nil: null }), body), { minLength: 1, maxLength: 4 }) }),
+  fc.record({ k: fc.constant('importReplacements' as const), i: fc.nat(), js: fc.array(fc.nat(), { maxLength: 3 }) }),
+);
+
+/**
+ * Compare the stored index text of every id (each must be a live service) with the write
+ * path's serialisers over its committed state, and with its rebuild page row; the number
+ * compared.
+ */
+async function checkStored(pool: Pool, ids: string[]): Promise<number> {
+  let n = 0;
+  const states = await loadIndexStates(pool, ids);
+  const stored = await pool.query<{ id: string; version: string; seq: string; idx_doc: string | null; idx_members: string | null; idx_hdr: string | null }>(
+    'SELECT id, version, seq, idx_doc, idx_members, idx_hdr FROM services WHERE id = ANY($1)',
+    [ids],
+  );
+  for (const row of stored.rows) {
+    const st = states.get(row.id)!;
+    const rec = st.record!;
+    if (row.idx_doc === null || row.idx_members === null || row.idx_hdr === null) throw new Error(`service ${row.id} has no stored index text`);
+    if (String(st.version) !== row.version) throw new Error('the state and the stored text were read at different versions');
+    if (row.idx_doc !== serializeService(rec)) throw new Error(`doc of ${row.id}:\n  stored: ${row.idx_doc}\n  write path: ${serializeService(rec)}`);
+    if (row.idx_hdr !== headerData(rec)) throw new Error(`hdr of ${row.id}: stored ${JSON.stringify(row.idx_hdr)}, write path ${JSON.stringify(headerData(rec))}`);
+    // the members name sets: their order carries no meaning
+    const want = [...memberSuffixes(rec)].sort().join('\n');
+    const got = row.idx_members.split('\n').sort().join('\n');
+    if (got !== want) throw new Error(`members of ${row.id}:\n  stored: ${got}\n  write path: ${want}`);
+    // the rebuild's page hands on exactly the stored strings
+    const [page] = await loadIndexPage(pool, Number(row.seq) - 1, 1);
+    if (!page || page[0] !== row.id || page[4] !== row.idx_doc || page[5] !== row.idx_members || page[6] !== row.idx_hdr || page[2] !== row.version) {
+      throw new Error(`the rebuild page of ${row.id} does not carry its stored text: ${JSON.stringify(page)}`);
+    }
+    n++;
+  }
+  if (stored.rows.length !== ids.length) throw new Error(`${ids.length} live ids, ${stored.rows.length} rows`);
+  return n;
+}
+
+t.test('every write stores the index text of the state it commits', async (t) => {
+  const db = await freshDatabase();
+  const pool = createPool(db.url, 2);
+  t.teardown(async () => {
+    await pool.end();
+    await db.drop();
+  });
+  const ids: string[] = [];
+  const pick = (i: number) => ids[i % ids.length]!;
+  const kinds = new Map<string, number>();
+  let checked = 0;
+
+  await fc.assert(
+    fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 8 }), async (ops) => {
+      for (const o of ops) {
+        if (o.k !== 'create' && o.k !== 'import' && !ids.length) continue;
+        try {
+          if (o.k === 'create') ids.push((await createService(pool, PRODUCTION, parseServiceCreate(o.body))).id);
+          else if (o.k === 'patch') await patchService(pool, PRODUCTION, pick(o.i), parseServicePatch(o.body));
+          else if (o.k === 'replace') await addReplacement(pool, PRODUCTION, pick(o.i), pick(o.j));
+          else if (o.k === 'delete') {
+            const id = pick(o.i);
+            await deleteService(pool, PRODUCTION, id);
+            ids.splice(ids.indexOf(id), 1);
+          } else if (o.k === 'import') {
+            const rows = o.rows.map(([i, b]) => ({ id: i === null || !ids.length ? newServiceId() : pick(i), input: parseServiceCreate(b) }));
+            await bulkUpsert(pool, PRODUCTION, rows);
+            for (const r of rows) if (!ids.includes(r.id)) ids.push(r.id);
+          } else await bulkReplacements(pool, PRODUCTION, new Map([[pick(o.i), o.js.map(pick)]]));
+        } catch (err) {
+          // refusals (409 already a candidate, a service replacing itself): not a write
+          if (!(err instanceof ApiError && err.status < 500)) throw err;
+          continue;
+        }
+        kinds.set(o.k, (kinds.get(o.k) ?? 0) + 1);
+      }
+      checked += await checkStored(pool, ids);
+    }),
+    { numRuns: 40, endOnFailure: true },
+  );
+  for (const k of ['create', 'patch', 'replace', 'delete', 'import', 'importReplacements']) t.ok((kinds.get(k) ?? 0) > 0, `${k}: ${kinds.get(k) ?? 0} writes ran`);
+  t.ok(checked > 40, `${checked} stored states compared`);
+});
+
+t.test('backfill-index-text fills the rows written without it, with the write path\'s strings', async (t) => {
+  const db = await freshDatabase();
+  const pool = createPool(db.url, 2);
+  t.teardown(async () => {
+    await pool.end();
+    await db.drop();
+  });
+  // rows as written before migration 0004: straight into the tables, no index text
+  await seedServices(db.url, 2500, PRODUCTION, 'old');
+  const dep = await createService(pool, PRODUCTION, parseServiceCreate({ endpoint: 'https://dep.example.com/"x"', capabilities: ['a', 'b'], properties: { '10': 'x', z: 'ü' }, iot: { deviceClasses: ['meter'], protocols: ['mqtt'] } }));
+  const cand = await createService(pool, PRODUCTION, parseServiceCreate({ endpoint: 'https://cand.example.com', capabilities: ['a'] }));
+  await patchService(pool, PRODUCTION, dep.id, parseServicePatch({ deprecated: true, sunset_date: '2031-02-03' }));
+  await addReplacement(pool, PRODUCTION, dep.id, cand.id);
+  await pool.query('UPDATE services SET idx_doc = NULL, idx_members = NULL, idx_hdr = NULL WHERE id = $1', [dep.id]);
+  const ids = (await pool.query<{ id: string }>('SELECT id FROM services ORDER BY seq')).rows.map((r) => r.id);
+  const before = await pool.query<{ n: string }>('SELECT count(*) AS n FROM services WHERE idx_doc IS NULL');
+  t.equal(Number(before.rows[0]!.n), 2501, 'the seeded rows and the emptied one have no index text');
+  const versions = await pool.query<{ id: string; version: string }>('SELECT id, version FROM services');
+  const filled = await backfillIndexText(pool, 1000);
+  t.equal(filled, 2501, 'every row without index text was filled (pages of 1,000)');
+  t.equal(await checkStored(pool, ids), ids.length, 'every row holds the write path\'s strings for its state');
+  const after = await pool.query<{ id: string; version: string }>('SELECT id, version FROM services');
+  t.same(new Map(after.rows.map((r) => [r.id, r.version])), new Map(versions.rows.map((r) => [r.id, r.version])), 'no version moved: the states did not change');
+  t.equal(await backfillIndexText(pool, 1000), 0, 'a second run finds nothing to do');
+});
