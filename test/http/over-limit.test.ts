@@ -65,3 +65,37 @@ t.test('a tier change ends the local refusal at once', async (t) => {
   t.equal(after.status, 200, 'admitted under the new limit right away');
   t.match(after.headers.get('ratelimit-policy') ?? '', /q=600/);
 });
+
+t.test("a known key's local 429 on /services is the 429 the rate-limit script's refusal gives", async (t) => {
+  const sb = await createSandbox(s, 'Same429');
+  for (let i = 0; i < 100; i++) {
+    const r = await get(sb.uuid, sb.apiKey, '/services?capability=x');
+    await r.body?.cancel();
+    if (r.status === 429) break;
+  }
+  const local0 = s.app.auth.stats.refusedLocally;
+  const asked0 = s.app.auth.stats.asked;
+  // the key is resolved and the sandbox known to be over: answered from memory
+  const fast = await get(sb.uuid, sb.apiKey, '/services?capability=x');
+  t.equal(s.app.auth.stats.refusedLocally - local0, 1, 'refused locally');
+  // forget the local refusal: the script refuses, and the route throws its ApiError
+  s.app.auth.dropLease(sb.uuid);
+  const slow = await get(sb.uuid, sb.apiKey, '/services?capability=x');
+  t.equal(s.app.auth.stats.asked - asked0, 1, 'the second one asked the rate-limit script');
+  const timed = new Set(['date', 'retry-after', 'ratelimit']);
+  const fields = (r: Response) => [...r.headers].filter(([k]) => !timed.has(k));
+  t.equal(fast.status, 429);
+  t.equal(slow.status, 429);
+  t.same(fields(fast), fields(slow), 'the same fields (Vary, Cache-Control, RateLimit-Policy, Content-Type...)');
+  t.equal(fast.headers.get('vary'), 'Authorization');
+  t.equal(fast.headers.get('cache-control'), 'private, no-store');
+  for (const r of [fast, slow]) {
+    t.match(r.headers.get('retry-after') ?? '', /^[1-9]\d*$/);
+    t.match(r.headers.get('ratelimit') ?? '', /r=0;t=[1-9]/);
+  }
+  const [a, b] = [(await fast.json()) as { error: { code: string; message: string } }, (await slow.json()) as { error: { code: string; message: string } }];
+  t.equal(a.error.code, 'RATE_LIMITED');
+  t.equal(b.error.code, 'RATE_LIMITED');
+  t.match(a.error.message, /^rate limit of 60 requests per minute exceeded; retry in [1-9]\d* s$/);
+  t.match(b.error.message, /^rate limit of 60 requests per minute exceeded; retry in [1-9]\d* s$/);
+});

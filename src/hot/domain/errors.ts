@@ -41,9 +41,23 @@ export class ApiError extends Error {
   }
 }
 
-/** The contract's error body. */
+const bodies = new Map<string, string>();
+const BODIES_MAX = 1024;
+
+/**
+ * The contract's error body. Kept per code and message (a few hundred distinct ones in
+ * practice: a 429's limit and seconds, the fixed texts), so that a stream of the same answer
+ * (an over-limit key) does not serialise it every time; emptied when full.
+ */
 export function errorBody(code: ErrorCode, message: string): string {
-  return JSON.stringify({ error: { code, message } });
+  const k = code + '\0' + message;
+  let b = bodies.get(k);
+  if (b === undefined) {
+    b = JSON.stringify({ error: { code, message } });
+    if (bodies.size >= BODIES_MAX) bodies.clear();
+    bodies.set(k, b);
+  }
+  return b;
 }
 
 export const STATUS_TEXT: Record<number, string> = {

@@ -16,28 +16,49 @@ import { anonymousSearchHeaders, searchDevices, searchServices } from './search.
 const ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
 
 export function registerPublic(uws: TemplatedApp, app: App, o: RouteOptions): void {
-  route(uws, 'get', '/services', async (req, reply) => {
-    try {
-      await search(req, reply);
-    } catch (err) {
-      // every answer of the search varies on Authorization, its errors (429, 503) too, and
-      // one to a request that carried Authorization is private
-      if (err instanceof ApiError) {
-        err.headers.Vary = 'Authorization';
-        if (req.authorization) err.headers['Cache-Control'] = 'private, no-store';
-      }
-      throw err;
+  // every answer of the search varies on Authorization, its errors (429, 503) too, and
+  // one to a request that carried Authorization is private
+  const privately = (req: Req, err: unknown): unknown => {
+    if (err instanceof ApiError) {
+      err.headers.Vary = 'Authorization';
+      if (req.authorization) err.headers['Cache-Control'] = 'private, no-store';
     }
+    return err;
+  };
+  // not async: a page the near cache answers at once, and an over-limit key's 429, cost no
+  // promise (searchServices() and search() return one only when they have to wait)
+  route(uws, 'get', '/services', (req, reply) => {
+    let p: Promise<void> | void;
+    try {
+      p = search(req, reply);
+    } catch (err) {
+      throw privately(req, err);
+    }
+    return p?.catch((err: unknown) => {
+      throw privately(req, err);
+    });
   }, o);
 
-  const search = async (req: Req, reply: Reply) => {
+  const search = (req: Req, reply: Reply): Promise<void> | void => {
     if (!req.authorization) return searchServices(app, req, reply, PRODUCTION, anonymousSearchHeaders(app));
+    const key = bearerKey(req.authorization);
+    // a key this thread has resolved, of a sandbox it knows to be over its limit: the 429
+    // from memory, as limitOrThrow() would throw it (the same fields, in the same order)
+    const known = key ? app.auth.resolvedNow(key) : undefined;
+    const refused = known ? app.auth.refusedNow(known) : null;
+    if (refused) {
+      const [message, headers] = app.auth.refusal(refused);
+      return reply.error('RATE_LIMITED', message, [...headers, ['Vary', 'Authorization'], ['Cache-Control', 'private, no-store']]);
+    }
+    return keyedSearch(req, reply, key);
+  };
+
+  const keyedSearch = async (req: Req, reply: Reply, key: string) => {
     // a request that carried Authorization is private, whatever the key turns out to be
     const common: Headers = [
       ['Cache-Control', 'private, no-cache'],
       ['Vary', 'Authorization'],
     ];
-    const key = bearerKey(req.authorization);
     const uuid = key ? await app.auth.resolve(key) : null;
     if (!uuid) return searchServices(app, req, reply, PRODUCTION, common);
     const rate = await app.auth.limitOrThrow(uuid);
