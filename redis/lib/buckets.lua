@@ -22,82 +22,28 @@ local function bchar(o)
   return string.char(math.floor(o / 256), o % 256)
 end
 -- bucket string s with the sorted offsets offs (numbers, duplicates allowed) merged in:
--- returns the new string and how many offsets were new to it
+-- returns the new string and how many offsets were new to it. (Offsets that all follow the
+-- last one are appended by the caller, setAddEncoded, without this walk.)
 local function bmerge(s, offs)
   local k = #s / 2
   local parts = {}
   local prev = -1
   local added = 0
-  if k == 0 or boff(s, k) < offs[1] then
-    -- the usual case of a rebuild (pages come in seq order): append, the new offsets made
-    -- into one string at once (a string per offset costs Lua an interned string each)
-    local bytes = {}
-    for _, o in ipairs(offs) do
-      if o ~= prev then
-        bytes[#bytes + 1] = math.floor(o / 256)
-        bytes[#bytes + 1] = o % 256
+  local from = 1
+  for _, o in ipairs(offs) do
+    if o ~= prev then
+      prev = o
+      local at = bfirst(s, o, from)
+      if at > from then parts[#parts + 1] = string.sub(s, 2 * from - 1, 2 * at - 2) end
+      if at > k or boff(s, at) ~= o then
+        parts[#parts + 1] = bchar(o)
         added = added + 1
-        prev = o
       end
+      from = at
     end
-    parts[1] = s
-    for i = 1, #bytes, 4000 do -- unpack() is bounded by Lua's C stack (8,000)
-      parts[#parts + 1] = string.char(unpack(bytes, i, math.min(i + 3999, #bytes)))
-    end
-  else
-    local from = 1
-    for _, o in ipairs(offs) do
-      if o ~= prev then
-        prev = o
-        local at = bfirst(s, o, from)
-        if at > from then parts[#parts + 1] = string.sub(s, 2 * from - 1, 2 * at - 2) end
-        if at > k or boff(s, at) ~= o then
-          parts[#parts + 1] = bchar(o)
-          added = added + 1
-        end
-        from = at
-      end
-    end
-    if from <= k then parts[#parts + 1] = string.sub(s, 2 * from - 1) end
   end
+  if from <= k then parts[#parts + 1] = string.sub(s, 2 * from - 1) end
   return table.concat(parts), added
-end
--- add seqs (numbers, any order) to the set at key
-local function setAdd(key, seqs)
-  local groups, order = {}, {}
-  for _, q in ipairs(seqs) do
-    local b = math.floor(q / BW)
-    local g = groups[b]
-    if not g then
-      g = {}
-      groups[b] = g
-      order[#order + 1] = b
-    end
-    g[#g + 1] = q - b * BW
-  end
-  if #order == 0 then return 0 end
-  local fields = {}
-  for i, b in ipairs(order) do fields[i] = b end
-  fields[#order + 1] = 'n'
-  fields[#order + 2] = 'hi'
-  local cur = redis.call('HMGET', key, unpack(fields))
-  local n = tonumber(cur[#order + 1]) or 0
-  local hi = tonumber(cur[#order + 2]) or -1
-  local out = {}
-  for i, b in ipairs(order) do
-    local offs = groups[b]
-    table.sort(offs)
-    local s, added = bmerge(cur[i] or '', offs)
-    n = n + added
-    out[#out + 1] = b
-    out[#out + 1] = s
-    if b > hi then hi = b end
-  end
-  out[#out + 1] = 'n'
-  out[#out + 1] = n
-  out[#out + 1] = 'hi'
-  out[#out + 1] = hi
-  redis.call('HSET', key, unpack(out))
 end
 -- add to the set at key the buckets fields[j] (decimal strings) their new members adds[j]
 -- (strings of sorted, distinct offsets, as encodeSets() makes them: src/workers/buckets.ts):
@@ -136,6 +82,36 @@ local function setAddEncoded(key, fields, adds, absent)
   out[#out + 1] = 'hi'
   out[#out + 1] = hi
   redis.call('HSET', key, unpack(out))
+end
+-- add seqs (numbers, any order) to the set at key
+local function setAdd(key, seqs)
+  local groups, order = {}, {}
+  for _, q in ipairs(seqs) do
+    local b = math.floor(q / BW)
+    local g = groups[b]
+    if not g then
+      g = {}
+      groups[b] = g
+      order[#order + 1] = b
+    end
+    g[#g + 1] = q - b * BW
+  end
+  if #order == 0 then return 0 end
+  local fields, adds = {}, {}
+  for i, b in ipairs(order) do
+    local offs = groups[b]
+    table.sort(offs)
+    local bytes, prev = {}, -1
+    for _, o in ipairs(offs) do
+      if o ~= prev then
+        bytes[#bytes + 1] = bchar(o)
+        prev = o
+      end
+    end
+    fields[i] = tostring(b)
+    adds[i] = table.concat(bytes)
+  end
+  setAddEncoded(key, fields, adds, false)
 end
 -- remove one seq from the set at key (the key goes with its last member)
 local function setRemove(key, seq)
