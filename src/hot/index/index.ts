@@ -157,12 +157,9 @@ export class Index {
     if (!near.fresh(base)) return null;
     const sets = arrays as Float64Array[];
     const from = after === '' ? -1 : Number(after);
-    const smallest = Math.min(...sets.map((a) => a.length));
     // heavy: in the pool, over the same shared memory (no copy, no Redis), unless its queue is full
-    const pool = this.intersectPool;
-    const hits = sets.length > 1 && pool && this.heavyThreshold > 0 && smallest > this.heavyThreshold && !pool.busy()
-      ? await pool.intersect(sets, from, limit + 1, signal)
-      : intersectDense(sets, from, limit + 1);
+    const pool = this.heavyPool(sets);
+    const hits = pool ? await pool.intersect(sets, from, limit + 1, signal) : intersectDense(sets, from, limit + 1);
     const more = hits.length > limit;
     const seqs = more ? hits.subarray(0, limit) : hits;
     const docsKey = k.docs(ns, gen);
@@ -189,21 +186,29 @@ export class Index {
     if (!near.fresh(base)) return null;
     const suffixes = filterSuffixes(f);
     const sets: Float64Array[] = [];
-    let smallest = Number.POSITIVE_INFINITY;
     for (const suffix of suffixes) {
       const a = near.setNow(base, suffix);
       if (!a) return null;
       sets.push(a);
-      if (a.length < smallest) smallest = a.length;
     }
-    const pool = this.intersectPool;
-    if (sets.length > 1 && pool && this.heavyThreshold > 0 && smallest > this.heavyThreshold && !pool.busy()) return null;
+    if (this.heavyPool(sets)) return null;
     const hits = intersectDense(sets, after === '' ? -1 : Number(after), limit + 1);
     const more = hits.length > limit;
     const seqs = more ? hits.subarray(0, limit) : hits;
     const docs = new Array<Doc>(seqs.length);
     if (!near.documentsNow(base, seqs, docs)) return null;
-    return { body: joinDocs(docs, true), more, last: seqs.length ? String(seqs[seqs.length - 1]) : '', digests: digestBytes(docs) };
+    return { body: joinDocs(docs, true), more, last: lastSeq(seqs), digests: digestBytes(docs) };
+  }
+
+  /**
+   * The worker pool when an intersection of these sets is heavy enough for it (several sets,
+   * the smallest above the threshold) and its queue has room; null: intersect inline.
+   */
+  private heavyPool(sets: Float64Array[]): IntersectPool | null {
+    const pool = this.intersectPool;
+    if (sets.length < 2 || !pool || this.heavyThreshold <= 0 || pool.busy()) return null;
+    for (const a of sets) if (a.length <= this.heavyThreshold) return null;
+    return pool;
   }
 
   /**
@@ -242,14 +247,14 @@ export class Index {
     const near = await this.nearPage(ns, f, after, limit, signal);
     if (near) {
       const seqs = Array.from(near.seqs, String);
-      return { seqs, docs: near.docs.map((d) => d.buf.toString()), more: near.more, last: seqs.length ? seqs[seqs.length - 1]! : '' };
+      return { seqs, docs: near.docs.map((d) => d.buf.toString()), more: near.more, last: lastSeq(near.seqs) };
     }
     const { reply: arr, heavy } = await this.runSearch<string>(ns, f, after, limit, false);
     if (heavy) {
       // the planner in search.lua found every set large: intersect in the worker pool
       const p = await this.intersectPool!.run(heavy, signal);
       const seqs = p.seqs.map(String);
-      return { seqs, docs: p.docs, more: p.more, last: seqs.length ? seqs[seqs.length - 1]! : '' };
+      return { seqs, docs: p.docs, more: p.more, last: lastSeq(p.seqs) };
     }
     const seqs: string[] = [];
     const docs: string[] = [];
@@ -268,11 +273,11 @@ export class Index {
    */
   async searchBody(ns: string, f: FilterSets, after: string, limit: number, signal?: AbortSignal): Promise<PageBody> {
     const near = await this.nearPage(ns, f, after, limit, signal);
-    if (near) return joinPage(near.docs, near.more, near.seqs.length ? String(near.seqs[near.seqs.length - 1]) : '');
+    if (near) return joinPage(near.docs, near.more, lastSeq(near.seqs));
     const { reply: arr, heavy } = await this.runSearch<Buffer>(ns, f, after, limit, true);
     if (heavy) {
       const p = await this.intersectPool!.runBody(heavy, signal);
-      return { body: p.body, more: p.more, last: p.seqs.length ? String(p.seqs[p.seqs.length - 1]) : '', digests: p.digests };
+      return { body: p.body, more: p.more, last: lastSeq(p.seqs), digests: p.digests };
     }
     // { more, last, exhausted, seq1, doc1, ... }: the documents as Buffers, digested here
     const docs: Doc[] = [];
@@ -312,6 +317,11 @@ export class Index {
     const gens = [await this.redis.get(this.keys.gen()), await this.redis.get(this.keys.building())];
     for (const g of gens) if (g) await this.redis.set(this.keys.ver(ns, g), '1', 'NX');
   }
+}
+
+/** The seq a page's next one continues after: its last, "" for an empty page. */
+function lastSeq(seqs: ArrayLike<number>): string {
+  return seqs.length ? String(seqs[seqs.length - 1]) : '';
 }
 
 /** A page from its documents: their bytes joined into its JSON array, and their digests. */
