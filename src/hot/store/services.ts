@@ -332,9 +332,9 @@ export async function loadStatesWhere(c: Client | Pool, where: string, params: u
 export type IndexPageRow = [id: string, ns: string, version: string, seq: string, doc: string, members: string, hdr: string, repl: string];
 
 // Rows with stored index text (idx_doc, idx_members, idx_hdr: every write since migration
-// 0004) are passed through; only the rows without it (written before; the ARRAY of ids of
-// c, p and i) have their details read and their strings built below, so a page of stored rows reads no detail table but
-// replacements. The fallback's rules:
+// 0004) are passed through; only the rows without it (written before; `bare`) have their
+// details read and their strings built below, so a page of stored rows reads no detail
+// table but replacements. The fallback's rules:
 // Every free-form string goes through to_json(text), whose escaping is JSON.stringify's for
 // any text PostgreSQL can hold (", \, \b \f \n \r \t, other controls as \u00xx; nothing
 // else; no lone surrogates or NUL exist in a text value). Capabilities and property keys are
@@ -348,19 +348,22 @@ const INDEX_PAGE = `
 WITH s AS MATERIALIZED (
   SELECT id, ns, seq, version, endpoint, deprecated, deprecated_at, locked, sunset_date, idx_doc, idx_members, idx_hdr
     FROM services WHERE seq > $1 ORDER BY seq LIMIT $2),
+bare AS (
+  -- the page's rows without stored index text: only theirs have their details read
+  SELECT ARRAY(SELECT id FROM s WHERE idx_doc IS NULL OR idx_members IS NULL OR idx_hdr IS NULL) AS ids),
 c AS (
   -- one ordered aggregate (a sort per service): the document's array and the members both come from it
   SELECT service_id, array_agg(capability ORDER BY ord) AS a
-    FROM service_capabilities WHERE service_id = ANY(ARRAY(SELECT id FROM s WHERE idx_doc IS NULL OR idx_members IS NULL OR idx_hdr IS NULL)) GROUP BY service_id),
+    FROM service_capabilities WHERE service_id = ANY((SELECT ids FROM bare)::text[]) GROUP BY service_id),
 p AS (
   SELECT service_id,
          '{' || string_agg('"' || key || '":' || to_json(value)::text, ','
                  ORDER BY CASE WHEN key < ':' AND key ~ '^(0|[1-9][0-9]{0,9})$' AND key::bigint <= 4294967294 THEN key::bigint END,
                           key COLLATE "C") || '}' AS j,
          string_agg(E'\np:' || key || ':' || value, '') AS m
-    FROM service_properties WHERE service_id = ANY(ARRAY(SELECT id FROM s WHERE idx_doc IS NULL OR idx_members IS NULL OR idx_hdr IS NULL)) GROUP BY service_id),
+    FROM service_properties WHERE service_id = ANY((SELECT ids FROM bare)::text[]) GROUP BY service_id),
 i AS (
-  SELECT service_id, device_classes, protocols FROM iot_profiles WHERE service_id = ANY(ARRAY(SELECT id FROM s WHERE idx_doc IS NULL OR idx_members IS NULL OR idx_hdr IS NULL))),
+  SELECT service_id, device_classes, protocols FROM iot_profiles WHERE service_id = ANY((SELECT ids FROM bare)::text[])),
 r AS (
   SELECT x.service_id, string_agg(c.seq::text, ',' ORDER BY x.rank) AS l
     FROM replacements x JOIN services c ON c.id = x.candidate_id
