@@ -26,7 +26,7 @@ export interface IntersectTask {
  * [u32 more][u32 n][n × f64 seqs][digests][text]. The text is the documents joined with "\n"
  * (serialised JSON never holds a raw newline, so the join can be split again), or, for a
  * joined task, the answer's whole JSON array "[doc1,doc2,...]", used as it is; a joined
- * task also carries the documents' digests (n × 16 bytes, docDigest), for the page's ETag.
+ * task also carries the documents' digests (n × 16 bytes, domain/digest.ts), for the page's ETag.
  */
 export function packPage(seqs: Float64Array, parts: Uint8Array[], more: boolean, digests: Uint8Array = new Uint8Array(0)): Uint8Array {
   let size = 0;

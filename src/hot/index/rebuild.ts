@@ -166,7 +166,7 @@ function writePage(redis: RedisClient, keys: Keys, gen: string, page: IndexPageR
 }
 
 /** A run of one namespace's services (seq order) into the building generation: 1, or NOT_INDEXED. */
-export async function writeRun(redis: RedisClient, keys: Keys, gen: string, ns: string, run: IndexPageRow[]): Promise<number> {
+async function writeRun(redis: RedisClient, keys: Keys, gen: string, ns: string, run: IndexPageRow[]): Promise<number> {
   const left: IndexPageRow[] = [];
   for (;;) {
     const r = indexPageReply(await redis.indexPage(...pageArgs(keys, gen, ns, run)));
