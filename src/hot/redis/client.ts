@@ -45,16 +45,23 @@ export function scriptText(file: string): string {
   return readFileSync(join(SCRIPTS_DIR, file), 'utf8').replace(/^--@include ([a-z-]+\.lua)$/gm, (_, lib: string) => readFileSync(join(SCRIPTS_DIR, 'lib', lib), 'utf8'));
 }
 
-/** name-<numKeys>.lua has a fixed key count; name.lua takes numKeys as its first argument. */
+/**
+ * A script file as a command: name-<numKeys>.lua has a fixed key count; name.lua takes
+ * numKeys as its first argument (numberOfKeys undefined). Null for a file of another name.
+ */
+function scriptCommand(file: string): { name: string; lua: string; numberOfKeys: number | undefined } | null {
+  const m = /^([a-z-]+?)(?:-(\d+))?\.lua$/.exec(file);
+  if (!m) return null;
+  return { name: camel(m[1]!), lua: scriptText(file), numberOfKeys: m[2] === undefined ? undefined : Number(m[2]) };
+}
+
 export function loadScripts(client: RedisClient): string[] {
   const names: string[] = [];
   for (const f of readdirSync(SCRIPTS_DIR).filter((x) => x.endsWith('.lua')).sort()) {
-    const m = /^([a-z-]+?)(?:-(\d+))?\.lua$/.exec(f);
-    if (!m) continue;
-    const lua = scriptText(f);
-    const numberOfKeys = m[2] === undefined ? undefined : Number(m[2]);
-    client.defineCommand(camel(m[1]!), numberOfKeys === undefined ? { lua } : { lua, numberOfKeys });
-    names.push(camel(m[1]!));
+    const s = scriptCommand(f);
+    if (!s) continue;
+    client.defineCommand(s.name, s.numberOfKeys === undefined ? { lua: s.lua } : { lua: s.lua, numberOfKeys: s.numberOfKeys });
+    names.push(s.name);
   }
   return names;
 }
@@ -104,10 +111,9 @@ const READ_ONLY_SCRIPTS = ['search.lua', 'near-load-2.lua', 'get-service-1.lua']
 function createClusterReader(cfg: Config): RedisClient {
   const c = createRedis(cfg, { enableAutoPipelining: false }, { scaleReads: 'slave' });
   for (const f of READ_ONLY_SCRIPTS) {
-    const m = /^([a-z-]+?)(?:-(\d+))?\.lua$/.exec(f)!;
-    const lua = scriptText(f);
+    const { name, lua, numberOfKeys } = scriptCommand(f)!;
     const sha = createHash('sha1').update(lua).digest('hex');
-    const keys = m[2] === undefined ? [] : [Number(m[2])];
+    const keys = numberOfKeys === undefined ? [] : [numberOfKeys];
     for (const buffer of [false, true]) {
       const send = (buffer ? c.callBuffer : c.call).bind(c) as (...a: unknown[]) => Promise<unknown>;
       const run = async (...args: (string | number | Buffer)[]) => {
@@ -118,7 +124,7 @@ function createClusterReader(cfg: Config): RedisClient {
           return send('eval_ro', lua, ...keys, ...args);
         }
       };
-      Object.assign(c, { [camel(m[1]!) + (buffer ? 'Buffer' : '')]: run });
+      Object.assign(c, { [name + (buffer ? 'Buffer' : '')]: run });
     }
   }
   return c;
