@@ -64,9 +64,12 @@ async function computed(app: App, req: Req, reply: Reply, ns: string, key: strin
   sendResult(reply, req, common, r);
 }
 
-/** Keep a result; a page after a cursor from its second request on (ResultCache.admitOnSecond). */
-function store(app: App, key: string, ns: string, version: number, deep: boolean, r: CachedResult): void {
-  if (!deep || app.cache.admitOnSecond(key)) app.cache.set(key, ns, version, r);
+/**
+ * Keep a result; a page after a cursor from its second request on (ResultCache.admitOnSecond).
+ * `copy`: the body is a scratch buffer that will be reused, so what is kept is a copy of it.
+ */
+function store(app: App, key: string, ns: string, version: number, deep: boolean, r: CachedResult, copy = false): void {
+  if (!deep || app.cache.admitOnSecond(key)) app.cache.set(key, ns, version, copy ? { ...r, body: Buffer.from(r.body) } : r);
 }
 
 /** A device page's strong ETag: its bytes and its Link (the next page's cursor) together. */
@@ -131,7 +134,7 @@ export function searchServices(app: App, req: Req, reply: Reply, ns: string, com
   if (now) {
     // the body is the index's scratch buffer: sent (uWS copies it) and, if kept, copied
     const r = servicePage(req, c, now);
-    if (!deep || app.cache.admitOnSecond(key)) app.cache.set(key, ns, app.cache.version(ns), { ...r, body: Buffer.from(r.body) });
+    store(app, key, ns, app.cache.version(ns), deep, r, true);
     return sendResult(reply, req, common, r);
   }
   return computed(app, req, reply, ns, key, common, deep, async (signal) => servicePage(req, c, await app.index.searchBody(ns, f, f.after ?? '', f.limit, signal)));
