@@ -17,29 +17,9 @@ import { createPool, type Pool } from '../../src/hot/store/pool.js';
 import { addReplacement, backfillIndexText, createService, deleteService, loadIndexPage, loadIndexStates, newServiceId, patchService } from '../../src/hot/store/services.js';
 import { seedServices } from '../helpers/processes.js';
 import { freshDatabase } from '../helpers/server.js';
+// the same hostile bodies as test/pg/rebuild-bytes.test.ts
+import { serviceBody as body, servicePatch as patch } from '../helpers/arbitraries.js';
 
-const token = fc.oneof(fc.stringMatching(/^[a-z0-9._-]{1,12}$/), fc.constantFrom('0', '1', '10', '007', '4294967294', '4294967295', '__proto__', 'constructor', 'x'.repeat(64)));
-const value = fc
-  .oneof(fc.string({ minLength: 1, maxLength: 40, unit: 'grapheme' }), fc.constantFrom('"', '\\', '\u2028\u2029', '𝄞😀', 'a:b:c', 'x'.repeat(256), 'null'))
-  // eslint-disable-next-line no-control-regex
-  .filter((v) => v.length >= 1 && v.length <= 256 && !/[\u0000-\u001f\u007f-\u009f]/.test(v));
-const endpoint = fc.oneof(fc.constantFrom('https://a.example.com', 'https://a.example.com/p?q="x"&r=\\', 'https://ünï.example/😀', 'https://a.example.com/' + 'x'.repeat(2000)), fc.webUrl());
-const iot = fc.option(fc.record({ deviceClasses: fc.uniqueArray(token, { minLength: 1, maxLength: 3 }), protocols: fc.uniqueArray(token, { minLength: 1, maxLength: 3 }) }), { nil: null });
-const date = fc.option(fc.constantFrom('0001-01-01', '2027-06-30', '2030-02-28', '9999-12-31'), { nil: null });
-const body = fc.record({
-  endpoint,
-  capabilities: fc.uniqueArray(token, { minLength: 1, maxLength: 4 }),
-  properties: fc.dictionary(token, value, { maxKeys: 4 }),
-  iot,
-  deprecated: fc.boolean(),
-  locked: fc.boolean(),
-  sunset_date: date,
-});
-// every field optional: a patch changes any subset
-const patch = fc.record(
-  { endpoint, capabilities: fc.uniqueArray(token, { minLength: 1, maxLength: 4 }), properties: fc.dictionary(token, value, { maxKeys: 4 }), iot, deprecated: fc.boolean(), locked: fc.boolean(), sunset_date: date },
-  { requiredKeys: [] },
-);
 const op = fc.oneof(
   fc.record({ k: fc.constant('create' as const), body }),
   fc.record({ k: fc.constant('patch' as const), i: fc.nat(), body: patch }),

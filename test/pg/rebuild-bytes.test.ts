@@ -15,40 +15,10 @@ import type { RedisClient } from '../../src/hot/redis/client.js';
 import type { Keys } from '../../src/hot/domain/keys.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/processes.js';
+import { date, endpoint, iot, serviceBody, token, value } from '../helpers/arbitraries.js';
 
-const token = fc.oneof(
-  fc.stringMatching(/^[a-z0-9._-]{1,12}$/),
-  // array-index keys come first in a JSON object, numerically; near misses do not
-  fc.constantFrom('0', '1', '2', '10', '007', '4294967294', '4294967295', '99999999999', '__proto__', 'constructor', 'x'.repeat(64)),
-);
-const hostileText = fc.oneof(
-  fc.string({ minLength: 1, maxLength: 40, unit: 'grapheme' }),
-  fc.string({ minLength: 1, maxLength: 40, unit: 'binary' }),
-  fc.constantFrom('"', '\\', '\\"', '\u2028\u2029', '\u007f', '</script>', '{"a":1}', 'ünïcödé', '𝄞😀', 'a:b:c', ' ', 'x'.repeat(256), '\u00a0\ufeff', 'null'),
-);
-// property values: 1-256 chars, no control characters (the API refuses them)
-// eslint-disable-next-line no-control-regex
-const value = hostileText.filter((v) => v.length <= 256 && !/[\u0000-\u001f\u007f-\u009f]/.test(v) && v.length > 0);
-const endpoint = fc.oneof(
-  fc.constantFrom('https://a.example.com', 'http://x', 'https://a.example.com/p?q="x"&r=\\', 'https://ünï.example/😀', 'https://a.example.com/' + 'x'.repeat(2000)),
-  fc.webUrl({ withQueryParameters: true, withFragments: true }),
-);
-const iot = fc.option(fc.record({ deviceClasses: fc.uniqueArray(token, { minLength: 1, maxLength: 4 }), protocols: fc.uniqueArray(token, { minLength: 1, maxLength: 4 }) }), { nil: null });
-const date = fc.option(
-  fc.date({ min: new Date('0001-01-01T00:00:00Z'), max: new Date('9999-12-31T00:00:00Z'), noInvalidDate: true }).map((d) => d.toISOString().slice(0, 10)),
-  { nil: null },
-);
-const service = fc.record({
-  endpoint,
-  capabilities: fc.uniqueArray(token, { minLength: 1, maxLength: 5 }),
-  properties: fc.dictionary(token, value, { maxKeys: 6 }),
-  iot,
-  deprecated: fc.boolean(),
-  locked: fc.boolean(),
-  sunset_date: date,
-});
 const scenario = fc.record({
-  services: fc.array(service, { minLength: 1, maxLength: 14 }),
+  services: fc.array(serviceBody, { minLength: 1, maxLength: 14 }),
   // [service index, fields to change]
   patches: fc.array(fc.tuple(fc.nat(), fc.record({ endpoint, properties: fc.dictionary(token, value, { maxKeys: 4 }), iot, deprecated: fc.boolean(), sunset_date: date }, { requiredKeys: [] })), { maxLength: 4 }),
   // services whose stored index text is removed, as if written before migration 0004
