@@ -109,6 +109,8 @@ export async function redisCommand(port: number, line: string, timeoutMs = 2000)
   });
 }
 
+class RedisStartError extends Error {}
+
 export interface RedisProcess {
   port: number;
   url: string;
@@ -119,21 +121,51 @@ export interface RedisProcess {
   running(): boolean;
 }
 
-/** A throw-away redis-server: no persistence, loopback only, killed by the caller. */
-export async function startRedis(extraArgs: string[] = [], port?: number): Promise<RedisProcess> {
-  const p = port ?? (await freePort());
+/**
+ * A throw-away redis-server: no persistence, loopback only, killed by the caller. Its log is
+ * kept (the last 4 KB): a server that exits before it answers fails at once with that log,
+ * instead of a bare "timed out" (CI has no other way to show why). When the caller gave no
+ * port, a server that dies on start (another process took the port between freePort() and
+ * the bind) is tried again on a fresh port, up to three times.
+ */
+export async function startRedis(extraArgs: string[] | (() => Promise<string[]>) = [], port?: number): Promise<RedisProcess> {
+  let p = port ?? (await freePort());
   let proc: ChildProcess | null = null;
+  const argsFor = async () => (typeof extraArgs === 'function' ? await extraArgs() : extraArgs);
+  let args = await argsFor();
   const start = async () => {
-    const child = spawn('redis-server', ['--port', String(p), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', '/tmp', ...extraArgs], {
-      stdio: 'ignore',
+    const child = spawn('redis-server', ['--port', String(p), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', '/tmp', ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
     });
     proc = child;
-    child.on('exit', () => {
+    let log = '';
+    const keep = (d: Buffer) => {
+      log = (log + d.toString()).slice(-4096);
+    };
+    child.stdout!.on('data', keep);
+    child.stderr!.on('data', keep);
+    let exited: number | string | null = null;
+    child.on('exit', (code, signal) => {
+      exited = code ?? signal ?? 'exit';
       if (proc === child) proc = null;
     });
-    await waitFor(`redis-server on :${p}`, async () => (await redisCommand(p, 'PING')) === '+PONG', 10_000, 50);
+    await waitFor(`redis-server on :${p}`, async () => {
+      if (exited !== null) throw new RedisStartError(`redis-server on :${p} exited (${exited}) before answering; its log:\n${log}`);
+      return (await redisCommand(p, 'PING')) === '+PONG';
+    }, 10_000, 50).catch((e: unknown) => {
+      throw exited !== null ? new RedisStartError(`redis-server on :${p} exited (${exited}) before answering; its log:\n${log}`) : e;
+    });
   };
-  await start();
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await start();
+      break;
+    } catch (e) {
+      if (port !== undefined || !(e instanceof RedisStartError) || attempt >= 3) throw e;
+      p = await freePort();
+      args = await argsFor();
+    }
+  }
   const kill = async () => {
     const c = proc;
     if (!c) return;

@@ -9,13 +9,19 @@
 import t from 'tap';
 import { Cluster, Redis } from 'ioredis';
 import { registerProduction, startTestServer } from '../helpers/server.js';
-import { startRedis, waitFor } from '../helpers/processes.js';
+import { freePort, startRedis, waitFor } from '../helpers/processes.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { ids } from '../helpers/checks.js';
 
 t.test('cluster mode: searches are served by the replica while the primary is stopped', async (t) => {
-  // files of their own in /tmp: a node that loads another's dump.rdb claims its keys' slots
-  const file = (role: string, ext: string) => `registry-test-${process.pid}-${Date.now()}-${role}.${ext}`;
-  const node = (role: string) => ['--cluster-enabled', 'yes', '--cluster-node-timeout', '60000', '--cluster-config-file', file(role, 'conf'), '--dbfilename', file(role, 'rdb')];
+  // A directory of its own (a node that loads another's dump.rdb claims its keys' slots), and
+  // an explicit cluster bus port: the default, port + 10000, was never checked to be free (one
+  // CI run lost its node to that). startRedis retries on fresh ports if a node dies on start.
+  const dir = mkdtempSync(join(tmpdir(), 'registry-cluster-replica-'));
+  const bus: Record<string, number> = {};
+  const node = (role: string) => async () => ['--cluster-enabled', 'yes', '--cluster-port', String((bus[role] = await freePort())), '--cluster-node-timeout', '60000', '--dir', dir, '--cluster-config-file', `${role}-nodes.conf`, '--dbfilename', `${role}.rdb`];
   const primary = await startRedis(node('p'));
   const replica = await startRedis(node('r'));
   const admin = new Redis(primary.url, { maxRetriesPerRequest: 1 });
@@ -29,9 +35,10 @@ t.test('cluster mode: searches are served by the replica while the primary is st
     for (const c of [admin, probe, rep]) c.disconnect();
     await replica.kill();
     await primary.kill();
+    rmSync(dir, { recursive: true, force: true });
   });
   await admin.cluster('ADDSLOTSRANGE', 0, 16383);
-  await rep.cluster('MEET', '127.0.0.1', primary.port);
+  await rep.call('CLUSTER', 'MEET', '127.0.0.1', String(primary.port), String(bus.p)); // the bus port too: MEET assumes port + 10000 otherwise
   const primaryId = String(await admin.cluster('MYID'));
   await waitFor('the replica to know the primary', async () => String(await rep.cluster('NODES')).includes(primaryId));
   await rep.cluster('REPLICATE', primaryId);
