@@ -2,8 +2,8 @@
 // it (and only those), a skipped version drops the namespace, documents fetched across a
 // delta are not kept, read-your-writes gating, and the byte budget.
 import t from 'tap';
-import { NearCache, type Doc } from '../../src/hot/index/near.js';
-import { digested } from '../../src/hot/domain/digest.js';
+import { NearCache } from '../../src/hot/index/near.js';
+import { digestBytes, digested } from '../../src/hot/domain/digest.js';
 
 const B = 'reg:{production}:g1:';
 const delta = (ver: number, oldSeq: number | '', oldMem: string[], newSeq: number | '', newMem: string[]) =>
@@ -91,23 +91,24 @@ t.test('documents: hits, drops by delta, nothing kept across a delta', async (t)
 t.test('synchronous reads: all or nothing, under the same rules as the async ones', async (t) => {
   const n = new NearCache(1 << 20);
   const fetch = async (seqs: number[]) => seqs.map((s) => Buffer.from(`{"s":${s}}`));
-  const out: Doc[] = [];
-  t.notOk(n.documentsNow(B, Float64Array.from([1, 2]), out), 'nothing held: no synchronous page');
+  const now = (seqs: number[]) => n.joinNow(B, Float64Array.from(seqs));
+  t.notOk(now([1, 2]), 'nothing held: no synchronous page');
   await n.documents(B, Float64Array.from([1]), fetch);
-  t.notOk(n.documentsNow(B, Float64Array.from([1, 2]), out), 'one missing: none');
+  t.notOk(now([1, 2]), 'one missing: none');
   await n.documents(B, Float64Array.from([2]), fetch);
-  t.ok(n.documentsNow(B, Float64Array.from([1, 2]), out), 'all held');
-  t.same(out.map((d) => String(d.buf)), ['{"s":1}', '{"s":2}']);
+  const page = now([1, 2]);
+  t.equal(String(page?.body), '[{"s":1},{"s":2}]', 'all held: the page joined');
+  t.same(page?.digests, Buffer.from(digestBytes([digested(Buffer.from('{"s":1}')), digested(Buffer.from('{"s":2}'))])), 'with its digests');
   n.onDelta(delta(2, 2, ['c:a'], 2, ['c:b']));
-  t.notOk(n.documentsNow(B, Float64Array.from([1, 2]), out), 'a delta dropped 2');
-  t.ok(n.documentsNow(B, Float64Array.from([1]), out), '1 is still held');
+  t.notOk(now([1, 2]), 'a delta dropped 2');
+  t.equal(String(now([1])?.body), '[{"s":1}]', '1 is still held');
   const a = loader(1, [1, 2]);
   t.equal(n.setNow(B, 'c:a'), null, 'a set not loaded: none');
   await n.set(B, 'c:a', a.f);
   t.ok(n.setNow(B, 'c:a'), 'loaded: held');
   n.onDelta(delta(9, 5, ['c:a'], 5, ['c:a'])); // a version skipped: everything of B is dead
   t.equal(n.setNow(B, 'c:a'), null, 'after a lost delta: none');
-  t.notOk(n.documentsNow(B, Float64Array.from([1]), out), 'and no document');
+  t.notOk(now([1]), 'and no document');
 });
 
 t.test("read-your-writes: until this thread's own write arrives, not fresh", async (t) => {
@@ -134,20 +135,23 @@ t.test('bounded by bytes: least recently used out', async (t) => {
   t.equal(ls[1]!.calls(), 2, 'the least recently used one went');
 });
 
-t.test('documents: a document read since it was stored survives eviction (second chance)', async (t) => {
+t.test('documents: a chunk read since it was stored survives eviction (second chance)', async (t) => {
+  // documents are held in chunks of 256 consecutive seqs: one document per chunk here
   const doc = Buffer.alloc(100);
   const fetch = async (seqs: number[]) => seqs.map(() => doc);
-  const n = new NearCache(3 * (100 + 280)); // three documents
-  await n.documents(B, Float64Array.from([1, 2, 3]), fetch);
-  await n.documents(B, Float64Array.from([1]), fetch); // 1 read again: marked
+  const n = new NearCache(3 * (100 + 1 + 28 + 640)); // three chunks of one document
+  const seq = (k: number) => 1 + 256 * k;
+  await n.documents(B, Float64Array.from([seq(1), seq(2), seq(3)]), fetch);
+  await n.documents(B, Float64Array.from([seq(1)]), fetch); // 1 read again: marked
   let fetched: number[] = [];
   const watch = async (seqs: number[]) => ((fetched = seqs), fetch(seqs));
-  await n.documents(B, Float64Array.from([4]), watch); // over budget: 2 (unread) goes, not 1
+  await n.documents(B, Float64Array.from([seq(4)]), watch); // over budget: 2 (unread) goes, not 1
   t.ok(n.bytes <= n.maxBytes, 'within budget');
-  await n.documents(B, Float64Array.from([1]), watch);
-  t.same(fetched, [4], 'the document read again stayed');
-  await n.documents(B, Float64Array.from([2]), watch);
-  t.same(fetched, [2], 'the oldest unread one went');
+  t.equal(n.docCount, 3);
+  await n.documents(B, Float64Array.from([seq(1)]), watch);
+  t.same(fetched, [seq(4)], 'the document read again stayed');
+  await n.documents(B, Float64Array.from([seq(2)]), watch);
+  t.same(fetched, [seq(2)], 'the oldest unread one went');
 });
 
 t.test('version check: a copy behind Redis at two checks in a row is dropped; one delta late is not', async (t) => {

@@ -175,7 +175,7 @@ export class Index {
    * run inline (not in the pool). Null otherwise: the caller takes the async path. Nothing
    * can arrive between its reads (deltas are events of this same thread), so the checks
    * nearPage() repeats after its awaits are not needed here; the ones before them are the same.
-   * The body is a view of this thread's scratch buffer, valid until the next call: write it
+   * The body is a view of the near cache's scratch buffer, valid until the next call: write it
    * out (uWS copies what it sends) or copy it before anything else runs.
    */
   nearBodyNow(ns: string, f: FilterSets, after: string, limit: number): PageBody | null {
@@ -195,9 +195,9 @@ export class Index {
     const hits = intersectDense(sets, after === '' ? -1 : Number(after), limit + 1);
     const more = hits.length > limit;
     const seqs = more ? hits.subarray(0, limit) : hits;
-    const docs = new Array<Doc>(seqs.length);
-    if (!near.documentsNow(base, seqs, docs)) return null;
-    return { body: joinDocs(docs, true), more, last: lastSeq(seqs), digests: digestBytes(docs) };
+    const page = near.joinNow(base, seqs);
+    if (!page) return null;
+    return { body: page.body, more, last: lastSeq(seqs), digests: page.digests };
   }
 
   /**
@@ -329,20 +329,14 @@ function joinPage(docs: Doc[], more: boolean, last: string): PageBody {
   return { body: joinDocs(docs), more, last, digests: digestBytes(docs) };
 }
 
-/** Where a synchronous page is joined (nearBodyNow): grown as needed, never shrunk. */
-let scratch = Buffer.allocUnsafeSlow(64 * 1024);
-
 /**
- * A page's JSON array from its documents' bytes: one allocation (none with `inScratch`: a
- * view of the scratch buffer, whose memory stays in the CPU's cache from page to page where
- * a fresh 33 KB buffer per page was an allocation outside the heap's pool and work for the
- * GC), no decoding.
+ * A page's JSON array from its documents' bytes: one allocation, no decoding. (The
+ * synchronous path joins from the near cache's chunks instead: near-docs.ts.)
  */
-function joinDocs(docs: Doc[], inScratch = false): Buffer {
+function joinDocs(docs: Doc[]): Buffer {
   let n = 2 + Math.max(0, docs.length - 1);
   for (const d of docs) n += d.buf.length;
-  if (inScratch && n > scratch.length) scratch = Buffer.allocUnsafeSlow(2 ** Math.ceil(Math.log2(n)));
-  const out = inScratch ? scratch.subarray(0, n) : Buffer.allocUnsafe(n);
+  const out = Buffer.allocUnsafe(n);
   let at = 0;
   out[at++] = 0x5b; // [
   // TypedArray set(), not Buffer copy(): copy() checks its arguments in JS on every call,

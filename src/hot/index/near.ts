@@ -19,6 +19,7 @@
 // - Bounded by bytes (NEAR_CACHE_MB), least recently used out, sets and documents alike.
 
 import { digested, type Doc } from '../domain/digest.js';
+import { NearDocs, type Incoming } from './near-docs.js';
 
 export type { Doc } from '../domain/digest.js';
 
@@ -34,18 +35,6 @@ interface SetEntry {
   /** its namespace's reset count when stored: an older one is dead */
   resets: number;
   bytes: number;
-}
-
-/**
- * docKey = baseId * SEQ_SPAN + seq: exact while seq < 2^33 (8.6 billion services ever
- * registered) and fewer than 2^20 namespace bases are cached between two clear()s
- */
-const SEQ_SPAN = 2 ** 33;
-
-interface DocEntry extends Doc {
-  resets: number;
-  /** read since it was (re)inserted: eviction gives it a second chance (CLOCK) */
-  used: boolean;
 }
 
 interface Delta {
@@ -74,9 +63,6 @@ interface Ns {
 }
 
 const LOG_MAX = 4096;
-// measured: a 330-byte document costs 608 bytes held (Map entry, key string, Buffer object);
-// its digest, four 32-bit integers (fields of the entry), ~32 more
-const DOC_OVERHEAD = 312;
 const SET_OVERHEAD = 256;
 const OVERLAY_ENTRY = 40;
 
@@ -111,25 +97,27 @@ const sizeOf = (e: SetEntry) => SET_OVERHEAD + e.arr.length * 8 + e.overlay.size
 
 export class NearCache {
   private sets = new Map<string, SetEntry>();
-  /**
-   * Documents by a numeric key, docKey(base, seq): a page touches a hundred of them, and a
-   * number hashes without building and flattening a "<base>#<seq>" string for each (that
-   * string key was the largest self time of a cold page in a CPU profile)
-   */
-  private docs = new Map<number, DocEntry>();
-  /** small integer per namespace base (for docKey); forgotten with everything in clear() */
+  /** documents, in chunks of consecutive seqs per namespace (near-docs.ts) */
+  private docs = new NearDocs();
+  /** small integer per namespace base (the documents' namespace key); forgotten with everything in clear() */
   private baseIds = new Map<string, number>();
   private ns = new Map<string, Ns>();
   private loading = new Map<string, Promise<SetEntry | null>>();
   /** bumped by clear(): loads and fetches that began before it keep nothing */
   private cleared = 0;
-  bytes = 0;
+  /** bytes of the sets held (the documents count their own) */
+  private setBytes = 0;
   readonly stats = { setHits: 0, setMisses: 0, docHits: 0, docMisses: 0, deltas: 0, resets: 0, stale: 0 };
 
   /** deltas are flowing: a subscription to them is confirmed (cache/invalidation.ts) */
   private live = false;
 
   constructor(readonly maxBytes: number) {}
+
+  /** bytes held, sets and documents */
+  get bytes(): number {
+    return this.setBytes + this.docs.bytes;
+  }
 
   get enabled(): boolean {
     return this.maxBytes > 0;
@@ -203,8 +191,8 @@ export class NearCache {
     s.epoch++;
     s.log.push(d);
     if (s.log.length > LOG_MAX) s.log.splice(0, s.log.length - LOG_MAX / 2);
-    if (d.oldSeq !== null) this.dropDoc(this.docKey(base, d.oldSeq));
-    if (d.newSeq !== null) this.dropDoc(this.docKey(base, d.newSeq));
+    if (d.oldSeq !== null) this.docs.drop(this.baseId(base), d.oldSeq);
+    if (d.newSeq !== null) this.docs.drop(this.baseId(base), d.newSeq);
     for (const suffix of new Set([...d.oldMembers, ...d.newMembers])) {
       const key = base + suffix;
       const e = this.sets.get(key);
@@ -214,7 +202,7 @@ export class NearCache {
         const before = e.bytes;
         applyTo(e, suffix, d);
         e.bytes = sizeOf(e);
-        this.bytes += e.bytes - before;
+        this.setBytes += e.bytes - before;
       }
     }
     this.evict();
@@ -280,14 +268,14 @@ export class NearCache {
     const old = this.sets.get(key);
     if (old) this.dropSet(key, old);
     this.sets.set(key, e);
-    this.bytes += e.bytes;
+    this.setBytes += e.bytes;
     this.evict();
     return e;
   }
 
   /**
-   * Documents of `seqs` in that order (null: the namespace no longer has it). Misses are
-   * fetched in one call and kept unless a delta of the namespace arrived meanwhile.
+   * Documents of `seqs` (ascending) in that order (null: the namespace no longer has it).
+   * Misses are fetched in one call and kept unless a delta of the namespace arrived meanwhile.
    */
   async documents(base: string, seqs: Float64Array, fetch: (seqs: number[]) => Promise<(Buffer | null)[]>): Promise<(Doc | null)[]> {
     const resets = this.ns.get(base)?.resets ?? 0;
@@ -296,14 +284,9 @@ export class NearCache {
     const missing: number[] = [];
     const at: number[] = [];
     for (let i = 0; i < seqs.length; i++) {
-      const key = id * SEQ_SPAN + seqs[i]!;
-      const d = this.docs.get(key);
-      if (d && d.resets === resets) {
-        // least recently used, approximately (CLOCK): a hit only marks the entry; eviction
-        // moves marked ones to the end instead of dropping them (a hit costs one look-up)
-        d.used = true;
-        out[i] = d;
-      } else {
+      const d = this.docs.get(id, resets, seqs[i]!);
+      if (d) out[i] = d;
+      else {
         missing.push(seqs[i]!);
         at.push(i);
       }
@@ -315,78 +298,52 @@ export class NearCache {
     const cleared = this.cleared;
     const got = await fetch(missing);
     const keep = this.epoch(base) === epoch && (this.ns.get(base)?.resets ?? 0) === resets && this.cleared === cleared;
+    const incoming: Incoming[] = [];
     for (let k = 0; k < missing.length; k++) {
       const d = got[k] ?? null;
       if (!d) continue;
       const doc = digested(d);
       out[at[k]!] = doc;
-      if (keep) {
-        const key = id * SEQ_SPAN + missing[k]!;
-        this.dropDoc(key);
-        // a copy: a slice would pin the whole reply
-        this.docs.set(key, { buf: Buffer.from(d), d0: doc.d0, d1: doc.d1, d2: doc.d2, d3: doc.d3, resets, used: false });
-        this.bytes += d.length + DOC_OVERHEAD;
-      }
+      if (keep) incoming.push({ seq: missing[k]!, doc });
     }
-    if (keep) this.evict();
+    if (incoming.length) {
+      this.docs.insert(this.baseId(base), resets, incoming, this.maxBytes);
+      this.evict();
+    }
     return out;
   }
 
   /**
-   * The documents of `seqs`, in that order, into `out`, if this thread holds every one of
-   * them now: true. False (and `out` unspecified) when one is missing: the caller takes
-   * documents() instead. Entries held are dropped by the delta of any write to their seq, so
-   * a document held is the one the sets held agree with.
+   * The page of `seqs` (ascending) as its JSON array and its documents' digests (16 bytes
+   * each, page order), if this thread holds every document now; null when one is missing:
+   * the caller takes documents() instead. Documents held are dropped by the delta of any
+   * write to their seq, so a document held is the one the sets held agree with. Both are
+   * views of scratch memory, valid until the next call.
    */
-  documentsNow(base: string, seqs: Float64Array, out: Doc[]): boolean {
-    const resets = this.ns.get(base)?.resets ?? 0;
-    const id = this.baseId(base);
-    for (let i = 0; i < seqs.length; i++) {
-      const d = this.docs.get(id * SEQ_SPAN + seqs[i]!);
-      if (!d || d.resets !== resets) return false;
-      out[i] = d;
-    }
-    for (let i = 0; i < seqs.length; i++) (out[i] as DocEntry).used = true;
-    this.stats.docHits += seqs.length;
-    return true;
+  joinNow(base: string, seqs: Float64Array): { body: Buffer; digests: Buffer } | null {
+    const page = this.docs.join(this.baseId(base), this.ns.get(base)?.resets ?? 0, seqs);
+    if (page) this.stats.docHits += seqs.length;
+    return page;
   }
 
   private baseId(base: string): number {
     let id = this.baseIds.get(base);
     if (id === undefined) {
-      if (this.baseIds.size >= 2 ** 20) this.clear(); // keep docKey exact (SEQ_SPAN); never expected
+      if (this.baseIds.size >= 2 ** 20) this.clear(); // (a bound on the map; never expected)
       this.baseIds.set(base, (id = this.baseIds.size));
     }
     return id;
   }
 
-  private docKey(base: string, seq: number): number {
-    return this.baseId(base) * SEQ_SPAN + seq;
-  }
-
-  private dropDoc(key: number): void {
-    const d = this.docs.get(key);
-    if (!d) return;
-    this.docs.delete(key);
-    this.bytes -= d.buf.length + DOC_OVERHEAD;
-  }
-
   private dropSet(key: string, e: SetEntry): void {
     if (this.sets.get(key) !== e) return;
     this.sets.delete(key);
-    this.bytes -= e.bytes;
+    this.setBytes -= e.bytes;
   }
 
   /** Least recently used out until within budget: documents first (cheap to refetch, many). */
   private evict(): void {
-    while (this.bytes > this.maxBytes && this.docs.size) {
-      const [k, d] = this.docs.entries().next().value!;
-      if (d.used) {
-        d.used = false; // a second chance: to the end of the order
-        this.docs.delete(k);
-        this.docs.set(k, d);
-      } else this.dropDoc(k);
-    }
+    while (this.bytes > this.maxBytes && this.docs.evictOne());
     while (this.bytes > this.maxBytes && this.sets.size) {
       const [k, e] = this.sets.entries().next().value!;
       this.dropSet(k, e);
@@ -436,7 +393,7 @@ export class NearCache {
     this.docs.clear();
     this.baseIds.clear();
     this.ns.clear();
-    this.bytes = 0;
+    this.setBytes = 0;
   }
 
   get setCount(): number {
@@ -444,7 +401,7 @@ export class NearCache {
   }
 
   get docCount(): number {
-    return this.docs.size;
+    return this.docs.count;
   }
 }
 

@@ -1,0 +1,153 @@
+// The near cache's document chunks (near-docs.ts) against a model: a Map seq -> bytes per
+// namespace. Random inserts (runs of seqs, some replacing held ones), drops (a write's delta),
+// resets (a lost delta), evictions and clears; after each step, every page asked for is either
+// refused (some document not held) or exactly "[" + the model's documents joined by "," + "]"
+// with the model's digests, and a refused page really has a document the model lacks. Pages
+// cross chunk borders (256 seqs), skip dropped documents between held ones, and hold
+// documents of every length, the empty one included.
+import t from 'tap';
+import fc from 'fast-check';
+import { NearDocs } from '../../src/hot/index/near-docs.js';
+import { digestBytes, digested } from '../../src/hot/domain/digest.js';
+
+const seqArb = fc.integer({ min: 0, max: 600 });
+const docArb = fc.uint8Array({ minLength: 0, maxLength: 40 }).map((a) => Buffer.from(a));
+
+type Op =
+  | { kind: 'insert'; base: number; items: { seq: number; doc: Buffer }[] }
+  | { kind: 'drop'; base: number; seq: number }
+  | { kind: 'reset'; base: number }
+  | { kind: 'evict' }
+  | { kind: 'clear' }
+  | { kind: 'join'; base: number; seqs: number[] }
+  | { kind: 'joinHeld'; base: number; from: number; n: number; skip: boolean[]; ghosts: boolean }
+  | { kind: 'dropHeld'; base: number; k: number };
+
+const baseArb = fc.integer({ min: 0, max: 1 });
+const opArb: fc.Arbitrary<Op> = fc.oneof(
+  { weight: 4, arbitrary: fc.record({ kind: fc.constant('insert' as const), base: baseArb, items: fc.array(fc.record({ seq: seqArb, doc: docArb }), { maxLength: 30 }) }) },
+  {
+    // a page's misses: a run of consecutive seqs
+    weight: 4,
+    arbitrary: fc
+      .tuple(baseArb, seqArb, fc.array(docArb, { maxLength: 120, size: 'medium' }))
+      .map(([base, from, ds]) => ({ kind: 'insert' as const, base, items: ds.map((doc, i) => ({ seq: from + i, doc })) })),
+  },
+  {
+    // a page of what the model holds from `from` on, some of it skipped (a sparse set)
+    weight: 10,
+    arbitrary: fc.record({ kind: fc.constant('joinHeld' as const), base: baseArb, from: seqArb, n: fc.integer({ min: 0, max: 120 }), skip: fc.array(fc.boolean(), { maxLength: 120, size: 'medium' }), ghosts: fc.boolean() }),
+  },
+  // a write to a document held: dropped from the middle of its chunk
+  { weight: 4, arbitrary: fc.record({ kind: fc.constant('dropHeld' as const), base: baseArb, k: fc.nat() }) },
+  { weight: 4, arbitrary: fc.record({ kind: fc.constant('drop' as const), base: baseArb, seq: seqArb }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('reset' as const), base: baseArb }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('evict' as const) }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('clear' as const) }) },
+  {
+    weight: 10,
+    arbitrary: fc.record({
+      kind: fc.constant('join' as const),
+      base: baseArb,
+      // a page: ascending, distinct; dense runs and scattered ones
+      seqs: fc.oneof(
+        fc.tuple(seqArb, fc.integer({ min: 0, max: 120 })).map(([a, n]) => Array.from({ length: n }, (_, i) => a + i)),
+        fc.uniqueArray(seqArb, { maxLength: 60 }).map((a) => a.sort((x, y) => x - y)),
+      ),
+    }),
+  },
+);
+
+t.test('document chunks equal a model under random inserts, drops, resets, evictions and pages', async (t) => {
+  let joins = 0;
+  let refused = 0;
+  fc.assert(
+    fc.property(fc.array(opArb, { minLength: 1, maxLength: 60, size: 'max' }), (ops) => {
+      const docs = new NearDocs();
+      const model = new Map<number, Map<number, Buffer>>();
+      const resets = [0, 0];
+      // what each namespace held before its last reset: pages of it must be refused now
+      const ghosts = new Map<number, number[]>();
+      const held = (b: number) => {
+        let m = model.get(b);
+        if (!m) model.set(b, (m = new Map()));
+        return m;
+      };
+      for (const op of ops) {
+        if (op.kind === 'insert') {
+          // the caller's contract: ascending seqs, each once (a page's misses)
+          const bySeq = new Map(op.items.map((x) => [x.seq, x.doc]));
+          const items = [...bySeq].sort((a, b) => a[0] - b[0]).map(([seq, doc]) => ({ seq, doc: digested(doc) }));
+          docs.insert(op.base, resets[op.base]!, items, Number.POSITIVE_INFINITY);
+          for (const { seq, doc } of items) held(op.base).set(seq, doc.buf);
+        } else if (op.kind === 'dropHeld') {
+          const all = [...held(op.base).keys()];
+          if (!all.length) continue;
+          const seq = all[op.k % all.length]!;
+          docs.drop(op.base, seq);
+          held(op.base).delete(seq);
+        } else if (op.kind === 'drop') {
+          docs.drop(op.base, op.seq);
+          held(op.base).delete(op.seq);
+        } else if (op.kind === 'reset') {
+          resets[op.base]!++;
+          ghosts.set(op.base, [...held(op.base).keys()]);
+          held(op.base).clear();
+        } else if (op.kind === 'evict') {
+          // eviction may take any chunk: forget, in the model, whatever is no longer held
+          docs.evictOne();
+          for (const [b, m] of model) for (const seq of [...m.keys()]) if (!docs.get(b, resets[b]!, seq)) m.delete(seq);
+        } else if (op.kind === 'clear') {
+          docs.clear();
+          model.clear();
+        } else {
+          joins++;
+          const seqs =
+            op.kind === 'join'
+              ? op.seqs
+              : (op.ghosts ? ghosts.get(op.base) ?? [] : [...held(op.base).keys()])
+                  .filter((x) => x >= op.from)
+                  .sort((a, b) => a - b)
+                  .slice(0, op.n)
+                  .filter((_, i) => !op.skip[i]);
+          const page = docs.join(op.base, resets[op.base]!, Float64Array.from(seqs));
+          const want = seqs.map((s) => held(op.base).get(s));
+          if (!page) {
+            refused++;
+            if (want.every((d) => d !== undefined)) throw new Error(`refused a page the model holds: ${seqs.join(',')}`);
+            continue;
+          }
+          if (want.some((d) => d === undefined)) throw new Error(`joined a page with a document the model lacks: ${seqs.join(',')}`);
+          const bufs = want as Buffer[];
+          const body = Buffer.concat([Buffer.from('['), ...bufs.flatMap((d, i) => (i ? [Buffer.from(','), d] : [d])), Buffer.from(']')]);
+          if (!page.body.equals(body)) throw new Error(`body differs for ${seqs.join(',')}`);
+          if (!page.digests.equals(Buffer.from(digestBytes(bufs.map(digested))))) throw new Error(`digests differ for ${seqs.join(',')}`);
+        }
+      }
+      // accounting: once dead chunks are gone (get() drops one it meets), the count is exactly
+      // the documents held, each once
+      let n = 0;
+      for (const b of [0, 1]) for (let seq = 0; seq < 800; seq++) if (docs.get(b, resets[b]!, seq)) n++;
+      if (docs.count !== n) throw new Error(`count ${docs.count}, but ${n} documents are held`);
+    }),
+    { numRuns: 500 },
+  );
+  t.ok(joins > 1000 && refused > 0 && refused < joins, `pages joined and refused (${joins}, ${refused} refused)`);
+});
+
+t.test('a document held is returned with its bytes and digest; one of a dead generation is not', async (t) => {
+  const docs = new NearDocs();
+  const d = digested(Buffer.from('{"a":1}'));
+  docs.insert(7, 0, [{ seq: 300, doc: d }], 1 << 20);
+  t.same(docs.get(7, 0, 300), d);
+  t.equal(docs.get(7, 1, 300), null, 'a reset namespace holds nothing');
+  t.equal(docs.count, 0, 'and its chunk went');
+  t.equal(docs.bytes, 0);
+});
+
+t.test('a chunk larger than the whole budget is not kept', async (t) => {
+  const docs = new NearDocs();
+  docs.insert(1, 0, [{ seq: 1, doc: digested(Buffer.alloc(5000)) }], 4000);
+  t.equal(docs.get(1, 0, 1), null);
+  t.equal(docs.bytes, 0);
+});
