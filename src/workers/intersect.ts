@@ -25,13 +25,20 @@ export function gallop(a: Float64Array, x: number, lo: number): number {
  */
 export function intersectSorted(arrays: Float64Array[], after: number, max: number): Float64Array {
   if (!arrays.length) return new Float64Array(0);
+  if (arrays.length === 1) {
+    // one set: its members from the cursor on, as a view (a set's array never changes in place)
+    const a = arrays[0]!;
+    const i = gallop(a, after + 1e-9, 0);
+    return a.subarray(i, Math.min(a.length, i + Math.max(0, max)));
+  }
   const sorted = [...arrays].sort((a, b) => a.length - b.length);
   const small = sorted[0]!;
   const rest = sorted.slice(1);
   const pos = new Array<number>(rest.length).fill(0);
-  const out: number[] = [];
+  const out = new Float64Array(Math.max(0, Math.min(max, small.length)));
+  let n = 0;
   let i = gallop(small, after + 1e-9, 0);
-  for (; i < small.length && out.length < max; i++) {
+  for (; i < small.length && n < max; i++) {
     const x = small[i]!;
     if (x <= after) continue;
     let all = true;
@@ -39,15 +46,15 @@ export function intersectSorted(arrays: Float64Array[], after: number, max: numb
       const a = rest[j]!;
       const p = gallop(a, x, pos[j]!);
       pos[j] = p;
-      if (p >= a.length) return Float64Array.from(out); // one array exhausted: nothing more
+      if (p >= a.length) return out.subarray(0, n); // one array exhausted: nothing more
       if (a[p] !== x) {
         all = false;
         break;
       }
     }
-    if (all) out.push(x);
+    if (all) out[n++] = x;
   }
-  return Float64Array.from(out);
+  return out.subarray(0, n);
 }
 
 /** A dense set as bits: bit b of words[i] is member (w0 + i) * 32 + b. */
@@ -96,18 +103,19 @@ export function intersectBitmaps(bms: Bitmap[], after: number, max: number): Flo
     if (b.w0 > lo) lo = b.w0;
     if (b.w0 + b.words.length < hi) hi = b.w0 + b.words.length;
   }
-  const out: number[] = [];
-  for (let w = lo; w < hi && out.length < max; w++) {
+  const out = new Float64Array(Math.max(0, max));
+  let n = 0;
+  for (let w = lo; w < hi && n < max; w++) {
     let m = -1;
     for (let j = 0; j < bms.length && m !== 0; j++) m &= bms[j]!.words[w - bms[j]!.w0]!;
-    while (m !== 0 && out.length < max) {
+    while (m !== 0 && n < max) {
       const low = m & -m;
       const x = w * 32 + (31 - Math.clz32(low));
-      if (x > after) out.push(x);
+      if (x > after) out[n++] = x;
       m ^= low;
     }
   }
-  return Float64Array.from(out);
+  return out.subarray(0, n);
 }
 
 /** intersectSorted(), over bitmaps when there are several sets and every one is dense. */
