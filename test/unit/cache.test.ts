@@ -77,3 +77,25 @@ t.test('admitOnSecond: a key is admitted on its second miss; the doorkeeper is b
   t.equal(c.admitOnSecond('b'), false, 'b was forgotten when the doorkeeper filled');
   t.equal(c.admitOnSecond('c'), true);
 });
+
+t.test('admitOnSecond: under churn, a repeat slower than entries live is not admitted', async (t) => {
+  let now = 1_000_000;
+  const c = new ResultCache(2, 10_000, Number.POSITIVE_INFINITY, undefined, () => now);
+  const v = { body: Buffer.from('x'), headers: [], etag: '"x"' };
+  t.equal(c.lifetimeMs, 10_000, 'before any eviction: the TTL');
+  // every insertion evicts an entry stored two ticks before it
+  for (let i = 0; i < 500; i++) {
+    now += 1;
+    c.set(`k${i}`, 'n', c.version('n'), v);
+  }
+  t.ok(c.lifetimeMs < 20, `entries live ~2 ms now (estimate ${c.lifetimeMs.toFixed(1)})`);
+  t.equal(c.admitOnSecond('p'), false, 'first request');
+  now += 100;
+  t.equal(c.admitOnSecond('p'), false, 'a repeat 100 ms later would find its entry gone: not stored');
+  now += 1;
+  t.equal(c.admitOnSecond('p'), true, 'a repeat 1 ms after that: stored');
+  // no more churn: insertions that evict nothing bring the estimate back toward the TTL
+  const roomy = new ResultCache(1000, 10_000, Number.POSITIVE_INFINITY, undefined, () => now);
+  for (let i = 0; i < 300; i++) roomy.set(`k${i}`, 'n', roomy.version('n'), v);
+  t.equal(roomy.lifetimeMs, 10_000);
+});

@@ -19,6 +19,8 @@ type Entry<V> = V & {
   ns: string;
   version: number;
   expires: number;
+  /** when it was stored */
+  at: number;
   /** what sizeOf() said when it was stored */
   bytes: number;
 };
@@ -42,8 +44,14 @@ export class ResultCache<V extends object = CachedResult> {
   readonly flights = new SingleFlight<V>();
   /** sum of the stored entries' sizes */
   bytes = 0;
-  /** keys asked once (admitOnSecond): a doorkeeper, emptied when it reaches maxEntries */
-  private seenOnce = new Set<string>();
+  /** keys asked once (admitOnSecond), with when: a doorkeeper, emptied when it reaches maxEntries */
+  private seenOnce = new Map<string, number>();
+  /**
+   * How long an entry stays, lately (ms): a moving average over insertions of the age of
+   * the entry each one evicted, or of the TTL when it evicted none. Under churn (a cache
+   * full of pages asked for once) it falls far below the TTL.
+   */
+  lifetimeMs: number;
 
   /**
    * Bounded both by entries and by bytes (pages of 100 documents weigh ~30 KB each: 10,000
@@ -54,7 +62,10 @@ export class ResultCache<V extends object = CachedResult> {
     readonly ttlMs: number,
     readonly maxBytes = Number.POSITIVE_INFINITY,
     readonly sizeOf: (v: V) => number = (v) => resultBytes(v as unknown as CachedResult),
-  ) {}
+    private readonly clock: () => number = Date.now,
+  ) {
+    this.lifetimeMs = ttlMs;
+  }
 
   private drop(key: string, e: Entry<V>): void {
     this.entries.delete(key);
@@ -69,7 +80,7 @@ export class ResultCache<V extends object = CachedResult> {
   /** `countMiss` false: a look-up that is retried under another key when it misses */
   get(key: string, ns: string, countMiss = true): V | null {
     const e = this.entries.get(key);
-    if (!e || e.version !== this.version(ns) || e.expires < Date.now()) {
+    if (!e || e.version !== this.version(ns) || e.expires < this.clock()) {
       if (e) this.drop(key, e);
       if (countMiss) this.misses++;
       return null;
@@ -85,23 +96,35 @@ export class ResultCache<V extends object = CachedResult> {
     const old = this.entries.get(key);
     if (old) this.drop(key, old);
     // evict the oldest insertions: cheap, and hot keys are re-inserted on their next miss
+    const now = this.clock();
+    let age = this.ttlMs;
     while (this.entries.size > 0 && (this.entries.size >= this.maxEntries || this.bytes + bytes > this.maxBytes)) {
       const [k, e] = this.entries.entries().next().value!;
+      age = Math.min(age, now - e.at);
       this.drop(k, e);
     }
-    this.entries.set(key, { ...value, ns, version, expires: Date.now() + Math.min(ttlMs, this.ttlMs), bytes } as Entry<V>);
+    this.lifetimeMs += (age - this.lifetimeMs) / 64;
+    this.entries.set(key, { ...value, ns, version, expires: now + Math.min(ttlMs, this.ttlMs), at: now, bytes } as Entry<V>);
     this.bytes += bytes;
   }
 
   /**
-   * Whether to store a result that only a repeat would use: true on a key's second miss.
-   * A page after a cursor is rarely asked twice (a client walks on), so keeping every one
-   * costs an eviction, a retained 30 KB buffer and GC per request for nothing
+   * Whether to store a result that only a repeat would use: true on a key's second miss, when
+   * it came within an entry's recent lifetime of the first. A page after a cursor is rarely
+   * asked twice (a client walks on), so keeping every one costs an eviction, a retained 30 KB
+   * buffer and GC per request for nothing; and when pages are asked at random (every cursor
+   * of a large set, say) a key's repeats come slower than entries are evicted: storing it
+   * would be a copy for an entry gone before its next request.
    */
   admitOnSecond(key: string): boolean {
-    if (this.seenOnce.delete(key)) return true;
+    const now = this.clock();
+    const first = this.seenOnce.get(key);
+    if (first !== undefined) {
+      this.seenOnce.delete(key);
+      if (now - first <= this.lifetimeMs) return true;
+    }
     if (this.seenOnce.size >= this.maxEntries) this.seenOnce.clear();
-    this.seenOnce.add(key);
+    this.seenOnce.set(key, now);
     return false;
   }
 
