@@ -2,7 +2,8 @@
 // raw query and what a client must get for it — ok (served as is), a redirect to an exact
 // Location, or an error (400).
 import t from 'tap';
-import { canonicalize, DEVICES_SPEC, encodeValue, nextQuery, SEARCH_SPEC, toFilters, type QuerySpec } from '../../src/hot/domain/canonical.js';
+import fc from 'fast-check';
+import { canonicalize, CursorMemo, DEVICES_SPEC, encodeValue, nextQuery, nextQueryOf, SEARCH_SPEC, toFilters, type QuerySpec } from '../../src/hot/domain/canonical.js';
 
 type Expect = { ok: true } | { redirect: string } | { error: true } | { invalid: true };
 
@@ -191,4 +192,46 @@ t.test('encodeValue', async (t) => {
     ['\u0000', '%00'],
   ];
   for (const [i, o] of cases) t.equal(encodeValue(i), o, JSON.stringify(i));
+});
+
+t.test('CursorMemo: a paged query it answers is exactly what the full path gives', async (t) => {
+  // queries from a small alphabet of names and values (valid and not, escapes, repeats), so
+  // that the same cursor-less forms come back with other cursors, as paging does
+  const name = fc.constantFrom('after', 'capability', 'deviceClass', 'iotReady', 'limit', 'property', 'protocol', 'foo', 'Capability');
+  const value = fc.constantFrom('a', 'b', 'print', 'Print', 'zone:z1', 'zone:Z', '7', '0', '100', '1001', 'true', 'x%20y', '%zz', '', '5.2', '12', 'é');
+  const query = fc.array(fc.tuple(name, value), { maxLength: 5 }).map((ps) => ps.map(([n, v]) => `${n}=${v}`).join('&'));
+  const cursor = fc.oneof(fc.constantFrom('1', '42', '5.3', '007', '1e3', '-1', '%31', '', '9999999999999999', '1.23456'), fc.string({ maxLength: 6 }));
+  let answered = 0;
+  for (const spec of [SEARCH_SPEC, DEVICES_SPEC]) {
+    const memo = new CursorMemo(64);
+    const full = (raw: string) => {
+      const c = canonicalize(P, raw, spec);
+      if (c.kind !== 'ok') return null;
+      const f = toFilters(c.params, spec);
+      return f.ok ? { canonical: c.canonical, params: c.params, filters: f.filters } : null;
+    };
+    fc.assert(
+      fc.property(query, cursor, fc.boolean(), (q0, cur, withRest) => {
+        // most random queries redirect: follow to their canonical form (as a client does)
+        const c0 = canonicalize(P, q0, spec);
+        const q = c0.kind === 'redirect' ? c0.location.slice(P.length + 1) : q0;
+        const learned = full(q);
+        if (learned) memo.learn(learned);
+        const c2 = full(`after=${cur}`);
+        if (c2) memo.learn(c2);
+        for (const raw of [q, `after=${cur}${withRest && q ? '&' + q : ''}`, learned ? `after=${cur}&${learned.canonical}` : '']) {
+          const hit = memo.lookup(raw);
+          if (!hit) continue;
+          answered++;
+          const want = full(raw);
+          if (!want) throw new Error(`memo answered ${raw}, the full path refuses or redirects it`);
+          if (hit.canonical !== want.canonical) throw new Error(`canonical differs for ${raw}`);
+          if (JSON.stringify(hit.filters) !== JSON.stringify(want.filters)) throw new Error(`filters differ for ${raw}: ${JSON.stringify(hit.filters)} vs ${JSON.stringify(want.filters)}`);
+          if (nextQueryOf(hit, '77') !== nextQuery(want.params, '77')) throw new Error(`next link differs for ${raw}`);
+        }
+      }),
+      { numRuns: 2000 },
+    );
+  }
+  t.ok(answered > 500, `the memo answered ${answered} paged queries, each as the full path does`);
 });

@@ -196,6 +196,61 @@ export function toFilters(params: Params, spec: QuerySpec): FilterResult {
   return { ok: true, filters: f };
 }
 
+/** A canonical query, parsed and validated. */
+export interface Canonical {
+  canonical: string;
+  /** its params (from CursorMemo: without `after`; nextQuery() sets it anyway) */
+  params: Params;
+  filters: Filters;
+  /** from CursorMemo: the canonical query without its cursor (the next page's query is "after=<c>" + it) */
+  rest?: string;
+}
+
+/**
+ * Paging asks one query again and again with only `after` changed. `after` sorts before every
+ * other parameter name of both specs, so a canonical query with a cursor is "after=<cursor>"
+ * or "after=<cursor>&<rest>", where <rest> is itself canonical (the query without its cursor).
+ * The memo keeps the parsed, validated <rest> of queries that took the full path; a later
+ * "after=<c>&<rest>" whose cursor is canonical (digits, as CURSOR_RE; encodeValue and
+ * normalise leave it as it is) is then known canonical and valid without parsing: its filters
+ * are <rest>'s with `after` = c. Anything else (a second `after`, an unknown <rest>, an
+ * escape in the cursor) misses and takes the full path. Bounded: emptied when full.
+ */
+export class CursorMemo {
+  private m = new Map<string, { params: Params; filters: Filters }>();
+
+  constructor(readonly max = 4096) {}
+
+  lookup(raw: string | null): Canonical | null {
+    if (raw === null || !raw.startsWith('after=')) return null;
+    const amp = raw.indexOf('&');
+    const cursor = amp < 0 ? raw.slice(6) : raw.slice(6, amp);
+    if (!CURSOR_RE.test(cursor)) return null;
+    const rest = amp < 0 ? '' : raw.slice(amp + 1);
+    const e = this.m.get(rest);
+    if (!e) return null;
+    return { canonical: raw, params: e.params, filters: { ...e.filters, after: cursor }, rest };
+  }
+
+  /** Keep the cursor-less part of a query that took the full path (and was valid). */
+  learn(c: Canonical): void {
+    if (c.params.get('after')?.length !== 1 || !c.canonical.startsWith('after=')) return;
+    const amp = c.canonical.indexOf('&');
+    const rest = amp < 0 ? '' : c.canonical.slice(amp + 1);
+    if (this.m.has(rest)) return;
+    if (this.m.size >= this.max) this.m.clear();
+    const params: Params = new Map(c.params);
+    params.delete('after');
+    this.m.set(rest, { params, filters: { ...c.filters, after: null } });
+  }
+}
+
+/** The next page's query string: nextQuery(), or from the memo's <rest> without serialising. */
+export function nextQueryOf(c: Canonical, after: string): string {
+  if (c.rest === undefined) return nextQuery(c.params, after);
+  return c.rest ? `after=${after}&${c.rest}` : `after=${after}`;
+}
+
 /** The query string of the next page: the same canonical params with `after` replaced. */
 export function nextQuery(params: Params, after: string): string {
   const next: Params = new Map(params);

@@ -50,9 +50,15 @@ export function digestBytes(docs: readonly Doc[]): Uint8Array {
  */
 export function pageEtag(digests: Uint8Array, link: string): string {
   const n = digests.length;
-  const buf = Buffer.allocUnsafe(n + 1 + Buffer.byteLength(link));
+  // into scratch memory (hashed at once, never kept): no buffer per page
+  const need = n + 1 + link.length * 3;
+  if (need > etagScratch.length) etagScratch = Buffer.allocUnsafeSlow(2 ** Math.ceil(Math.log2(need)));
+  const buf = etagScratch;
   buf.set(digests, 0);
   buf[n] = 0x0a; // \n
-  buf.write(link, n + 1, 'utf8');
-  return '"' + hash('sha256', buf, 'base64url').slice(0, 22) + '"';
+  const len = n + 1 + buf.write(link, n + 1, 'utf8');
+  return '"' + hash('sha256', buf.subarray(0, len), 'base64url').slice(0, 22) + '"';
 }
+
+/** pageEtag()'s input, reused: grown as needed (a UTF-8 byte per UTF-16 unit takes at most 3). */
+let etagScratch = Buffer.allocUnsafeSlow(4096);

@@ -35,8 +35,9 @@ interface Chunk {
   /** where each document starts in `bytes`, and where it ends (its "," is at end) */
   start: Int32Array;
   end: Int32Array;
-  /** each document's digest, 16 bytes */
+  /** each document's digest, 16 bytes; and the same memory as 32-bit words (copied four at a time) */
   dig: Uint8Array;
+  dig32: Int32Array;
   /** read since eviction last passed it */
   used: boolean;
   /** bytes accounted for it */
@@ -51,12 +52,18 @@ export interface Incoming {
 
 const sizeOf = (c: Chunk) => CHUNK_OVERHEAD + c.bytes.length + c.n * PER_DOC;
 
-/** Index of `slot` in c.slots from `from` on (ascending), or -1. */
+/** Index of `slot` in c.slots from `from` on (ascending), or -1: the next one first (a dense page), else by halving. */
 function find(c: Chunk, slot: number, from: number): number {
   const s = c.slots;
-  let i = from;
-  while (i < c.n && s[i]! < slot) i++;
-  return i < c.n && s[i] === slot ? i : -1;
+  if (from < c.n && s[from] === slot) return from;
+  let lo = from;
+  let hi = c.n;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (s[mid]! < slot) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < c.n && s[lo] === slot ? lo : -1;
 }
 
 export class NearDocs {
@@ -73,6 +80,7 @@ export class NearDocs {
   private runTo = new Int32Array(SLOTS);
   private body = Buffer.allocUnsafeSlow(64 * 1024);
   private digs = Buffer.allocUnsafeSlow(SLOTS * DIGEST_BYTES);
+  private digs32 = new Int32Array(this.digs.buffer, this.digs.byteOffset, this.digs.length / 4);
 
   private chunk(base: number, no: number, resets: number): Chunk | undefined {
     const c = this.byBase.get(base)?.get(no);
@@ -139,9 +147,12 @@ export class NearDocs {
     if (seqs.length) len--; // n documents, n - 1 commas
     // pass 2: copy each run (its commas included) and its digests
     if (len > this.body.length) this.body = Buffer.allocUnsafeSlow(2 ** Math.ceil(Math.log2(len)));
-    if (seqs.length * DIGEST_BYTES > this.digs.length) this.digs = Buffer.allocUnsafeSlow(2 ** Math.ceil(Math.log2(seqs.length * DIGEST_BYTES)));
+    if (seqs.length * DIGEST_BYTES > this.digs.length) {
+      this.digs = Buffer.allocUnsafeSlow(2 ** Math.ceil(Math.log2(seqs.length * DIGEST_BYTES)));
+      this.digs32 = new Int32Array(this.digs.buffer, this.digs.byteOffset, this.digs.length / 4);
+    }
     const out = this.body;
-    const dout = this.digs;
+    const d32 = this.digs32;
     let at = 0;
     let dat = 0;
     out[at++] = 0x5b; // [
@@ -149,18 +160,20 @@ export class NearDocs {
       const ch = this.runChunk[r]!;
       const from = this.runFrom[r]!;
       const to = this.runTo[r]!;
-      // through its last document's comma: the separator before the next run, or the "]" spot
+      // through its last document's comma: the separator before the next run, or the "]" spot.
+      // (A Uint8Array over the chunk's memory: cheaper to make than a Buffer's subarray.)
       const a = ch.start[from]!;
       const b = ch.end[to - 1]! + 1;
-      out.set(ch.bytes.subarray(a, b), at);
+      out.set(new Uint8Array(ch.bytes.buffer, ch.bytes.byteOffset + a, b - a), at);
       at += b - a;
-      dout.set(ch.dig.subarray(from * DIGEST_BYTES, to * DIGEST_BYTES), dat);
-      dat += (to - from) * DIGEST_BYTES;
+      // the digests: memory copied as words (the byte order stays as stored)
+      const w = ch.dig32;
+      for (let k = from * 4, e = to * 4; k < e; k++) d32[dat++] = w[k]!;
       this.runChunk[r] = null; // (scratch keeps no chunk alive)
     }
     if (runs) at--; // the last comma
     out[at++] = 0x5d; // ]
-    return { body: out.subarray(0, at), digests: dout.subarray(0, dat) };
+    return { body: out.subarray(0, at), digests: this.digs.subarray(0, dat * 4) };
   }
 
   /** join()'s miss: its scratch keeps no chunk alive. */
@@ -235,7 +248,7 @@ export class NearDocs {
     const n = slots.length;
     let len = 0;
     for (let k = 0; k < n; k++) len += srcB[k]! - srcA[k]! + 1;
-    const c: Chunk = old ?? { base, no, resets, bytes: Buffer.alloc(0), n: 0, slots: new Uint8Array(0), start: new Int32Array(0), end: new Int32Array(0), dig: new Uint8Array(0), used: false, size: 0 };
+    const c: Chunk = old ?? { base, no, resets, bytes: Buffer.alloc(0), n: 0, slots: new Uint8Array(0), start: new Int32Array(0), end: new Int32Array(0), dig: new Uint8Array(0), dig32: new Int32Array(0), used: false, size: 0 };
     const bytes = Buffer.allocUnsafeSlow(len);
     const start = new Int32Array(n);
     const end = new Int32Array(n);
@@ -263,6 +276,7 @@ export class NearDocs {
     c.start = start;
     c.end = end;
     c.dig = dig;
+    c.dig32 = new Int32Array(dig.buffer, dig.byteOffset, dig.length / 4);
     c.size = sizeOf(c);
     if (c.size > maxBytes) {
       if (old) this.dropChunk(old, false);

@@ -1,6 +1,6 @@
 // Search and device queries, shared by GET /services (anonymous or keyed),
 // GET /sandbox/{uuid}/services and GET /devices.
-import { canonicalize, DEVICES_SPEC, nextQuery, SEARCH_SPEC, toFilters, type Filters, type Params } from '../domain/canonical.js';
+import { canonicalize, CursorMemo, DEVICES_SPEC, nextQueryOf, SEARCH_SPEC, toFilters, type Canonical, type Filters } from '../domain/canonical.js';
 import { ApiError, errorBody } from '../domain/errors.js';
 import type { App } from '../app.js';
 import { JSON_TYPE, type Headers, type Reply, type Req } from '../http/route.js';
@@ -10,7 +10,13 @@ import { etagOf, notModified } from '../http/conditional.js';
 import { pageEtag } from '../domain/digest.js';
 import type { PageBody } from '../index/index.js';
 
-type Canon = { params: Params; filters: Filters; canonical: string };
+type Canon = Canonical;
+
+/** Paged queries parsed once per cursor-less form, per spec (CursorMemo). */
+const memos = new Map([
+  [SEARCH_SPEC, new CursorMemo()],
+  [DEVICES_SPEC, new CursorMemo()],
+]);
 
 /**
  * 400 for a query that does not decode or is invalid. It carries the route's own caching
@@ -23,6 +29,9 @@ function badQuery(reply: Reply, message: string, common: Headers): void {
 
 /** Canonical check: answers 302/400 itself and returns null, or returns the filters. */
 export function canonicalOr(reply: Reply, req: Req, spec: typeof SEARCH_SPEC, common: Headers): Canon | null {
+  const memo = memos.get(spec);
+  const known = memo?.lookup(req.query);
+  if (known) return known;
   const c = canonicalize(req.path, req.query, spec);
   if (c.kind === 'error') {
     badQuery(reply, c.message, common);
@@ -37,7 +46,9 @@ export function canonicalOr(reply: Reply, req: Req, spec: typeof SEARCH_SPEC, co
     badQuery(reply, f.message, common);
     return null;
   }
-  return { params: c.params, filters: f.filters, canonical: c.canonical };
+  const out = { params: c.params, filters: f.filters, canonical: c.canonical };
+  memo?.learn(out);
+  return out;
 }
 
 /**
@@ -82,7 +93,7 @@ function withEtag(r: Omit<CachedResult, 'etag'>): CachedResult {
 function servicePage(req: Req, c: Canon, page: PageBody): CachedResult {
   const headers: Headers = [];
   let link = '';
-  if (page.more && page.last) headers.push(['Link', (link = `<${req.path}?${nextQuery(c.params, page.last)}>; rel="next"`)]);
+  if (page.more && page.last) headers.push(['Link', (link = `<${req.path}?${nextQueryOf(c, page.last)}>; rel="next"`)]);
   return { body: page.body, headers, etag: pageEtag(page.digests, link) };
 }
 
@@ -224,7 +235,7 @@ async function deviceBindings(app: App, req: Req, signal: AbortSignal, c: Canon)
     out.length = f.limit;
     const p = pos[f.limit - 1]!;
     const cursor = p.k + 1 < p.n ? `${p.seq}.${p.k + 1}` : p.seq;
-    headers.push(['Link', `<${req.path}?${nextQuery(c.params, cursor)}>; rel="next"`]);
+    headers.push(['Link', `<${req.path}?${nextQueryOf(c, cursor)}>; rel="next"`]);
   }
   return { body: Buffer.from(JSON.stringify(out)), headers };
 }
