@@ -139,7 +139,7 @@ t.test('documents: a chunk read since it was stored survives eviction (second ch
   // documents are held in chunks of 256 consecutive seqs: one document per chunk here
   const doc = Buffer.alloc(100);
   const fetch = async (seqs: number[]) => seqs.map(() => doc);
-  const n = new NearCache(3 * (100 + 1 + 28 + 640)); // three chunks of one document
+  const n = new NearCache(3 * (100 + 1 + 124 + 640)); // three chunks of one document (near-docs.ts: bytes, PER_DOC, CHUNK_OVERHEAD)
   const seq = (k: number) => 1 + 256 * k;
   await n.documents(B, Float64Array.from([seq(1), seq(2), seq(3)]), fetch);
   await n.documents(B, Float64Array.from([seq(1)]), fetch); // 1 read again: marked

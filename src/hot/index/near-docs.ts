@@ -17,8 +17,8 @@ import { DIGEST_BYTES } from '../domain/digest.js';
 const SLOTS = 256;
 /** measured shape of a chunk apart from its documents: the object, four typed arrays, the Map and Set entries */
 const CHUNK_OVERHEAD = 640;
-/** per document held: start, end (4 + 4), slot (1), digest (16), rounded up */
-const PER_DOC = 28;
+/** per document held: start, end (4 + 4), slot (1), digest (16), its view (a Uint8Array: ~96), rounded up */
+const PER_DOC = 124;
 
 interface Chunk {
   /** namespace base id (NearCache.baseId) and chunk number (seq / 256) */
@@ -35,6 +35,11 @@ interface Chunk {
   /** where each document starts in `bytes`, and where it ends (its "," is at end) */
   start: Int32Array;
   end: Int32Array;
+  /**
+   * each document with its comma, as a view of `bytes` made once: a page of a sparse set
+   * copies its documents one by one, and a view made per copy cost twice the copy
+   */
+  views: Uint8Array[];
   /** each document's digest, 16 bytes; and the same memory as 32-bit words (copied four at a time) */
   dig: Uint8Array;
   dig32: Int32Array;
@@ -164,7 +169,7 @@ export class NearDocs {
       // (A Uint8Array over the chunk's memory: cheaper to make than a Buffer's subarray.)
       const a = ch.start[from]!;
       const b = ch.end[to - 1]! + 1;
-      out.set(new Uint8Array(ch.bytes.buffer, ch.bytes.byteOffset + a, b - a), at);
+      out.set(to - from === 1 ? ch.views[from]! : new Uint8Array(ch.bytes.buffer, ch.bytes.byteOffset + a, b - a), at);
       at += b - a;
       // the digests: memory copied as words (the byte order stays as stored)
       const w = ch.dig32;
@@ -248,12 +253,13 @@ export class NearDocs {
     const n = slots.length;
     let len = 0;
     for (let k = 0; k < n; k++) len += srcB[k]! - srcA[k]! + 1;
-    const c: Chunk = old ?? { base, no, resets, bytes: Buffer.alloc(0), n: 0, slots: new Uint8Array(0), start: new Int32Array(0), end: new Int32Array(0), dig: new Uint8Array(0), dig32: new Int32Array(0), used: false, size: 0 };
+    const c: Chunk = old ?? { base, no, resets, bytes: Buffer.alloc(0), n: 0, slots: new Uint8Array(0), start: new Int32Array(0), end: new Int32Array(0), views: [], dig: new Uint8Array(0), dig32: new Int32Array(0), used: false, size: 0 };
     const bytes = Buffer.allocUnsafeSlow(len);
     const start = new Int32Array(n);
     const end = new Int32Array(n);
     const dig = new Uint8Array(n * DIGEST_BYTES);
     const sl = new Uint8Array(n);
+    const views = new Array<Uint8Array>(n);
     let at = 0;
     for (let k = 0; k < n; k++) {
       const a = srcA[k]!;
@@ -263,6 +269,7 @@ export class NearDocs {
       at += b - a;
       end[k] = at;
       bytes[at++] = 0x2c; // ,
+      views[k] = new Uint8Array(bytes.buffer, bytes.byteOffset + start[k]!, at - start[k]!);
       dig.set(srcDig[k]!.subarray(srcDigAt[k]!, srcDigAt[k]! + DIGEST_BYTES), k * DIGEST_BYTES);
       sl[k] = slots[k]!;
     }
@@ -276,6 +283,7 @@ export class NearDocs {
     c.start = start;
     c.end = end;
     c.dig = dig;
+    c.views = views;
     c.dig32 = new Int32Array(dig.buffer, dig.byteOffset, dig.length / 4);
     c.size = sizeOf(c);
     if (c.size > maxBytes) {
@@ -305,6 +313,7 @@ export class NearDocs {
     c.start.copyWithin(i, i + 1, c.n);
     c.end.copyWithin(i, i + 1, c.n);
     c.dig.copyWithin(i * DIGEST_BYTES, (i + 1) * DIGEST_BYTES, c.n * DIGEST_BYTES);
+    c.views.splice(i, 1);
     c.n--;
     this.count--;
   }
