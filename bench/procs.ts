@@ -78,8 +78,14 @@ export interface Child {
   stop(): Promise<void>;
 }
 
-/** node <script> under taskset (when `cpus` is set), stdout+stderr written to `log`. */
+/**
+ * node <script> under taskset (when `cpus` is set), stdout+stderr written to `log`.
+ * BENCH_SERVER_CPU_PROF=<dir>: the server (dist/src/hot/main.js) writes a V8 CPU profile
+ * there (Node refuses --cpu-prof in NODE_OPTIONS).
+ */
 export function spawnNode(script: string, args: string[], env: Record<string, string>, cpus: string | null, log: string, nodeArgs: string[] = []): Child {
+  const prof = process.env.BENCH_SERVER_CPU_PROF;
+  if (prof && script.endsWith('src/hot/main.js') && !nodeArgs.includes('--cpu-prof')) nodeArgs = [...nodeArgs, '--cpu-prof', `--cpu-prof-dir=${prof}`];
   const out = createWriteStream(log, { flags: 'w' });
   const cmd = cpus ? 'taskset' : process.execPath;
   const argv = cpus ? ['-c', cpus, process.execPath, ...nodeArgs, script, ...args] : [...nodeArgs, script, ...args];

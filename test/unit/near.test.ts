@@ -139,7 +139,10 @@ t.test('documents: a chunk read since it was stored survives eviction (second ch
   // documents are held in chunks of 256 consecutive seqs: one document per chunk here
   const doc = Buffer.alloc(100);
   const fetch = async (seqs: number[]) => seqs.map(() => doc);
-  const n = new NearCache(3 * (100 + 1 + 124 + 640)); // three chunks of one document (near-docs.ts: bytes, PER_DOC, CHUNK_OVERHEAD)
+  // what a chunk of one such document weighs (near-docs.ts: its bytes, room, index), measured
+  const probe = new NearCache(1 << 20);
+  await probe.documents(B, Float64Array.from([1]), fetch);
+  const n = new NearCache(3 * probe.bytes); // three chunks of one document
   const seq = (k: number) => 1 + 256 * k;
   await n.documents(B, Float64Array.from([seq(1), seq(2), seq(3)]), fetch);
   await n.documents(B, Float64Array.from([seq(1)]), fetch); // 1 read again: marked

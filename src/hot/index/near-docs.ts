@@ -26,8 +26,13 @@ interface Chunk {
   no: number;
   /** its namespace's reset count when filled: an older one is dead */
   resets: number;
-  /** the documents, in slot order, each followed by "," (and dead bytes of dropped ones) */
+  /**
+   * the documents, each followed by ",": in slot order when the chunk was last rewritten,
+   * later ones appended (and dead bytes of dropped or replaced ones); room after `fill`
+   */
   bytes: Buffer;
+  /** bytes of `bytes` written */
+  fill: number;
   /** documents held */
   n: number;
   /** slot (seq - no * 256) of each document held, ascending */
@@ -55,7 +60,7 @@ export interface Incoming {
   doc: Doc;
 }
 
-const sizeOf = (c: Chunk) => CHUNK_OVERHEAD + c.bytes.length + c.n * PER_DOC;
+const sizeOf = (c: Chunk) => CHUNK_OVERHEAD + c.bytes.length + c.slots.length * PER_DOC;
 
 /** Index of `slot` in c.slots from `from` on (ascending), or -1: the next one first (a dense page), else by halving. */
 function find(c: Chunk, slot: number, from: number): number {
@@ -94,6 +99,13 @@ export class NearDocs {
       return undefined;
     }
     return c;
+  }
+
+  /** Whether the document of `seq` is held. */
+  has(base: number, resets: number, seq: number): boolean {
+    const no = Math.floor(seq / SLOTS);
+    const c = this.chunk(base, no, resets);
+    return !!c && find(c, seq - no * SLOTS, 0) >= 0;
   }
 
   /** One document (a view of its chunk's bytes, which never change in place), or null. */
@@ -199,18 +211,56 @@ export class NearDocs {
 
   /**
    * Put documents into their chunks (`docs` in ascending seq order; a seq already held is
-   * replaced). Each chunk touched is rewritten once, in slot order, dropping dead bytes.
-   * Returns false for a chunk that would not fit `maxBytes` at all (it is not kept).
+   * replaced). A few documents for a chunk with room are appended to it and indexed (a page
+   * of a sparse set touches a hundred chunks, one document each: rewriting each would copy
+   * whole chunks per page); otherwise the chunk is rewritten once, in slot order, without its
+   * dead bytes and with room for more. A chunk that would not fit `maxBytes` is not kept.
    */
   insert(base: number, resets: number, docs: Incoming[], maxBytes: number): void {
     let i = 0;
     while (i < docs.length) {
       const no = Math.floor(docs[i]!.seq / SLOTS);
       let j = i + 1;
-      while (j < docs.length && Math.floor(docs[j]!.seq / SLOTS) === no) j++;
-      this.merge(base, no, resets, docs, i, j, maxBytes);
+      let len = docs[i]!.doc.buf.length + 1;
+      while (j < docs.length && Math.floor(docs[j]!.seq / SLOTS) === no) len += docs[j++]!.doc.buf.length + 1;
+      const c = this.chunk(base, no, resets);
+      if (c && (j - i) * 4 <= c.n && c.fill + len <= c.bytes.length && c.n + (j - i) <= c.slots.length) {
+        for (let k = i; k < j; k++) this.append(c, docs[k]!.seq - no * SLOTS, docs[k]!.doc);
+      } else this.merge(base, no, resets, docs, i, j, maxBytes);
       i = j;
     }
+  }
+
+  /** One document into a chunk with room for it (insert() checked): its bytes at the end, its entry in slot order. */
+  private append(c: Chunk, slot: number, doc: Doc): void {
+    let lo = 0;
+    let hi = c.n;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (c.slots[mid]! < slot) lo = mid + 1;
+      else hi = mid;
+    }
+    const i = lo;
+    if (i >= c.n || c.slots[i] !== slot) {
+      // a new entry at i: the ones after it move up (a replaced one keeps its place; its old bytes are dead)
+      c.slots.copyWithin(i + 1, i, c.n);
+      c.start.copyWithin(i + 1, i, c.n);
+      c.end.copyWithin(i + 1, i, c.n);
+      c.dig.copyWithin((i + 1) * DIGEST_BYTES, i * DIGEST_BYTES, c.n * DIGEST_BYTES);
+      c.views.splice(i, 0, c.views[0]!);
+      c.n++;
+      this.count++;
+    }
+    const buf = doc.buf;
+    const at = c.fill;
+    c.bytes.set(buf, at);
+    c.bytes[at + buf.length] = 0x2c; // ,
+    c.fill = at + buf.length + 1;
+    c.slots[i] = slot;
+    c.start[i] = at;
+    c.end[i] = at + buf.length;
+    c.views[i] = new Uint8Array(c.bytes.buffer, c.bytes.byteOffset + at, buf.length + 1);
+    writeDigest(c.dig, i * DIGEST_BYTES, doc);
   }
 
   private merge(base: number, no: number, resets: number, docs: Incoming[], from: number, to: number, maxBytes: number): void {
@@ -253,12 +303,16 @@ export class NearDocs {
     const n = slots.length;
     let len = 0;
     for (let k = 0; k < n; k++) len += srcB[k]! - srcA[k]! + 1;
-    const c: Chunk = old ?? { base, no, resets, bytes: Buffer.alloc(0), n: 0, slots: new Uint8Array(0), start: new Int32Array(0), end: new Int32Array(0), views: [], dig: new Uint8Array(0), dig32: new Int32Array(0), used: false, size: 0 };
-    const bytes = Buffer.allocUnsafeSlow(len);
-    const start = new Int32Array(n);
-    const end = new Int32Array(n);
-    const dig = new Uint8Array(n * DIGEST_BYTES);
-    const sl = new Uint8Array(n);
+    // room for more documents of a chunk not yet full: half as many again, at their mean size
+    const more = Math.min(SLOTS - n, (n >>> 1) + 4);
+    const cap = n + more;
+    const room = Math.ceil((len / Math.max(1, n)) * more);
+    const c: Chunk = old ?? { base, no, resets, bytes: Buffer.alloc(0), fill: 0, n: 0, slots: new Uint8Array(0), start: new Int32Array(0), end: new Int32Array(0), views: [], dig: new Uint8Array(0), dig32: new Int32Array(0), used: false, size: 0 };
+    const bytes = Buffer.allocUnsafeSlow(len + room);
+    const start = new Int32Array(cap);
+    const end = new Int32Array(cap);
+    const dig = new Uint8Array(cap * DIGEST_BYTES);
+    const sl = new Uint8Array(cap);
     const views = new Array<Uint8Array>(n);
     let at = 0;
     for (let k = 0; k < n; k++) {
@@ -278,6 +332,7 @@ export class NearDocs {
       this.count -= old.n;
     }
     c.bytes = bytes;
+    c.fill = len;
     c.n = n;
     c.slots = sl;
     c.start = start;

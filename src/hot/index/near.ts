@@ -314,6 +314,34 @@ export class NearCache {
   }
 
   /**
+   * Make every document of `seqs` held: the missing ones fetched in one call and kept. True
+   * when all are held now; false when one could not be (gone from the namespace, or a delta
+   * arrived during the fetch: nothing fetched is kept then). No document object is made for
+   * the ones already held (the async page then joins with joinNow(), as the sync one does).
+   */
+  async fill(base: string, seqs: Float64Array, fetch: (seqs: number[]) => Promise<(Buffer | null)[]>): Promise<boolean> {
+    const resets = this.ns.get(base)?.resets ?? 0;
+    const id = this.baseId(base);
+    const missing: number[] = [];
+    for (let i = 0; i < seqs.length; i++) if (!this.docs.has(id, resets, seqs[i]!)) missing.push(seqs[i]!);
+    this.stats.docMisses += missing.length;
+    if (!missing.length) return true;
+    const epoch = this.epoch(base);
+    const cleared = this.cleared;
+    const got = await fetch(missing);
+    if (this.epoch(base) !== epoch || (this.ns.get(base)?.resets ?? 0) !== resets || this.cleared !== cleared) return false;
+    const incoming: Incoming[] = [];
+    for (let k = 0; k < missing.length; k++) {
+      const d = got[k];
+      if (!d) return false;
+      incoming.push({ seq: missing[k]!, doc: digested(d) });
+    }
+    this.docs.insert(this.baseId(base), resets, incoming, this.maxBytes);
+    this.evict();
+    return true;
+  }
+
+  /**
    * The page of `seqs` (ascending) as its JSON array and its documents' digests (16 bytes
    * each, page order), if this thread holds every document now; null when one is missing:
    * the caller takes documents() instead. Documents held are dropped by the delta of any
