@@ -15,10 +15,27 @@ import type { Doc } from '../domain/digest.js';
 import { DIGEST_BYTES } from '../domain/digest.js';
 
 const SLOTS = 256;
-/** measured shape of a chunk apart from its documents: the object, four typed arrays, the Map and Set entries */
-const CHUNK_OVERHEAD = 640;
-/** per document held: start, end (4 + 4), slot (1), digest (16), its view (a Uint8Array: ~96), rounded up */
-const PER_DOC = 124;
+/** measured shape of a chunk apart from its documents: the object, its arrays, its Set entry */
+const CHUNK_OVERHEAD = 600;
+/** per document held: its index entry (M words), its view (a Uint8Array: ~96), rounded up */
+const PER_DOC = 128;
+/**
+ * A chunk's index: M 32-bit words per document, side by side, so that finding a document,
+ * its bytes and its digest reads one cache line (four separate arrays were four misses a
+ * document at 1M services): slot, start, end (its "," is at end), then its digest as four
+ * words whose bytes in memory are the digest's 16 bytes (copied as words into a page's
+ * digest list, which is those bytes: digestBytes()'s layout).
+ */
+const M = 8;
+const SLOT = 0;
+const START = 1;
+const END = 2;
+const DIG = 3;
+/** the platform's byte order: a digest word is stored byte-swapped on a little-endian one */
+const LITTLE = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+const swap = (x: number) => ((x & 0xff) << 24) | ((x & 0xff00) << 8) | ((x >>> 8) & 0xff00) | (x >>> 24);
+/** a digest integer (Doc.d0..d3) as the word whose memory is its big-endian bytes, and back */
+const toWord = LITTLE ? swap : (x: number) => x;
 
 interface Chunk {
   /** namespace base id (NearCache.baseId) and chunk number (seq / 256) */
@@ -33,21 +50,16 @@ interface Chunk {
   bytes: Buffer;
   /** bytes of `bytes` written */
   fill: number;
-  /** documents held */
+  /** documents held, and room in the index */
   n: number;
-  /** slot (seq - no * 256) of each document held, ascending */
-  slots: Uint8Array;
-  /** where each document starts in `bytes`, and where it ends (its "," is at end) */
-  start: Int32Array;
-  end: Int32Array;
+  cap: number;
+  /** the index: M words per document, in slot order (see M) */
+  meta: Int32Array;
   /**
    * each document with its comma, as a view of `bytes` made once: a page of a sparse set
    * copies its documents one by one, and a view made per copy cost twice the copy
    */
   views: Uint8Array[];
-  /** each document's digest, 16 bytes; and the same memory as 32-bit words (copied four at a time) */
-  dig: Uint8Array;
-  dig32: Int32Array;
   /** read since eviction last passed it */
   used: boolean;
   /** bytes accounted for it */
@@ -60,25 +72,31 @@ export interface Incoming {
   doc: Doc;
 }
 
-const sizeOf = (c: Chunk) => CHUNK_OVERHEAD + c.bytes.length + c.slots.length * PER_DOC;
+const sizeOf = (c: Chunk) => CHUNK_OVERHEAD + c.bytes.length + c.cap * PER_DOC;
 
-/** Index of `slot` in c.slots from `from` on (ascending), or -1: the next one first (a dense page), else by halving. */
-function find(c: Chunk, slot: number, from: number): number {
-  const s = c.slots;
-  if (from < c.n && s[from] === slot) return from;
+/** First index from `from` on whose slot is >= `slot` (c.n when none). */
+function lowerBound(c: Chunk, slot: number, from: number): number {
+  const m = c.meta;
+  if (from < c.n && m[from * M + SLOT]! >= slot && (from === 0 || m[(from - 1) * M + SLOT]! < slot)) return from;
   let lo = from;
   let hi = c.n;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    if (s[mid]! < slot) lo = mid + 1;
+    if (m[mid * M + SLOT]! < slot) lo = mid + 1;
     else hi = mid;
   }
-  return lo < c.n && s[lo] === slot ? lo : -1;
+  return lo;
+}
+
+/** Index of `slot` from `from` on, or -1: the next one first (a dense page), else by halving. */
+function find(c: Chunk, slot: number, from: number): number {
+  const i = lowerBound(c, slot, from);
+  return i < c.n && c.meta[i * M + SLOT] === slot ? i : -1;
 }
 
 export class NearDocs {
-  /** chunks by namespace base id, then by chunk number */
-  private byBase = new Map<number, Map<number, Chunk>>();
+  /** chunks by namespace base id, then by chunk number (an array: one read, where a Map was a hash look-up) */
+  private byBase = new Map<number, (Chunk | undefined)[]>();
   /** every chunk, oldest insertion first (eviction order) */
   private order = new Set<Chunk>();
   bytes = 0;
@@ -93,7 +111,7 @@ export class NearDocs {
   private digs32 = new Int32Array(this.digs.buffer, this.digs.byteOffset, this.digs.length / 4);
 
   private chunk(base: number, no: number, resets: number): Chunk | undefined {
-    const c = this.byBase.get(base)?.get(no);
+    const c = this.byBase.get(base)?.[no];
     if (c && c.resets !== resets) {
       this.dropChunk(c);
       return undefined;
@@ -116,10 +134,9 @@ export class NearDocs {
     const i = find(c, seq - no * SLOTS, 0);
     if (i < 0) return null;
     c.used = true;
-    const d = c.dig;
-    const at = i * DIGEST_BYTES;
-    const int = (k: number) => (d[at + k]! << 24) | (d[at + k + 1]! << 16) | (d[at + k + 2]! << 8) | d[at + k + 3]!;
-    return { buf: c.bytes.subarray(c.start[i]!, c.end[i]!), d0: int(0), d1: int(4), d2: int(8), d3: int(12) };
+    const m = c.meta;
+    const at = i * M;
+    return { buf: c.bytes.subarray(m[at + START]!, m[at + END]!), d0: toWord(m[at + DIG]!), d1: toWord(m[at + DIG + 1]!), d2: toWord(m[at + DIG + 2]!), d3: toWord(m[at + DIG + 3]!) };
   }
 
   /**
@@ -140,7 +157,7 @@ export class NearDocs {
       const seq = seqs[k]!;
       const no = Math.floor(seq / SLOTS);
       if (no !== cno) {
-        c = map!.get(no);
+        c = map![no];
         if (!c || c.resets !== resets) return this.forget(runs);
         c.used = true;
         cno = no;
@@ -150,7 +167,10 @@ export class NearDocs {
       if (i < 0) return this.forget(runs);
       ci = i + 1;
       // the same run when the previous document of the page is this one's neighbour in its chunk
-      if (runs && this.runChunk[runs - 1] === c && this.runTo[runs - 1] === i && c!.start[i] === c!.end[i - 1]! + 1) {
+      const m = c!.meta;
+      const st = m[i * M + START]!;
+      const en = m[i * M + END]!;
+      if (runs && this.runChunk[runs - 1] === c && this.runTo[runs - 1] === i && st === m[(i - 1) * M + END]! + 1) {
         this.runTo[runs - 1] = i + 1;
       } else {
         if (runs === this.runFrom.length) this.growRuns();
@@ -159,7 +179,7 @@ export class NearDocs {
         this.runTo[runs] = i + 1;
         runs++;
       }
-      len += c!.end[i]! - c!.start[i]! + 1;
+      len += en - st + 1;
     }
     if (seqs.length) len--; // n documents, n - 1 commas
     // pass 2: copy each run (its commas included) and its digests
@@ -179,13 +199,18 @@ export class NearDocs {
       const to = this.runTo[r]!;
       // through its last document's comma: the separator before the next run, or the "]" spot.
       // (A Uint8Array over the chunk's memory: cheaper to make than a Buffer's subarray.)
-      const a = ch.start[from]!;
-      const b = ch.end[to - 1]! + 1;
+      const m = ch.meta;
+      const a = m[from * M + START]!;
+      const b = m[(to - 1) * M + END]! + 1;
       out.set(to - from === 1 ? ch.views[from]! : new Uint8Array(ch.bytes.buffer, ch.bytes.byteOffset + a, b - a), at);
       at += b - a;
       // the digests: memory copied as words (the byte order stays as stored)
-      const w = ch.dig32;
-      for (let k = from * 4, e = to * 4; k < e; k++) d32[dat++] = w[k]!;
+      for (let k = from * M + DIG, e = to * M + DIG; k < e; k += M) {
+        d32[dat++] = m[k]!;
+        d32[dat++] = m[k + 1]!;
+        d32[dat++] = m[k + 2]!;
+        d32[dat++] = m[k + 3]!;
+      }
       this.runChunk[r] = null; // (scratch keeps no chunk alive)
     }
     if (runs) at--; // the last comma
@@ -224,7 +249,7 @@ export class NearDocs {
       let len = docs[i]!.doc.buf.length + 1;
       while (j < docs.length && Math.floor(docs[j]!.seq / SLOTS) === no) len += docs[j++]!.doc.buf.length + 1;
       const c = this.chunk(base, no, resets);
-      if (c && (j - i) * 4 <= c.n && c.fill + len <= c.bytes.length && c.n + (j - i) <= c.slots.length) {
+      if (c && (j - i) * 4 <= c.n && c.fill + len <= c.bytes.length && c.n + (j - i) <= c.cap) {
         for (let k = i; k < j; k++) this.append(c, docs[k]!.seq - no * SLOTS, docs[k]!.doc);
       } else this.merge(base, no, resets, docs, i, j, maxBytes);
       i = j;
@@ -233,20 +258,11 @@ export class NearDocs {
 
   /** One document into a chunk with room for it (insert() checked): its bytes at the end, its entry in slot order. */
   private append(c: Chunk, slot: number, doc: Doc): void {
-    let lo = 0;
-    let hi = c.n;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (c.slots[mid]! < slot) lo = mid + 1;
-      else hi = mid;
-    }
-    const i = lo;
-    if (i >= c.n || c.slots[i] !== slot) {
+    const i = lowerBound(c, slot, 0);
+    const m = c.meta;
+    if (i >= c.n || m[i * M + SLOT] !== slot) {
       // a new entry at i: the ones after it move up (a replaced one keeps its place; its old bytes are dead)
-      c.slots.copyWithin(i + 1, i, c.n);
-      c.start.copyWithin(i + 1, i, c.n);
-      c.end.copyWithin(i + 1, i, c.n);
-      c.dig.copyWithin((i + 1) * DIGEST_BYTES, i * DIGEST_BYTES, c.n * DIGEST_BYTES);
+      m.copyWithin((i + 1) * M, i * M, c.n * M);
       c.views.splice(i, 0, c.views[0]!);
       c.n++;
       this.count++;
@@ -256,90 +272,73 @@ export class NearDocs {
     c.bytes.set(buf, at);
     c.bytes[at + buf.length] = 0x2c; // ,
     c.fill = at + buf.length + 1;
-    c.slots[i] = slot;
-    c.start[i] = at;
-    c.end[i] = at + buf.length;
     c.views[i] = new Uint8Array(c.bytes.buffer, c.bytes.byteOffset + at, buf.length + 1);
-    writeDigest(c.dig, i * DIGEST_BYTES, doc);
+    entry(m, i, slot, at, at + buf.length, doc);
   }
 
   private merge(base: number, no: number, resets: number, docs: Incoming[], from: number, to: number, maxBytes: number): void {
     const old = this.chunk(base, no, resets);
-    // the merged list: old documents and new ones by slot (a new one replaces an old one)
-    const srcBuf: Buffer[] = [];
-    const srcA: number[] = [];
-    const srcB: number[] = [];
-    const srcDig: Uint8Array[] = [];
-    const srcDigAt: number[] = [];
-    const slots: number[] = [];
+    // the merged list, by slot: old documents (index oi) and new ones (ni); a new one replaces an old one
+    const oldN = old ? old.n : 0;
+    const om = old?.meta;
+    const pick: number[] = []; // >= 0: old index; < 0: -(new index) - 1
+    let len = 0;
     let oi = 0;
     let ni = from;
-    const fresh = new Uint8Array(to - from === 0 ? 0 : (to - from) * DIGEST_BYTES);
-    for (let k = from; k < to; k++) writeDigest(fresh, (k - from) * DIGEST_BYTES, docs[k]!.doc);
-    const oldN = old ? old.n : 0;
     while (oi < oldN || ni < to) {
-      const os = oi < oldN ? old!.slots[oi]! : SLOTS;
+      const os = oi < oldN ? om![oi * M + SLOT]! : SLOTS;
       const ns = ni < to ? docs[ni]!.seq - no * SLOTS : SLOTS;
       if (ns <= os) {
-        const d = docs[ni]!.doc.buf;
-        srcBuf.push(d);
-        srcA.push(0);
-        srcB.push(d.length);
-        srcDig.push(fresh);
-        srcDigAt.push((ni - from) * DIGEST_BYTES);
-        slots.push(ns);
+        pick.push(-ni - 1);
+        len += docs[ni]!.doc.buf.length + 1;
         ni++;
         if (ns === os) oi++;
       } else {
-        srcBuf.push(old!.bytes);
-        srcA.push(old!.start[oi]!);
-        srcB.push(old!.end[oi]!);
-        srcDig.push(old!.dig);
-        srcDigAt.push(oi * DIGEST_BYTES);
-        slots.push(os);
+        pick.push(oi);
+        len += om![oi * M + END]! - om![oi * M + START]! + 1;
         oi++;
       }
     }
-    const n = slots.length;
-    let len = 0;
-    for (let k = 0; k < n; k++) len += srcB[k]! - srcA[k]! + 1;
+    const n = pick.length;
     // room for more documents of a chunk not yet full: half as many again, at their mean size
     const more = Math.min(SLOTS - n, (n >>> 1) + 4);
     const cap = n + more;
     const room = Math.ceil((len / Math.max(1, n)) * more);
-    const c: Chunk = old ?? { base, no, resets, bytes: Buffer.alloc(0), fill: 0, n: 0, slots: new Uint8Array(0), start: new Int32Array(0), end: new Int32Array(0), views: [], dig: new Uint8Array(0), dig32: new Int32Array(0), used: false, size: 0 };
     const bytes = Buffer.allocUnsafeSlow(len + room);
-    const start = new Int32Array(cap);
-    const end = new Int32Array(cap);
-    const dig = new Uint8Array(cap * DIGEST_BYTES);
-    const sl = new Uint8Array(cap);
+    const meta = new Int32Array(cap * M);
     const views = new Array<Uint8Array>(n);
     let at = 0;
     for (let k = 0; k < n; k++) {
-      const a = srcA[k]!;
-      const b = srcB[k]!;
-      start[k] = at;
-      bytes.set(srcBuf[k]!.subarray(a, b), at);
-      at += b - a;
-      end[k] = at;
+      const p = pick[k]!;
+      const begin = at;
+      if (p >= 0) {
+        const a = om![p * M + START]!;
+        const e = om![p * M + END]!;
+        bytes.set(new Uint8Array(old!.bytes.buffer, old!.bytes.byteOffset + a, e - a), at);
+        at += e - a;
+        meta.set(om!.subarray(p * M, p * M + M), k * M);
+        meta[k * M + START] = begin;
+        meta[k * M + END] = at;
+      } else {
+        const d = docs[-p - 1]!;
+        bytes.set(d.doc.buf, at);
+        at += d.doc.buf.length;
+        entry(meta, k, d.seq - no * SLOTS, begin, at, d.doc);
+      }
       bytes[at++] = 0x2c; // ,
-      views[k] = new Uint8Array(bytes.buffer, bytes.byteOffset + start[k]!, at - start[k]!);
-      dig.set(srcDig[k]!.subarray(srcDigAt[k]!, srcDigAt[k]! + DIGEST_BYTES), k * DIGEST_BYTES);
-      sl[k] = slots[k]!;
+      views[k] = new Uint8Array(bytes.buffer, bytes.byteOffset + begin, at - begin);
     }
     if (old) {
       this.bytes -= old.size;
       this.count -= old.n;
     }
+    const c: Chunk = old ?? { base, no, resets, bytes, fill: 0, n: 0, cap: 0, meta, views, used: false, size: 0 };
     c.bytes = bytes;
     c.fill = len;
     c.n = n;
-    c.slots = sl;
-    c.start = start;
-    c.end = end;
-    c.dig = dig;
+    c.cap = cap;
+    c.meta = meta;
     c.views = views;
-    c.dig32 = new Int32Array(dig.buffer, dig.byteOffset, dig.length / 4);
     c.size = sizeOf(c);
     if (c.size > maxBytes) {
       if (old) this.dropChunk(old, false);
@@ -348,9 +347,9 @@ export class NearDocs {
     this.bytes += c.size;
     this.count += n;
     if (!old) {
-      let m = this.byBase.get(base);
-      if (!m) this.byBase.set(base, (m = new Map()));
-      m.set(no, c);
+      let arr = this.byBase.get(base);
+      if (!arr) this.byBase.set(base, (arr = []));
+      arr[no] = c;
       this.order.add(c);
     }
   }
@@ -358,16 +357,13 @@ export class NearDocs {
   /** A write changed the document of `seq`: it is no longer held. */
   drop(base: number, seq: number): void {
     const no = Math.floor(seq / SLOTS);
-    const c = this.byBase.get(base)?.get(no);
+    const c = this.byBase.get(base)?.[no];
     if (!c) return;
     const i = find(c, seq - no * SLOTS, 0);
     if (i < 0) return;
     if (c.n === 1) return this.dropChunk(c);
     // out of the index; its bytes stay (counted) until the chunk is rewritten or evicted
-    c.slots.copyWithin(i, i + 1, c.n);
-    c.start.copyWithin(i, i + 1, c.n);
-    c.end.copyWithin(i, i + 1, c.n);
-    c.dig.copyWithin(i * DIGEST_BYTES, (i + 1) * DIGEST_BYTES, c.n * DIGEST_BYTES);
+    c.meta.copyWithin(i * M, (i + 1) * M, c.n * M);
     c.views.splice(i, 1);
     c.n--;
     this.count--;
@@ -389,10 +385,9 @@ export class NearDocs {
   }
 
   private dropChunk(c: Chunk, accounted = true): void {
-    const m = this.byBase.get(c.base);
-    if (m?.get(c.no) !== c) return;
-    m.delete(c.no);
-    if (!m.size) this.byBase.delete(c.base);
+    const arr = this.byBase.get(c.base);
+    if (arr?.[c.no] !== c) return;
+    arr[c.no] = undefined;
     this.order.delete(c);
     if (accounted) {
       this.bytes -= c.size;
@@ -408,16 +403,14 @@ export class NearDocs {
   }
 }
 
-/** A document's digest as its 16 big-endian bytes (digestBytes' layout). */
-function writeDigest(out: Uint8Array, at: number, d: Doc): void {
-  const w = (x: number, o: number) => {
-    out[at + o] = x >>> 24;
-    out[at + o + 1] = (x >>> 16) & 0xff;
-    out[at + o + 2] = (x >>> 8) & 0xff;
-    out[at + o + 3] = x & 0xff;
-  };
-  w(d.d0, 0);
-  w(d.d1, 4);
-  w(d.d2, 8);
-  w(d.d3, 12);
+/** Index entry i of `meta`: the document's slot, where its bytes are, and its digest. */
+function entry(meta: Int32Array, i: number, slot: number, start: number, end: number, d: Doc): void {
+  const at = i * M;
+  meta[at + SLOT] = slot;
+  meta[at + START] = start;
+  meta[at + END] = end;
+  meta[at + DIG] = toWord(d.d0);
+  meta[at + DIG + 1] = toWord(d.d1);
+  meta[at + DIG + 2] = toWord(d.d2);
+  meta[at + DIG + 3] = toWord(d.d3);
 }
