@@ -6,11 +6,13 @@
 // document per page entry cost a Map look-up of a boxed number key, an entry object, a Buffer
 // and a copy (bench/README.md, "Documents in chunks"; docs/decisions.md, same heading).
 //
-// A chunk is filled by merging: documents fetched for a page go into their chunks, each of
-// which is rewritten once in seq order (a miss path). A delta drops a document by taking it
-// out of its chunk's index; its bytes stay until the next merge or eviction (counted).
-// Eviction is least recently used by chunk, with a second chance for a chunk read since it
-// was last passed over (CLOCK).
+// Documents fetched for a page go into their chunks: a few for a chunk with room are
+// appended (bytes at the end, the index entry shifted into slot order); otherwise the chunk
+// is rewritten once, in slot order, without dead bytes and with room for more. Appended
+// documents are neighbours of nothing until the next rewrite: a page checks contiguity per
+// pair, never assumes it. A delta drops a document by taking it out of its chunk's index;
+// its bytes stay until the next rewrite or eviction (counted). Eviction is least recently
+// used by chunk, with a second chance for a chunk read since it was last passed over (CLOCK).
 import type { Doc } from '../domain/digest.js';
 import { DIGEST_BYTES } from '../domain/digest.js';
 

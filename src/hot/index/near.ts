@@ -16,7 +16,8 @@
 // - Read-your-writes on the writing thread: the projector reports the version its write
 //   produced (require()); until this thread has received that delta, searches of the
 //   namespace go to Redis as before.
-// - Bounded by bytes (NEAR_CACHE_MB), least recently used out, sets and documents alike.
+// - Bounded by bytes (NEAR_CACHE_MB), least recently used out, sets and documents alike
+//   (documents in chunks of consecutive seqs: near-docs.ts).
 
 import { digested, type Doc } from '../domain/digest.js';
 import { NearDocs, type Incoming } from './near-docs.js';
