@@ -227,6 +227,8 @@ export class CursorMemo {
     const cursor = amp < 0 ? raw.slice(6) : raw.slice(6, amp);
     if (!CURSOR_RE.test(cursor)) return null;
     const rest = amp < 0 ? '' : raw.slice(amp + 1);
+    // "after=<c>&" is not canonical (a trailing "&"), though "" is a known <rest> (of "after=<c>")
+    if (amp >= 0 && rest === '') return null;
     const e = this.m.get(rest);
     if (!e) return null;
     return { canonical: raw, params: e.params, filters: { ...e.filters, after: cursor }, rest };

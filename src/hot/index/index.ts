@@ -167,7 +167,7 @@ export class Index {
     if (joined && (await near.fill(base, seqs, fetch)) && near.epoch(base) === epoch) {
       // every document held and nothing arrived meanwhile: joined as the sync path joins
       // (copied: the scratch is reused by the next page, and this one may be kept)
-      const page = near.joinNow(base, seqs);
+      const page = near.joinNow(base, seqs, false);
       if (page) return { seqs, docs: [], more, body: Buffer.from(page.body), digests: Uint8Array.from(page.digests) };
     }
     const docs = await near.documents(base, seqs, fetch);

@@ -325,6 +325,7 @@ export class NearCache {
     const id = this.baseId(base);
     const missing: number[] = [];
     for (let i = 0; i < seqs.length; i++) if (!this.docs.has(id, resets, seqs[i]!)) missing.push(seqs[i]!);
+    this.stats.docHits += seqs.length - missing.length;
     this.stats.docMisses += missing.length;
     if (!missing.length) return true;
     const epoch = this.epoch(base);
@@ -347,11 +348,12 @@ export class NearCache {
    * each, page order), if this thread holds every document now; null when one is missing:
    * the caller takes documents() instead. Documents held are dropped by the delta of any
    * write to their seq, so a document held is the one the sets held agree with. Both are
-   * views of scratch memory, valid until the next call.
+   * views of scratch memory, valid until the next call. `count`: as hits (false after
+   * fill(), which counted them).
    */
-  joinNow(base: string, seqs: Float64Array): { body: Buffer; digests: Buffer } | null {
+  joinNow(base: string, seqs: Float64Array, count = true): { body: Buffer; digests: Buffer } | null {
     const page = this.docs.join(this.baseId(base), this.ns.get(base)?.resets ?? 0, seqs);
-    if (page) this.stats.docHits += seqs.length;
+    if (page && count) this.stats.docHits += seqs.length;
     return page;
   }
 
