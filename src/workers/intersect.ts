@@ -105,6 +105,23 @@ export function intersectBitmaps(bms: Bitmap[], after: number, max: number): Flo
   }
   const out = new Float64Array(Math.max(0, max));
   let n = 0;
+  if (bms.length === 2) {
+    // the common case (a capability and a property, say), with the two word arrays in locals
+    const a = bms[0]!.words;
+    const b = bms[1]!.words;
+    const oa = bms[0]!.w0;
+    const ob = bms[1]!.w0;
+    for (let w = lo; w < hi && n < max; w++) {
+      let m = a[w - oa]! & b[w - ob]!;
+      while (m !== 0 && n < max) {
+        const low = m & -m;
+        const x = w * 32 + (31 - Math.clz32(low));
+        if (x > after) out[n++] = x;
+        m ^= low;
+      }
+    }
+    return out.subarray(0, n);
+  }
   for (let w = lo; w < hi && n < max; w++) {
     let m = -1;
     for (let j = 0; j < bms.length && m !== 0; j++) m &= bms[j]!.words[w - bms[j]!.w0]!;
