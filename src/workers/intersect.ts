@@ -67,6 +67,15 @@ export interface Bitmap {
 /** bitmapOf's cache: a set's array never changes in place (a change makes a new array). */
 const bitmaps = new WeakMap<Float64Array, Bitmap | null>();
 
+/** Bitmaps built so far (by this thread): a caller that holds arrays in a budget recounts them when it moved. */
+let built = 0;
+export const bitmapsBuilt = (): number => built;
+
+/** Bytes of the bitmap built for `a` (0: none built, or none possible). */
+export function bitmapBytes(a: Float64Array): number {
+  return bitmaps.get(a)?.words.byteLength ?? 0;
+}
+
 /**
  * The array as a bitmap when that is no larger than the array itself (at least one member in
  * 64 of its range, and 64 members), else null. Built once per array and kept as long as it.
@@ -85,6 +94,7 @@ export function bitmapOf(a: Float64Array): Bitmap | null {
         words[Math.floor(x / 32) - w0]! |= 1 << x % 32;
       }
       bm = { w0, words };
+      built++;
     }
   }
   bitmaps.set(a, bm);

@@ -4,6 +4,7 @@
 import t from 'tap';
 import { NearCache } from '../../src/hot/index/near.js';
 import { digestBytes, digested } from '../../src/hot/domain/digest.js';
+import { bitmapBytes, bitmapOf, bitmapsBuilt } from '../../src/workers/intersect.js';
 
 const B = 'reg:{production}:g1:';
 const delta = (ver: number, oldSeq: number | '', oldMem: string[], newSeq: number | '', newMem: string[]) =>
@@ -179,4 +180,25 @@ t.test('version check: a copy behind Redis at two checks in a row is dropped; on
   n.onDelta(delta(8, 2, ['c:x'], '', []));
   t.equal(n.stats.resets, 0, 'the next delta follows on from the version the check took');
   t.same(arr(await n.set(B, 'c:x', l.f)), [1], 'and applies');
+});
+
+t.test('a bitmap built for a set held is counted in the budget, and evicts to it', async (t) => {
+  const n = new NearCache(1 << 20);
+  const dense = loader(1, Array.from({ length: 20_000 }, (_, i) => i * 2)); // one member in two: a bitmap
+  const arr = await n.set(B, 'c:dense', dense.f);
+  const before = n.bytes;
+  const built = bitmapsBuilt();
+  t.ok(bitmapOf(arr!), 'dense enough for a bitmap');
+  t.equal(bitmapsBuilt(), built + 1, 'one built');
+  n.account(B, ['c:dense']);
+  t.equal(n.bytes - before, bitmapBytes(arr!), 'its bytes counted with the set');
+  t.ok(bitmapBytes(arr!) > 4000, `(${bitmapBytes(arr!)} bytes)`);
+  // a budget the set fits only without its bitmap: counting the bitmap evicts it
+  const tight = new NearCache(before + 100);
+  const a2 = await tight.set(B, 'c:dense', loader(1, Array.from({ length: 20_000 }, (_, i) => i * 2)).f);
+  t.equal(tight.setCount, 1);
+  bitmapOf(a2!);
+  tight.account(B, ['c:dense']);
+  t.equal(tight.setCount, 0, 'over budget with its bitmap: evicted');
+  t.ok(tight.bytes <= tight.maxBytes);
 });

@@ -7,7 +7,7 @@ import { filterSuffixes, Keys, PRODUCTION } from '../domain/keys.js';
 import { isRedisUnavailable } from '../ops/outage.js';
 import type { RedisClient } from '../redis/client.js';
 import type { IntersectPool } from '../../workers/pool.js';
-import { bitmapOf, intersectDense } from '../../workers/intersect.js';
+import { bitmapOf, bitmapsBuilt, intersectDense } from '../../workers/intersect.js';
 import { decodeBuckets } from '../../workers/buckets.js';
 import { newSeqArray, type NearCache } from './near.js';
 import { digestBytes, digested, type Doc } from '../domain/digest.js';
@@ -158,8 +158,10 @@ export class Index {
     const sets = arrays as Float64Array[];
     const from = after === '' ? -1 : Number(after);
     // heavy: in the pool, over the same shared memory (no copy, no Redis), unless its queue is full
+    const built = bitmapsBuilt(); // (heavyPool() may build bitmaps too)
     const pool = this.heavyPool(sets);
     const hits = pool ? await pool.intersect(sets, from, limit + 1, signal) : intersectDense(sets, from, limit + 1);
+    if (bitmapsBuilt() !== built) near.account(base, filterSuffixes(f)); // a bitmap is held with its set: counted
     const more = hits.length > limit;
     const seqs = more ? hits.subarray(0, limit) : hits;
     const docsKey = k.docs(ns, gen);
@@ -198,8 +200,10 @@ export class Index {
       if (!a) return null;
       sets.push(a);
     }
-    if (this.heavyPool(sets)) return null;
-    const hits = intersectDense(sets, after === '' ? -1 : Number(after), limit + 1);
+    const built = bitmapsBuilt(); // (heavyPool() may build bitmaps too)
+    const hits = this.heavyPool(sets) ? null : intersectDense(sets, after === '' ? -1 : Number(after), limit + 1);
+    if (bitmapsBuilt() !== built) near.account(base, suffixes); // a bitmap is held with its set: counted
+    if (!hits) return null;
     const more = hits.length > limit;
     const seqs = more ? hits.subarray(0, limit) : hits;
     const page = near.joinNow(base, seqs);

@@ -21,6 +21,7 @@
 
 import { digested, type Doc } from '../domain/digest.js';
 import { NearDocs, type Incoming } from './near-docs.js';
+import { bitmapBytes } from '../../workers/intersect.js';
 
 export type { Doc } from '../domain/digest.js';
 
@@ -94,7 +95,8 @@ function materialise(e: SetEntry): Float64Array {
   return e.arr;
 }
 
-const sizeOf = (e: SetEntry) => SET_OVERHEAD + e.arr.length * 8 + e.overlay.size * OVERLAY_ENTRY;
+/** A set's bytes: its array, its overlay, and the bitmap built for its array if any (intersect.ts) */
+const sizeOf = (e: SetEntry) => SET_OVERHEAD + e.arr.length * 8 + e.overlay.size * OVERLAY_ENTRY + bitmapBytes(e.arr);
 
 export class NearCache {
   private sets = new Map<string, SetEntry>();
@@ -223,6 +225,21 @@ export class NearCache {
     this.sets.delete(key); // least recently used goes first: re-insert at the end
     this.sets.set(key, hit);
     return materialise(hit);
+  }
+
+  /**
+   * Count these sets of `base` again (their bytes changed: a bitmap was built for one, or an
+   * overlay was merged into its array), and evict to the budget.
+   */
+  account(base: string, suffixes: readonly string[]): void {
+    for (const suffix of suffixes) {
+      const e = this.sets.get(base + suffix);
+      if (!e) continue;
+      const before = e.bytes;
+      e.bytes = sizeOf(e);
+      this.setBytes += e.bytes - before;
+    }
+    this.evict();
   }
 
   /**
