@@ -312,30 +312,45 @@ export class NearCache {
     this.stats.docHits += seqs.length - missing.length;
     this.stats.docMisses += missing.length;
     if (!missing.length) return out;
-    const epoch = this.epoch(base);
-    const cleared = this.cleared;
-    const got = await fetch(missing);
-    const keep = this.epoch(base) === epoch && (this.ns.get(base)?.resets ?? 0) === resets && this.cleared === cleared;
-    const incoming: Incoming[] = [];
-    for (let k = 0; k < missing.length; k++) {
-      const d = got[k] ?? null;
-      if (!d) continue;
-      const doc = digested(d);
-      out[at[k]!] = doc;
-      if (keep) incoming.push({ seq: missing[k]!, doc });
-    }
-    if (incoming.length) {
-      this.docs.insert(this.baseId(base), resets, incoming, this.maxBytes);
-      this.evict();
-    }
+    const { docs } = await this.fetchDocs(base, resets, missing, fetch);
+    for (let k = 0; k < missing.length; k++) out[at[k]!] = docs[k] ?? null;
     return out;
   }
 
   /**
+   * Fetch the documents of `missing` (ascending) in one call and digest them; keep the ones
+   * there are (null: gone from the namespace) unless a delta of the namespace, a reset or a
+   * clear() arrived during the fetch (the fetch may have read the state before it).
+   */
+  private async fetchDocs(base: string, resets: number, missing: number[], fetch: (seqs: number[]) => Promise<(Buffer | null)[]>): Promise<{ docs: (Doc | null)[]; kept: boolean }> {
+    const epoch = this.epoch(base);
+    const cleared = this.cleared;
+    const got = await fetch(missing);
+    const kept = this.epoch(base) === epoch && (this.ns.get(base)?.resets ?? 0) === resets && this.cleared === cleared;
+    const docs = missing.map((_, k) => {
+      const d = got[k];
+      return d ? digested(d) : null;
+    });
+    if (kept) {
+      const incoming: Incoming[] = [];
+      for (let k = 0; k < missing.length; k++) {
+        const doc = docs[k];
+        if (doc) incoming.push({ seq: missing[k]!, doc });
+      }
+      if (incoming.length) {
+        this.docs.insert(this.baseId(base), resets, incoming, this.maxBytes);
+        this.evict();
+      }
+    }
+    return { docs, kept };
+  }
+
+  /**
    * Make every document of `seqs` held: the missing ones fetched in one call and kept. True
-   * when all are held now; false when one could not be (gone from the namespace, or a delta
-   * arrived during the fetch: nothing fetched is kept then). No document object is made for
-   * the ones already held (the async page then joins with joinNow(), as the sync one does).
+   * when all are held now; false when one could not be (gone from the namespace: the others
+   * are kept; or a delta arrived during the fetch: nothing fetched is kept). No document
+   * object is made for the ones already held (the async page then joins with joinNow(), as
+   * the sync one does).
    */
   async fill(base: string, seqs: Float64Array, fetch: (seqs: number[]) => Promise<(Buffer | null)[]>): Promise<boolean> {
     const resets = this.ns.get(base)?.resets ?? 0;
@@ -345,19 +360,8 @@ export class NearCache {
     this.stats.docHits += seqs.length - missing.length;
     this.stats.docMisses += missing.length;
     if (!missing.length) return true;
-    const epoch = this.epoch(base);
-    const cleared = this.cleared;
-    const got = await fetch(missing);
-    if (this.epoch(base) !== epoch || (this.ns.get(base)?.resets ?? 0) !== resets || this.cleared !== cleared) return false;
-    const incoming: Incoming[] = [];
-    for (let k = 0; k < missing.length; k++) {
-      const d = got[k];
-      if (!d) return false;
-      incoming.push({ seq: missing[k]!, doc: digested(d) });
-    }
-    this.docs.insert(this.baseId(base), resets, incoming, this.maxBytes);
-    this.evict();
-    return true;
+    const { docs, kept } = await this.fetchDocs(base, resets, missing, fetch);
+    return kept && docs.every((d) => d !== null);
   }
 
   /**
