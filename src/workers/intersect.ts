@@ -121,28 +121,26 @@ export function intersectBitmaps(bms: Bitmap[], after: number, max: number): Flo
     const b = bms[1]!.words;
     const oa = bms[0]!.w0;
     const ob = bms[1]!.w0;
-    for (let w = lo; w < hi && n < max; w++) {
-      let m = a[w - oa]! & b[w - ob]!;
-      while (m !== 0 && n < max) {
-        const low = m & -m;
-        const x = w * 32 + (31 - Math.clz32(low));
-        if (x > after) out[n++] = x;
-        m ^= low;
-      }
-    }
+    for (let w = lo; w < hi && n < max; w++) n = emit(a[w - oa]! & b[w - ob]!, w, after, out, n, max);
     return out.subarray(0, n);
   }
   for (let w = lo; w < hi && n < max; w++) {
     let m = -1;
     for (let j = 0; j < bms.length && m !== 0; j++) m &= bms[j]!.words[w - bms[j]!.w0]!;
-    while (m !== 0 && n < max) {
-      const low = m & -m;
-      const x = w * 32 + (31 - Math.clz32(low));
-      if (x > after) out[n++] = x;
-      m ^= low;
-    }
+    n = emit(m, w, after, out, n, max);
   }
   return out.subarray(0, n);
+}
+
+/** The members of word `w` set in `m` and greater than `after`, into out[n..max); the new n. */
+function emit(m: number, w: number, after: number, out: Float64Array, n: number, max: number): number {
+  while (m !== 0 && n < max) {
+    const low = m & -m;
+    const x = w * 32 + (31 - Math.clz32(low));
+    if (x > after) out[n++] = x;
+    m ^= low;
+  }
+  return n;
 }
 
 /** intersectSorted(), over bitmaps when there are several sets and every one is dense. */
