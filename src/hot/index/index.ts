@@ -141,8 +141,9 @@ export class Index {
     const base = k.base(ns, gen);
     if (!near.fresh(base)) return null;
     const verKey = k.ver(ns, gen);
+    const suffixes = filterSuffixes(f);
     const arrays = await Promise.all(
-      filterSuffixes(f).map((suffix) =>
+      suffixes.map((suffix) =>
         near.set(base, suffix, async () => {
           // a pure read: a replica may answer it (a load older than the deltas this thread
           // already has is brought up to date from its log, or refused: near.ts)
@@ -161,7 +162,7 @@ export class Index {
     const built = bitmapsBuilt(); // (heavyPool() may build bitmaps too)
     const pool = this.heavyPool(sets);
     const hits = pool ? await pool.intersect(sets, from, limit + 1, signal) : intersectDense(sets, from, limit + 1);
-    if (bitmapsBuilt() !== built) near.account(base, filterSuffixes(f)); // a bitmap is held with its set: counted
+    if (bitmapsBuilt() !== built) near.account(base, suffixes); // a bitmap is held with its set: counted
     const more = hits.length > limit;
     const seqs = more ? hits.subarray(0, limit) : hits;
     const docsKey = k.docs(ns, gen);

@@ -10,8 +10,6 @@ import { etagOf, notModified } from '../http/conditional.js';
 import { pageEtag } from '../domain/digest.js';
 import type { PageBody } from '../index/index.js';
 
-type Canon = Canonical;
-
 /** Paged queries parsed once per cursor-less form, per spec (CursorMemo). */
 const memos = new Map([
   [SEARCH_SPEC, new CursorMemo()],
@@ -28,7 +26,7 @@ function badQuery(reply: Reply, message: string, common: Headers): void {
 }
 
 /** Canonical check: answers 302/400 itself and returns null, or returns the filters. */
-export function canonicalOr(reply: Reply, req: Req, spec: typeof SEARCH_SPEC, common: Headers): Canon | null {
+export function canonicalOr(reply: Reply, req: Req, spec: typeof SEARCH_SPEC, common: Headers): Canonical | null {
   const memo = memos.get(spec);
   const known = memo?.lookup(req.query);
   if (known) return known;
@@ -90,7 +88,7 @@ function withEtag(r: Omit<CachedResult, 'etag'>): CachedResult {
 }
 
 /** A search page as a result: its body, its Link (when more follow), its ETag from its documents' digests. */
-function servicePage(req: Req, c: Canon, page: PageBody): CachedResult {
+function servicePage(req: Req, c: Canonical, page: PageBody): CachedResult {
   const headers: Headers = [];
   let link = '';
   if (page.more && page.last) headers.push(['Link', (link = `<${req.path}?${nextQueryOf(c, page.last)}>; rel="next"`)]);
@@ -196,7 +194,7 @@ export async function searchDevices(app: App, req: Req, reply: Reply, common: He
   await cached(app, req, reply, PRODUCTION, prefix + c.canonical, common, !!c.filters.after, async (signal) => withEtag(await deviceBindings(app, req, signal, c)));
 }
 
-async function deviceBindings(app: App, req: Req, signal: AbortSignal, c: Canon): Promise<Omit<CachedResult, 'etag'>> {
+async function deviceBindings(app: App, req: Req, signal: AbortSignal, c: Canonical): Promise<Omit<CachedResult, 'etag'>> {
   const f = c.filters;
   let after = '';
   let skipSeq = '';
