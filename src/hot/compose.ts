@@ -7,7 +7,7 @@
 // the HTTP server (the layering rule, docs/decisions.md).
 import type { Logger } from 'pino';
 import { registerAdmin } from '../admin/routes.js';
-import type { App, AppState } from './app.js';
+import type { App } from './app.js';
 import { invalidateCaches, InvalidationListener, type Caches } from './cache/invalidation.js';
 import { ResultCache } from './cache/result-cache.js';
 import { ChangeHub } from './changes/hub.js';
@@ -20,6 +20,7 @@ import { Projector } from './index/projector.js';
 import { createWatchers } from './ops/lifecycle.js';
 import { countBackendError, countProjectorFailure } from './ops/metrics.js';
 import { MetricsAggregation } from './ops/metrics-threads.js';
+import { AppState } from './ops/state.js';
 import { createRedis, createReplicas, replicaWaiter } from './redis/client.js';
 import { SandboxAuth } from './sandbox/auth.js';
 import { createServer, type Server } from './server.js';
@@ -75,7 +76,7 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
     replacements: new ResultCache<Replacements>(cfg.resultCacheEntries, cfg.resultCacheTtlMs, cfg.resultCacheBytes / 8, (r) => 2 * (r.body.length + r.etag.length + r.hdr.length)),
   };
 
-  const state: AppState = { ready: false, shuttingDown: false, rebuilding: false, pgUp: false, redisUp: false };
+  const state = new AppState();
 
   // the index (with this thread's near cache of its sets and documents, answering only
   // while readiness holds), the writes' path into it, sandbox keys and rate limits, the
@@ -106,7 +107,9 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
   const hub = new ChangeHub(pg, cfg);
   const invalidation = new InvalidationListener(redis, keys, caches, {
     lease: (uuid) => auth.dropLease(uuid),
-    generation: (gen) => (index.gen = gen),
+    // a rebuild made a new generation live: read it at once rather than at the next round
+    // of the readiness watcher (which also reads it, should this read fail)
+    generation: () => void index.refreshGen().catch(() => undefined),
     failed: (err, what) => {
       countProjectorFailure('invalidate');
       log.warn({ err: String(err) }, what);

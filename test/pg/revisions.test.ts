@@ -107,7 +107,7 @@ t.test('a rebuild started between a stale sync and a newer write keeps the newer
   });
   t.ok(r, 'the rebuild ran');
   t.ok(released, 'the stale sync was applied during the rebuild');
-  s.app.index.gen = r!.gen;
+  t.equal(await s.app.index.refreshGen(), r!.gen, 'the rebuilt generation is live');
   t.equal(await indexed(s, x), 'https://e2.example.com/', 'the rebuilt index has the last acknowledged write');
 });
 
@@ -129,7 +129,7 @@ t.test('a stale sync applied during a rebuild cannot bring a deleted service bac
     t.equal((await first).status, 404, 'the older PATCH finished');
   });
   t.ok(r && released, 'the rebuild ran, and the stale sync was applied during it');
-  s.app.index.gen = r!.gen;
+  t.equal(await s.app.index.refreshGen(), r!.gen, 'the rebuilt generation is live');
   t.equal(await indexed(s, x), null, 'the rebuilt index does not have the deleted service');
 });
 

@@ -70,8 +70,13 @@ export interface Replacements {
 }
 
 export class Index {
-  /** live generation; null until known (or after Redis lost it) */
-  gen: string | null = null;
+  /**
+   * The live generation; null until known (or after Redis lost it). One writer:
+   * refreshGen(), which reads it from Redis (`reg:gen`, set by the rebuild that built it).
+   * The readiness watcher, this thread's rebuild and a rebuild announced over pub/sub
+   * (compose.ts) all ask for a refresh rather than set it.
+   */
+  private live: string | null = null;
   private turn = 0;
 
   constructor(
@@ -111,10 +116,14 @@ export class Index {
     return call(this.redis);
   }
 
+  get gen(): string | null {
+    return this.live;
+  }
+
   /** Re-read the live generation; returns it (null when the index is missing). */
   async refreshGen(): Promise<string | null> {
-    this.gen = await this.redis.get(this.keys.gen());
-    return this.gen;
+    this.live = await this.redis.get(this.keys.gen());
+    return this.live;
   }
 
   private liveGen(): string {
