@@ -1,6 +1,7 @@
 // The composition root of a serving thread: buildThread() constructs every part with its
 // dependencies passed in, and lists the parts in the order they start; stop() runs the
-// same list in reverse (the way fastify names onReady/onClose). main.ts (the process root:
+// same list in reverse (the way fastify names onReady/onClose). Constructing opens nothing
+// (no connection, no thread): each part opens in its start(), in this order. main.ts (the process root:
 // threads, signals) and the tests (test/helpers/server.ts) build their threads here.
 //
 // This is the one module of src/hot that imports src/admin: it hands the admin routes to
@@ -21,7 +22,7 @@ import { createWatchers } from './ops/lifecycle.js';
 import { countBackendError, countProjectorFailure } from './ops/metrics.js';
 import { MetricsAggregation } from './ops/metrics-threads.js';
 import { AppState } from './ops/state.js';
-import { createRedis, createReplicas, replicaWaiter } from './redis/client.js';
+import { connectRedis, createRedis, createReplicas, replicaWaiter } from './redis/client.js';
 import { SandboxAuth } from './sandbox/auth.js';
 import { createServer, type Server } from './server.js';
 import { startMetricsListener, type MetricsListener } from './routes/metrics.js';
@@ -145,13 +146,16 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
     { name: 'postgres', start: () => void pg.on('error', () => countBackendError('postgres', 'connection')), stop: () => pg.end() },
     {
       name: 'redis',
-      start: () => void redis.on('error', () => countBackendError('redis', 'connection')),
+      start: () => {
+        redis.on('error', () => countBackendError('redis', 'connection'));
+        connectRedis(redis);
+      },
       // requests answered without Redis (leased, refused locally) are recorded before it closes
       stop: () => (auth.flush(), redis.quit()),
     },
     // replicas and the writer hold nothing worth a QUIT (which would wait for one that is away)
-    { name: 'redis-replicas', start: () => undefined, stop: () => [...replicas, ...(writer !== redis ? [writer] : [])].forEach((r) => r.disconnect()) },
-    { name: 'intersect-pool', start: () => undefined, stop: () => intersectPool?.close() },
+    { name: 'redis-replicas', start: () => [...replicas, ...(writer !== redis ? [writer] : [])].forEach(connectRedis), stop: () => [...replicas, ...(writer !== redis ? [writer] : [])].forEach((r) => r.disconnect()) },
+    { name: 'intersect-pool', start: () => intersectPool?.start(), stop: () => intersectPool?.close() },
     { name: 'metrics', start: () => metrics.start(), stop: () => metrics.stop() },
     // now, not at the first stream: it also prunes expired change events
     { name: 'change-hub', start: () => hub.start(), stop: () => hub.close() },
