@@ -1,10 +1,12 @@
 // Applies migrations/NNNN_name.sql in order, each in its own transaction, under an
 // advisory lock so that concurrent starters do not race; applied ones are recorded in the
-// schema_migrations ledger.
+// schema_migrations ledger. Then, under the same lock, the one step written in TypeScript:
+// ensureIndexText() (index-text.ts), which needs indexText() and runs on every start.
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Pool } from './pool.js';
 import { ROOT } from '../paths.js';
+import { ensureIndexText } from './index-text.js';
 
 const LOCK_ID = 7_242_001; // arbitrary, fixed: the migrator's advisory lock
 
@@ -50,6 +52,7 @@ export async function migrate(pool: Pool, log: (msg: string) => void = () => und
       applied.push(f);
       log(`applied migration ${f}`);
     }
+    await ensureIndexText(client, log);
   } finally {
     await client.query('SELECT pg_advisory_unlock($1)', [LOCK_ID]).catch(() => undefined);
     client.release();
