@@ -12,8 +12,23 @@ const LOCK_ID = 7_242_001; // arbitrary, fixed: the migrator's advisory lock
 
 export const MIGRATIONS_DIR = join(ROOT, 'src/hot/store/migrations');
 
+/**
+ * The migration files in order. Two files with one number would have the second skipped as
+ * applied (the ledger is keyed by number): that is refused here, before anything runs.
+ */
+export async function migrationFiles(dir = MIGRATIONS_DIR): Promise<string[]> {
+  const files = (await readdir(dir)).filter((f) => /^\d{4}_[a-z0-9_]+\.sql$/.test(f)).sort();
+  const seen = new Map<string, string>();
+  for (const f of files) {
+    const other = seen.get(f.slice(0, 4));
+    if (other) throw new Error(`migrations ${other} and ${f} share the number ${f.slice(0, 4)}: renumber one`);
+    seen.set(f.slice(0, 4), f);
+  }
+  return files;
+}
+
 export async function migrate(pool: Pool, log: (msg: string) => void = () => undefined): Promise<string[]> {
-  const files = (await readdir(MIGRATIONS_DIR)).filter((f) => /^\d{4}_[a-z0-9_]+\.sql$/.test(f)).sort();
+  const files = await migrationFiles();
   const client = await pool.connect();
   const applied: string[] = [];
   try {
