@@ -119,21 +119,6 @@ async function writeDetails(c: Client, id: string, s: Partial<ServiceInput>): Pr
   }
 }
 
-export async function createService(pool: Pool, ns: string, s: ServiceInput, id = newServiceId()): Promise<WriteResult> {
-  return withTx(pool, async (c) => {
-    await c.query(
-      `INSERT INTO services (id, ns, endpoint, deprecated, deprecated_at, locked, sunset_date)
-       VALUES ($1, $2, $3, $4, CASE WHEN $4 THEN now() END, $5, $6)`,
-      [id, ns, s.endpoint, s.deprecated, s.locked, s.sunsetDate],
-    );
-    await writeDetails(c, id, s);
-    // (a new random id: its default version is drawn with the row, nobody can hold it)
-    const { row, change } = await commitState(c, ns, id, 'service.created');
-    await appendChanges(c, [change]); // last: see changes/events.ts
-    return { id, ns, row };
-  });
-}
-
 /** Lock the row and check it is in `ns`; a service of another namespace is "not found". */
 async function lockService(c: Client, ns: string, id: string): Promise<{ locked: boolean; deprecated: boolean }> {
   const r = await c.query<{ locked: boolean; deprecated: boolean }>('SELECT locked, deprecated FROM services WHERE id = $1 AND ns = $2 FOR UPDATE', [id, ns]);
