@@ -3,12 +3,12 @@
 // response, so a client reads its own write (unless Redis is away: the outbox catches up).
 import type { App } from '../app.js';
 import { ApiError } from '../domain/errors.js';
-import { deprecationHeaders, headerData, serializeService, serviceObject } from '../domain/service.js';
+import { deprecationHeaders, serviceObject } from '../domain/service.js';
 import { parseServiceCreate, parseServicePatch, check, validators, type ServiceInput } from '../domain/validation.js';
 import { type Headers, type Reply, type Req } from '../http/route.js';
 import { parseJson } from '../http/body.js';
-import { addReplacement, deleteService, loadReplacements, loadService, patchService } from '../store/services.js';
-import { createServices } from '../store/writes.js';
+import { addReplacement, deleteService, loadReplacements } from '../store/services.js';
+import { createServices, patchService } from '../store/writes.js';
 
 /** "/services" for production, "/sandbox/<uuid>/services" for a sandbox */
 export type Base = string;
@@ -61,11 +61,10 @@ export async function batchHandler(app: App, ns: string, inputs: ServiceInput[],
 
 export async function patchHandler(app: App, ns: string, base: Base, id: string, req: Req, reply: Reply, body: Buffer | null, extra: Headers): Promise<void> {
   const change = parseServicePatch(parseJson(req, body));
-  const w = await patchService(app.pg, ns, id, change);
-  await app.projector.syncQuietly([{ row: w.row, ns, id }]);
-  const s = await loadService(app.pg, ns, id);
-  if (!s) throw new ApiError('NOT_FOUND', 'no such service');
-  reply.json(200, serializeService(s), [['Cache-Control', 'no-store'], ...deprecationHeaders(headerData(s), `${base}/${id}/replacements`), ...extra]);
+  // the statement returned the state it committed: Redis and the response are built from it
+  const c = await patchService(app.pg, ns, id, change);
+  await app.projector.applyCommitted([c]);
+  reply.json(200, c.doc, [['Cache-Control', 'no-store'], ...deprecationHeaders(c.hdr, `${base}/${id}/replacements`), ...extra]);
 }
 
 export async function deleteHandler(app: App, ns: string, id: string, reply: Reply, extra: Headers): Promise<void> {

@@ -7,11 +7,13 @@
 // before the write (a new service has no candidates), so the caller applies Redis from
 // this and answers from it: nothing is read back (projector.ts, applyCommitted()).
 // A single statement outside BEGIN/COMMIT is its own transaction: all rows or none.
-import { CHANGE_LOCK_ID } from '../changes/events.js';
+// Patches (patchService, below) likewise: one read and one statement.
+import { CHANGE_LOCK_ID, type ChangeType } from '../changes/events.js';
+import { ApiError } from '../domain/errors.js';
 import type { ServiceRecord } from '../domain/service.js';
-import type { ServiceInput } from '../domain/validation.js';
+import type { ServiceChange, ServiceInput } from '../domain/validation.js';
 import { query, type Pool } from './pool.js';
-import { indexText, newServiceId, type IndexState } from './services.js';
+import { indexText, loadService, newServiceId, type IndexState } from './services.js';
 
 /** One registration to commit: its namespace, its body and (import, tests) a chosen id. */
 export interface NewService {
@@ -146,4 +148,96 @@ export async function createServices(pool: Pool, items: NewService[], nowSec = M
 /** One registration (its own statement): the entry point for callers that do not batch. */
 export async function createService(pool: Pool, ns: string, s: ServiceInput, id = newServiceId()): Promise<Committed> {
   return (await createServices(pool, [{ ns, input: s, id }]))[0]!;
+}
+
+// A patch in one statement: the row updated only if it is still at the version the state
+// was read at (else nothing happens and the caller reads again), details replaced by
+// delete-the-others plus upsert (disjoint rows: one statement may not touch a row twice),
+// the outbox row and the change event (under the feed's lock) with it. The version is
+// drawn by the UPDATE, which holds the row lock: the revision rule of redis/README.md.
+const PATCH_SERVICE = `
+WITH u AS (
+  UPDATE services SET endpoint = $3, deprecated = $4,
+         deprecated_at = CASE WHEN $5::bigint IS NOT DISTINCT FROM floor(extract(epoch FROM deprecated_at))::bigint THEN deprecated_at ELSE to_timestamp($5) END,
+         locked = $6, sunset_date = $7, updated_at = now(), version = nextval('service_version_seq'),
+         idx_doc = $8, idx_members = $9, idx_hdr = $10
+   WHERE id = $1 AND version = $2 RETURNING id, ns, seq, version),
+cd AS (
+  DELETE FROM service_capabilities c USING u WHERE $11 AND c.service_id = u.id AND NOT (c.capability = ANY($12::text[]))),
+ci AS (
+  INSERT INTO service_capabilities (service_id, capability, ord)
+  SELECT u.id, x.c, x.o FROM u, unnest($12::text[]) WITH ORDINALITY AS x(c, o) WHERE $11
+  ON CONFLICT (service_id, capability) DO UPDATE SET ord = EXCLUDED.ord),
+pd AS (
+  DELETE FROM service_properties p USING u WHERE $13 AND p.service_id = u.id AND NOT (p.key = ANY($14::text[]))),
+pi AS (
+  INSERT INTO service_properties (service_id, key, value)
+  SELECT u.id, x.k, x.v FROM u, unnest($14::text[], $15::text[]) AS x(k, v) WHERE $13
+  ON CONFLICT (service_id, key) DO UPDATE SET value = EXCLUDED.value),
+idel AS (
+  DELETE FROM iot_profiles i USING u WHERE $16 AND $17::text[] IS NULL AND i.service_id = u.id),
+iup AS (
+  INSERT INTO iot_profiles (service_id, device_classes, protocols)
+  SELECT u.id, $17::text[], $18::text[] FROM u WHERE $16 AND $17::text[] IS NOT NULL
+  ON CONFLICT (service_id) DO UPDATE SET device_classes = EXCLUDED.device_classes, protocols = EXCLUDED.protocols),
+ob AS (
+  INSERT INTO outbox (ns, service_id) SELECT ns, id FROM u RETURNING id),
+ev AS (
+  INSERT INTO change_events (id, ns, service_id, type, data)
+  SELECT nextval('change_events_id_seq'), u.ns, u.id, $19, $8 FROM (SELECT pg_advisory_xact_lock($20)) l, u)
+SELECT u.seq::text, u.version::text, ob.id::text AS row FROM u, ob`;
+
+/**
+ * Change a service: two round trips (read the state with its version; one statement that
+ * writes the new state only if the version is still that one), again while a concurrent
+ * write got in between. 404 (ApiError) for a service not in `ns`.
+ */
+export async function patchService(pool: Pool, ns: string, id: string, ch: ServiceChange, nowSec = Math.floor(Date.now() / 1000)): Promise<Committed> {
+  for (;;) {
+    const cur = await loadService(pool, ns, id);
+    if (!cur) throw new ApiError('NOT_FOUND', 'no such service');
+    const deprecated = ch.deprecated ?? cur.deprecated;
+    const rec: ServiceRecord = {
+      ...cur,
+      endpoint: ch.endpoint ?? cur.endpoint,
+      capabilities: ch.capabilities ?? cur.capabilities,
+      properties: ch.properties ?? cur.properties,
+      iot: ch.iot !== undefined ? ch.iot : cur.iot,
+      deprecated,
+      // turning deprecation on stamps it now; off clears it; otherwise it stays
+      deprecatedAt: !deprecated ? null : cur.deprecated ? cur.deprecatedAt : nowSec,
+      locked: ch.locked ?? cur.locked,
+      sunsetDate: ch.sunsetDate !== undefined ? ch.sunsetDate : cur.sunsetDate,
+    };
+    const text = indexText(rec);
+    // a patch that turns deprecation on is the event fleets care most about: its own type
+    const type: ChangeType = deprecated && !cur.deprecated ? 'service.deprecated' : 'service.updated';
+    const props = Object.keys(rec.properties);
+    const r = await query<{ seq: string; version: string; row: string }>(pool, { name: 'patch-service', text: PATCH_SERVICE }, [
+      id,
+      cur.version,
+      rec.endpoint,
+      rec.deprecated,
+      rec.deprecatedAt,
+      rec.locked,
+      rec.sunsetDate,
+      text.doc,
+      text.members,
+      text.hdr,
+      ch.capabilities !== undefined,
+      rec.capabilities,
+      ch.properties !== undefined,
+      props,
+      props.map((k) => rec.properties[k]!),
+      ch.iot !== undefined,
+      rec.iot ? rec.iot.deviceClasses : null,
+      rec.iot ? rec.iot.protocols : null,
+      type,
+      CHANGE_LOCK_ID,
+    ]);
+    const x = r.rows[0];
+    if (!x) continue; // another write committed since the read: read it and apply this change to it
+    rec.version = Number(x.version);
+    return { row: Number(x.row), id, state: { ns: cur.ns, version: rec.version, record: rec }, doc: text.doc, hdr: text.hdr };
+  }
 }
