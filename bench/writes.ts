@@ -126,12 +126,14 @@ async function runPgbench(url: string, postmaster: number): Promise<Row> {
   const cpu = pgCpu(postmaster);
   let pgSecs: number | null = null;
   const out = await new Promise<string>((resolve, reject) => {
-    const p = spawn(pgbenchBin(), ['-n', '-M', 'prepared', '-c', '64', '-j', '2', '-T', String(DURATION), '-r', '-f', script], { env });
+    // -T counts the 64 connections' start-up too (seconds on a loaded machine; its tps
+    // leaves that out): the run is long enough to leave DURATION seconds of transactions
+    const p = spawn(pgbenchBin(), ['-n', '-M', 'prepared', '-c', '64', '-j', '2', '-T', String(DURATION + 5), '-r', '-f', script], { env });
     let text = '';
     p.stdout.on('data', (d: Buffer) => (text += d.toString()));
     p.stderr.on('data', (d: Buffer) => (text += d.toString()));
     // sample the backends' CPU just before they exit with pgbench
-    const t = setTimeout(() => (pgSecs = cpu.stop()), DURATION * 1000 - 100);
+    const t = setTimeout(() => (pgSecs = cpu.stop()), (DURATION + 5) * 1000 - 100);
     p.on('exit', (code) => {
       clearTimeout(t);
       if (pgSecs === null) pgSecs = cpu.stop();
@@ -140,6 +142,7 @@ async function runPgbench(url: string, postmaster: number): Promise<Row> {
     });
   });
   const tps = Number(/tps = ([\d.]+)/.exec(out)?.[1] ?? 'NaN');
+  if (Number.isNaN(tps)) console.error('pgbench said:\n' + out);
   const lat = Number(/latency average = ([\d.]+) ms/.exec(out)?.[1] ?? 'NaN');
   const done = Number(/number of transactions actually processed: (\d+)/.exec(out)?.[1] ?? '0');
   return { name: 'pgbench', writers: 64, rate: tps, p50: null, p99: null, nodeMsPerWrite: null, pgMsPerWrite: ((pgSecs ?? 0) * 1000) / Math.max(1, done), load: `${load}; avg ${lat} ms`, errors: 0 };
