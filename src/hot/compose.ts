@@ -18,6 +18,7 @@ import { Index, type Replacements } from './index/index.js';
 import { NearCache } from './index/near.js';
 import { NearVersionCheck } from './index/near-check.js';
 import { Projector } from './index/projector.js';
+import { GroupCommitter } from './store/group-commit.js';
 import { createWatchers } from './ops/lifecycle.js';
 import { countBackendError, countProjectorFailure } from './ops/metrics.js';
 import { MetricsAggregation } from './ops/metrics-threads.js';
@@ -63,7 +64,13 @@ export interface ListenAt {
   metrics?: boolean;
 }
 
-export function buildThread(cfg: Config, version: string, log: Logger, at: ListenAt = { port: cfg.port, host: cfg.host }): Thread {
+/** Test hooks (constructor options of the parts they reach, never mutable fields). */
+export interface ThreadHooks {
+  /** Projector: awaited between a sync having its states and applying them (projector.ts) */
+  beforeApply?: (ids: string[]) => Promise<void>;
+}
+
+export function buildThread(cfg: Config, version: string, log: Logger, at: ListenAt = { port: cfg.port, host: cfg.host }, hooks: ThreadHooks = {}): Thread {
   // connections
   const pg = createPool(cfg.databaseUrl, 10, SERVING_TIMEOUTS);
   const redis = createRedis(cfg);
@@ -103,7 +110,8 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
     },
     failed: countProjectorFailure,
     version: (base, ver) => near.require(base, ver),
-  }, replicaWait);
+  }, replicaWait, { beforeApply: hooks.beforeApply });
+  const commits = new GroupCommitter(pg, { windowMs: cfg.groupCommitWindowMs, maxBatch: cfg.groupCommitMaxBatch, concurrency: cfg.groupCommitConcurrency });
   const auth = new SandboxAuth(pg, redis, keys, cfg.tiers, cfg.rateCountFlushMs);
   const hub = new ChangeHub(pg, cfg);
   const invalidation = new InvalidationListener(redis, keys, caches, {
@@ -135,7 +143,7 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
     nearCache: () => (near.enabled ? { ...near.stats, bytes: near.bytes } : null),
   });
 
-  const app: App = { cfg, pg, redis, keys, index, projector, auth, hub, metrics, log, state, version, ...caches, intersectPool };
+  const app: App = { cfg, pg, redis, keys, index, projector, commits, auth, hub, metrics, log, state, version, ...caches, intersectPool };
   const watchers = createWatchers(app);
   const server = createServer(app, { port: at.port, host: at.host, routes: [registerAdmin] });
   let metricsListener: MetricsListener | null = null;
@@ -159,7 +167,9 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
     { name: 'metrics', start: () => metrics.start(), stop: () => metrics.stop() },
     // now, not at the first stream: it also prunes expired change events
     { name: 'change-hub', start: () => hub.start(), stop: () => hub.close() },
-    { name: 'outbox-sweeper', start: () => projector.start(cfg.outboxSweepMs), stop: () => projector.stop() },
+    // (the outbox rows of writes applied since the last ack flush go now: the sweeper of the
+    // next start would only apply them again)
+    { name: 'outbox-sweeper', start: () => projector.start(cfg.outboxSweepMs), stop: () => (projector.stop(), projector.flushAcks()) },
     { name: 'invalidation', start: () => invalidation.start(), stop: () => invalidation.stop() },
     { name: 'near-check', start: () => nearCheck.start(), stop: () => nearCheck.stop() },
     // the first round (and the index rebuild it may start) completes before the port opens

@@ -41,6 +41,24 @@ function serviceWrites(base: string, security: Obj[], tag: string, extra: Obj[] 
     [base]: {
       post: { ...sec, summary: 'Register a service', requestBody: { required: true, ...json('#/components/schemas/ServiceCreate') }, responses: { 201: { description: 'created', ...json('#/components/schemas/Service') }, 400: err('invalid body'), 401: err('no valid key'), 413: err('body too large'), 429: r429, 503: err('database unavailable') } },
     },
+    [`${base}/batch`]: {
+      post: {
+        ...sec,
+        summary:
+          'Register 1-1000 services at once: all or nothing (one transaction), answered in order. Its own body limit (MAX_BATCH_BODY_BYTES, default 4 MiB).' +
+          (tag === 'sandbox' ? ' Counts as one request per service against the rate limit; when the window has no room for all of them: 429 and nothing written.' : ' Not rate-limited.'),
+        requestBody: { required: true, ...json({ type: 'object', additionalProperties: false, required: ['services'], properties: { services: { type: 'array', minItems: 1, maxItems: 1000, items: { $ref: '#/components/schemas/ServiceCreate' } } } }) },
+        responses: {
+          201: { description: 'created: the services, in the order of the request', ...json({ type: 'object', properties: { services: { type: 'array', items: { $ref: '#/components/schemas/Service' } } } }) },
+          400: err('invalid body: the message names the index of the first invalid entry (`/services/<i>...`); nothing written'),
+          401: err(tag === 'sandbox' ? 'no valid key' : 'no valid admin key or session'),
+          ...(tag === 'sandbox' ? { 429: { ...r429, description: 'the rate-limit window has no room for every service of the batch; nothing written' } } : { 403: err('session without the CSRF token') }),
+          413: err('body larger than MAX_BATCH_BODY_BYTES'),
+          415: err('body not declared as JSON'),
+          503: err('database unavailable (Retry-After)'),
+        },
+      },
+    },
     [`${base}/{id}`]: {
       parameters: [p('id', 'service id')],
       patch: { ...sec, summary: 'Change a service (deprecated, locked, sunset_date, properties, iot, endpoint, capabilities)', requestBody: { required: true, ...json('#/components/schemas/ServicePatch') }, responses: { 200: { description: 'changed', headers: deprecationHeaders, ...json('#/components/schemas/Service') }, 400: err('invalid body'), 401: err('no valid key'), 404: err('unknown service'), 429: r429 } },
