@@ -83,6 +83,8 @@ export interface StartOptions {
   redisKeyPrefix?: string;
   /** log through the production logger (redaction included) into this stream */
   logStream?: { write(line: string): void };
+  /** this node's wall clock as the rate limiter sees it (compose.ts ThreadOptions.now) */
+  now?: () => number;
 }
 
 export async function startTestServer(opts: StartOptions = {}): Promise<TestServer> {
@@ -92,7 +94,7 @@ export async function startTestServer(opts: StartOptions = {}): Promise<TestServ
   const db = opts.databaseUrl ? { url: opts.databaseUrl, drop: async () => undefined } : await freshDatabase();
   const prefix = opts.redisKeyPrefix ?? 't' + randomBytes(4).toString('hex') + ':';
   const cfg = loadConfig({ ...baseEnv(), DATABASE_URL: db.url, REDIS_KEY_PREFIX: prefix, ...opts.env });
-  const thread = buildThread(cfg, 'test', opts.logStream ? createLogger(cfg, {}, opts.logStream) : pino({ level: cfg.logLevel }), { port: 0, host: '127.0.0.1' });
+  const thread = buildThread(cfg, 'test', opts.logStream ? createLogger(cfg, {}, opts.logStream) : pino({ level: cfg.logLevel }), { port: 0, host: '127.0.0.1' }, { now: opts.now });
   await thread.start();
   const { app, server } = thread;
   const url = `http://127.0.0.1:${server.port}`;
