@@ -6,6 +6,7 @@ import { ApiError } from '../hot/domain/errors.js';
 import type { Req } from '../hot/http/route.js';
 import { bearerKey } from '../hot/sandbox/auth.js';
 import { integer } from '../hot/redis/replies.js';
+import { isRedisUnavailable } from '../hot/ops/outage.js';
 import { sessionFromCookie } from './session.js';
 
 function digest(s: string): Buffer {
@@ -33,7 +34,16 @@ export interface AdminPrincipal {
 export async function countKeyAttempt(app: App, remote: string): Promise<() => Promise<unknown>> {
   const minute = Math.floor(Date.now() / 60_000);
   const failures = app.keys.loginFailures(remote, minute);
-  if (integer(await app.redis.count(failures, 120), 'count') > app.cfg.loginFailuresPerMinute) {
+  let n: number;
+  try {
+    n = integer(await app.redis.count(failures, 120), 'count');
+  } catch (err) {
+    // Redis away: the admin API (PostgreSQL writes) stays usable with the Bearer key,
+    // uncounted, as rate limits fail open (docs/decisions.md); a login needs Redis anyway
+    if (isRedisUnavailable(err)) return () => Promise.resolve();
+    throw err;
+  }
+  if (n > app.cfg.loginFailuresPerMinute) {
     const retry = String(Math.max(1, Math.ceil(((minute + 1) * 60_000 - Date.now()) / 1000)));
     throw new ApiError('RATE_LIMITED', 'too many failed admin key attempts from this address; try again later', { 'Retry-After': retry });
   }
