@@ -7,10 +7,11 @@
 //   feed    1,000 change-feed streams from 127.0.0.2 straight at the server
 //   keys    forged checksum-valid keys (a new one per request) from 127.0.0.2, with
 //           PostgreSQL's scan counters of `sandboxes` read before and after
+//   hop     the reference for keys: unknown service ids, no key, one Redis round trip each
 // Loopback addresses only; every count and duration is bounded (flags below). Needs
 // DATABASE_URL and REDIS_URL (.local/env.sh) and an open-files limit above the socket count
 // (`ulimit -n 8192`). Usage:
-//   node dist/bench/hostile.js [--scenarios proxy,feed,keys] [--seconds S] [--slow N] [--streams N] [--forged N]
+//   node dist/bench/hostile.js [--scenarios proxy,feed,keys,hop] [--seconds S] [--slow N] [--streams N] [--forged N]
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
@@ -26,7 +27,7 @@ const arg = (name: string, dflt: string) => {
   const i = process.argv.indexOf(`--${name}`);
   return i > 0 && process.argv[i + 1] ? process.argv[i + 1]! : dflt;
 };
-const SCENARIOS = arg('scenarios', 'proxy,feed,keys').split(',');
+const SCENARIOS = arg('scenarios', 'proxy,feed,keys,hop').split(',');
 const SECONDS = Math.min(30, Number(arg('seconds', '5')));
 const SLOW = Math.min(5000, Number(arg('slow', '2000')));
 const STREAMS = Math.min(5000, Number(arg('streams', '1000')));
@@ -267,6 +268,37 @@ async function main(): Promise<void> {
       console.log(`  idle again:    ${fmt(after)}`);
       console.log(`  forged:        ${sent} requests ${JSON.stringify(statuses)}; PostgreSQL scans of sandboxes: ${s1 - s0}`);
       console.log(`  RSS server ${mb(rss0)} -> ${mb(rss1)}`);
+    }
+    if (SCENARIOS.includes('hop')) {
+      // the reference for keys: the same flood, no key at all, each request one Redis round
+      // trip (GET /services/<unknown id>: 404 from the index)
+      const idle = await probe(port, SECONDS);
+      let sent = 0;
+      const statuses: Record<string, number> = {};
+      const flood = new Agent({ keepAlive: true, maxSockets: 32, localAddress: ATTACKER } as ConstructorParameters<typeof Agent>[0] & { localAddress: string });
+      const end = Date.now() + SECONDS * 1000 + 500;
+      const floodDone = Promise.all(Array.from({ length: 32 }, async () => {
+        while (Date.now() < end) {
+          await new Promise<void>((resolve) => {
+            const r = request({ host: '127.0.0.1', port, path: `/services/nope${sent++}`, agent: flood }, (res) => {
+              statuses[String(res.statusCode)] = (statuses[String(res.statusCode)] ?? 0) + 1;
+              res.resume();
+              res.on('end', resolve);
+            });
+            r.on('error', () => resolve());
+            r.end();
+          });
+        }
+      }));
+      const hit = await probe(port, SECONDS);
+      await floodDone;
+      flood.destroy();
+      const after = await probe(port, SECONDS);
+      console.log(`\n[hop] unknown service ids (no key; one Redis round trip each, 32 connections) from ${ATTACKER}; ${CLIENT} searches`);
+      console.log(`  idle:          ${fmt(idle)}`);
+      console.log(`  under attack:  ${fmt(hit)}   (p99 ${(hit.p99 / idle.p99).toFixed(2)}× idle)`);
+      console.log(`  idle again:    ${fmt(after)}`);
+      console.log(`  flood:         ${sent} requests ${JSON.stringify(statuses)}`);
     }
     console.log(`\nload average at the end ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
   } finally {
