@@ -12,8 +12,9 @@ import type { App } from './app.js';
 import { invalidateCaches, InvalidationListener, type Caches } from './cache/invalidation.js';
 import { ResultCache } from './cache/result-cache.js';
 import { ChangeHub } from './changes/hub.js';
+import { StreamShares, streamSharesBuffer } from './changes/shares.js';
 import type { Config } from './config.js';
-import { Keys } from './domain/keys.js';
+import { Keys, PRODUCTION } from './domain/keys.js';
 import { Index, type Replacements } from './index/index.js';
 import { NearCache } from './index/near.js';
 import { NearVersionCheck } from './index/near-check.js';
@@ -68,9 +69,33 @@ export interface ListenAt {
 export interface ThreadHooks {
   /** Projector: awaited between a sync having its states and applying them (projector.ts) */
   beforeApply?: (ids: string[]) => Promise<void>;
+  /** this node's wall clock, as the sandbox rate limiter sees it */
+  now?: () => number;
 }
 
-export function buildThread(cfg: Config, version: string, log: Logger, at: ListenAt = { port: cfg.port, host: cfg.host }, hooks: ThreadHooks = {}): Thread {
+/**
+ * What the uWS threads of one process share (main.ts creates it once and hands it to every
+ * thread in workerData; a thread built alone gets its own): counters a cap per process
+ * needs, on shared memory.
+ */
+export interface ProcessShared {
+  /** open change streams, in total and per client address (changes/shares.ts) */
+  changeStreams: SharedArrayBuffer;
+}
+
+export function processShared(): ProcessShared {
+  return { changeStreams: streamSharesBuffer() };
+}
+
+export interface ThreadOptions {
+  /** the process's shared counters (main.ts); default: this thread's own */
+  shared?: ProcessShared;
+  /** tests only */
+  hooks?: ThreadHooks;
+}
+
+export function buildThread(cfg: Config, version: string, log: Logger, at: ListenAt = { port: cfg.port, host: cfg.host }, opts: ThreadOptions = {}): Thread {
+  const hooks = opts.hooks ?? {};
   // connections
   const pg = createPool(cfg.databaseUrl, 10, SERVING_TIMEOUTS);
   const redis = createRedis(cfg);
@@ -112,8 +137,16 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
     version: (base, ver) => near.require(base, ver),
   }, replicaWait, { beforeApply: hooks.beforeApply });
   const commits = new GroupCommitter(pg, { windowMs: cfg.groupCommitWindowMs, maxBatch: cfg.groupCommitMaxBatch, concurrency: cfg.groupCommitConcurrency });
-  const auth = new SandboxAuth(pg, redis, keys, cfg.tiers, cfg.rateCountFlushMs);
-  const hub = new ChangeHub(pg, cfg);
+  const auth = new SandboxAuth(pg, redis, keys, cfg.tiers, {
+    flushMs: cfg.rateCountFlushMs,
+    now: hooks.now,
+    // a fixed share of the process's budget (threads do not share their maps)
+    keyMapBytes: Math.floor(cfg.sandboxKeyCacheBytes / Math.max(1, cfg.uwsThreads)),
+    // complete: a live generation known, no rebuild here, no sandbox waiting in the outbox
+    // (the marker is then checked beside each miss, in case Redis was emptied since)
+    indexMarker: () => (index.gen && !state.rebuilding && !projector.sandboxesWaiting() ? keys.ver(PRODUCTION, index.gen) : null),
+  });
+  const hub = new ChangeHub(pg, cfg, new StreamShares(cfg.changesMaxStreams, cfg.changesStreamsPerAddress, (opts.shared ?? processShared()).changeStreams));
   const invalidation = new InvalidationListener(redis, keys, caches, {
     lease: (uuid) => auth.dropLease(uuid),
     // a rebuild made a new generation live: read it at once rather than at the next round

@@ -81,6 +81,24 @@ const ifNoneMatch = { name: 'If-None-Match', in: 'header', required: false, desc
 const etagHeader = { ETag: { description: 'strong validator of this page', schema: { type: 'string' } } };
 const r304 = (headers: Obj) => ({ description: 'not modified: the If-None-Match still matches; same Cache-Control, Vary and ETag as the 200, no body', headers: { ...etagHeader, ...headers } });
 
+/**
+ * Every admin operation may answer 429: a Bearer key that is not the admin key (and every
+ * login attempt) counts against LOGIN_FAILURES_PER_MINUTE per client address.
+ */
+function withAdminThrottle(paths: Obj): Obj {
+  const r = { description: 'too many wrong admin keys from this client address (LOGIN_FAILURES_PER_MINUTE, Bearer and login alike)', headers: retryAfter, ...json('#/components/schemas/Error') };
+  for (const [path, item] of Object.entries(paths)) {
+    if (!path.startsWith('/admin/api/') && path !== '/admin/session') continue;
+    for (const [method, op] of Object.entries(item as Obj)) {
+      // (GET /admin/session reads the cookie only: no key, nothing counted)
+      if (method === 'parameters' || typeof op !== 'object' || op === null || (path === '/admin/session' && method === 'get')) continue;
+      const responses = (op as Obj).responses as Obj | undefined;
+      if (responses && !responses['429']) responses['429'] = r;
+    }
+  }
+  return paths;
+}
+
 export function openApiDocument(version: string): Obj {
   const sbParam = p('uuid', 'sandbox uuid');
   const sandboxWrites = serviceWrites('/sandbox/{uuid}/services', keyed, 'sandbox', [sbParam]);
@@ -138,7 +156,7 @@ export function openApiDocument(version: string): Obj {
         AdminLogin: strip(S.adminLogin),
       },
     },
-    paths: {
+    paths: withAdminThrottle({
       '/services': {
         get: {
           tags: ['public'],
@@ -181,8 +199,14 @@ export function openApiDocument(version: string): Obj {
               content: { 'text/event-stream': { schema: { type: 'string', description: 'id: <n>\\nevent: service.updated\\ndata: {"id":...}\\n\\n' } } },
             },
             400: err('Last-Event-ID is not an event id'),
-            429: r429,
-            503: err('too many open streams'),
+            429: {
+              description:
+                'over the sandbox rate limit (with RateLimit fields), or too many open streams: CHANGE_STREAMS_PER_ADDRESS (default 32) per client address, ' +
+                'CHANGES_MAX_STREAMS (default 10000) in total, both per server process',
+              headers: { ...rateHeaders, ...retryAfter },
+              ...json('#/components/schemas/Error'),
+            },
+            503: { ...err('the server is shutting down'), headers: retryAfter },
           },
         },
       },
@@ -280,6 +304,6 @@ export function openApiDocument(version: string): Obj {
           responses: { 200: { description: 'ready' }, 503: { ...err('not ready'), headers: retryAfter } },
         },
       },
-    },
+    }),
   };
 }
