@@ -8,7 +8,7 @@
 // ASCII plot, then checks the budget: RSS growth within 1.25 × (NEAR_CACHE_MB + RESULT_CACHE_MB)
 // plus the fixed allowance, and RSS flat (within 5 %) over the last half of the flood.
 //   node dist/bench/flood.js [--count 1000000] [--connections 64] [--near-mb 64] [--result-mb 64]
-//                            [--services 100000 | --quick] [--allowance-mb 160] [--no-pin]
+//                            [--result-entries 10000] [--services 100000 | --quick] [--allowance-mb 160] [--no-pin]
 // (REDIS_URL / DATABASE_URL as for make bench: the data set and index are reused when built.)
 import autocannon from 'autocannon';
 import { readFileSync } from 'node:fs';
@@ -34,6 +34,8 @@ const CONNECTIONS = flag('--connections', 64);
 const NEAR_MB = flag('--near-mb', 64);
 const RESULT_MB = flag('--result-mb', 64);
 const ALLOWANCE_MB = flag('--allowance-mb', 160);
+/** RESULT_CACHE_ENTRIES for the server: large, so that the byte budget is what binds */
+const RESULT_ENTRIES = flag('--result-entries', 10_000);
 const QUICK = has('--quick');
 const SERVICES = flag('--services', 100_000);
 
@@ -69,13 +71,13 @@ async function main(): Promise<void> {
   const port = await freePort();
   const metricsPort = await freePort();
   const pin = pinning(1, !has('--no-pin'));
-  const env = { ...d.serverEnv, PORT: String(port), HOST: '127.0.0.1', METRICS_PORT: String(metricsPort), METRICS_HOST: '127.0.0.1', WORKERS: '1', NEAR_CACHE_MB: String(NEAR_MB), RESULT_CACHE_MB: String(RESULT_MB) };
+  const env = { ...d.serverEnv, PORT: String(port), HOST: '127.0.0.1', METRICS_PORT: String(metricsPort), METRICS_HOST: '127.0.0.1', WORKERS: '1', NEAR_CACHE_MB: String(NEAR_MB), RESULT_CACHE_MB: String(RESULT_MB), RESULT_CACHE_ENTRIES: String(RESULT_ENTRIES) };
   const child = spawnNode(join(ROOT, 'dist/src/hot/main.js'), [], env, pin.server, join(ROOT, 'bench/results/flood-server.log'));
   const base = `http://127.0.0.1:${port}`;
   try {
     await waitFor200(base + '/readyz', child, 120_000);
     const pid = child.proc.pid!;
-    log(`server pid ${pid} on ${base} (${pin.note}${HAS_TASKSET ? '' : ', no taskset'}), NEAR_CACHE_MB=${NEAR_MB} RESULT_CACHE_MB=${RESULT_MB}, ${d.spec.production} production services`);
+    log(`server pid ${pid} on ${base} (${pin.note}${HAS_TASKSET ? '' : ', no taskset'}), NEAR_CACHE_MB=${NEAR_MB} RESULT_CACHE_MB=${RESULT_MB} RESULT_CACHE_ENTRIES=${RESULT_ENTRIES}, ${d.spec.production} production services`);
     log(`flood: ${COUNT} distinct queries, ${CONNECTIONS} connections from 127.0.0.1; load average before: ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
 
     const samples: Sample[] = [];
