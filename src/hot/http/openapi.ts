@@ -1,5 +1,6 @@
 // The OpenAPI 3.1 document served at /openapi.json, built from the same schemas that ajv
 // compiles (domain/schemas.ts), so the two cannot drift apart.
+import { openApiParameters } from '../domain/dimensions.js';
 import * as S from '../domain/schemas.js';
 import { RATELIMIT_DRAFT } from '../sandbox/auth.js';
 
@@ -12,15 +13,7 @@ const strip = ({ $id: _id, ...rest }: Obj) => rest;
 const q = (name: string, description: string, schema: Obj = { type: 'string' }, extra: Obj = {}) => ({ name, in: 'query', description, schema, ...extra });
 const p = (name: string, description: string) => ({ name, in: 'path', required: true, description, schema: { type: 'string' } });
 
-const searchParams = [
-  q('capability', 'capability token; repeatable, all must match', { type: 'array', items: { type: 'string' } }, { explode: true }),
-  q('property', '`key:value`, split at the first ":"; repeatable, all must match', { type: 'array', items: { type: 'string' } }, { explode: true }),
-  q('deviceClass', 'IoT device class of the service profile'),
-  q('protocol', 'IoT protocol of the service profile'),
-  q('iotReady', 'only `true` is kept: services with an IoT profile', { type: 'string', enum: ['true'] }),
-  q('limit', 'page size, 1-1000, default 100', { type: 'integer', minimum: 1, maximum: 1000, default: 100 }),
-  q('after', 'cursor from a `Link: rel="next"` header'),
-];
+const searchParams = openApiParameters('services');
 
 const canonicalNote =
   'Query strings must be canonical (contract: unknown and empty parameters dropped, tokens lower-cased, `iotReady=true` only, default `limit` dropped, ' +
@@ -204,7 +197,7 @@ export function openApiDocument(version: string): Obj {
           tags: ['public'],
           summary: 'Device bindings of production IoT profiles: one per (service, deviceClass, protocol)',
           description: canonicalNote + conditionalNote,
-          parameters: [searchParams[0], searchParams[2], searchParams[3], searchParams[5], searchParams[6], ifNoneMatch],
+          parameters: [...openApiParameters('devices'), ifNoneMatch],
           responses: { 200: { description: 'bindings', headers: etagHeader, ...json({ type: 'array', items: { $ref: '#/components/schemas/DeviceBinding' } }) }, 302: r302, 304: r304({}), 400: err('invalid query') },
         },
       },
