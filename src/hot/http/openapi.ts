@@ -1,5 +1,6 @@
 // The OpenAPI 3.1 document served at /openapi.json, built from the same schemas that ajv
 // compiles (domain/schemas.ts), so the two cannot drift apart.
+import { openApiParameters } from '../domain/dimensions.js';
 import * as S from '../domain/schemas.js';
 import { RATELIMIT_DRAFT } from '../sandbox/auth.js';
 
@@ -12,15 +13,7 @@ const strip = ({ $id: _id, ...rest }: Obj) => rest;
 const q = (name: string, description: string, schema: Obj = { type: 'string' }, extra: Obj = {}) => ({ name, in: 'query', description, schema, ...extra });
 const p = (name: string, description: string) => ({ name, in: 'path', required: true, description, schema: { type: 'string' } });
 
-const searchParams = [
-  q('capability', 'capability token; repeatable, all must match', { type: 'array', items: { type: 'string' } }, { explode: true }),
-  q('property', '`key:value`, split at the first ":"; repeatable, all must match', { type: 'array', items: { type: 'string' } }, { explode: true }),
-  q('deviceClass', 'IoT device class of the service profile'),
-  q('protocol', 'IoT protocol of the service profile'),
-  q('iotReady', 'only `true` is kept: services with an IoT profile', { type: 'string', enum: ['true'] }),
-  q('limit', 'page size, 1-1000, default 100', { type: 'integer', minimum: 1, maximum: 1000, default: 100 }),
-  q('after', 'cursor from a `Link: rel="next"` header'),
-];
+const searchParams = openApiParameters('services');
 
 const canonicalNote =
   'Query strings must be canonical (contract: unknown and empty parameters dropped, tokens lower-cased, `iotReady=true` only, default `limit` dropped, ' +
@@ -47,6 +40,24 @@ function serviceWrites(base: string, security: Obj[], tag: string, extra: Obj[] 
   return {
     [base]: {
       post: { ...sec, summary: 'Register a service', requestBody: { required: true, ...json('#/components/schemas/ServiceCreate') }, responses: { 201: { description: 'created', ...json('#/components/schemas/Service') }, 400: err('invalid body'), 401: err('no valid key'), 413: err('body too large'), 429: r429, 503: err('database unavailable') } },
+    },
+    [`${base}/batch`]: {
+      post: {
+        ...sec,
+        summary:
+          'Register 1-1000 services at once: all or nothing (one transaction), answered in order. Its own body limit (MAX_BATCH_BODY_BYTES, default 4 MiB).' +
+          (tag === 'sandbox' ? ' Counts as one request per service against the rate limit; when the window has no room for all of them: 429 and nothing written.' : ' Not rate-limited.'),
+        requestBody: { required: true, ...json({ type: 'object', additionalProperties: false, required: ['services'], properties: { services: { type: 'array', minItems: 1, maxItems: 1000, items: { $ref: '#/components/schemas/ServiceCreate' } } } }) },
+        responses: {
+          201: { description: 'created: the services, in the order of the request', ...json({ type: 'object', properties: { services: { type: 'array', items: { $ref: '#/components/schemas/Service' } } } }) },
+          400: err('invalid body: the message names the index of the first invalid entry (`/services/<i>...`); nothing written'),
+          401: err(tag === 'sandbox' ? 'no valid key' : 'no valid admin key or session'),
+          ...(tag === 'sandbox' ? { 429: { ...r429, description: 'the rate-limit window has no room for every service of the batch; nothing written' } } : { 403: err('session without the CSRF token') }),
+          413: err('body larger than MAX_BATCH_BODY_BYTES'),
+          415: err('body not declared as JSON'),
+          503: err('database unavailable (Retry-After)'),
+        },
+      },
     },
     [`${base}/{id}`]: {
       parameters: [p('id', 'service id')],
@@ -204,7 +215,7 @@ export function openApiDocument(version: string): Obj {
           tags: ['public'],
           summary: 'Device bindings of production IoT profiles: one per (service, deviceClass, protocol)',
           description: canonicalNote + conditionalNote,
-          parameters: [searchParams[0], searchParams[2], searchParams[3], searchParams[5], searchParams[6], ifNoneMatch],
+          parameters: [...openApiParameters('devices'), ifNoneMatch],
           responses: { 200: { description: 'bindings', headers: etagHeader, ...json({ type: 'array', items: { $ref: '#/components/schemas/DeviceBinding' } }) }, 302: r302, 304: r304({}), 400: err('invalid query') },
         },
       },
