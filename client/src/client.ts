@@ -108,6 +108,11 @@ export class SandboxClient {
     return this.t.json('POST', this.base, { ...o, key: this.apiKey, body });
   }
 
+  /** All or nothing: 1-1000 registrations in one request (one rate-limit admission per service). */
+  registerBatch(body: JsonRequest<'/sandbox/{uuid}/services/batch', 'post'>, o?: CallOptions): Promise<JsonResponse<'/sandbox/{uuid}/services/batch', 'post', 201>> {
+    return this.t.json('POST', `${this.base}/batch`, { ...o, key: this.apiKey, body });
+  }
+
   get(id: string, o?: CallOptions): Promise<JsonResponse<'/sandbox/{uuid}/services/{id}', 'get', 200>> {
     return this.t.json('GET', `${this.base}/${seg(id)}`, { ...o, key: this.apiKey });
   }

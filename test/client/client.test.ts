@@ -107,6 +107,10 @@ t.test('a sandbox: create, register, read, patch, replacements, search, delete',
   const a = await sb.register({ endpoint: 'https://a.example.com', capabilities: ['Old'] });
   const b = await sb.register({ endpoint: 'https://b.example.com', capabilities: ['new'], properties: { region: 'EU' } });
   t.equal((await sb.get(a.id)).id, a.id);
+  const batch = await sb.registerBatch({ services: [{ endpoint: 'https://c.example.com', capability: 'batch' }, { endpoint: 'https://d.example.com', capability: 'batch' }] });
+  const made = batch.services ?? [];
+  t.same(made.map((x) => new URL(x.endpoint).host), ['c.example.com', 'd.example.com'], 'a batch, in order');
+  for (const x of made) await sb.delete(x.id);
   const patched = await sb.patch(a.id, { deprecated: true, sunset_date: '2030-01-01' });
   t.match(patched, { deprecated: true, sunset_date: '2030-01-01' });
   t.same((await sb.addReplacement(a.id, b.id)).map((x) => x.id), [b.id]);
