@@ -3,35 +3,23 @@
 // filters out. fast-querystring splits and decodes; it silently keeps undecodable escapes,
 // so decodability is checked first, on the raw string.
 import { parse as parseQs } from 'fast-querystring';
+import { DIMENSIONS, dimensionsOf, noFilters, type DimensionFilters, type DimensionKind, type SearchRoute } from './dimensions.js';
 import { compareCodePoints, hasLoneSurrogate, isPropertyPair, isToken, splitProperty } from './tokens.js';
 
-export type ParamKind = 'token' | 'tokens' | 'property' | 'flag' | 'limit' | 'cursor';
+export type ParamKind = DimensionKind | 'limit' | 'cursor';
 export type QuerySpec = Readonly<Record<string, ParamKind>>;
 
-export const SEARCH_SPEC: QuerySpec = {
-  after: 'cursor',
-  capability: 'tokens',
-  deviceClass: 'token',
-  iotReady: 'flag',
-  limit: 'limit',
-  property: 'property',
-  protocol: 'token',
-};
+/** The query parameters of a route: its dimensions (dimensions.ts), `limit` and `after`. */
+function specOf(route: SearchRoute): QuerySpec {
+  const spec: Record<string, ParamKind> = { after: 'cursor', limit: 'limit' };
+  for (const d of dimensionsOf(route)) spec[d.param] = d.kind;
+  return spec;
+}
 
-export const DEVICES_SPEC: QuerySpec = {
-  after: 'cursor',
-  capability: 'tokens',
-  deviceClass: 'token',
-  limit: 'limit',
-  protocol: 'token',
-};
+export const SEARCH_SPEC: QuerySpec = specOf('services');
+export const DEVICES_SPEC: QuerySpec = specOf('devices');
 
-export interface Filters {
-  capabilities: string[];
-  properties: { key: string; value: string }[];
-  deviceClass: string | null;
-  protocol: string | null;
-  iotReady: boolean;
+export interface Filters extends DimensionFilters {
   limit: number;
   after: string | null;
 }
@@ -144,17 +132,13 @@ export type FilterResult = { ok: true; filters: Filters } | { ok: false; message
 
 const CURSOR_RE = /^\d{1,15}(\.\d{1,4})?$/;
 
+/** Each parameter's Filters field (dimensions.ts). */
+const FIELD: ReadonlyMap<string, string> = new Map(DIMENSIONS.map((d) => [d.param, d.field]));
+
 /** Validate canonical params into search filters. */
 export function toFilters(params: Params, spec: QuerySpec): FilterResult {
-  const f: Filters = {
-    capabilities: [],
-    properties: [],
-    deviceClass: null,
-    protocol: null,
-    iotReady: false,
-    limit: DEFAULT_LIMIT,
-    after: null,
-  };
+  const f: Filters = { ...noFilters(), limit: DEFAULT_LIMIT, after: null };
+  const dims = f as unknown as Record<string, unknown>;
   for (const [name, vals] of params) {
     const kind = spec[name]!;
     if (kind !== 'tokens' && kind !== 'property' && vals.length > 1) {
@@ -164,21 +148,23 @@ export function toFilters(params: Params, spec: QuerySpec): FilterResult {
     switch (kind) {
       case 'tokens':
         for (const t of vals) if (!isToken(t)) return { ok: false, message: `${name} "${t}" is not a valid token ([a-z0-9._-], 1-64 chars)` };
-        f.capabilities = vals;
+        dims[FIELD.get(name)!] = vals;
         break;
       case 'token':
         if (!isToken(v)) return { ok: false, message: `${name} "${v}" is not a valid token ([a-z0-9._-], 1-64 chars)` };
-        if (name === 'deviceClass') f.deviceClass = v;
-        else f.protocol = v;
+        dims[FIELD.get(name)!] = v;
         break;
-      case 'property':
+      case 'property': {
+        const pairs: { key: string; value: string }[] = [];
         for (const p of vals) {
-          if (!isPropertyPair(p)) return { ok: false, message: `property "${p}" must be key:value with a token key and a 1-256 character value` };
-          f.properties.push(splitProperty(p)!);
+          if (!isPropertyPair(p)) return { ok: false, message: `${name} "${p}" must be key:value with a token key and a 1-256 character value` };
+          pairs.push(splitProperty(p)!);
         }
+        dims[FIELD.get(name)!] = pairs;
         break;
+      }
       case 'flag':
-        f.iotReady = true;
+        dims[FIELD.get(name)!] = true;
         break;
       case 'limit': {
         if (!/^[1-9]\d{0,3}$/.test(v) || Number(v) > MAX_LIMIT) {
@@ -207,6 +193,14 @@ export interface Canonical {
 }
 
 /**
+ * A CursorMemo entry's bytes, measured (bench/overheads.ts): its objects (params Map, value
+ * arrays, filters object, Map slot) apart from characters, and per character of its key:
+ * the key, the params' names and values and the filters' strings each hold it about once.
+ */
+export const MEMO_OVERHEAD = 1024; // RSS grew ~1,070 B an entry of 63 characters over 400,000
+export const MEMO_PER_CHAR = 3;
+
+/**
  * Paging asks one query again and again with only `after` changed. `after` sorts before every
  * other parameter name of both specs, so a canonical query with a cursor is "after=<cursor>"
  * or "after=<cursor>&<rest>", where <rest> is itself canonical (the query without its cursor).
@@ -218,8 +212,14 @@ export interface Canonical {
  */
 export class CursorMemo {
   private m = new Map<string, { params: Params; filters: Filters }>();
+  /** bytes held (MEMO_OVERHEAD + MEMO_PER_CHAR per character of the key), emptied with the map */
+  bytes = 0;
 
-  constructor(readonly max = 4096) {}
+  /** bounded by entries and by bytes (a key is as long as a query may be) */
+  constructor(
+    readonly max = 4096,
+    readonly maxBytes = 1024 * 1024,
+  ) {}
 
   lookup(raw: string | null): Canonical | null {
     if (raw === null || !raw.startsWith('after=')) return null;
@@ -240,10 +240,15 @@ export class CursorMemo {
     const amp = c.canonical.indexOf('&');
     const rest = amp < 0 ? '' : c.canonical.slice(amp + 1);
     if (this.m.has(rest)) return;
-    if (this.m.size >= this.max) this.m.clear();
+    const size = MEMO_OVERHEAD + MEMO_PER_CHAR * rest.length;
+    if (this.m.size >= this.max || this.bytes + size > this.maxBytes) {
+      this.m.clear();
+      this.bytes = 0;
+    }
     const params: Params = new Map(c.params);
     params.delete('after');
     this.m.set(rest, { params, filters: { ...c.filters, after: null } });
+    this.bytes += size;
   }
 }
 
