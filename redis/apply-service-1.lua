@@ -9,7 +9,7 @@
 -- ARGV[4]  seq            the service's sequence number, "" when the service is gone
 -- ARGV[5]  doc            serialised service object ("" when gone)
 -- ARGV[6]  hdr            deprecation header data "<deprecatedAtSec>|<sunset HTTP-date>" or ""
--- ARGV[7]  members        newline-separated set suffixes: "all", "c:<cap>", "p:<k>:<v>", "d:<dc>", "r:<proto>", "iot"
+-- ARGV[7]  members        newline-separated set suffixes: "all", "c:<cap>", "p:<k>:<v>", "d:<dc>", "r:<proto>", "iot", "h"
 --                         (the sets a previous state is in are derived from its stored
 --                         document: memberSuffixes() below, the same rule as keys.ts)
 -- ARGV[8]  repl           comma-separated candidate seqs, ranked ("" none)
@@ -50,6 +50,7 @@ local function memberSuffixes(doc)
   local out = { 'all' }
   if not doc then return out end
   local s = cjson.decode(doc)
+  if type(s.health) ~= 'table' or s.health.status ~= 'critical' then out[#out + 1] = 'h' end
   for _, c in ipairs(s.capabilities) do out[#out + 1] = 'c:' .. c end
   for k, v in pairs(s.properties) do out[#out + 1] = 'p:' .. k .. ':' .. v end
   if type(s.iot) == 'table' then

@@ -26,6 +26,8 @@ import { createServer, type Server } from './server.js';
 import { startMetricsListener, type MetricsListener } from './routes/metrics.js';
 import { createPool, SERVING_TIMEOUTS } from './store/pool.js';
 import { IntersectPool } from '../workers/pool.js';
+import { Liveness } from './liveness/liveness.js';
+import { LeaseSweeper } from './liveness/sweeper.js';
 
 /** A named part of a thread: started in list order, stopped in reverse. */
 export interface Part {
@@ -61,7 +63,17 @@ export interface ListenAt {
   metrics?: boolean;
 }
 
-export function buildThread(cfg: Config, version: string, log: Logger, at: ListenAt = { port: cfg.port, host: cfg.host }): Thread {
+/** Test hooks (constructor options of the parts, not fields to poke afterwards). */
+export interface ThreadHooks {
+  /** the clock of lease deadlines (ms): tests advance it instead of sleeping through a ttl */
+  now?: () => number;
+  /** this thread's sweep-lock token (tests play two nodes on one Redis) */
+  sweeperOwner?: string;
+  /** false: no periodic lease sweep (tests call app.sweeper.sweepOnce()) */
+  sweep?: boolean;
+}
+
+export function buildThread(cfg: Config, version: string, log: Logger, at: ListenAt = { port: cfg.port, host: cfg.host }, hooks: ThreadHooks = {}): Thread {
   // connections
   const pg = createPool(cfg.databaseUrl, 10, SERVING_TIMEOUTS);
   const redis = createRedis(cfg);
@@ -87,7 +99,7 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
   const near = new NearCache(cfg.nearCacheBytes);
   const index = new Index(redis, keys, intersectPool, cfg.heavyIntersectionThreshold, replicas, near, () => state.ready);
   const replicaWait = replicas.length && cfg.redisReplicaWaitMs > 0 ? replicaWaiter(writer, replicas.length, cfg.redisReplicaWaitMs) : null;
-  const projector = new Projector(pg, writer, keys, cfg.tiers, log, {
+  const projector: Projector = new Projector(pg, writer, keys, cfg.tiers, log, {
     applied: (namespaces) => {
       // this thread at once; every other thread and node through Redis pub/sub
       for (const ns of namespaces) {
@@ -101,7 +113,11 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
     },
     failed: countProjectorFailure,
     version: (base, ver) => near.require(base, ver),
+    lease: (id, st): Promise<number> => liveness.applyState(id, st),
   }, replicaWait);
+  const now = hooks.now ?? Date.now;
+  const liveness: Liveness = new Liveness(pg, writer, keys, projector, { now, indexReady: () => state.ready });
+  const sweeper = new LeaseSweeper(pg, writer, keys, projector, log, { intervalMs: cfg.leaseSweepMs, lockMs: cfg.leaseLockMs, now, owner: hooks.sweeperOwner });
   const auth = new SandboxAuth(pg, redis, keys, cfg.tiers, cfg.rateCountFlushMs);
   const hub = new ChangeHub(pg, cfg);
   const invalidation = new InvalidationListener(redis, keys, caches, {
@@ -131,7 +147,7 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
     nearCache: () => (near.enabled ? { ...near.stats, bytes: near.bytes } : null),
   });
 
-  const app: App = { cfg, pg, redis, keys, index, projector, auth, hub, metrics, log, state, version, ...caches, intersectPool };
+  const app: App = { cfg, pg, redis, keys, index, projector, auth, hub, metrics, log, state, version, ...caches, intersectPool, liveness, sweeper };
   const watchers = createWatchers(app);
   const server = createServer(app, { port: at.port, host: at.host, routes: [registerAdmin] });
   let metricsListener: MetricsListener | null = null;
@@ -155,6 +171,7 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
     { name: 'outbox-sweeper', start: () => projector.start(cfg.outboxSweepMs), stop: () => projector.stop() },
     { name: 'invalidation', start: () => invalidation.start(), stop: () => invalidation.stop() },
     { name: 'near-check', start: () => nearCheck.start(), stop: () => nearCheck.stop() },
+    { name: 'lease-sweeper', start: () => (hooks.sweep ?? true ? sweeper.start() : undefined), stop: () => sweeper.stop() },
     // the first round (and the index rebuild it may start) completes before the port opens
     { name: 'readiness', start: () => watchers.start(), stop: () => watchers.stop() },
     {

@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { createLogger, type App } from '../../src/hot/app.js';
-import { buildThread, type Thread } from '../../src/hot/compose.js';
+import { buildThread, type Thread, type ThreadHooks } from '../../src/hot/compose.js';
 import { loadConfig, type Config } from '../../src/hot/config.js';
 import { checkUwsNative } from '../../src/hot/ops/native.js';
 import { createRedis, type RedisClient } from '../../src/hot/redis/client.js';
@@ -83,6 +83,8 @@ export interface StartOptions {
   redisKeyPrefix?: string;
   /** log through the production logger (redaction included) into this stream */
   logStream?: { write(line: string): void };
+  /** the thread's test hooks (compose.ts ThreadHooks: the lease clock, the sweeper) */
+  hooks?: ThreadHooks;
 }
 
 export async function startTestServer(opts: StartOptions = {}): Promise<TestServer> {
@@ -92,7 +94,7 @@ export async function startTestServer(opts: StartOptions = {}): Promise<TestServ
   const db = opts.databaseUrl ? { url: opts.databaseUrl, drop: async () => undefined } : await freshDatabase();
   const prefix = opts.redisKeyPrefix ?? 't' + randomBytes(4).toString('hex') + ':';
   const cfg = loadConfig({ ...baseEnv(), DATABASE_URL: db.url, REDIS_KEY_PREFIX: prefix, ...opts.env });
-  const thread = buildThread(cfg, 'test', opts.logStream ? createLogger(cfg, {}, opts.logStream) : pino({ level: cfg.logLevel }), { port: 0, host: '127.0.0.1' });
+  const thread = buildThread(cfg, 'test', opts.logStream ? createLogger(cfg, {}, opts.logStream) : pino({ level: cfg.logLevel }), { port: 0, host: '127.0.0.1' }, opts.hooks);
   await thread.start();
   const { app, server } = thread;
   const url = `http://127.0.0.1:${server.port}`;

@@ -12,6 +12,7 @@ export const SEARCH_SPEC: QuerySpec = {
   after: 'cursor',
   capability: 'tokens',
   deviceClass: 'token',
+  healthy: 'flag',
   iotReady: 'flag',
   limit: 'limit',
   property: 'property',
@@ -22,6 +23,7 @@ export const DEVICES_SPEC: QuerySpec = {
   after: 'cursor',
   capability: 'tokens',
   deviceClass: 'token',
+  healthy: 'flag',
   limit: 'limit',
   protocol: 'token',
 };
@@ -32,6 +34,8 @@ export interface Filters {
   deviceClass: string | null;
   protocol: string | null;
   iotReady: boolean;
+  /** healthy=true: leave out critical services */
+  healthy?: boolean;
   limit: number;
   after: string | null;
 }
@@ -152,6 +156,7 @@ export function toFilters(params: Params, spec: QuerySpec): FilterResult {
     deviceClass: null,
     protocol: null,
     iotReady: false,
+    healthy: false,
     limit: DEFAULT_LIMIT,
     after: null,
   };
@@ -178,7 +183,8 @@ export function toFilters(params: Params, spec: QuerySpec): FilterResult {
         }
         break;
       case 'flag':
-        f.iotReady = true;
+        if (name === 'healthy') f.healthy = true;
+        else f.iotReady = true;
         break;
       case 'limit': {
         if (!/^[1-9]\d{0,3}$/.test(v) || Number(v) > MAX_LIMIT) {

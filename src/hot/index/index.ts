@@ -16,7 +16,7 @@ import { HEAVY, nearLoadReply, NOT_INDEXED, rowReply, searchReply } from '../red
 /** a page for the worker pool to compute */
 type PoolTask = Parameters<IntersectPool['run']>[0];
 
-export type FilterSets = Pick<Filters, 'capabilities' | 'properties' | 'deviceClass' | 'protocol' | 'iotReady'>;
+export type FilterSets = Pick<Filters, 'capabilities' | 'properties' | 'deviceClass' | 'protocol' | 'iotReady' | 'healthy'>;
 
 export interface Page {
   seqs: string[];

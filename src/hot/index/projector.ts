@@ -101,6 +101,11 @@ export interface ProjectorEvents {
   failed?: (stage: FailureStage) => void;
   /** a write was applied: its namespace base and the version after it (read-your-writes of the near cache) */
   version?: (base: string, ver: number) => void;
+  /**
+   * a service's state was applied to the live generation: bring its lease in Redis in line
+   * (liveness/; awaited: a failure keeps the outbox row, like a failed index update)
+   */
+  lease?: (id: string, st: IndexState) => Promise<unknown>;
 }
 
 export type FailureStage = 'write' | 'sweep' | 'missing';
@@ -208,6 +213,7 @@ export class Projector {
         if (r > 0) this.events.version?.(this.keys.base(ns, gen), r);
       }
       if (appliedLive) {
+        if (this.events.lease) await this.events.lease(id, st);
         applied.add('service:' + id);
         touched.add(ns);
       }

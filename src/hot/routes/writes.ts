@@ -7,6 +7,7 @@ import { deprecationHeaders, headerData, serializeService, serviceObject } from 
 import { parseServiceCreate, parseServicePatch, check, validators } from '../domain/validation.js';
 import { type Headers, type Reply, type Req } from '../http/route.js';
 import { parseJson } from '../http/body.js';
+import { leaseToken, withToken } from './liveness.js';
 import { addReplacement, createService, deleteService, loadReplacements, loadService, patchService } from '../store/services.js';
 
 /** "/services" for production, "/sandbox/<uuid>/services" for a sandbox */
@@ -14,20 +15,24 @@ export type Base = string;
 
 export async function createHandler(app: App, ns: string, base: Base, req: Req, reply: Reply, body: Buffer | null, extra: Headers): Promise<void> {
   const input = parseServiceCreate(parseJson(req, body));
-  const w = await createService(app.pg, ns, input);
+  // a lease comes with its heartbeat token, shown once (only its hash is stored)
+  const tok = input.ttl != null ? await leaseToken(app, ns) : null;
+  const w = await createService(app.pg, ns, input, undefined, tok?.hash ?? null);
   await app.projector.syncQuietly([{ row: w.row, ns, id: w.id }]);
   const s = await loadService(app.pg, ns, w.id);
   if (!s) throw new ApiError('INTERNAL', 'the service vanished after it was written');
-  reply.json(201, serializeService(s), [['Location', `${base}/${s.id}`], ['Cache-Control', 'no-store'], ...deprecationHeaders(headerData(s), `${base}/${s.id}/replacements`), ...extra]);
+  reply.json(201, withToken(serializeService(s), tok?.token ?? null), [['Location', `${base}/${s.id}`], ['Cache-Control', 'no-store'], ...deprecationHeaders(headerData(s), `${base}/${s.id}/replacements`), ...extra]);
 }
 
 export async function patchHandler(app: App, ns: string, base: Base, id: string, req: Req, reply: Reply, body: Buffer | null, extra: Headers): Promise<void> {
   const change = parseServicePatch(parseJson(req, body));
-  const w = await patchService(app.pg, ns, id, change);
+  // a patch that starts a lease on a service without a token issues one
+  const tok = typeof change.ttl === 'number' ? await leaseToken(app, ns) : null;
+  const w = await patchService(app.pg, ns, id, change, tok?.hash ?? null);
   await app.projector.syncQuietly([{ row: w.row, ns, id }]);
   const s = await loadService(app.pg, ns, id);
   if (!s) throw new ApiError('NOT_FOUND', 'no such service');
-  reply.json(200, serializeService(s), [['Cache-Control', 'no-store'], ...deprecationHeaders(headerData(s), `${base}/${id}/replacements`), ...extra]);
+  reply.json(200, withToken(serializeService(s), w.issued ? tok!.token : null), [['Cache-Control', 'no-store'], ...deprecationHeaders(headerData(s), `${base}/${id}/replacements`), ...extra]);
 }
 
 export async function deleteHandler(app: App, ns: string, id: string, reply: Reply, extra: Headers): Promise<void> {

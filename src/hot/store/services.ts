@@ -4,7 +4,7 @@ import { randomBase62 } from '../domain/tokens.js';
 import { appendChanges, deletedData, type ChangeInput, type ChangeType } from '../changes/events.js';
 import { ApiError } from '../domain/errors.js';
 import { memberSuffixes } from '../domain/keys.js';
-import { headerData, serializeService, type ServiceRecord } from '../domain/service.js';
+import { headerData, serializeService, type HealthStatus, type ServiceRecord } from '../domain/service.js';
 import type { ServiceChange, ServiceInput } from '../domain/validation.js';
 import { query, retrying, withTx, type Client, type Pool } from './pool.js';
 
@@ -64,7 +64,7 @@ export function indexText(s: ServiceRecord): IndexText {
  * transaction, store its index text in the row and insert the outbox row (one statement),
  * and return the change event, whose data is that same document.
  */
-async function commitState(c: Client, ns: string, id: string, type: ChangeType): Promise<{ row: number; change: ChangeInput }> {
+export async function commitState(c: Client, ns: string, id: string, type: ChangeType): Promise<{ row: number; change: ChangeInput }> {
   const r = await c.query<Row>(SELECT_STATE + ' WHERE s.id = $1', [id]);
   const t = indexText(toRecord(r.rows[0]!));
   const o = await c.query<{ id: string }>(
@@ -119,12 +119,13 @@ async function writeDetails(c: Client, id: string, s: Partial<ServiceInput>): Pr
   }
 }
 
-export async function createService(pool: Pool, ns: string, s: ServiceInput, id = newServiceId()): Promise<WriteResult> {
+/** `tokenHash`: sha256 of the heartbeat token issued with a lease (s.ttl set) */
+export async function createService(pool: Pool, ns: string, s: ServiceInput, id = newServiceId(), tokenHash: Buffer | null = null): Promise<WriteResult> {
   return withTx(pool, async (c) => {
     await c.query(
-      `INSERT INTO services (id, ns, endpoint, deprecated, deprecated_at, locked, sunset_date)
-       VALUES ($1, $2, $3, $4, CASE WHEN $4 THEN now() END, $5, $6)`,
-      [id, ns, s.endpoint, s.deprecated, s.locked, s.sunsetDate],
+      `INSERT INTO services (id, ns, endpoint, deprecated, deprecated_at, locked, sunset_date, ttl, deregister_after, health_status, hb_token_hash)
+       VALUES ($1, $2, $3, $4, CASE WHEN $4 THEN now() END, $5, $6, $7, $8, CASE WHEN $7::integer IS NULL THEN 'unknown' ELSE 'passing' END, $9)`,
+      [id, ns, s.endpoint, s.deprecated, s.locked, s.sunsetDate, s.ttl ?? null, s.deregisterAfter ?? null, s.ttl == null ? null : tokenHash],
     );
     await writeDetails(c, id, s);
     // (a new random id: its default version is drawn with the row, nobody can hold it)
@@ -141,13 +142,17 @@ async function lockService(c: Client, ns: string, id: string): Promise<{ locked:
   return r.rows[0];
 }
 
-export async function patchService(pool: Pool, ns: string, id: string, ch: ServiceChange): Promise<WriteResult> {
+/**
+ * `tokenHash`: the hash of a heartbeat token to store if this patch starts a lease on a
+ * service that has no token; `issued` in the result says whether it was stored.
+ */
+export async function patchService(pool: Pool, ns: string, id: string, ch: ServiceChange, tokenHash: Buffer | null = null): Promise<WriteResult & { issued: boolean }> {
   return withTx(pool, async (c) => {
     // `locked` is a flag published to clients (with deprecated and sunset_date), not a
     // write lock: the contract lets PATCH change locked, properties and iot together
     // (see docs/decisions.md)
     const cur = await lockService(c, ns, id);
-    await c.query(
+    const upd = await c.query<{ issued: boolean }>(
       `UPDATE services SET
          endpoint = COALESCE($2, endpoint),
          deprecated_at = CASE WHEN $3::boolean IS NULL THEN deprecated_at
@@ -156,17 +161,26 @@ export async function patchService(pool: Pool, ns: string, id: string, ch: Servi
          deprecated = COALESCE($3, deprecated),
          locked = COALESCE($4, locked),
          sunset_date = CASE WHEN $5 THEN $6::date ELSE sunset_date END,
+         -- the lease (migration 0005): "ttl": null drops it, a ttl starts one (passing) or changes it
+         ttl = CASE WHEN $7 THEN $8::integer ELSE ttl END,
+         health_status = CASE WHEN NOT $7 THEN health_status WHEN $8::integer IS NULL THEN 'unknown'
+                              WHEN health_status = 'unknown' THEN 'passing' ELSE health_status END,
+         critical_since = CASE WHEN $7 AND $8::integer IS NULL THEN NULL ELSE critical_since END,
+         hb_token_hash = CASE WHEN NOT $7 THEN hb_token_hash WHEN $8::integer IS NULL THEN NULL ELSE COALESCE(hb_token_hash, $9) END,
+         deregister_after = CASE WHEN $10 THEN $11::integer ELSE deregister_after END,
          updated_at = now(),
          version = nextval('service_version_seq') -- the row is locked (lockService): see bumpVersions
-       WHERE id = $1`,
-      [id, ch.endpoint ?? null, ch.deprecated ?? null, ch.locked ?? null, ch.sunsetDate !== undefined, ch.sunsetDate ?? null],
+       WHERE id = $1
+       RETURNING hb_token_hash IS NOT DISTINCT FROM $9::bytea AND $9::bytea IS NOT NULL AS issued`,
+      [id, ch.endpoint ?? null, ch.deprecated ?? null, ch.locked ?? null, ch.sunsetDate !== undefined, ch.sunsetDate ?? null,
+        ch.ttl !== undefined, ch.ttl ?? null, tokenHash, ch.deregisterAfter !== undefined, ch.deregisterAfter ?? null],
     );
     await writeDetails(c, id, ch);
     // a patch that turns deprecation on is the event fleets care most about: its own type
     const type: ChangeType = ch.deprecated === true && !cur.deprecated ? 'service.deprecated' : 'service.updated';
     const { row, change } = await commitState(c, ns, id, type);
     await appendChanges(c, [change]);
-    return { id, ns, row };
+    return { id, ns, row, issued: upd.rows[0]?.issued === true };
   });
 }
 
@@ -249,6 +263,11 @@ interface Row {
   protos: string[] | null;
   repl: string[] | null;
   version: string;
+  ttl: number | null;
+  dereg: number | null;
+  hs: HealthStatus;
+  crit: string | null;
+  tok: string | null;
 }
 
 const SELECT_STATE = `
@@ -258,7 +277,8 @@ const SELECT_STATE = `
          (SELECT json_object_agg(key, value) FROM service_properties WHERE service_id = s.id) AS props,
          i.device_classes AS dcs, i.protocols AS protos,
          (SELECT array_agg(c.seq ORDER BY r.rank) FROM replacements r JOIN services c ON c.id = r.candidate_id
-           WHERE r.service_id = s.id) AS repl
+           WHERE r.service_id = s.id) AS repl,
+         s.ttl, s.deregister_after AS dereg, s.health_status AS hs, s.critical_since AS crit, encode(s.hb_token_hash, 'hex') AS tok
     FROM services s LEFT JOIN iot_profiles i ON i.service_id = s.id`;
 
 function toRecord(r: Row): ServiceRecord {
@@ -276,6 +296,9 @@ function toRecord(r: Row): ServiceRecord {
     sunsetDate: r.sunset,
     replacementSeqs: (r.repl ?? []).map(Number),
     version: Number(r.version),
+    ...(r.ttl === null
+      ? {}
+      : { health: { status: r.hs, ttl: r.ttl }, lease: { tokenHash: r.tok ?? '', deregisterAfter: r.dereg, criticalSince: r.crit === null ? null : Number(r.crit) } }),
   };
 }
 
@@ -298,7 +321,7 @@ export async function loadIndexStates(pool: Pool, ids: string[]): Promise<Map<st
     `WITH live AS (${SELECT_STATE} WHERE s.id = ANY($1))
      SELECT *, NULL::bigint AS tomb FROM live
      UNION ALL
-     SELECT t.id, t.ns, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, t.version
+     SELECT t.id, t.ns, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, t.version
        FROM service_tombstones t WHERE t.id = ANY($1) AND NOT EXISTS (SELECT 1 FROM live WHERE live.id = t.id)`,
     [ids],
   );
@@ -346,7 +369,7 @@ export type IndexPageRow = [id: string, ns: string, version: string, seq: string
 // ids (one index scan each, not a probe per row) and aggregated per service in PostgreSQL.
 const INDEX_PAGE = `
 WITH s AS MATERIALIZED (
-  SELECT id, ns, seq, version, endpoint, deprecated, deprecated_at, locked, sunset_date, idx_doc, idx_members, idx_hdr
+  SELECT id, ns, seq, version, endpoint, deprecated, deprecated_at, locked, sunset_date, idx_doc, idx_members, idx_hdr, ttl, health_status
     FROM services WHERE seq > $1 ORDER BY seq LIMIT $2),
 bare AS (
   -- the page's rows without stored index text: only theirs have their details read
@@ -373,10 +396,11 @@ SELECT s.id, s.ns, s.version::text, s.seq::text,
          || ',"capabilities":' || coalesce('["' || array_to_string(c.a, '","') || '"]', '[]') || ',"properties":' || coalesce(p.j, '{}')
          || ',"deprecated":' || s.deprecated::text || ',"locked":' || s.locked::text
          || ',"sunset_date":' || coalesce('"' || to_char(s.sunset_date, 'YYYY-MM-DD') || '"', 'null')
-         || CASE WHEN i.service_id IS NULL THEN ',"iotReady":false,"iot":null}'
+         || CASE WHEN i.service_id IS NULL THEN ',"iotReady":false,"iot":null'
             ELSE ',"iotReady":true,"iot":{"deviceClasses":' || array_to_json(i.device_classes)::text
-                 || ',"protocols":' || array_to_json(i.protocols)::text || '}}' END),
-       coalesce(s.idx_members, 'all' || coalesce(E'\nc:' || array_to_string(c.a, E'\nc:'), '') || coalesce(p.m, '')
+                 || ',"protocols":' || array_to_json(i.protocols)::text || '}' END
+         || ',"health":{"status":"' || s.health_status || '","ttl":' || coalesce(s.ttl::text, 'null') || '}}'),
+       coalesce(s.idx_members, 'all' || CASE WHEN s.health_status = 'critical' THEN '' ELSE E'\nh' END || coalesce(E'\nc:' || array_to_string(c.a, E'\nc:'), '') || coalesce(p.m, '')
          || CASE WHEN i.service_id IS NULL THEN ''
             ELSE E'\niot\nd:' || array_to_string(i.device_classes, E'\nd:')
                  || E'\nr:' || array_to_string(i.protocols, E'\nr:') END),
