@@ -27,6 +27,8 @@ export interface SweeperOptions {
   now: () => number;
   /** this node's lock token (tests play two nodes) */
   owner?: string;
+  /** each committed expiry's lag past its deadline, ms (bench/liveness.ts) */
+  onExpired?: (lagMs: number) => void;
 }
 
 /** A due lease that PostgreSQL has not turned critical yet waits this long before it is looked at again. */
@@ -89,7 +91,8 @@ export class LeaseSweeper {
       if (!w) return false;
       await this.projector.syncQuietly([w]);
       countTransition('critical', 'expiry');
-      observeExpiryLag((now - at) / 1000);
+      observeExpiryLag((this.o.now() - at) / 1000);
+      this.o.onExpired?.(this.o.now() - at);
       return true;
     }
     // critical and due: deregistration, if PostgreSQL agrees it has stayed critical that long
