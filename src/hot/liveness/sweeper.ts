@@ -10,11 +10,11 @@ import { LEASE_SHARDS, type Keys } from '../domain/keys.js';
 import type { Projector } from '../index/projector.js';
 import { countTransition, observeExpiryLag, setLeasedServices } from '../ops/metrics.js';
 import type { RedisClient } from '../redis/client.js';
-import { integer, leaseSweepReply, type LeaseRecord } from '../redis/replies.js';
-import { loadLease, setHealth } from '../store/leases.js';
+import { leaseSweepReply, stringArray, type LeaseRecord } from '../redis/replies.js';
+import { expireMany, loadLease } from '../store/leases.js';
 import type { Pool } from '../store/pool.js';
 import { deleteService } from '../store/services.js';
-import { applyLease, leaseKeys } from './redis-lease.js';
+import { applyLease } from './redis-lease.js';
 
 export interface SweeperOptions {
   /** ms between sweeps (LEASE_SWEEP_MS) */
@@ -70,7 +70,18 @@ export class LeaseSweeper {
       }
       this.held.add(shard);
       leased += await this.redis.hlen(this.keys.leases(shard));
+      // passing leases past their deadline: expired together, one transaction per batch
+      const passing = due.filter((d) => d.lease.status === 'passing');
+      if (passing.length) {
+        try {
+          acted += await this.expire(shard, passing);
+        } catch (err) {
+          // PostgreSQL or Redis away: the leases stay due, the next sweep tries again
+          this.log.warn({ err: String(err), shard, leases: passing.length }, 'lease expiry failed; will retry');
+        }
+      }
       for (const { id, due: at, lease } of due) {
+        if (lease.status === 'passing') continue;
         try {
           if (await this.act(id, at, lease)) acted++;
         } catch (err) {
@@ -83,18 +94,25 @@ export class LeaseSweeper {
     return acted;
   }
 
-  private async act(id: string, at: number, l: LeaseRecord): Promise<boolean> {
+  /** Expire a shard's due passing leases (a batch): returns how many turned critical. */
+  private async expire(shard: number, items: { id: string; due: number }[]): Promise<number> {
     const now = this.o.now();
-    const [lk, dk] = leaseKeys(this.keys, id);
-    if (l.status === 'passing') {
-      const w = await setHealth(this.pool, l.ns, id, 'critical', now, async () => integer(await this.redis.leaseExpire(lk, dk, id, now, RECHECK_MS), 'lease-expire') === 1);
-      if (!w) return false;
-      await this.projector.syncQuietly([w]);
+    const dueOf = new Map(items.map((x) => [x.id, x.due]));
+    const writes = await expireMany(this.pool, [...dueOf.keys()], now, async (ids) => stringArray(await this.redis.leaseExpire(this.keys.leases(shard), this.keys.deadlines(shard), now, RECHECK_MS, ...ids), 'lease-expire'));
+    if (!writes.length) return 0;
+    await this.projector.syncQuietly(writes);
+    const seen = this.o.now();
+    for (const w of writes) {
+      const lag = seen - dueOf.get(w.id)!;
       countTransition('critical', 'expiry');
-      observeExpiryLag((this.o.now() - at) / 1000);
-      this.o.onExpired?.(this.o.now() - at);
-      return true;
+      observeExpiryLag(lag / 1000);
+      this.o.onExpired?.(lag);
     }
+    return writes.length;
+  }
+
+  private async act(id: string, _at: number, l: LeaseRecord): Promise<boolean> {
+    const now = this.o.now();
     // critical and due: deregistration, if PostgreSQL agrees it has stayed critical that long
     const row = await loadLease(this.pool, id);
     if (row && row.status === 'critical' && row.deregisterAfter !== null && row.criticalSince !== null && row.criticalSince + row.deregisterAfter * 1000 <= now) {

@@ -117,3 +117,9 @@ export function leaseSweepReply(r: unknown): { id: string; due: number; lease: L
   for (let i = 0; i < r.length; i += 3) out.push({ id: String(r[i]), due: Number(r[i + 1]), lease: leaseRecord(String(r[i + 2]), 'lease-sweep') });
   return out;
 }
+
+/** An array of strings (lease-expire-2.lua: the ids it confirmed). */
+export function stringArray(r: unknown, script: string): string[] {
+  if (!Array.isArray(r) || !r.every((x) => typeof x === 'string')) throw new UnexpectedReply(script, 'expected an array of strings');
+  return r as string[];
+}

@@ -5,7 +5,8 @@
 import { appendChanges } from '../changes/events.js';
 import { ApiError } from '../domain/errors.js';
 import { PRODUCTION } from '../domain/keys.js';
-import { bumpVersions, commitState, type WriteResult } from './services.js';
+import { serializeService } from '../domain/service.js';
+import { bumpVersions, bumpVersionsWithText, commitState, indexText, loadStatesWhere, type WriteResult } from './services.js';
 import { withTx, type Pool } from './pool.js';
 
 /**
@@ -29,6 +30,36 @@ export async function setHealth(pool: Pool, ns: string, id: string, status: 'pas
     const { row: outboxRow, change } = await commitState(c, ns, id, 'service.updated');
     await appendChanges(c, [change]);
     return { id, ns, row: outboxRow };
+  });
+}
+
+/**
+ * Turn the leased services among `ids` that are still passing critical, in one
+ * transaction (the sweeper's set-based expiry: a shard's due batch). Their rows are locked
+ * in id order; `confirm` (run holding the locks, before anything is written) returns the
+ * ids whose leases are still past their deadline (lease-expire-2.lua). One statement each
+ * for the status, the versions with the stored index text, the outbox rows and the change
+ * events. `now`: ms on the caller's clock (critical_since).
+ */
+export async function expireMany(pool: Pool, ids: string[], now: number, confirm: (ids: string[]) => Promise<string[]>): Promise<WriteResult[]> {
+  if (!ids.length) return [];
+  return withTx(pool, async (c) => {
+    const locked = await c.query<{ id: string }>(
+      "SELECT id FROM services WHERE id = ANY($1) AND ttl IS NOT NULL AND health_status = 'passing' ORDER BY id FOR UPDATE",
+      [ids],
+    );
+    if (!locked.rows.length) return [];
+    const ok = await confirm(locked.rows.map((r) => r.id));
+    if (!ok.length) return [];
+    await c.query("UPDATE services SET health_status = 'critical', critical_since = $2, updated_at = now() WHERE id = ANY($1)", [ok, now]);
+    const states = await loadStatesWhere(c, 'WHERE s.id = ANY($1)', [ok]);
+    await bumpVersionsWithText(c, states.map((s) => ({ id: s.id, text: indexText(s) })));
+    const o = await c.query<{ id: string; service_id: string; ns: string }>(
+      'INSERT INTO outbox (ns, service_id) SELECT * FROM unnest($1::text[], $2::text[]) RETURNING id, service_id, ns',
+      [states.map((s) => s.ns), states.map((s) => s.id)],
+    );
+    await appendChanges(c, states.map((s) => ({ ns: s.ns, serviceId: s.id, type: 'service.updated' as const, data: serializeService(s) })));
+    return o.rows.map((r) => ({ id: r.service_id, ns: r.ns, row: Number(r.id) }));
   });
 }
 
