@@ -70,7 +70,7 @@ try {
   const rss0 = process.memoryUsage().rss;
   const r = await rebuildIndex(s.app.pg, s.app.redis, s.app.keys, s.cfg.tiers);
   if (!r) throw new Error('rebuild lock taken');
-  s.app.index.gen = r.gen;
+  await s.app.index.refreshGen();
   const seeded = Date.now();
   const rss1 = process.memoryUsage().rss;
   let bytes = 0;

@@ -83,8 +83,22 @@ export interface StartOptions {
   redisKeyPrefix?: string;
   /** log through the production logger (redaction included) into this stream */
   logStream?: { write(line: string): void };
-  /** the thread's test hooks (compose.ts ThreadHooks: the lease clock, the sweeper) */
+  /** test hooks of the thread's parts (compose.ts, ThreadHooks) */
   hooks?: ThreadHooks;
+  /** this node's wall clock as the rate limiter sees it (compose.ts ThreadHooks.now) */
+  now?: () => number;
+}
+
+/**
+ * A beforeApply hook to hand to startTestServer({ hooks }) whose behaviour the test sets
+ * later (`set`; null: pass).
+ */
+export function applyHook(): { hooks: ThreadHooks; set: (fn: ((ids: string[]) => Promise<void>) | null) => void } {
+  let current: ((ids: string[]) => Promise<void>) | null = null;
+  return {
+    hooks: { beforeApply: (ids) => (current ? current(ids) : Promise.resolve()) },
+    set: (fn) => (current = fn),
+  };
 }
 
 export async function startTestServer(opts: StartOptions = {}): Promise<TestServer> {
@@ -94,7 +108,7 @@ export async function startTestServer(opts: StartOptions = {}): Promise<TestServ
   const db = opts.databaseUrl ? { url: opts.databaseUrl, drop: async () => undefined } : await freshDatabase();
   const prefix = opts.redisKeyPrefix ?? 't' + randomBytes(4).toString('hex') + ':';
   const cfg = loadConfig({ ...baseEnv(), DATABASE_URL: db.url, REDIS_KEY_PREFIX: prefix, ...opts.env });
-  const thread = buildThread(cfg, 'test', opts.logStream ? createLogger(cfg, {}, opts.logStream) : pino({ level: cfg.logLevel }), { port: 0, host: '127.0.0.1' }, opts.hooks);
+  const thread = buildThread(cfg, 'test', opts.logStream ? createLogger(cfg, {}, opts.logStream) : pino({ level: cfg.logLevel }), { port: 0, host: '127.0.0.1' }, { hooks: { ...opts.hooks, now: opts.now } });
   await thread.start();
   const { app, server } = thread;
   const url = `http://127.0.0.1:${server.port}`;

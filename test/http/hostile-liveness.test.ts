@@ -10,7 +10,7 @@ import { ADMIN_KEY, createSandbox, registerProduction } from '../helpers/server.
 import { leaseKeys } from '../../src/hot/liveness/redis-lease.js';
 
 let clock = Date.now();
-const s = await serve(t, { env: { TIERS: 'free=1000000', LOGIN_FAILURES_PER_MINUTE: '1000000' }, hooks: { now: () => clock, sweep: false } });
+const s = await serve(t, { env: { TIERS: 'free=1000000', LOGIN_FAILURES_PER_MINUTE: '1000000' }, hooks: { leaseNow: () => clock, sweep: false } });
 const sb = await createSandbox(s, 'Hostile Beats');
 const other = await createSandbox(s, 'Other Beats');
 type Svc = { id: string; heartbeatToken: string };

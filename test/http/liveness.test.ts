@@ -8,7 +8,7 @@ import { PRODUCTION } from '../../src/hot/domain/keys.js';
 import { rebuildIndex } from '../../src/hot/index/rebuild.js';
 
 let clock = Date.now();
-const s = await serve(t, { hooks: { now: () => clock, sweep: false } });
+const s = await serve(t, { hooks: { leaseNow: () => clock, sweep: false } });
 const advance = (seconds: number) => (clock += seconds * 1000);
 const sweep = () => s.app.sweeper.sweepOnce();
 
@@ -267,7 +267,7 @@ t.test('after a loss of Redis, every lease gets a full fresh ttl', async (t) => 
   // the server's readiness watcher may notice the loss first and rebuild itself (with the
   // same injected clock): then this call finds the rebuild lock taken, and waits for it
   const r = await rebuildIndex(s.app.pg, s.app.redis, s.app.keys, s.cfg.tiers, undefined, undefined, () => clock);
-  if (r) s.app.index.gen = r.gen;
+  if (r) await s.app.index.refreshGen();
   for (let i = 0; i < 400 && !((await s.app.redis.get(s.app.keys.gen())) && !(await s.app.redis.get(s.app.keys.building())) && s.app.state.ready); i++) await new Promise((res) => setTimeout(res, 25));
   t.ok(await s.app.redis.get(s.app.keys.gen()), 'rebuilt');
   advance(5); // past the old deadline, within a fresh ttl

@@ -56,7 +56,7 @@ export function serviceObject(s: ServiceRecord): Record<string, unknown> {
     sunset_date: s.sunsetDate,
     iotReady: s.iot !== null,
     iot: s.iot ? { deviceClasses: s.iot.deviceClasses, protocols: s.iot.protocols } : null,
-    // last: migration 0005 appended it to the stored text of older rows
+    // last: migration 0006 appended it to the stored text of older rows
     health: s.health ? { status: s.health.status, ttl: s.health.ttl } : NO_LEASE,
   };
 }

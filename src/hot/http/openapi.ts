@@ -1,5 +1,6 @@
 // The OpenAPI 3.1 document served at /openapi.json, built from the same schemas that ajv
 // compiles (domain/schemas.ts), so the two cannot drift apart.
+import { openApiParameters } from '../domain/dimensions.js';
 import * as S from '../domain/schemas.js';
 import { RATELIMIT_DRAFT } from '../sandbox/auth.js';
 
@@ -12,18 +13,7 @@ const strip = ({ $id: _id, ...rest }: Obj) => rest;
 const q = (name: string, description: string, schema: Obj = { type: 'string' }, extra: Obj = {}) => ({ name, in: 'query', description, schema, ...extra });
 const p = (name: string, description: string) => ({ name, in: 'path', required: true, description, schema: { type: 'string' } });
 
-const healthyParam = q('healthy', 'only `true` is kept: leaves out services whose health status is `critical` (services without a lease, `unknown`, stay in)', { type: 'string', enum: ['true'] });
-
-const searchParams = [
-  q('capability', 'capability token; repeatable, all must match', { type: 'array', items: { type: 'string' } }, { explode: true }),
-  q('property', '`key:value`, split at the first ":"; repeatable, all must match', { type: 'array', items: { type: 'string' } }, { explode: true }),
-  q('deviceClass', 'IoT device class of the service profile'),
-  q('protocol', 'IoT protocol of the service profile'),
-  q('iotReady', 'only `true` is kept: services with an IoT profile', { type: 'string', enum: ['true'] }),
-  healthyParam,
-  q('limit', 'page size, 1-1000, default 100', { type: 'integer', minimum: 1, maximum: 1000, default: 100 }),
-  q('after', 'cursor from a `Link: rel="next"` header'),
-];
+const searchParams = openApiParameters('services');
 
 const canonicalNote =
   'Query strings must be canonical (contract: unknown and empty parameters dropped, tokens lower-cased, `iotReady=true` and `healthy=true` only, default `limit` dropped, ' +
@@ -50,6 +40,24 @@ function serviceWrites(base: string, security: Obj[], tag: string, extra: Obj[] 
   return {
     [base]: {
       post: { ...sec, summary: 'Register a service (with `ttl`: a lease; the 201 then carries `heartbeatToken`, shown once)', requestBody: { required: true, ...json('#/components/schemas/ServiceCreate') }, responses: { 201: { description: 'created', ...json('#/components/schemas/Service') }, 400: err('invalid body'), 401: err('no valid key'), 413: err('body too large'), 429: r429, 503: err('database unavailable') } },
+    },
+    [`${base}/batch`]: {
+      post: {
+        ...sec,
+        summary:
+          'Register 1-1000 services at once: all or nothing (one transaction), answered in order. Its own body limit (MAX_BATCH_BODY_BYTES, default 4 MiB).' +
+          (tag === 'sandbox' ? ' Counts as one request per service against the rate limit; when the window has no room for all of them: 429 and nothing written.' : ' Not rate-limited.'),
+        requestBody: { required: true, ...json({ type: 'object', additionalProperties: false, required: ['services'], properties: { services: { type: 'array', minItems: 1, maxItems: 1000, items: { $ref: '#/components/schemas/ServiceCreate' } } } }) },
+        responses: {
+          201: { description: 'created: the services, in the order of the request', ...json({ type: 'object', properties: { services: { type: 'array', items: { $ref: '#/components/schemas/Service' } } } }) },
+          400: err('invalid body: the message names the index of the first invalid entry (`/services/<i>...`); nothing written'),
+          401: err(tag === 'sandbox' ? 'no valid key' : 'no valid admin key or session'),
+          ...(tag === 'sandbox' ? { 429: { ...r429, description: 'the rate-limit window has no room for every service of the batch; nothing written' } } : { 403: err('session without the CSRF token') }),
+          413: err('body larger than MAX_BATCH_BODY_BYTES'),
+          415: err('body not declared as JSON'),
+          503: err('database unavailable (Retry-After)'),
+        },
+      },
     },
     [`${base}/{id}`]: {
       parameters: [p('id', 'service id')],
@@ -97,6 +105,24 @@ const conditionalNote =
 const ifNoneMatch = { name: 'If-None-Match', in: 'header', required: false, description: 'ETag(s) of a copy the client holds', schema: { type: 'string' } };
 const etagHeader = { ETag: { description: 'strong validator of this page', schema: { type: 'string' } } };
 const r304 = (headers: Obj) => ({ description: 'not modified: the If-None-Match still matches; same Cache-Control, Vary and ETag as the 200, no body', headers: { ...etagHeader, ...headers } });
+
+/**
+ * Every admin operation may answer 429: a Bearer key that is not the admin key (and every
+ * login attempt) counts against LOGIN_FAILURES_PER_MINUTE per client address.
+ */
+function withAdminThrottle(paths: Obj): Obj {
+  const r = { description: 'too many wrong admin keys from this client address (LOGIN_FAILURES_PER_MINUTE, Bearer and login alike)', headers: retryAfter, ...json('#/components/schemas/Error') };
+  for (const [path, item] of Object.entries(paths)) {
+    if (!path.startsWith('/admin/api/') && path !== '/admin/session') continue;
+    for (const [method, op] of Object.entries(item as Obj)) {
+      // (GET /admin/session reads the cookie only: no key, nothing counted)
+      if (method === 'parameters' || typeof op !== 'object' || op === null || (path === '/admin/session' && method === 'get')) continue;
+      const responses = (op as Obj).responses as Obj | undefined;
+      if (responses && !responses['429']) responses['429'] = r;
+    }
+  }
+  return paths;
+}
 
 export function openApiDocument(version: string): Obj {
   const sbParam = p('uuid', 'sandbox uuid');
@@ -162,7 +188,7 @@ export function openApiDocument(version: string): Obj {
         AdminLogin: strip(S.adminLogin),
       },
     },
-    paths: {
+    paths: withAdminThrottle({
       '/services': {
         get: {
           tags: ['public'],
@@ -205,8 +231,14 @@ export function openApiDocument(version: string): Obj {
               content: { 'text/event-stream': { schema: { type: 'string', description: 'id: <n>\\nevent: service.updated\\ndata: {"id":...}\\n\\n' } } },
             },
             400: err('Last-Event-ID is not an event id'),
-            429: r429,
-            503: err('too many open streams'),
+            429: {
+              description:
+                'over the sandbox rate limit (with RateLimit fields), or too many open streams: CHANGE_STREAMS_PER_ADDRESS (default 32) per client address, ' +
+                'CHANGES_MAX_STREAMS (default 10000) in total, both per server process',
+              headers: { ...rateHeaders, ...retryAfter },
+              ...json('#/components/schemas/Error'),
+            },
+            503: { ...err('the server is shutting down'), headers: retryAfter },
           },
         },
       },
@@ -247,7 +279,7 @@ export function openApiDocument(version: string): Obj {
           tags: ['public'],
           summary: 'Device bindings of production IoT profiles: one per (service, deviceClass, protocol)',
           description: canonicalNote + conditionalNote,
-          parameters: [...searchParams.filter((x) => ['capability', 'deviceClass', 'protocol', 'healthy', 'limit', 'after'].includes(x.name)), ifNoneMatch],
+          parameters: [...openApiParameters('devices'), ifNoneMatch],
           responses: { 200: { description: 'bindings', headers: etagHeader, ...json({ type: 'array', items: { $ref: '#/components/schemas/DeviceBinding' } }) }, 302: r302, 304: r304({}), 400: err('invalid query') },
         },
       },
@@ -312,6 +344,6 @@ export function openApiDocument(version: string): Obj {
           responses: { 200: { description: 'ready' }, 503: { ...err('not ready'), headers: retryAfter } },
         },
       },
-    },
+    }),
   };
 }

@@ -5,6 +5,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis, Cluster, type RedisOptions } from 'ioredis';
 import type { Config } from '../config.js';
+import { memberRuleLua } from '../domain/dimensions.js';
 import { ROOT } from '../paths.js';
 
 export type RedisClient = Redis | Cluster;
@@ -41,12 +42,18 @@ function camel(name: string): string {
   return name.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
 }
 
+/** Included code generated from TypeScript: the member rule of the search dimensions. */
+const GENERATED: Readonly<Record<string, () => string>> = { 'dimensions.lua': memberRuleLua };
+
 /**
  * A script's text with each `--@include <file>` line replaced by redis/lib/<file> (code
- * several scripts share: lib/buckets.lua; Redis has no include of its own).
+ * several scripts share: lib/buckets.lua; Redis has no include of its own), or by the code
+ * GENERATED under that name.
  */
 export function scriptText(file: string): string {
-  return readFileSync(join(SCRIPTS_DIR, file), 'utf8').replace(/^--@include ([a-z-]+\.lua)$/gm, (_, lib: string) => readFileSync(join(SCRIPTS_DIR, 'lib', lib), 'utf8'));
+  return readFileSync(join(SCRIPTS_DIR, file), 'utf8').replace(/^--@include ([a-z-]+\.lua)$/gm, (_, lib: string) =>
+    Object.hasOwn(GENERATED, lib) ? GENERATED[lib]!() : readFileSync(join(SCRIPTS_DIR, 'lib', lib), 'utf8'),
+  );
 }
 
 /**
@@ -134,6 +141,14 @@ function createClusterReader(cfg: Config): RedisClient {
   return c;
 }
 
+/**
+ * Begin connecting a client made by createRedis() (lazy), without waiting: commands queue
+ * until it is up, and a Redis that is away is retried (retryStrategy) as after a loss.
+ */
+export function connectRedis(client: RedisClient): void {
+  if (client.status === 'wait') client.connect().catch(() => undefined);
+}
+
 export function createRedis(cfg: Config, extra: RedisOptions = {}, cluster: { scaleReads?: 'master' | 'slave' } = {}): RedisClient {
   const opts: RedisOptions = {
     // fail fast while Redis is away instead of queueing requests without bound: a command
@@ -146,7 +161,9 @@ export function createRedis(cfg: Config, extra: RedisOptions = {}, cluster: { sc
     commandTimeout: 5000,
     retryStrategy: (times) => Math.min(times * 100, 1000),
     enableAutoPipelining: true,
-    lazyConnect: false,
+    // constructing opens nothing: connect() does (compose.ts, the 'redis' parts), or the
+    // first command of a client used outside a thread (CLI, tests, the pool's workers)
+    lazyConnect: true,
     ...extra,
   };
   let client: RedisClient;
@@ -160,7 +177,7 @@ export function createRedis(cfg: Config, extra: RedisOptions = {}, cluster: { sc
       // ioredis's auto-pipeline would group it by the slot of that number and then refuse
       // ("All keys in the pipeline should belong to the same slots allocation group") when
       // another namespace's command shares the tick. It is sent on its own, routed by its keys.
-      { redisOptions: opts, enableAutoPipelining: extra.enableAutoPipelining ?? true, autoPipeliningIgnoredCommands: ['search'], scaleReads: cluster.scaleReads ?? 'master' },
+      { redisOptions: opts, lazyConnect: opts.lazyConnect, enableAutoPipelining: extra.enableAutoPipelining ?? true, autoPipeliningIgnoredCommands: ['search'], scaleReads: cluster.scaleReads ?? 'master' },
     );
   } else {
     client = new Redis(cfg.redisUrl, opts);

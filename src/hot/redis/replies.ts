@@ -40,6 +40,38 @@ export function searchReply<T extends string | Buffer>(r: unknown): (T | number)
   return arrayOrNotIndexed<T | number>(r, 'search');
 }
 
+/** search.lua's answer, named: a page, or the planner's hand-over to the worker pool. */
+export type SearchPage<T extends string | Buffer> =
+  | {
+      heavy: false;
+      /** more results may follow: the script found one past the page, or its budget ran out first */
+      more: boolean;
+      /** seq to continue after ("" when none) */
+      last: string;
+      seqs: string[];
+      /** the documents, in page order, as stored */
+      docs: T[];
+    }
+  | { heavy: true; /** the namespace version the pool must read the sets at */ version: string };
+
+/**
+ * search.lua (not joined): NOT_INDEXED, `{ HEAVY, version }`, or
+ * `{ more, last, exhausted, seq1, doc1, seq2, doc2, ... }`, as a SearchPage.
+ */
+export function searchPage<T extends string | Buffer>(r: unknown): SearchPage<T> | typeof NOT_INDEXED {
+  const a = searchReply<T>(r);
+  if (a === NOT_INDEXED) return NOT_INDEXED;
+  if (a[0] === HEAVY) return { heavy: true, version: String(a[1]) };
+  if (a.length < 3 || a.length % 2 === 0) throw new UnexpectedReply('search', `expected more, last, exhausted and (seq, doc) pairs, got ${a.length} fields`);
+  const seqs: string[] = [];
+  const docs: T[] = [];
+  for (let i = 3; i < a.length; i += 2) {
+    seqs.push(String(a[i]));
+    docs.push(a[i + 1] as T);
+  }
+  return { heavy: false, more: a[0] === 1 || a[2] === 1, last: String(a[1]), seqs, docs };
+}
+
 /** get-service / replacements: NOT_INDEXED, 0 (no such service), or the row's fields. */
 export function rowReply(r: unknown, script: string): string[] | 0 | typeof NOT_INDEXED {
   if (r === 0) return 0;
@@ -74,10 +106,38 @@ export function indexPageReply(r: unknown): { skip: string[]; left: string[] } |
   return { skip: a.slice(2, 2 + s).map(String), left: a.slice(2 + s).map(String) };
 }
 
-/** rate-limit: [admitted(1|0|-1), limit, used, retryAfter, reset, leased, bucket, leftMs, retryAfterMs]. */
-export function rateLimitReply(r: unknown): number[] {
+/** rate-limit's answer (redis/rate-limit-4.lua), by name; durations by Redis's clock */
+export interface RateLimitReply {
+  admitted: boolean;
+  /** the sandbox's limit (requests a minute), read by the script from the sandbox hash */
+  limit: number;
+  /** admissions in the window, this request's included */
+  used: number;
+  /** s until a refused request may be admitted (0 when admitted) */
+  retryAfter: number;
+  /** s until the oldest counted bucket leaves the window */
+  reset: number;
+  /** admissions taken at once, this request's included (the thread answers granted - 1 more: leases.ts) */
+  granted: number;
+  /** the bucket counted in (an id for refunds, not a time) */
+  bucket: number;
+  /** ms left in that bucket */
+  leftMs: number;
+  /** ms until the window can admit again (0 when admitted) */
+  retryAfterMs: number;
+}
+
+/**
+ * rate-limit: NOT_INDEXED (`{ -1 }`: the sandbox is unknown to Redis), or its nine fields
+ * `{ admitted (1/0), limit, used, retryAfter, reset, granted, bucket, leftMs, retryAfterMs }`.
+ */
+export function rateLimitReply(r: unknown): RateLimitReply | typeof NOT_INDEXED {
   if (!Array.isArray(r) || !r.every(isInt)) throw new UnexpectedReply('rate-limit', 'expected an array of integers');
-  return r as number[];
+  const a = r as number[];
+  if (a.length === 1 && a[0] === NOT_INDEXED) return NOT_INDEXED;
+  if (a.length !== 9 || (a[0] !== 0 && a[0] !== 1)) throw new UnexpectedReply('rate-limit', `expected ${NOT_INDEXED} or nine fields, got ${a.length}`);
+  const [admitted, limit, used, retryAfter, reset, granted, bucket, leftMs, retryAfterMs] = a as [number, number, number, number, number, number, number, number, number];
+  return { admitted: admitted === 1, limit, used, retryAfter, reset, granted, bucket, leftMs, retryAfterMs };
 }
 
 /** poll-data: null for an unknown sandbox, else its counters and the last buckets. */

@@ -6,7 +6,7 @@ import { appendChanges } from '../changes/events.js';
 import { ApiError } from '../domain/errors.js';
 import { PRODUCTION } from '../domain/keys.js';
 import { serializeService } from '../domain/service.js';
-import { bumpVersions, bumpVersionsWithText, commitState, indexText, loadStatesWhere, type WriteResult } from './services.js';
+import { bumpVersions, bumpVersionsWithText, indexText, loadStatesWhere, type WriteResult } from './services.js';
 import { withTx, type Pool } from './pool.js';
 
 /**
@@ -21,15 +21,14 @@ export async function setHealth(pool: Pool, ns: string, id: string, status: 'pas
     const row = cur.rows[0];
     if (!row || row.ttl === null || row.hs === status) return null;
     if (confirm && !(await confirm())) return null;
-    await c.query(
-      `UPDATE services SET health_status = $2, critical_since = CASE WHEN $2 = 'critical' THEN $3::bigint END, updated_at = now(),
-              version = nextval('service_version_seq') -- the row is locked above: see bumpVersions
-        WHERE id = $1`,
-      [id, status, now],
-    );
-    const { row: outboxRow, change } = await commitState(c, ns, id, 'service.updated');
-    await appendChanges(c, [change]);
-    return { id, ns, row: outboxRow };
+    await c.query(`UPDATE services SET health_status = $2, critical_since = CASE WHEN $2 = 'critical' THEN $3::bigint END, updated_at = now() WHERE id = $1`, [id, status, now]);
+    // the state as it now stands: its index text stored with a new version (drawn holding the row lock)
+    const [st] = await loadStatesWhere(c, 'WHERE s.id = $1', [id]);
+    const text = indexText(st!);
+    await bumpVersionsWithText(c, [{ id, text }]);
+    const o = await c.query<{ id: string }>('INSERT INTO outbox (ns, service_id) VALUES ($1, $2) RETURNING id', [ns, id]);
+    await appendChanges(c, [{ ns, serviceId: id, type: 'service.updated', data: text.doc }]);
+    return { id, ns, row: Number(o.rows[0]!.id) };
   });
 }
 

@@ -5,7 +5,6 @@ import { appendChanges, deletedData, type ChangeInput, type ChangeType } from '.
 import { ApiError } from '../domain/errors.js';
 import { memberSuffixes } from '../domain/keys.js';
 import { headerData, serializeService, type HealthStatus, type ServiceRecord } from '../domain/service.js';
-import type { ServiceChange, ServiceInput } from '../domain/validation.js';
 import { query, retrying, withTx, type Client, type Pool } from './pool.js';
 
 /** opaque, URL-safe service id: 16 base62 chars (~95 random bits) */
@@ -59,23 +58,6 @@ export function indexText(s: ServiceRecord): IndexText {
 }
 
 /**
- * The end of a write that changed what a service's document, members or header are made
- * of (holding its row lock, its version drawn): read the state as it stands in this
- * transaction, store its index text in the row and insert the outbox row (one statement),
- * and return the change event, whose data is that same document.
- */
-export async function commitState(c: Client, ns: string, id: string, type: ChangeType): Promise<{ row: number; change: ChangeInput }> {
-  const r = await c.query<Row>(SELECT_STATE + ' WHERE s.id = $1', [id]);
-  const t = indexText(toRecord(r.rows[0]!));
-  const o = await c.query<{ id: string }>(
-    `WITH stored AS (UPDATE services SET idx_doc = $3, idx_members = $4, idx_hdr = $5 WHERE id = $2)
-     INSERT INTO outbox (ns, service_id) VALUES ($1, $2) RETURNING id`,
-    [ns, id, t.doc, t.members, t.hdr],
-  );
-  return { row: Number(o.rows[0]!.id), change: { ns, serviceId: id, type, data: t.doc } };
-}
-
-/**
  * bumpVersions() for services whose state this transaction wrote, storing each one's index
  * text (indexText() of the state as committed) in the same row update.
  */
@@ -88,100 +70,11 @@ export async function bumpVersionsWithText(c: Client, rows: { id: string; text: 
   );
 }
 
-async function writeDetails(c: Client, id: string, s: Partial<ServiceInput>): Promise<void> {
-  if (s.capabilities) {
-    await c.query('DELETE FROM service_capabilities WHERE service_id = $1', [id]);
-    await c.query(
-      'INSERT INTO service_capabilities (service_id, capability, ord) SELECT $1, c, o FROM unnest($2::text[]) WITH ORDINALITY AS t(c, o)',
-      [id, s.capabilities],
-    );
-  }
-  if (s.properties) {
-    await c.query('DELETE FROM service_properties WHERE service_id = $1', [id]);
-    const keys = Object.keys(s.properties);
-    if (keys.length) {
-      await c.query('INSERT INTO service_properties (service_id, key, value) SELECT $1, k, v FROM unnest($2::text[], $3::text[]) AS t(k, v)', [
-        id,
-        keys,
-        keys.map((k) => s.properties![k]),
-      ]);
-    }
-  }
-  if (s.iot !== undefined) {
-    if (s.iot === null) await c.query('DELETE FROM iot_profiles WHERE service_id = $1', [id]);
-    else {
-      await c.query(
-        `INSERT INTO iot_profiles (service_id, device_classes, protocols) VALUES ($1, $2, $3)
-         ON CONFLICT (service_id) DO UPDATE SET device_classes = EXCLUDED.device_classes, protocols = EXCLUDED.protocols`,
-        [id, s.iot.deviceClasses, s.iot.protocols],
-      );
-    }
-  }
-}
-
-/** `tokenHash`: sha256 of the heartbeat token issued with a lease (s.ttl set) */
-export async function createService(pool: Pool, ns: string, s: ServiceInput, id = newServiceId(), tokenHash: Buffer | null = null): Promise<WriteResult> {
-  return withTx(pool, async (c) => {
-    await c.query(
-      `INSERT INTO services (id, ns, endpoint, deprecated, deprecated_at, locked, sunset_date, ttl, deregister_after, health_status, hb_token_hash)
-       VALUES ($1, $2, $3, $4, CASE WHEN $4 THEN now() END, $5, $6, $7, $8, CASE WHEN $7::integer IS NULL THEN 'unknown' ELSE 'passing' END, $9)`,
-      [id, ns, s.endpoint, s.deprecated, s.locked, s.sunsetDate, s.ttl ?? null, s.deregisterAfter ?? null, s.ttl == null ? null : tokenHash],
-    );
-    await writeDetails(c, id, s);
-    // (a new random id: its default version is drawn with the row, nobody can hold it)
-    const { row, change } = await commitState(c, ns, id, 'service.created');
-    await appendChanges(c, [change]); // last: see changes/events.ts
-    return { id, ns, row };
-  });
-}
-
 /** Lock the row and check it is in `ns`; a service of another namespace is "not found". */
 async function lockService(c: Client, ns: string, id: string): Promise<{ locked: boolean; deprecated: boolean }> {
   const r = await c.query<{ locked: boolean; deprecated: boolean }>('SELECT locked, deprecated FROM services WHERE id = $1 AND ns = $2 FOR UPDATE', [id, ns]);
   if (!r.rows[0]) throw new ApiError('NOT_FOUND', 'no such service');
   return r.rows[0];
-}
-
-/**
- * `tokenHash`: the hash of a heartbeat token to store if this patch starts a lease on a
- * service that has no token; `issued` in the result says whether it was stored.
- */
-export async function patchService(pool: Pool, ns: string, id: string, ch: ServiceChange, tokenHash: Buffer | null = null): Promise<WriteResult & { issued: boolean }> {
-  return withTx(pool, async (c) => {
-    // `locked` is a flag published to clients (with deprecated and sunset_date), not a
-    // write lock: the contract lets PATCH change locked, properties and iot together
-    // (see docs/decisions.md)
-    const cur = await lockService(c, ns, id);
-    const upd = await c.query<{ issued: boolean }>(
-      `UPDATE services SET
-         endpoint = COALESCE($2, endpoint),
-         deprecated_at = CASE WHEN $3::boolean IS NULL THEN deprecated_at
-                              WHEN $3 AND NOT deprecated THEN now()
-                              WHEN $3 THEN deprecated_at ELSE NULL END,
-         deprecated = COALESCE($3, deprecated),
-         locked = COALESCE($4, locked),
-         sunset_date = CASE WHEN $5 THEN $6::date ELSE sunset_date END,
-         -- the lease (migration 0005): "ttl": null drops it, a ttl starts one (passing) or changes it
-         ttl = CASE WHEN $7 THEN $8::integer ELSE ttl END,
-         health_status = CASE WHEN NOT $7 THEN health_status WHEN $8::integer IS NULL THEN 'unknown'
-                              WHEN health_status = 'unknown' THEN 'passing' ELSE health_status END,
-         critical_since = CASE WHEN $7 AND $8::integer IS NULL THEN NULL ELSE critical_since END,
-         hb_token_hash = CASE WHEN NOT $7 THEN hb_token_hash WHEN $8::integer IS NULL THEN NULL ELSE COALESCE(hb_token_hash, $9) END,
-         deregister_after = CASE WHEN $10 THEN $11::integer ELSE deregister_after END,
-         updated_at = now(),
-         version = nextval('service_version_seq') -- the row is locked (lockService): see bumpVersions
-       WHERE id = $1
-       RETURNING hb_token_hash IS NOT DISTINCT FROM $9::bytea AND $9::bytea IS NOT NULL AS issued`,
-      [id, ch.endpoint ?? null, ch.deprecated ?? null, ch.locked ?? null, ch.sunsetDate !== undefined, ch.sunsetDate ?? null,
-        ch.ttl !== undefined, ch.ttl ?? null, tokenHash, ch.deregisterAfter !== undefined, ch.deregisterAfter ?? null],
-    );
-    await writeDetails(c, id, ch);
-    // a patch that turns deprecation on is the event fleets care most about: its own type
-    const type: ChangeType = ch.deprecated === true && !cur.deprecated ? 'service.deprecated' : 'service.updated';
-    const { row, change } = await commitState(c, ns, id, type);
-    await appendChanges(c, [change]);
-    return { id, ns, row, issued: upd.rows[0]?.issued === true };
-  });
 }
 
 /**
@@ -333,7 +226,8 @@ export async function loadIndexStates(pool: Pool, ids: string[]): Promise<Map<st
 }
 
 export async function loadService(pool: Pool, ns: string, id: string): Promise<ServiceRecord | null> {
-  const r = await query<Row>(pool, SELECT_STATE + ' WHERE s.id = $1 AND s.ns = $2', [id, ns]);
+  // named: the first of a patch's two round trips (writes.ts)
+  const r = await query<Row>(pool, { name: 'load-service', text: SELECT_STATE + ' WHERE s.id = $1 AND s.ns = $2' }, [id, ns]);
   return r.rows[0] ? toRecord(r.rows[0]) : null;
 }
 
@@ -345,28 +239,17 @@ export async function loadStatesWhere(c: Client | Pool, where: string, params: u
 
 /**
  * One service of a rebuild page, already in index-page.lua's terms (its ARGV, plus ns):
- * [id, ns, version, seq, doc, members, hdr, repl]. doc is serializeService()'s bytes,
- * members memberSuffixes() joined by "\n", hdr headerData(), repl the candidate seqs joined
- * by ",": doc, members and hdr are the index text the write stored with the state
- * (indexText()), or, for a row written before migration 0004, built by PostgreSQL (INDEX_PAGE
- * below); repl is aggregated per page. The rebuilding process only passes strings on.
- * test/pg/rebuild-bytes.test.ts holds both kinds byte-identical to the write path's.
+ * [id, ns, version, seq, doc, members, hdr, repl]. doc, members and hdr are the index text
+ * the write stored with the state (indexText()); repl, the candidate seqs joined by ",", is
+ * aggregated per page. The rebuilding process only passes strings on.
+ * test/pg/rebuild-bytes.test.ts holds them byte-identical to the write path's.
  */
 export type IndexPageRow = [id: string, ns: string, version: string, seq: string, doc: string, members: string, hdr: string, repl: string];
 
-// Rows with stored index text (idx_doc, idx_members, idx_hdr: every write since migration
-// 0004) are passed through; only the rows without it (written before; `bare`) have their
-// details read and their strings built below, so a page of stored rows reads no detail
-// table but replacements. The fallback's rules:
-// Every free-form string goes through to_json(text), whose escaping is JSON.stringify's for
-// any text PostgreSQL can hold (", \, \b \f \n \r \t, other controls as \u00xx; nothing
-// else; no lone surrogates or NUL exist in a text value). Capabilities and property keys are
-// quoted as they are: their CHECK constraints ([a-z0-9._-]) leave nothing to escape.
-// Property keys come in the order of JSON.stringify over serviceObject()'s sorted keys:
-// array-index keys ("0".."4294967294" without leading zeros) first, numerically, then the
-// rest in code-unit order (keys are ASCII tokens: byte order, COLLATE "C"). The Sunset
-// date is Date#toUTCString()'s format. Details are read per table with = ANY of the page's
-// ids (one index scan each, not a probe per row) and aggregated per service in PostgreSQL.
+// Every row has its index text: every write stores it, and the migrator fills the rows
+// written without it (before migration 0004, or straight into the tables) and recomputes it
+// when the member rule changed (index-text.ts). A row found without it all the same (written
+// by hand since) gets it from indexText() over its state, read at this page's version.
 const INDEX_PAGE = `
 WITH s AS MATERIALIZED (
   SELECT id, ns, seq, version, endpoint, deprecated, deprecated_at, locked, sunset_date, idx_doc, idx_members, idx_hdr, ttl, health_status
@@ -419,10 +302,26 @@ SELECT s.id, s.ns, s.version::text, s.seq::text,
  * Cut the rebuilding process's CPU from ~61 to ~13 µs per service at 300,000 services
  * (docs/decisions.md, "Rebuild pages serialised by PostgreSQL").
  */
-export async function loadIndexPage(pool: Pool, afterSeq: number, n: number): Promise<IndexPageRow[]> {
+export async function loadIndexPage(pool: Client | Pool, afterSeq: number, n: number): Promise<IndexPageRow[]> {
   // named: prepared once per connection, not parsed and planned for every page
-  const r = await pool.query<IndexPageRow>({ name: 'rebuild-index-page', text: INDEX_PAGE, values: [afterSeq, n], rowMode: 'array' });
-  return r.rows;
+  const r = await pool.query<(string | null)[]>({ name: 'rebuild-index-page', text: INDEX_PAGE, values: [afterSeq, n], rowMode: 'array' });
+  const rows = r.rows;
+  const bare = rows.filter((x) => x[4] === null || x[5] === null || x[6] === null);
+  if (bare.length) {
+    // read with the version: a row written since this page was read is read again
+    const states = await loadStatesWhere(pool, 'WHERE s.id = ANY($1)', [bare.map((x) => x[0])]);
+    const byId = new Map(states.map((st) => [st.id, st]));
+    for (const x of bare) {
+      const st = byId.get(x[0]!);
+      if (!st) continue; // deleted since: its tombstone is indexed
+      const t = indexText(st);
+      x[2] = String(st.version);
+      x[4] = t.doc;
+      x[5] = t.members;
+      x[6] = t.hdr;
+    }
+  }
+  return rows.filter((x) => x[4] !== null) as IndexPageRow[];
 }
 
 /** Page through the tombstones of deleted services in id order (rebuild). */
@@ -440,28 +339,27 @@ export async function loadReplacements(pool: Pool, ns: string, id: string): Prom
 }
 
 /**
- * Store the index text of rows that have none (written before migration 0004), in seq
- * order, a page of `n` per statement pair: the strings are the rebuild's own fallback
- * (INDEX_PAGE; test/pg/rebuild-bytes.test.ts holds it byte-identical to the write path's),
- * and a row is filled only while it is still at the version its page was read at and still
- * without text (a write meanwhile stored its own; one that only changed candidates leaves
- * the row to a later run). Not needed for correctness: it moves the rows to the rebuild's
- * cheap path. Returns the rows filled.
+ * Store the index text (indexText()) of rows that have none — written before migration 0004,
+ * or straight into the tables — or, with `all`, of every row (the member rule changed:
+ * index-text.ts), in seq order, a page of `n` per statement pair. A row is written only while
+ * it is still at the version its state was read at (a write meanwhile stored its own text).
+ * Returns the rows written.
  */
-export async function backfillIndexText(pool: Pool, n = 2000, progress: (seen: number, filled: number) => void = () => undefined): Promise<number> {
+export async function backfillIndexText(pool: Client | Pool, n = 2000, progress: (seen: number, filled: number) => void = () => undefined, all = false): Promise<number> {
   let after = 0;
   let seen = 0;
   let filled = 0;
   for (;;) {
-    const page = await loadIndexPage(pool, after, n);
+    const page = await loadStatesWhere(pool, `WHERE s.seq > $1 ${all ? '' : 'AND s.idx_doc IS NULL'} ORDER BY s.seq LIMIT $2`, [after, n]);
     if (!page.length) return filled;
-    after = Number(page[page.length - 1]![3]);
+    after = page[page.length - 1]!.seq;
     seen += page.length;
+    const texts = page.map(indexText);
     const r = await pool.query(
       `UPDATE services s SET idx_doc = t.d, idx_members = t.m, idx_hdr = t.h
          FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[]) AS t(id, v, d, m, h)
-        WHERE s.id = t.id AND s.version = t.v AND s.idx_doc IS NULL`,
-      [page.map((x) => x[0]), page.map((x) => x[2]), page.map((x) => x[4]), page.map((x) => x[5]), page.map((x) => x[6])],
+        WHERE s.id = t.id AND s.version = t.v`,
+      [page.map((x) => x.id), page.map((x) => x.version), texts.map((x) => x.doc), texts.map((x) => x.members), texts.map((x) => x.hdr)],
     );
     filled += r.rowCount ?? 0;
     progress(seen, filled);

@@ -1,4 +1,4 @@
--- 0005: leases and heartbeats (issue 23; contract "Liveness: leases and heartbeats").
+-- 0006: leases and heartbeats (issue 23; contract "Liveness: leases and heartbeats").
 -- The lease's terms and its durable status live on the service row: a status change is a
 -- write like any other (version, outbox, change event). Deadlines do not: a heartbeat that
 -- changes nothing renews a deadline in Redis only (src/hot/liveness/, docs/decisions.md
