@@ -22,7 +22,7 @@ const nodeGlobals = Object.fromEntries(
 // which hands the admin routes to the server. Cycles (type-only ones too) are checked by
 // scripts/import-cycles.mjs, which `make lint` runs after eslint.
 /** the folders of src/hot other than domain/ */
-const OTHER_FOLDERS = ['store', 'index', 'redis', 'sandbox', 'cache', 'changes', 'http', 'ops', 'routes'];
+const OTHER_FOLDERS = ['store', 'index', 'redis', 'sandbox', 'cache', 'changes', 'http', 'ops', 'routes', 'liveness'];
 const NO_ADMIN = { group: ['**/admin/**'], message: 'only the composition root (src/hot/compose.ts) imports src/admin' };
 const NO_ROOTS = { group: ['**/compose.js', '**/main.js'], message: 'the roots import the parts, never the other way round' };
 const BELOW_APP = ['**/routes/**', '**/app.js', '**/server.js', '**/http/route.js'];
@@ -31,6 +31,7 @@ const LAYERS = {
   store: [{ group: ['**/sandbox/**', '**/cache/**', '**/index/**', '**/ops/**', '!**/ops/outage.js', '**/http/**', ...BELOW_APP], message: 'store/ sits below index/, sandbox/, cache/ and the routes' }],
   redis: [{ group: ['**/sandbox/**', '**/cache/**', '**/index/**', '**/store/**', '**/ops/**', '!**/ops/outage.js', '**/http/**', ...BELOW_APP], message: 'redis/ sits below index/, sandbox/, cache/ and the routes' }],
   index: [{ group: ['**/sandbox/**', '**/cache/**', '**/ops/**', '!**/ops/outage.js', '**/http/**', ...BELOW_APP], message: 'index/ sits below sandbox/, cache/ and the routes' }],
+  liveness: [{ group: ['**/sandbox/**', '**/cache/**', '**/http/**', ...BELOW_APP], message: 'liveness/ (leases, the sweeper) sits below sandbox/, cache/ and the routes' }],
   sandbox: [{ group: ['**/cache/**', '**/changes/**', ...BELOW_APP], message: 'sandbox/ sits below the routes (request types: http/types.ts)' }],
   cache: [{ group: ['**/sandbox/**', '**/changes/**', ...BELOW_APP], message: 'cache/ sits below the routes (request types: http/types.ts)' }],
   http: [{ group: ['**/routes/**', '**/changes/**', '**/app.js', '**/server.js'], message: 'http/ (routing, bodies) sits below the routes' }],

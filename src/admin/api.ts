@@ -9,6 +9,7 @@ import { route, type Headers, type RouteOptions } from '../hot/http/route.js';
 import { parseJson } from '../hot/http/body.js';
 import { pollData, sandboxSummary } from '../hot/sandbox/summary.js';
 import { countServices, getSandbox, setTier } from '../hot/store/sandboxes.js';
+import { healthCounts } from '../hot/store/leases.js';
 import { countProjectorFailure } from '../hot/ops/metrics.js';
 import { requireAdmin } from './auth.js';
 import { pageFields, parseListQuery } from './paging.js';
@@ -47,8 +48,9 @@ export function registerAdminApi(uws: TemplatedApp, app: App, o: RouteOptions): 
     const uuid = req.params[0]!;
     const s = UUID_RE.test(uuid) ? await getSandbox(app.pg, uuid) : null;
     if (!s) throw new ApiError('NOT_FOUND', 'no such sandbox');
-    const [serviceCount, history, poll] = await Promise.all([
+    const [serviceCount, health, history, poll] = await Promise.all([
       countServices(app.pg, s.uuid),
+      healthCounts(app.pg, s.uuid),
       tierHistory(app.pg, s.uuid),
       // counters are derived data: the detail still answers while Redis is away
       pollData(app.redis, app.keys, s.uuid, 12, app.auth).catch(() => null),
@@ -58,6 +60,7 @@ export function registerAdminApi(uws: TemplatedApp, app: App, o: RouteOptions): 
       JSON.stringify({
         ...sandboxSummary(app.cfg.tiers, s),
         serviceCount,
+        health: health.sandboxes,
         counters: poll ? { total: poll.total, rejected: poll.rejected, windowTotal: poll.buckets.reduce((a, b) => a + b, 0) } : null,
         tierChanges: history.map((h) => ({ from: h.old_tier, to: h.new_tier, by: h.changed_by, at: h.changed_at.toISOString() })),
       }),

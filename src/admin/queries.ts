@@ -51,6 +51,8 @@ export interface RegistryCounts {
   deprecated: { production: number; sandboxes: number };
   locked: { production: number; sandboxes: number };
   iotReady: { production: number; sandboxes: number };
+  /** services per health status (liveness): passing and critical hold a lease, unknown has none */
+  health: Record<'passing' | 'critical' | 'unknown', { production: number; sandboxes: number }>;
   sandboxesByTier: Record<string, number>;
   sandboxes: number;
   locatedSandboxes: number;
@@ -58,12 +60,15 @@ export interface RegistryCounts {
 
 export async function registryCounts(pool: Pool): Promise<RegistryCounts> {
   const [svc, sb] = await Promise.all([
-    query<{ prod: boolean; n: string; dep: string; lck: string; iot: string }>(
+    query<{ prod: boolean; n: string; dep: string; lck: string; iot: string; passing: string; critical: string; unknown: string }>(
       pool,
       `SELECT s.ns = 'production' AS prod, count(*) AS n,
               count(*) FILTER (WHERE s.deprecated) AS dep,
               count(*) FILTER (WHERE s.locked) AS lck,
-              count(i.service_id) AS iot
+              count(i.service_id) AS iot,
+              count(*) FILTER (WHERE s.health_status = 'passing') AS passing,
+              count(*) FILTER (WHERE s.health_status = 'critical') AS critical,
+              count(*) FILTER (WHERE s.health_status = 'unknown') AS unknown
          FROM services s LEFT JOIN iot_profiles i ON i.service_id = s.id
         GROUP BY 1`,
     ),
@@ -74,6 +79,7 @@ export async function registryCounts(pool: Pool): Promise<RegistryCounts> {
     deprecated: { production: 0, sandboxes: 0 },
     locked: { production: 0, sandboxes: 0 },
     iotReady: { production: 0, sandboxes: 0 },
+    health: { passing: { production: 0, sandboxes: 0 }, critical: { production: 0, sandboxes: 0 }, unknown: { production: 0, sandboxes: 0 } },
     sandboxesByTier: {},
     sandboxes: 0,
     locatedSandboxes: 0,
@@ -84,6 +90,7 @@ export async function registryCounts(pool: Pool): Promise<RegistryCounts> {
     out.deprecated[k] = Number(r.dep);
     out.locked[k] = Number(r.lck);
     out.iotReady[k] = Number(r.iot);
+    for (const h of ['passing', 'critical', 'unknown'] as const) out.health[h][k] = Number(r[h]);
   }
   for (const r of sb.rows) {
     out.sandboxesByTier[r.tier] = Number(r.n);

@@ -4,6 +4,7 @@ import type { App } from '../hot/app.js';
 import { PRODUCTION } from '../hot/domain/keys.js';
 import { route, type RouteOptions } from '../hot/http/route.js';
 import { addReplacementHandler, batchHandler, createHandler, deleteHandler, listReplacementsHandler, parseBatch, patchHandler } from '../hot/routes/writes.js';
+import { heartbeatTokenHandler } from '../hot/routes/liveness.js';
 import { requireAdmin } from './auth.js';
 
 const NONE: [string, string][] = [];
@@ -26,6 +27,10 @@ export function registerAdminServices(uws: TemplatedApp, app: App, o: RouteOptio
   route(uws, 'del', '/admin/api/services/:id', async (req, reply) => {
     await requireAdmin(app, req);
     await deleteHandler(app, PRODUCTION, req.params[0]!, reply, NONE);
+  }, ob);
+  route(uws, 'post', '/admin/api/services/:id/heartbeat-token', async (req, reply) => {
+    await requireAdmin(app, req);
+    await heartbeatTokenHandler(app, PRODUCTION, req.params[0]!, reply, NONE);
   }, ob);
   route(uws, 'get', '/admin/api/services/:id/replacements', async (req, reply) => {
     await requireAdmin(app, req);

@@ -16,6 +16,8 @@ import type { Pool } from './store/pool.js';
 import type { GroupCommitter } from './store/group-commit.js';
 import type { ResultCache } from './cache/result-cache.js';
 import type { IntersectPool } from '../workers/pool.js';
+import type { Liveness } from './liveness/liveness.js';
+import type { LeaseSweeper } from './liveness/sweeper.js';
 
 export type { AppState };
 
@@ -42,6 +44,10 @@ export interface App {
   hub: ChangeHub;
   /** this thread's side of GET /metrics (merges every serving thread) */
   metrics: MetricsAggregation;
+  /** leases and heartbeats (its clock: `liveness.now`) */
+  liveness: Liveness;
+  /** this thread's lease sweeper (one node sweeps each shard at a time) */
+  sweeper: LeaseSweeper;
 }
 
 /** Log redaction: no key, cookie or Authorization value ever reaches a log line. */

@@ -30,6 +30,8 @@ import { createServer, type Server } from './server.js';
 import { startMetricsListener, type MetricsListener } from './routes/metrics.js';
 import { createPool, SERVING_TIMEOUTS } from './store/pool.js';
 import { IntersectPool } from '../workers/pool.js';
+import { Liveness } from './liveness/liveness.js';
+import { LeaseSweeper } from './liveness/sweeper.js';
 
 /** A named part of a thread: started in list order, stopped in reverse. */
 export interface Part {
@@ -83,6 +85,12 @@ export interface ThreadHooks {
   beforeApply?: (ids: string[]) => Promise<void>;
   /** this node's wall clock, as the sandbox rate limiter sees it */
   now?: () => number;
+  /** the clock of lease deadlines (ms): tests advance it instead of sleeping through a ttl */
+  leaseNow?: () => number;
+  /** this thread's sweep-lock token (tests play two nodes on one Redis) */
+  sweeperOwner?: string;
+  /** false: no periodic lease sweep (tests call app.sweeper.sweepOnce()) */
+  sweep?: boolean;
 }
 
 /**
@@ -136,7 +144,7 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
   const near = new NearCache(threadShare(cfg.nearCacheBytes, cfg.uwsThreads));
   const index = new Index(redis, keys, intersectPool, cfg.heavyIntersectionThreshold, replicas, near, () => state.ready);
   const replicaWait = replicas.length && cfg.redisReplicaWaitMs > 0 ? replicaWaiter(writer, replicas.length, cfg.redisReplicaWaitMs) : null;
-  const projector = new Projector(pg, writer, keys, cfg.tiers, log, {
+  const projector: Projector = new Projector(pg, writer, keys, cfg.tiers, log, {
     applied: (namespaces) => {
       // this thread at once; every other thread and node through Redis pub/sub
       for (const ns of namespaces) {
@@ -150,7 +158,11 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
     },
     failed: countProjectorFailure,
     version: (base, ver) => near.require(base, ver),
+    lease: (id, st): Promise<number> => liveness.applyState(id, st),
   }, replicaWait, { beforeApply: hooks.beforeApply });
+  const leaseNow = hooks.leaseNow ?? Date.now;
+  const liveness: Liveness = new Liveness(pg, writer, keys, projector, { now: leaseNow, indexReady: () => state.ready });
+  const sweeper = new LeaseSweeper(pg, writer, keys, projector, log, { intervalMs: cfg.leaseSweepMs, lockMs: cfg.leaseLockMs, now: leaseNow, owner: hooks.sweeperOwner });
   const commits = new GroupCommitter(pg, { windowMs: cfg.groupCommitWindowMs, maxBatch: cfg.groupCommitMaxBatch, concurrency: cfg.groupCommitConcurrency });
   const auth = new SandboxAuth(pg, redis, keys, cfg.tiers, {
     flushMs: cfg.rateCountFlushMs,
@@ -191,7 +203,7 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
     nearCache: () => (near.enabled ? { ...near.stats, bytes: near.bytes } : null),
   });
 
-  const app: App = { cfg, pg, redis, keys, index, projector, commits, auth, hub, metrics, log, state, version, ...caches, intersectPool };
+  const app: App = { cfg, pg, redis, keys, index, projector, commits, auth, hub, metrics, log, state, version, ...caches, intersectPool, liveness, sweeper };
   const watchers = createWatchers(app);
   const server = createServer(app, { port: at.port, host: at.host, routes: [registerAdmin] });
   let metricsListener: MetricsListener | null = null;
@@ -220,6 +232,7 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
     { name: 'outbox-sweeper', start: () => projector.start(cfg.outboxSweepMs), stop: () => (projector.stop(), projector.flushAcks()) },
     { name: 'invalidation', start: () => invalidation.start(), stop: () => invalidation.stop() },
     { name: 'near-check', start: () => nearCheck.start(), stop: () => nearCheck.stop() },
+    { name: 'lease-sweeper', start: () => (hooks.sweep ?? true ? sweeper.start() : undefined), stop: () => sweeper.stop() },
     // the first round (and the index rebuild it may start) completes before the port opens
     { name: 'readiness', start: () => watchers.start(), stop: () => watchers.stop() },
     {

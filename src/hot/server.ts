@@ -8,6 +8,7 @@ import { indexAlive } from './ops/lifecycle.js';
 import { openApiDocument } from './http/openapi.js';
 import { registerPublic } from './routes/public.js';
 import { registerSandbox } from './routes/sandbox.js';
+import { registerLiveness } from './routes/liveness.js';
 import { registerChanges } from './changes/route.js';
 import { countUnexpected } from './ops/metrics.js';
 import { requestObserver } from './ops/observe.js';
@@ -63,6 +64,7 @@ export function buildUws(app: App, routes: RegisterRoutes[], hooks: Partial<Pick
   registerChanges(uws, app, o); // before /services/:id (see changes/route.ts)
   registerPublic(uws, app, o);
   registerSandbox(uws, app, o);
+  registerLiveness(uws, app, o);
   for (const register of routes) register(uws, app, o);
   route(uws, 'any', '/*', (req, reply) => {
     const allow = allowedMethods(uws, req.path);

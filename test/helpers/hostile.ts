@@ -29,6 +29,10 @@ export function nearService(other: fc.Arbitrary<unknown>): fc.Arbitrary<Record<s
       location: fc.oneof(fc.record({ lat: fc.double(), lon: fc.double() }), other),
       tier: fc.oneof(tokenish, other),
       apiKey: fc.oneof(fc.string(), other),
+      // leases (liveness): bounds, their neighbours, non-integers; heartbeat statuses
+      ttl: fc.oneof(fc.constantFrom(null, 4, 5, 30, 86400, 86401, 5.5, -1, 0, 1e20, '30'), fc.integer(), other),
+      deregisterAfter: fc.oneof(fc.constantFrom(null, 59, 60, 604800, 604801, 60.5, '60'), fc.integer(), other),
+      status: fc.oneof(fc.constantFrom('passing', 'critical', 'unknown', 'PASSING', '', null), other),
     },
     { requiredKeys: [] },
   );

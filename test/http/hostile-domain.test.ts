@@ -19,7 +19,7 @@ const RUNS = 3000;
 
 // ---- query strings ----
 
-const NAMES = ['capability', 'property', 'deviceClass', 'protocol', 'iotReady', 'limit', 'after', 'x', '', 'constructor', '__proto__', 'Capability', 'capability[]', 'limit%00'];
+const NAMES = ['capability', 'property', 'deviceClass', 'protocol', 'iotReady', 'healthy', 'limit', 'after', 'x', '', 'constructor', '__proto__', 'Capability', 'capability[]', 'limit%00'];
 /** fragments that hostile clients send: double encoding, NUL, overlong UTF-8, surrogates, ... */
 const TRICKS = ['%252e', '%2e', '%00', '%C0%AE', '%c0%ae', '%ED%A0%80', '%F0%9F%98%80', '%EF%BF%BD', '%', '%%', '%G1', '%4', '+', '%20', '%2B', '&', '=', '%26', '%3D', ':', '%3A', '..', '\u00e9', '\ufffd', '\u0000', '\ud800', '%FF', '%E2%82', 'TRUE', '0100', '1000', '1001', '0', '-1', '1e3'];
 
@@ -238,4 +238,34 @@ t.test('every validator refuses hostile bodies only with its designed 400', asyn
     );
     t.pass(`${name}: ${RUNS / 3} hostile bodies`);
   }
+});
+
+t.test('lease fields: accepted exactly when whole seconds within their bounds', async (t) => {
+  const value = fc.oneof(fc.integer({ min: -10, max: 700_000 }), fc.double(), fc.constantFrom(null, '30', true, [], {}, 5, 86400, 60, 604800, 4, 86401, 59, 604801));
+  fc.assert(
+    fc.property(value, value, (ttl, dereg) => {
+      const body = { endpoint: 'https://lease.example.com', capability: 'x', ttl, deregisterAfter: dereg };
+      const okTtl = Number.isInteger(ttl) && (ttl as number) >= 5 && (ttl as number) <= 86400;
+      const okDereg = Number.isInteger(dereg) && (dereg as number) >= 60 && (dereg as number) <= 604800;
+      let created = false;
+      try {
+        const s = parseServiceCreate(body);
+        created = s.ttl === ttl && s.deregisterAfter === dereg;
+      } catch (e) {
+        if (!(e instanceof ApiError) || e.status !== 400) return false;
+      }
+      if (created !== (okTtl && okDereg)) return false;
+      // PATCH also takes null (drops the lease)
+      let patched = false;
+      try {
+        const c = parseServicePatch({ ttl, deregisterAfter: dereg });
+        patched = c.ttl === ttl && c.deregisterAfter === dereg;
+      } catch (e) {
+        if (!(e instanceof ApiError) || e.status !== 400) return false;
+      }
+      return patched === ((okTtl || ttl === null) && (okDereg || dereg === null));
+    }),
+    { numRuns: RUNS },
+  );
+  t.pass(`${RUNS} lease bodies`);
 });

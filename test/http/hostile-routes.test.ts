@@ -36,6 +36,9 @@ const ROUTES: [string, string][] = [
   ['DELETE', '/sandbox/:uuid/services/:id'],
   ['GET', '/sandbox/:uuid/services/:id/replacements'],
   ['POST', '/sandbox/:uuid/services/:id/replacements'],
+  ['POST', '/sandbox/:uuid/services/:id/heartbeat-token'],
+  ['PUT', '/sandbox/:uuid/services/:id/heartbeat'],
+  ['PUT', '/services/:id/heartbeat'],
   ['POST', '/admin/session'],
   ['GET', '/admin/session'],
   ['DELETE', '/admin/session'],
@@ -50,6 +53,7 @@ const ROUTES: [string, string][] = [
   ['DELETE', '/admin/api/services/:id'],
   ['GET', '/admin/api/services/:id/replacements'],
   ['POST', '/admin/api/services/:id/replacements'],
+  ['POST', '/admin/api/services/:id/heartbeat-token'],
   ['GET', '/admin'],
   ['GET', '/admin/'],
   ['GET', '/admin/:file'],
@@ -75,7 +79,7 @@ const segment = (real: string[]) =>
     { weight: 1, arbitrary: fc.constantFrom('x'.repeat(300), 'x'.repeat(9000), '0'.repeat(36), '00000000-0000-4000-8000-000000000000', 'ZZZZZZZZ-ZZZZ-ZZZZ-ZZZZ-ZZZZZZZZZZZZ', '__proto__', 'constructor').map((s) => Buffer.from(s)) },
   );
 
-const QNAMES = ['capability', 'property', 'deviceClass', 'protocol', 'iotReady', 'limit', 'after', 'lastEventId', 'tier', 'page', 'v', '__proto__'];
+const QNAMES = ['capability', 'property', 'deviceClass', 'protocol', 'iotReady', 'healthy', 'limit', 'after', 'lastEventId', 'tier', 'page', 'v', '__proto__'];
 const qvalue = fc.oneof(fc.constantFrom(...ENCODING_TRICKS, '0', '-1', '1e3', '99999999999999999999', 'free', 'true'), fc.string({ maxLength: 8 }), fc.stringMatching(/^[a-zA-Z0-9._:-]{1,8}$/));
 const query = fc.oneof(
   fc.constant(null),
@@ -148,9 +152,10 @@ t.test('no request to any route gets a 5xx, every 4xx has the error body, and th
   const s = await startTestServer({ env: { TIERS: 'free=1000000', SANDBOX_CREATE_PER_MINUTE: '1000000', LOGIN_FAILURES_PER_MINUTE: '1000000' } });
   t.teardown(() => s.close());
   const sb = await createSandbox(s, 'Hostile Routes');
-  const svc = await registerProduction(s, { endpoint: 'https://p.example.com', capability: 'p', deprecated: true });
-  const sr = await s.req(`/sandbox/${sb.uuid}/services`, { method: 'POST', headers: { authorization: `Bearer ${sb.apiKey}`, 'content-type': 'application/json' }, body: '{"endpoint":"https://s.example.com","capability":"s"}' });
-  const sbSvc = (await sr.json()) as { id: string };
+  const svc = await registerProduction(s, { endpoint: 'https://p.example.com', capability: 'p', deprecated: true, ttl: 30 });
+  const sr = await s.req(`/sandbox/${sb.uuid}/services`, { method: 'POST', headers: { authorization: `Bearer ${sb.apiKey}`, 'content-type': 'application/json' }, body: '{"endpoint":"https://s.example.com","capability":"s","ttl":30}' });
+  const sbSvc = (await sr.json()) as { id: string; heartbeatToken: string };
+  const prodToken = (svc as unknown as { heartbeatToken: string }).heartbeatToken;
   const login = await s.req('/admin/session', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ apiKey: ADMIN_KEY }) });
   const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0]!;
   const { csrfToken } = (await login.json()) as { csrfToken: string };
@@ -166,7 +171,7 @@ t.test('no request to any route gets a 5xx, every 4xx has the error body, and th
     id: segment([svc.id, sbSvc.id]),
     file: segment(['index.html', 'x.js', '../package.json', '..%2Fpackage.json']),
     query,
-    authorization: headerValue([`Bearer ${sb.apiKey}`, `Bearer ${ADMIN_KEY}`, `Bearer ${badChecksum}`, 'Bearer', 'Basic x', `bearer ${sb.apiKey}`]),
+    authorization: headerValue([`Bearer ${sb.apiKey}`, `Bearer ${ADMIN_KEY}`, `Bearer ${badChecksum}`, 'Bearer', 'Basic x', `bearer ${sb.apiKey}`, `Bearer ${prodToken}`, `Bearer ${sbSvc.heartbeatToken}`]),
     cookie: headerValue([cookie, `${cookie}; ${cookie}`, 'registry_admin=%ZZ', 'registry_admin=' + 'A'.repeat(43)]),
     csrf: headerValue([csrfToken]),
     lastEventId: headerValue(['0', '1', '-1', '18446744073709551616']),
@@ -212,7 +217,7 @@ t.test('deep JSON is a 400 BAD_JSON naming the limit, on every body route', asyn
   const s = await startTestServer({ env: { TIERS: 'free=1000000', SANDBOX_CREATE_PER_MINUTE: '1000000', LOGIN_FAILURES_PER_MINUTE: '1000000', MAX_JSON_DEPTH: '8' } });
   t.teardown(() => s.close());
   const sb = await createSandbox(s, 'Deep');
-  const svc = await registerProduction(s, { endpoint: 'https://p.example.com', capability: 'p' });
+  const svc = await registerProduction(s, { endpoint: 'https://p.example.com', capability: 'p', ttl: 30 });
   const routes: [string, string, string][] = [
     ['POST', '/sandboxes', ''],
     ['POST', '/admin/session', ''],
@@ -221,6 +226,7 @@ t.test('deep JSON is a 400 BAD_JSON naming the limit, on every body route', asyn
     ['POST', `/admin/api/services/${svc.id}/replacements`, ADMIN_KEY],
     ['POST', `/admin/api/sandboxes/${sb.uuid}/tier`, ADMIN_KEY],
     ['POST', `/sandbox/${sb.uuid}/services`, sb.apiKey],
+    ['PUT', `/services/${svc.id}/heartbeat`, (svc as unknown as { heartbeatToken: string }).heartbeatToken],
   ];
   for (const [method, path, key] of routes) {
     for (const [depth, expect] of [[8, 'ok'], [9, 'deep'], [5000, 'deep'], [60_000, 'deep']] as const) {

@@ -29,6 +29,10 @@ const CONTRACT: Record<string, string[]> = {
   '/admin/api/services': ['post'],
   '/admin/api/services/{id}': ['patch', 'delete'],
   '/admin/api/services/{id}/replacements': ['post'],
+  '/services/{id}/heartbeat': ['put'],
+  '/sandbox/{uuid}/services/{id}/heartbeat': ['put'],
+  '/sandbox/{uuid}/services/{id}/heartbeat-token': ['post'],
+  '/admin/api/services/{id}/heartbeat-token': ['post'],
 };
 
 const r = await s.req('/openapi.json');
@@ -81,7 +85,15 @@ t.test('every $ref resolves inside the document', async (t) => {
 
 t.test('the documented search parameters and error schema match the contract', async (t) => {
   const params = (paths['/services']?.get as Obj).parameters as Obj[];
-  t.same(params.filter((x) => x.in === 'query').map((x) => x.name).sort(), ['after', 'capability', 'deviceClass', 'iotReady', 'limit', 'property', 'protocol']);
+  t.same(params.filter((x) => x.in === 'query').map((x) => x.name).sort(), ['after', 'capability', 'deviceClass', 'healthy', 'iotReady', 'limit', 'property', 'protocol']);
+  const dev = (paths['/devices']?.get as Obj).parameters as Obj[];
+  t.same(dev.filter((x) => x.in === 'query').map((x) => x.name).sort(), ['after', 'capability', 'deviceClass', 'healthy', 'limit', 'protocol']);
+  for (const path of ['/services/{id}/heartbeat', '/sandbox/{uuid}/services/{id}/heartbeat']) {
+    const res = (paths[path]?.put as Obj).responses as Obj;
+    for (const code of ['204', '400', '401', '503']) t.ok(res[code], `${path} documents ${code}`);
+  }
+  t.ok(((paths['/sandbox/{uuid}/services/{id}/heartbeat']?.put as Obj).responses as Obj)['429'], 'a sandbox heartbeat can be 429');
+  t.ok((((doc.components as Obj).schemas as Obj).Service as Obj).properties && JSON.stringify(((doc.components as Obj).schemas as Obj).Service).includes('"health"'), 'the service documents health');
   t.same(params.filter((x) => x.in === 'header').map((x) => x.name), ['If-None-Match'], 'conditional reads');
   for (const path of ['/services', '/devices', '/sandbox/{uuid}/services']) {
     const res = (paths[path]?.get as Obj).responses as Obj;

@@ -24,6 +24,7 @@ t.test('GET /services/{id}: 200 with every field, locked and sunset_date always 
     sunset_date: null,
     iotReady: false,
     iot: null,
+    health: { status: 'unknown', ttl: null },
   });
   t.ok('locked' in body && 'sunset_date' in body);
   t.match(svc.id, /^[A-Za-z0-9_-]+$/, 'id is URL-safe');

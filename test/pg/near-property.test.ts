@@ -6,6 +6,9 @@
 //   the search began (when no other write to that service was in flight or acknowledged
 //   elsewhere since): the service is on the page exactly when its state matches the query,
 //   with that state's capabilities; a deleted one is never on it;
+// - heartbeats and expiries (issue 23): leased services get heartbeats reporting passing or
+//   critical on either node, and a third sweeper whose clock is days ahead expires every
+//   passing lease; `healthy=true` queries take part in both properties;
 // - convergence: after quiescence (outbox drained), every query on both nodes answers
 //   exactly what PostgreSQL's committed rows say, in seq order.
 import t from 'tap';
@@ -13,7 +16,11 @@ import fc from 'fast-check';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { loadConfig } from '../../src/hot/config.js';
-import { Keys } from '../../src/hot/domain/keys.js';
+import pino from 'pino';
+import { Keys, LEASE_SHARDS } from '../../src/hot/domain/keys.js';
+import { Projector } from '../../src/hot/index/projector.js';
+import { applyLease, leaseOf } from '../../src/hot/liveness/redis-lease.js';
+import { LeaseSweeper } from '../../src/hot/liveness/sweeper.js';
 import { createRedis } from '../../src/hot/redis/client.js';
 import { createPool } from '../../src/hot/store/pool.js';
 import { rebuildIndex } from '../../src/hot/index/rebuild.js';
@@ -26,9 +33,11 @@ interface Svc {
   properties: Record<string, string>;
   deprecated: boolean;
   iot: { deviceClasses: string[]; protocols: string[] } | null;
+  health?: { status: string; ttl: number | null };
+  heartbeatToken?: string;
 }
 
-type Query = { caps: string[]; zone?: string; iotReady?: boolean; deviceClass?: string };
+type Query = { caps: string[]; zone?: string; iotReady?: boolean; deviceClass?: string; healthy?: boolean };
 
 const CAPS = ['a', 'b', 'c'];
 const ZONES = ['z1', 'z2'];
@@ -38,6 +47,7 @@ function matches(s: Svc, q: Query, run: string): boolean {
   if (q.zone && s.properties.zone !== q.zone) return false;
   if (q.iotReady && !s.iot) return false;
   if (q.deviceClass && !s.iot?.deviceClasses.includes(q.deviceClass)) return false;
+  if (q.healthy && s.health?.status === 'critical') return false;
   return true;
 }
 
@@ -46,6 +56,7 @@ function path(q: Query, run: string): string {
   const p: string[] = [];
   for (const c of [...q.caps].sort()) p.push(`capability=${run}${c}`);
   if (q.deviceClass) p.push(`deviceClass=${q.deviceClass}`);
+  if (q.healthy) p.push('healthy=true');
   if (q.iotReady) p.push('iotReady=true');
   p.push('limit=1000');
   if (q.zone) p.push(`property=zone:${q.zone}`);
@@ -56,18 +67,22 @@ const capsArb = fc.subarray(CAPS, { minLength: 1 });
 const iotArb: fc.Arbitrary<Svc['iot']> = fc.option(fc.record({ deviceClasses: fc.constantFrom(['meter'], ['meter', 'cam'], ['cam']).map((a) => [...a]), protocols: fc.constant(['mqtt']).map((a) => [...a]) }), { nil: null });
 const nodeArb = fc.integer({ min: 0, max: 1 });
 const queryArb: fc.Arbitrary<Query> = fc.record(
-  { caps: fc.subarray(CAPS, { minLength: 1, maxLength: 2 }), zone: fc.constantFrom(...ZONES), iotReady: fc.boolean(), deviceClass: fc.constant('meter') },
+  { caps: fc.subarray(CAPS, { minLength: 1, maxLength: 2 }), zone: fc.constantFrom(...ZONES), iotReady: fc.boolean(), deviceClass: fc.constant('meter'), healthy: fc.boolean() },
   { requiredKeys: ['caps'] },
 );
 type Op =
-  | { kind: 'register'; node: number; caps: string[]; zone: string; iot: Svc['iot'] }
+  | { kind: 'register'; node: number; caps: string[]; zone: string; iot: Svc['iot']; leased: boolean }
+  | { kind: 'heartbeat'; node: number; pick: number; status: 'passing' | 'critical' }
+  | { kind: 'expire' }
   | { kind: 'patch'; node: number; pick: number; caps?: string[]; zone?: string; iot?: Svc['iot'] | undefined }
   | { kind: 'deprecate'; node: number; pick: number }
   | { kind: 'delete'; node: number; pick: number }
   | { kind: 'reindex' }
   | { kind: 'search'; node: number; q: Query };
 const opArb: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 4, arbitrary: fc.record({ kind: fc.constant('register' as const), node: nodeArb, caps: capsArb, zone: fc.constantFrom(...ZONES), iot: iotArb }) },
+  { weight: 4, arbitrary: fc.record({ kind: fc.constant('register' as const), node: nodeArb, caps: capsArb, zone: fc.constantFrom(...ZONES), iot: iotArb, leased: fc.boolean() }) },
+  { weight: 3, arbitrary: fc.record({ kind: fc.constant('heartbeat' as const), node: nodeArb, pick: fc.nat(), status: fc.constantFrom('passing' as const, 'critical' as const) }) },
+  { weight: 1, arbitrary: fc.constant({ kind: 'expire' as const }) },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('patch' as const), node: nodeArb, pick: fc.nat(), caps: capsArb, zone: fc.constantFrom(...ZONES), iot: iotArb }, { requiredKeys: ['kind', 'node', 'pick'] }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('deprecate' as const), node: nodeArb, pick: fc.nat() }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('delete' as const), node: nodeArb, pick: fc.nat() }) },
@@ -80,14 +95,23 @@ const scheduleArb = fc.array(fc.array(opArb, { minLength: 1, maxLength: 3 }), { 
 t.test('two nodes: read-your-writes under random interleavings, convergence to PostgreSQL after quiescence', async (t) => {
   const db = await freshDatabase();
   const prefix = 'np' + randomBytes(4).toString('hex') + ':';
-  const env = { DATABASE_URL: db.url, REDIS_KEY_PREFIX: prefix, REDIS_CLUSTER_NODES: '', ADMIN_API_KEY: ADMIN_KEY, WORKERS: '1', LOG_LEVEL: 'warn', HEAVY_INTERSECTION_THRESHOLD: '2', OUTBOX_SWEEP_MS: '200' };
+  // the nodes' own sweepers seldom run and hold a shard briefly: expiries come from the
+  // test's sweeper below (leases of a day never expire on the nodes' clocks)
+  const env = { DATABASE_URL: db.url, REDIS_KEY_PREFIX: prefix, REDIS_CLUSTER_NODES: '', ADMIN_API_KEY: ADMIN_KEY, WORKERS: '1', LOG_LEVEL: 'warn', HEAVY_INTERSECTION_THRESHOLD: '2', OUTBOX_SWEEP_MS: '200', LEASE_SWEEP_MS: '60000', LEASE_LOCK_MS: '100' };
   const nodes: ServerProcess[] = [await spawnServer(env), await spawnServer(env)];
   const cfg = loadConfig({ ...baseEnv(), DATABASE_URL: db.url, REDIS_KEY_PREFIX: prefix, REDIS_CLUSTER_NODES: '' });
   const pool = createPool(db.url, 2);
   const redis = createRedis(cfg);
   const pgc = new pg.Client({ connectionString: db.url });
   await pgc.connect();
+  // a third sweeper, two days ahead: every passing lease is past its deadline for it
+  const keys = new Keys(prefix);
+  const ahead = () => Date.now() + 2 * 86_400_000;
+  const log = pino({ level: 'warn' });
+  const projector: Projector = new Projector(pool, redis, keys, cfg.tiers, log, { lease: (id, st) => applyLease(redis, keys, id, st.ns, st.version, leaseOf(st.record), ahead()) });
+  const sweeper = new LeaseSweeper(pool, redis, keys, projector, log, { intervalMs: 60_000, lockMs: 1000, now: ahead, owner: 'test-ahead' });
   t.teardown(async () => {
+    await sweeper.stop();
     for (const n of nodes) n.signal('SIGKILL');
     await Promise.all(nodes.map((n) => n.exited));
     redis.disconnect();
@@ -116,15 +140,15 @@ t.test('two nodes: read-your-writes under random interleavings, convergence to P
   /** What PostgreSQL's committed rows answer for a query, in seq order. */
   const fromPostgres = async (q: Query, run: string): Promise<string[]> => {
     const rows = (
-      await pgc.query<{ id: string; caps: string[]; zone: string | null; dcs: string[] | null }>(
-        `SELECT s.id, array(SELECT capability FROM service_capabilities c WHERE c.service_id = s.id) AS caps,
+      await pgc.query<{ id: string; caps: string[]; zone: string | null; dcs: string[] | null; hs: string }>(
+        `SELECT s.id, s.health_status AS hs, array(SELECT capability FROM service_capabilities c WHERE c.service_id = s.id) AS caps,
                 (SELECT value FROM service_properties p WHERE p.service_id = s.id AND p.key = 'zone') AS zone,
                 (SELECT device_classes FROM iot_profiles i WHERE i.service_id = s.id) AS dcs
          FROM services s WHERE s.ns = 'production' ORDER BY s.seq`,
       )
     ).rows;
     return rows
-      .filter((r) => matches({ id: r.id, capabilities: r.caps, properties: r.zone ? { zone: r.zone } : {}, deprecated: false, iot: r.dcs ? { deviceClasses: r.dcs, protocols: [] } : null }, q, run))
+      .filter((r) => matches({ id: r.id, capabilities: r.caps, properties: r.zone ? { zone: r.zone } : {}, deprecated: false, iot: r.dcs ? { deviceClasses: r.dcs, protocols: [] } : null, health: { status: r.hs, ttl: null } }, q, run))
       .map((r) => r.id);
   };
 
@@ -135,6 +159,7 @@ t.test('two nodes: read-your-writes under random interleavings, convergence to P
       const run = `r${runNo++}`; // each run its own capabilities: runs do not see each other
       let clock = 0;
       const ids: string[] = [];
+      const tokens = new Map<string, string>();
       // per service: its writes, with the event clock at start and at acknowledgement
       const writes = new Map<string, { node: number; start: number; end: number; state: Svc | null }[]>();
       const inFlight = new Map<string, number>();
@@ -153,12 +178,46 @@ t.test('two nodes: read-your-writes under random interleavings, convergence to P
         switch (op.kind) {
           case 'register':
             return write(op.node, null, async () => {
-              const r = await call(op.node, 'POST', '/admin/api/services', { endpoint: `https://${run}-${ids.length}.example.com`, ...body(op.caps, op.zone, op.iot) });
+              const r = await call(op.node, 'POST', '/admin/api/services', { endpoint: `https://${run}-${ids.length}.example.com`, ...body(op.caps, op.zone, op.iot), ...(op.leased ? { ttl: 86400 } : {}) });
               if (r.status !== 201) throw new Error(`register: ${r.status} ${r.text}`);
               const s = JSON.parse(r.text) as Svc;
               ids.push(s.id);
+              if (s.heartbeatToken) tokens.set(s.id, s.heartbeatToken);
               return s;
             });
+          case 'heartbeat': {
+            const leased = ids.filter((id) => tokens.has(id));
+            if (!leased.length) return;
+            const id = leased[op.pick % leased.length]!;
+            return write(op.node, id, async () => {
+              const r = await fetch(nodes[op.node]!.url + `/services/${id}/heartbeat`, { method: 'PUT', headers: { authorization: `Bearer ${tokens.get(id)!}`, 'content-type': 'application/json' }, body: JSON.stringify({ status: op.status }) });
+              // a deleted service's token is refused (its lease went with it)
+              if (r.status === 401) return 'gone';
+              if (r.status !== 204) throw new Error(`heartbeat: ${r.status} ${await r.text()}`);
+              // the state this node acknowledged: read back from it (read-your-writes of the document)
+              const g = await fetch(nodes[op.node]!.url + `/services/${id}`);
+              if (g.status === 404) return 'gone';
+              const st = (await g.json()) as Svc;
+              if (st.health?.status !== op.status) throw new Error(`heartbeat ${op.status} acknowledged by node ${op.node}, then it serves ${JSON.stringify(st.health)}`);
+              return st;
+            });
+          }
+          case 'expire': {
+            // every passing lease turns critical: writes no node acknowledged (node -1), so
+            // read-your-writes leaves those services out until a node writes them again
+            const start = ++clock;
+            const leased = ids.filter((id) => tokens.has(id));
+            for (const id of leased) inFlight.set(id, (inFlight.get(id) ?? 0) + 1);
+            await sweeper.sweepOnce();
+            for (let i = 0; i < 100 && sweeper.held.size < LEASE_SHARDS; i++) await sweeper.sweepOnce(); // a node held a shard for a moment
+            if (sweeper.held.size < LEASE_SHARDS) throw new Error('the test sweeper never held every shard');
+            const end = ++clock;
+            for (const id of leased) {
+              inFlight.set(id, inFlight.get(id)! - 1);
+              writes.set(id, [...(writes.get(id) ?? []), { node: -1, start, end, state: null }]);
+            }
+            return;
+          }
           case 'patch':
           case 'deprecate':
           case 'delete': {
@@ -204,7 +263,7 @@ t.test('two nodes: read-your-writes under random interleavings, convergence to P
 
       // quiescence: the outbox drained; then every query on both nodes equals PostgreSQL
       await waitFor('the outbox drains', async () => (await pgc.query<{ n: string }>('SELECT count(*) AS n FROM outbox')).rows[0]!.n === '0', 20_000, 50);
-      const queries: Query[] = [{ caps: ['a'] }, { caps: ['b'] }, { caps: ['a', 'c'] }, { caps: ['c'], zone: 'z1' }, { caps: ['a'], iotReady: true }, { caps: ['b'], deviceClass: 'meter' }];
+      const queries: Query[] = [{ caps: ['a'] }, { caps: ['b'] }, { caps: ['a', 'c'] }, { caps: ['c'], zone: 'z1' }, { caps: ['a'], iotReady: true }, { caps: ['b'], deviceClass: 'meter' }, { caps: ['a'], healthy: true }, { caps: ['b'], healthy: true, iotReady: true }];
       for (const q of queries) {
         const want = await fromPostgres(q, run);
         for (const node of [0, 1]) {

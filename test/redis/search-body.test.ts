@@ -18,7 +18,7 @@ t.test('searchBody equals search, joined', async (t) => {
       ...(i % 5 === 0 ? { iot: { deviceClasses: ['sensor'], protocols: ['mqtt'] } } : {}),
     });
   }
-  const base: FilterSets = { capabilities: [], properties: [], deviceClass: null, protocol: null, iotReady: false };
+  const base: FilterSets = { capabilities: [], properties: [], deviceClass: null, protocol: null, iotReady: false, healthy: false };
   const queries: [string, FilterSets][] = [
     ['everything', base],
     ['one capability', { ...base, capabilities: ['body'] }],

@@ -44,6 +44,11 @@ const rows: Row[] = [
   { name: 'iotReady=1 dropped', raw: 'iotReady=1&capability=a', expect: { redirect: P + '?capability=a' } },
   { name: 'iotReady=yes dropped', raw: 'iotReady=yes', expect: { redirect: P } },
   { name: 'iotReady twice with true in any case: one true', raw: 'iotReady=true&iotReady=TRUE', expect: { redirect: P + '?iotReady=true' } },
+  // rule 2: healthy likewise (liveness)
+  { name: 'healthy=true canonical', raw: 'healthy=true', expect: { ok: true } },
+  { name: 'healthy=TRUE -> true', raw: 'healthy=TRUE', expect: { redirect: P + '?healthy=true' } },
+  { name: 'healthy=false dropped', raw: 'healthy=false&capability=a', expect: { redirect: P + '?capability=a' } },
+  { name: 'healthy sorts between deviceClass and iotReady', raw: 'iotReady=true&healthy=true&deviceClass=d', expect: { redirect: P + '?deviceClass=d&healthy=true&iotReady=true' } },
   // rule 3: limit
   { name: 'default limit dropped', raw: 'limit=100', expect: { redirect: P } },
   { name: 'default limit with leading zeros dropped', raw: 'limit=0100', expect: { redirect: P } },
@@ -112,6 +117,7 @@ const rows: Row[] = [
   { name: '/devices drops iotReady', raw: 'iotReady=true&protocol=mqtt', spec: DEVICES_SPEC, expect: { redirect: P + '?protocol=mqtt' } },
   { name: '/devices drops property', raw: 'property=k:v', spec: DEVICES_SPEC, expect: { redirect: P } },
   { name: '/devices full canonical query', raw: 'capability=a&deviceClass=d&limit=5&protocol=p', spec: DEVICES_SPEC, expect: { ok: true } },
+  { name: '/devices keeps healthy=true', raw: 'capability=a&healthy=true', spec: DEVICES_SPEC, expect: { ok: true } },
 ];
 
 for (const r of rows) {
@@ -138,7 +144,7 @@ for (const r of rows) {
 }
 
 t.test('filters parsed from a canonical query', async (t) => {
-  const c = canonicalize(P, 'after=42&capability=a&capability=b&deviceClass=d&iotReady=true&limit=5&property=k:v:w&property=z:Q&protocol=p', SEARCH_SPEC);
+  const c = canonicalize(P, 'after=42&capability=a&capability=b&deviceClass=d&healthy=true&iotReady=true&limit=5&property=k:v:w&property=z:Q&protocol=p', SEARCH_SPEC);
   t.equal(c.kind, 'ok');
   if (c.kind !== 'ok') return;
   const f = toFilters(c.params, SEARCH_SPEC);
@@ -153,6 +159,7 @@ t.test('filters parsed from a canonical query', async (t) => {
       deviceClass: 'd',
       protocol: 'p',
       iotReady: true,
+      healthy: true,
       limit: 5,
       after: '42',
     },

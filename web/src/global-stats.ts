@@ -33,6 +33,9 @@ export class GlobalStats extends LitElement {
           ${this.tile('Deprecated', s.deprecated.production + s.deprecated.sandboxes, both(s.deprecated))}
           ${this.tile('Locked', s.locked.production + s.locked.sandboxes, both(s.locked))}
           ${this.tile('IoT-ready', s.iotReady.production + s.iotReady.sandboxes, both(s.iotReady))}
+          ${this.tile('Passing', s.health.passing.production + s.health.passing.sandboxes, both(s.health.passing))}
+          ${this.tile('Critical', s.health.critical.production + s.health.critical.sandboxes, both(s.health.critical))}
+          ${this.tile('Health unknown', s.health.unknown.production + s.health.unknown.sandboxes, 'no lease: ' + both(s.health.unknown))}
           ${this.tile('Sandbox requests', s.requests.total, `${fmt.format(s.requests.rejected)} rejected (429)`)}
         </div>
         <p class="muted tiers">Tiers: ${Object.entries(s.tiers).map(([t, n]) => `${t} = ${fmt.format(n)}/min`).join(' · ')}</p>

@@ -72,6 +72,7 @@ export class SandboxDetail extends LitElement {
           <h2>Facts</h2>
           <dl>
             <dt>Services</dt><dd>${d.serviceCount}</dd>
+            <dt>Health</dt><dd id="health">${d.health.passing} passing · ${d.health.critical} critical · ${d.health.unknown} unknown</dd>
             <dt>Created</dt><dd>${new Date(d.createdAt).toLocaleString('en-GB')}</dd>
             <dt>Location</dt><dd>${d.location ? `${d.location.lat.toFixed(3)}, ${d.location.lon.toFixed(3)}` : 'not given'}</dd>
             <dt>Requests</dt><dd id="total">${total}</dd>

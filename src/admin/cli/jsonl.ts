@@ -25,7 +25,9 @@ export function parseLine(line: string): BulkRow | null {
     throw new LineError('not valid JSON');
   }
   if (!obj || typeof obj !== 'object' || Array.isArray(obj)) throw new LineError('not a JSON object');
-  const { id, iotReady: _derived, replacements, ...rest } = obj as Record<string, unknown>;
+  // `health` is derived state too (the lease's status); a lease is not imported: it needs a
+  // heartbeat token shown to its owner, which an import has nobody to show to
+  const { id, iotReady: _derived, health: _health, ttl: _ttl, deregisterAfter: _dereg, replacements, ...rest } = obj as Record<string, unknown>;
   if (id !== undefined && (typeof id !== 'string' || !ID_RE.test(id))) throw new LineError('"id" must be 1-64 of [A-Za-z0-9_-]');
   if (replacements !== undefined && (!Array.isArray(replacements) || !replacements.every((r) => typeof r === 'string' && ID_RE.test(r)))) {
     throw new LineError('"replacements" must be an array of service ids');

@@ -62,6 +62,11 @@ export const DIMENSIONS = [
     param: 'iotReady', field: 'iotReady', kind: 'flag', set: 'iot', path: ['iotReady'], oneOf: [true], impliedBy: ['deviceClass', 'protocol'], routes: ['services'],
     description: 'only `true` is kept: services with an IoT profile', example: 'true',
   },
+  {
+    // liveness (issue 23): every service whose health is not critical (unknown: no lease)
+    param: 'healthy', field: 'healthy', kind: 'flag', set: 'h', path: ['health', 'status'], oneOf: ['passing', 'unknown'], routes: ['services', 'devices'],
+    description: 'only `true` is kept: leaves out services whose health status is `critical` (services without a lease, `unknown`, stay in)', example: 'true',
+  },
 ] as const satisfies readonly Dimension[];
 
 type Dim = (typeof DIMENSIONS)[number];

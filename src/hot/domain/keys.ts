@@ -9,10 +9,18 @@ export const PRODUCTION = 'production';
 
 /**
  * Format of an index generation's keys, in the name of its namespace markers (`ver:<n>`).
- * 1 (marker `ver`): sorted sets. 2: bucketed sets (redis/lib/buckets.lua). Raise it with
- * every change a server of the other format would misread.
+ * 1 (marker `ver`): sorted sets. 2: bucketed sets (redis/lib/buckets.lua). 3: the `h`
+ * (healthy) set and the `health` field of documents. Raise it with every change a server
+ * of the other format would misread.
  */
-export const INDEX_FORMAT = 2;
+export const INDEX_FORMAT = 3;
+
+/**
+ * Leases are spread over this many shards by service id (liveness/redis-lease.ts), each one
+ * sorted set of deadlines and one sweep lock: one namespace (production) can hold most
+ * leases, so shards do not follow namespaces. Fixed: another number would move every lease.
+ */
+export const LEASE_SHARDS = 16;
 
 export class Keys {
   constructor(readonly prefix: string) {}
@@ -94,6 +102,20 @@ export class Keys {
   /** string: JSON of one admin browser session (id, csrf, createdAt); TTL = idle expiry */
   adminSession(id: string): string {
     return `${this.prefix}admin:sess:${id}`;
+  }
+
+  // ---- liveness (src/hot/liveness/): sharded by service id, each shard one cluster slot ----
+  /** hash: service id -> lease record (liveness/lease-record.ts) */
+  leases(shard: number): string {
+    return `${this.prefix}lv:{${shard}}:l`;
+  }
+  /** sorted set: service id -> when the sweeper must look at it (ms): a passing lease's deadline, a critical one's deregistration */
+  deadlines(shard: number): string {
+    return `${this.prefix}lv:{${shard}}:d`;
+  }
+  /** string: the node sweeping this shard (a token), with a TTL */
+  sweepLock(shard: number): string {
+    return `${this.prefix}lv:{${shard}}:lock`;
   }
 
   // ---- pub/sub (channels are not keys; the prefix keeps test runs apart) ----

@@ -24,6 +24,10 @@ const propertiesIn = {
   additionalProperties: propValue,
 } as const;
 
+// leases (contract "Liveness"): whole seconds
+const ttl = { type: 'integer', minimum: 5, maximum: 86400, description: 'lease: seconds without a heartbeat before the service turns critical' } as const;
+const deregisterAfter = { type: 'integer', minimum: 60, maximum: 604800, description: 'seconds a service may stay critical before it is deleted as by DELETE' } as const;
+
 const endpoint = { type: 'string', minLength: 8, maxLength: 2048, pattern: '^[Hh][Tt][Tt][Pp][Ss]?://', description: 'absolute http(s) URL' } as const;
 
 export const serviceCreate = {
@@ -40,6 +44,8 @@ export const serviceCreate = {
     deprecated: { type: 'boolean' },
     locked: { type: 'boolean' },
     sunset_date: date,
+    ttl,
+    deregisterAfter,
   },
   oneOf: [{ required: ['capabilities'], not: { required: ['capability'] } }, { required: ['capability'], not: { required: ['capabilities'] } }],
 } as const;
@@ -57,7 +63,16 @@ export const servicePatch = {
     deprecated: { type: 'boolean' },
     locked: { type: 'boolean' },
     sunset_date: date,
+    ttl: { oneOf: [ttl, { type: 'null', description: 'drops the lease (status unknown)' }] },
+    deregisterAfter: { oneOf: [deregisterAfter, { type: 'null' }] },
   },
+} as const;
+
+export const heartbeat = {
+  $id: 'Heartbeat',
+  type: 'object',
+  additionalProperties: false,
+  properties: { status: { type: 'string', enum: ['passing', 'critical'], description: 'default passing' } },
 } as const;
 
 export const replacementAdd = {
@@ -109,7 +124,7 @@ export const adminLogin = {
 // ---- response objects (documentation only) ----
 export const service = {
   type: 'object',
-  required: ['id', 'endpoint', 'capabilities', 'properties', 'deprecated', 'locked', 'sunset_date', 'iotReady', 'iot'],
+  required: ['id', 'endpoint', 'capabilities', 'properties', 'deprecated', 'locked', 'sunset_date', 'iotReady', 'iot', 'health'],
   properties: {
     id: { type: 'string', description: 'server-generated, opaque, URL-safe' },
     endpoint: { type: 'string', format: 'uri' },
@@ -125,6 +140,13 @@ export const service = {
         { type: 'null' },
       ],
     },
+    health: {
+      type: 'object',
+      required: ['status', 'ttl'],
+      description: 'liveness: passing/critical under a lease, unknown (ttl null) without one',
+      properties: { status: { type: 'string', enum: ['passing', 'critical', 'unknown'] }, ttl: { type: ['integer', 'null'] } },
+    },
+    heartbeatToken: { type: 'string', description: 'only in the 201 of a registration with a ttl (and a PATCH that starts a lease); shown once' },
   },
 } as const;
 

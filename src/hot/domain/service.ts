@@ -19,7 +19,27 @@ export interface ServiceRecord {
   replacementSeqs: number[];
   /** services.version this state was read at: its index revision (absent when not read from PostgreSQL) */
   version?: number;
+  /** the lease's status and ttl (contract "Liveness"); absent: no lease (unknown) */
+  health?: Health;
+  /** what the lease sweeper needs beyond `health` (absent: no lease) */
+  lease?: LeaseTerms;
 }
+
+export type HealthStatus = 'unknown' | 'passing' | 'critical';
+export interface Health {
+  status: HealthStatus;
+  /** seconds, null without a lease */
+  ttl: number | null;
+}
+export interface LeaseTerms {
+  /** sha256 of the heartbeat token, hex ("" when none was issued) */
+  tokenHash: string;
+  deregisterAfter: number | null;
+  /** ms (the node clock that saw the expiry) since when it is critical, null otherwise */
+  criticalSince: number | null;
+}
+
+const NO_LEASE: Health = { status: 'unknown', ttl: null };
 
 export function serviceObject(s: ServiceRecord): Record<string, unknown> {
   // no prototype: a key may be "__proto__" (a valid token), which assignment to a plain
@@ -36,6 +56,8 @@ export function serviceObject(s: ServiceRecord): Record<string, unknown> {
     sunset_date: s.sunsetDate,
     iotReady: s.iot !== null,
     iot: s.iot ? { deviceClasses: s.iot.deviceClasses, protocols: s.iot.protocols } : null,
+    // last: migration 0006 appended it to the stored text of older rows
+    health: s.health ? { status: s.health.status, ttl: s.health.ttl } : NO_LEASE,
   };
 }
 

@@ -23,13 +23,16 @@ export interface ServiceCreateBody {
   deprecated?: boolean;
   locked?: boolean;
   sunset_date?: string | null;
+  ttl?: number;
+  deregisterAfter?: number;
 }
-export type ServicePatchBody = Partial<Omit<ServiceCreateBody, 'capability'>>;
+export type ServicePatchBody = Partial<Omit<ServiceCreateBody, 'capability' | 'ttl' | 'deregisterAfter'>> & { ttl?: number | null; deregisterAfter?: number | null };
 
 export const validators = {
   serviceCreate: compile<ServiceCreateBody>(S.serviceCreate),
   servicePatch: compile<ServicePatchBody>(S.servicePatch),
   replacementAdd: compile<{ serviceId: string }>(S.replacementAdd),
+  heartbeat: compile<{ status?: 'passing' | 'critical' }>(S.heartbeat),
   sandboxCreate: compile<{ name: string; location?: { lat: number; lon: number } | null }>(S.sandboxCreate),
   tierChange: compile<{ tier: string }>(S.tierChange),
   adminLogin: compile<{ apiKey: string }>(S.adminLogin),
@@ -102,6 +105,9 @@ export interface ServiceInput {
   deprecated: boolean;
   locked: boolean;
   sunsetDate: string | null;
+  /** lease seconds; null or absent: no lease */
+  ttl?: number | null;
+  deregisterAfter?: number | null;
 }
 
 export function parseServiceCreate(body: unknown): ServiceInput {
@@ -115,6 +121,8 @@ export function parseServiceCreate(body: unknown): ServiceInput {
     deprecated: b.deprecated ?? false,
     locked: b.locked ?? false,
     sunsetDate: b.sunset_date ?? null,
+    ttl: b.ttl ?? null,
+    deregisterAfter: b.deregisterAfter ?? null,
   };
 }
 
@@ -131,5 +139,7 @@ export function parseServicePatch(body: unknown): ServiceChange {
   if (b.deprecated !== undefined) c.deprecated = b.deprecated;
   if (b.locked !== undefined) c.locked = b.locked;
   if (b.sunset_date !== undefined) c.sunsetDate = b.sunset_date;
+  if (b.ttl !== undefined) c.ttl = b.ttl;
+  if (b.deregisterAfter !== undefined) c.deregisterAfter = b.deregisterAfter;
   return c;
 }

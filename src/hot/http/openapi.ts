@@ -16,7 +16,7 @@ const p = (name: string, description: string) => ({ name, in: 'path', required: 
 const searchParams = openApiParameters('services');
 
 const canonicalNote =
-  'Query strings must be canonical (contract: unknown and empty parameters dropped, tokens lower-cased, `iotReady=true` only, default `limit` dropped, ' +
+  'Query strings must be canonical (contract: unknown and empty parameters dropped, tokens lower-cased, `iotReady=true` and `healthy=true` only, default `limit` dropped, ' +
   'values de-duplicated and sorted, names sorted, unreserved characters and ":" literal, every other byte %XX upper-case). A non-canonical query gets 302 ' +
   'to the canonical one with an empty body; an undecodable or invalid one gets 400.';
 
@@ -39,7 +39,7 @@ function serviceWrites(base: string, security: Obj[], tag: string, extra: Obj[] 
   const sec = { security, tags: [tag], parameters: extra };
   return {
     [base]: {
-      post: { ...sec, summary: 'Register a service', requestBody: { required: true, ...json('#/components/schemas/ServiceCreate') }, responses: { 201: { description: 'created', ...json('#/components/schemas/Service') }, 400: err('invalid body'), 401: err('no valid key'), 413: err('body too large'), 429: r429, 503: err('database unavailable') } },
+      post: { ...sec, summary: 'Register a service (with `ttl`: a lease; the 201 then carries `heartbeatToken`, shown once)', requestBody: { required: true, ...json('#/components/schemas/ServiceCreate') }, responses: { 201: { description: 'created', ...json('#/components/schemas/Service') }, 400: err('invalid body'), 401: err('no valid key'), 413: err('body too large'), 429: r429, 503: err('database unavailable') } },
     },
     [`${base}/batch`]: {
       post: {
@@ -61,13 +61,38 @@ function serviceWrites(base: string, security: Obj[], tag: string, extra: Obj[] 
     },
     [`${base}/{id}`]: {
       parameters: [p('id', 'service id')],
-      patch: { ...sec, summary: 'Change a service (deprecated, locked, sunset_date, properties, iot, endpoint, capabilities)', requestBody: { required: true, ...json('#/components/schemas/ServicePatch') }, responses: { 200: { description: 'changed', headers: deprecationHeaders, ...json('#/components/schemas/Service') }, 400: err('invalid body'), 401: err('no valid key'), 404: err('unknown service'), 429: r429 } },
+      patch: { ...sec, summary: 'Change a service (deprecated, locked, sunset_date, properties, iot, endpoint, capabilities, ttl, deregisterAfter; `"ttl": null` drops the lease; a ttl on a service without a token returns `heartbeatToken`)', requestBody: { required: true, ...json('#/components/schemas/ServicePatch') }, responses: { 200: { description: 'changed', headers: deprecationHeaders, ...json('#/components/schemas/Service') }, 400: err('invalid body'), 401: err('no valid key'), 404: err('unknown service'), 429: r429 } },
       delete: { ...sec, summary: 'Delete a service', responses: { 204: { description: 'deleted' }, 401: err('no valid key'), 404: err('unknown service'), 429: r429 } },
+    },
+    [`${base}/{id}/heartbeat-token`]: {
+      parameters: [p('id', 'service id')],
+      post: { ...sec, summary: 'Issue a new heartbeat token for a leased service (the previous one stops working)', responses: { 201: { description: 'the new token, shown once', ...json({ type: 'object', required: ['heartbeatToken'], properties: { heartbeatToken: { type: 'string' } } }) }, 401: err('no valid key'), 404: err('unknown service'), 409: err('the service holds no lease'), 429: r429, 503: err('database unavailable') } },
     },
     [`${base}/{id}/replacements`]: {
       parameters: [p('id', 'service id')],
       get: { ...sec, summary: 'Replacement candidates', responses: { 200: { description: 'ranked candidates', ...json({ type: 'array', items: { $ref: '#/components/schemas/Service' } }) }, 404: err('unknown service') } },
       post: { ...sec, summary: 'Add a replacement candidate from the same namespace', requestBody: { required: true, ...json('#/components/schemas/ReplacementAdd') }, responses: { 201: { description: 'the candidates after the addition', ...json({ type: 'array', items: { $ref: '#/components/schemas/Service' } }) }, 400: err('invalid candidate'), 404: err('unknown service'), 409: err('already a candidate'), 429: r429 } },
+    },
+  };
+}
+
+function heartbeatOp(tag: string, extra: number[]): Obj {
+  return {
+    tags: [tag],
+    security: [{ heartbeatToken: [] }],
+    summary: "Heartbeat: renew the service's lease (optional body: the status it reports, default passing)",
+    description:
+      'A heartbeat that does not change the status writes nothing durable and changes no document, ETag or cached page. ' +
+      'One that changes it (critical → passing, or a reported `critical`) is a write like any other (change feed `service.updated`).' +
+      (extra.includes(429) ? " Counts against the sandbox's rate limit." : ''),
+    requestBody: { required: false, ...json('#/components/schemas/Heartbeat') },
+    responses: {
+      204: { description: 'renewed', ...(extra.includes(429) ? { headers: rateHeaders } : {}) },
+      400: err('invalid body'),
+      401: err("anything but this service's heartbeat token (a sandbox key, another service's token, no lease); nothing changes"),
+      413: err('body too large'),
+      ...(extra.includes(429) ? { 429: r429 } : {}),
+      503: { description: 'leases are being restored after a loss of Redis, or the database is unavailable', headers: retryAfter, ...json('#/components/schemas/Error') },
     },
   };
 }
@@ -141,10 +166,17 @@ export function openApiDocument(version: string): Obj {
           'x-key-pattern': '^[a-z0-9]{1,16}_sb_[0-9A-Za-z]{38}$',
         },
         adminKey: { type: 'http', scheme: 'bearer', description: 'ADMIN_API_KEY' },
+        heartbeatToken: {
+          type: 'http',
+          scheme: 'bearer',
+          description: "a service's heartbeat token `<prefix>_hb_<random><checksum>` (the sandbox key's rules; prefix `prod` in production), from the 201 of a registration with a `ttl` or from POST …/heartbeat-token. Only its hash is stored.",
+          'x-key-pattern': '^[a-z0-9]{1,16}_hb_[0-9A-Za-z]{38}$',
+        },
         adminSession: { type: 'apiKey', in: 'cookie', name: 'registry_admin', description: 'from POST /admin/session; non-GET calls also need X-CSRF-Token' },
       },
       schemas: {
         Service: S.service,
+        Heartbeat: strip(S.heartbeat),
         DeviceBinding: S.deviceBinding,
         Error: S.error,
         Sandbox: S.sandbox,
@@ -233,6 +265,14 @@ export function openApiDocument(version: string): Obj {
             404: err('unknown service'),
           },
         },
+      },
+      '/services/{id}/heartbeat': {
+        parameters: [p('id', 'service id')],
+        put: heartbeatOp('production', []),
+      },
+      '/sandbox/{uuid}/services/{id}/heartbeat': {
+        parameters: [sbParam, p('id', 'service id')],
+        put: heartbeatOp('sandbox', [429]),
       },
       '/devices': {
         get: {

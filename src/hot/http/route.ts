@@ -240,10 +240,10 @@ export function allowedMethods(app: TemplatedApp, path: string): string[] {
   return [...out];
 }
 
-const METHOD_NAME = { get: 'GET', post: 'POST', patch: 'PATCH', del: 'DELETE' } as const;
+const METHOD_NAME = { get: 'GET', post: 'POST', put: 'PUT', patch: 'PATCH', del: 'DELETE' } as const;
 
 /** Register a handler; `pattern` uses uWS's :param syntax. A GET route answers HEAD too. */
-export function route(app: TemplatedApp, method: 'get' | 'post' | 'patch' | 'del' | 'any', pattern: string, handler: Handler, o: RouteOptions): void {
+export function route(app: TemplatedApp, method: 'get' | 'post' | 'put' | 'patch' | 'del' | 'any', pattern: string, handler: Handler, o: RouteOptions): void {
   const nParams = (pattern.match(/:/g) ?? []).length;
   if (method !== 'any') {
     const table = routeTable.get(app) ?? [];
@@ -253,7 +253,7 @@ export function route(app: TemplatedApp, method: 'get' | 'post' | 'patch' | 'del
     if (method === 'get') table.push({ method: 'HEAD', re, pattern });
   }
   const withRemote = !o.anonymous && !!(o.body || o.remote);
-  const register = (m: 'get' | 'post' | 'patch' | 'del' | 'any' | 'head') => app[m](pattern, (res: HttpResponse, r: HttpRequest) => {
+  const register = (m: 'get' | 'post' | 'put' | 'patch' | 'del' | 'any' | 'head') => app[m](pattern, (res: HttpResponse, r: HttpRequest) => {
     const req = readReq(r, res, nParams, withRemote, o.trustedProxies);
     if (o.headers) req.extra = Object.fromEntries(o.headers.map((h) => [h, r.getHeader(h)]));
     if (o.maxJsonDepth !== undefined) req.maxJsonDepth = o.maxJsonDepth;

@@ -101,6 +101,11 @@ export interface ProjectorEvents {
   failed?: (stage: FailureStage) => void;
   /** a write was applied: its namespace base and the version after it (read-your-writes of the near cache) */
   version?: (base: string, ver: number) => void;
+  /**
+   * a service's state was applied to the live generation: bring its lease in Redis in line
+   * (liveness/; awaited: a failure keeps the outbox row, like a failed index update)
+   */
+  lease?: (id: string, st: IndexState) => Promise<unknown>;
 }
 
 /** scripts per page when applying many writes at once (a batch, a group commit) */
@@ -277,6 +282,9 @@ export class Projector {
         ),
       );
     }
+    // leases follow the states applied (liveness/): a failure keeps the outbox rows
+    const lease = this.events.lease;
+    if (lease) await Promise.all(todo.filter(([id]) => appliedLive.has(id)).map(([id, , st]) => lease(id, st)));
     for (const [id, ns] of todo) {
       if (!appliedLive.has(id)) continue;
       applied.add('service:' + id);

@@ -8,6 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Keys } from '../domain/keys.js';
 import { PRODUCTION } from '../domain/keys.js';
+import { reseedLeases } from '../liveness/redis-lease.js';
 import { applyArgs, pageArgs, pageRowApplyArgs } from './projector.js';
 import type { RedisClient } from '../redis/client.js';
 import type { Pool } from '../store/pool.js';
@@ -59,6 +60,8 @@ export async function rebuildIndex(
   onProgress: (done: number) => unknown = () => undefined,
   /** services per page (tests that interleave writes between pages fix it) */
   pageSize = BATCH,
+  /** the clock fresh leases are counted from (liveness; tests inject theirs) */
+  now: () => number = Date.now,
 ): Promise<RebuildResult | null> {
   const t0 = Date.now();
   const token = randomBytes(8).toString('hex');
@@ -120,6 +123,9 @@ export async function rebuildIndex(
       const rs = await Promise.all(tombs.map((x) => redis.applyService(...applyArgs(keys, gen, x.ns, x.id, x.version, null))));
       if (rs.includes(NOT_INDEXED)) throw new RebuildAborted('the index being built vanished (Redis emptied or restarted); starting over');
     }
+    // leases lost with Redis start a full fresh ttl now, before anyone can heartbeat against
+    // the new generation (liveness/redis-lease.ts)
+    await reseedLeases(pool, redis, keys, now);
     // Switch only to a generation that is whole: our building pointer and production's
     // marker must still be there (a FLUSHALL at any point before removes both), and check
     // again after the switch, undoing it if Redis was emptied in between — a live pointer

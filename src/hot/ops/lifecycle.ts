@@ -86,7 +86,7 @@ export function createWatchers(app: App, intervalMs = 500): Watchers {
     const p = (async () => {
       try {
         app.log.warn('no search index in Redis; rebuilding it from PostgreSQL (searches answer 503 until it is complete)');
-        const r = await rebuildIndex(app.pg, app.redis, app.keys, app.cfg.tiers);
+        const r = await rebuildIndex(app.pg, app.redis, app.keys, app.cfg.tiers, undefined, undefined, app.liveness.now);
         if (r) {
           app.log.info({ gen: r.gen, services: r.services, sandboxes: r.sandboxes, ms: r.ms }, 'index rebuilt from PostgreSQL');
           // the rebuild made its generation live in Redis (reg:gen): read it from there

@@ -1,7 +1,7 @@
 // Prometheus metrics (prom-client). Each uWS thread keeps its own registry (a module
 // instance is per thread); metrics-threads.ts merges them at scrape time. Counters and
 // histograms are summed; each gauge names its own aggregator.
-import { Counter, Gauge, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { backendOf } from './outage.js';
 
 export const registry = new Registry();
@@ -268,4 +268,44 @@ export function countUnexpected(err: unknown): void {
   const from = backendOf(err);
   if (from === 'redis') countBackendError('redis', 'command');
   else if (from === 'postgres') countBackendError('postgres', 'query');
+}
+
+// ---- liveness (src/hot/liveness/) ----
+const heartbeats = new Counter({
+  name: 'registry_heartbeats_total',
+  help: 'Heartbeats answered, by result: renewed (nothing durable written), transition (the status changed: a durable write), refused (401)',
+  labelNames: ['result'] as const,
+  registers,
+});
+const transitions = new Counter({
+  name: 'registry_health_transitions_total',
+  help: 'Health status changes committed, by new status and cause (heartbeat, expiry), and services deregistered after staying critical (to="deleted")',
+  labelNames: ['to', 'cause'] as const,
+  registers,
+});
+const SWEEP_LAG_BUCKETS = [0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 5, 10, 30];
+const sweepLag = new Histogram({
+  name: 'registry_lease_expiry_lag_seconds',
+  help: "How late the sweeper committed a lease's expiry, from its deadline (contract: every node sees it within ttl + 2 s)",
+  buckets: SWEEP_LAG_BUCKETS,
+  registers,
+});
+const leased = new Gauge({
+  name: 'registry_leased_services',
+  help: 'Services holding a lease in Redis (all shards; every thread reads the same sets)',
+  aggregator: 'max',
+  registers,
+});
+
+export function countHeartbeat(result: 'renewed' | 'transition' | 'refused'): void {
+  heartbeats.labels(result).inc();
+}
+export function countTransition(to: 'passing' | 'critical' | 'deleted', cause: 'heartbeat' | 'expiry'): void {
+  transitions.labels(to, cause).inc();
+}
+export function observeExpiryLag(seconds: number): void {
+  sweepLag.observe(Math.max(0, seconds));
+}
+export function setLeasedServices(n: number): void {
+  leased.set(n);
 }

@@ -29,6 +29,10 @@ declare module 'ioredis' {
     pollData: Cmd;
     delIfEqual: Cmd;
     pexpireIfEqual: Cmd;
+    leaseApply: Cmd;
+    heartbeat: Cmd;
+    leaseSweep: Cmd;
+    leaseExpire: Cmd;
   }
 }
 

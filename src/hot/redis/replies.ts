@@ -147,3 +147,39 @@ export function pollReply(r: unknown): { limit: number; total: number; rejected:
   if (a.length < 4) throw new UnexpectedReply('poll-data', `expected at least 4 fields, got ${a.length}`);
   return { limit: Number(a[0]), total: Number(a[1]), rejected: Number(a[2]), tier: String(a[3]), buckets: a.slice(4).map(Number) };
 }
+
+/** A lease as Redis holds it (redis/lib/lease.lua; written by lease-apply-2.lua). */
+export interface LeaseRecord {
+  rev: number;
+  ns: string;
+  tokenHash: string;
+  ttl: number;
+  status: 'passing' | 'critical';
+  /** seconds, 0: never deleted */
+  deregisterAfter: number;
+  /** ms, null unless critical */
+  criticalSince: number | null;
+}
+
+const LEASE_RE = /^(\d+)\|([^|]*)\|([0-9a-fA-F]*)\|(\d+)\|([pc])\|(\d+)\|(\d*)$/;
+
+export function leaseRecord(text: string, script: string): LeaseRecord {
+  const m = LEASE_RE.exec(text);
+  if (!m) throw new UnexpectedReply(script, 'a lease record of another format');
+  return { rev: Number(m[1]), ns: m[2]!, tokenHash: m[3]!, ttl: Number(m[4]), status: m[5] === 'p' ? 'passing' : 'critical', deregisterAfter: Number(m[6]), criticalSince: m[7] ? Number(m[7]) : null };
+}
+
+/** lease-sweep-3.lua: null when another node holds the shard, else its due leases. */
+export function leaseSweepReply(r: unknown): { id: string; due: number; lease: LeaseRecord }[] | null {
+  if (r === -1) return null;
+  if (!Array.isArray(r) || r.length % 3 !== 0) throw new UnexpectedReply('lease-sweep', 'expected -1 or id, due, record triples');
+  const out: { id: string; due: number; lease: LeaseRecord }[] = [];
+  for (let i = 0; i < r.length; i += 3) out.push({ id: String(r[i]), due: Number(r[i + 1]), lease: leaseRecord(String(r[i + 2]), 'lease-sweep') });
+  return out;
+}
+
+/** An array of strings (lease-expire-2.lua: the ids it confirmed). */
+export function stringArray(r: unknown, script: string): string[] {
+  if (!Array.isArray(r) || !r.every((x) => typeof x === 'string')) throw new UnexpectedReply(script, 'expected an array of strings');
+  return r as string[];
+}

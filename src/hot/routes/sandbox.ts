@@ -14,6 +14,7 @@ import { pollData, sandboxSummary } from '../sandbox/summary.js';
 import { searchServices } from './search.js';
 import { addReplacementHandler, batchHandler, createHandler, deleteHandler, listReplacementsHandler, parseBatch, patchHandler } from './writes.js';
 import { integer } from '../redis/replies.js';
+import { heartbeatTokenHandler } from './liveness.js';
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const PRIVATE: Headers = [['Cache-Control', 'private, no-store']];
@@ -146,6 +147,8 @@ export function registerSandbox(uws: TemplatedApp, app: App, o: RouteOptions): v
   keyedRoute('patch', '/sandbox/:uuid/services/:id', ob, (req, reply, body, rl) => patchHandler(app, ns(req), base(req), req.params[1]!, req, reply, body, rl));
 
   keyedRoute('del', '/sandbox/:uuid/services/:id', ob, (req, reply, _body, rl) => deleteHandler(app, ns(req), req.params[1]!, reply, rl));
+
+  keyedRoute('post', '/sandbox/:uuid/services/:id/heartbeat-token', ob, (req, reply, _body, rl) => heartbeatTokenHandler(app, ns(req), req.params[1]!, reply, rl));
 
   keyedRoute('get', '/sandbox/:uuid/services/:id/replacements', o, (req, reply, _body, rl) => listReplacementsHandler(app, ns(req), req.params[1]!, reply, rl));
 

@@ -9,6 +9,9 @@ import { type Headers, type Reply, type Req } from '../http/route.js';
 import { parseJson } from '../http/body.js';
 import { addReplacement, deleteService, loadReplacements } from '../store/services.js';
 import { createServices, patchService } from '../store/writes.js';
+import { leaseToken, withToken } from './liveness.js';
+import { newHeartbeatToken } from '../sandbox/heartbeat-tokens.js';
+import { tokenPrefix } from '../store/leases.js';
 
 /** "/services" for production, "/sandbox/<uuid>/services" for a sandbox */
 export type Base = string;
@@ -17,9 +20,11 @@ export async function createHandler(app: App, ns: string, base: Base, req: Req, 
   const input = parseServiceCreate(parseJson(req, body));
   // committed with whatever other registrations arrived meanwhile (group commit); the
   // statement returned the state, so Redis and the response are built from it, not read
-  const c = await app.commits.create({ ns, input });
+  // a lease comes with its heartbeat token, shown once (only its hash is stored)
+  const tok = input.ttl != null ? await leaseToken(app, ns) : null;
+  const c = await app.commits.create({ ns, input, tokenHash: tok?.hash ?? null });
   await app.projector.applyCommitted([c]);
-  reply.json(201, c.doc, [['Location', `${base}/${c.id}`], ['Cache-Control', 'no-store'], ...deprecationHeaders(c.hdr, `${base}/${c.id}/replacements`), ...extra]);
+  reply.json(201, withToken(c.doc, tok?.token ?? null), [['Location', `${base}/${c.id}`], ['Cache-Control', 'no-store'], ...deprecationHeaders(c.hdr, `${base}/${c.id}/replacements`), ...extra]);
 }
 
 /** The most services one batch may register (contract). */
@@ -54,17 +59,22 @@ export function parseBatch(req: Req, body: Buffer | null): ServiceInput[] {
  * nothing), Redis applied in pipelined pages from what it returned, 201 in order.
  */
 export async function batchHandler(app: App, ns: string, inputs: ServiceInput[], reply: Reply, extra: Headers): Promise<void> {
-  const done = await createServices(app.pg, inputs.map((input) => ({ ns, input })));
+  // leases (ttl given) get their tokens, shown once, each in its own service's object
+  const prefix = inputs.some((input) => input.ttl != null) ? await tokenPrefix(app.pg, ns) : '';
+  const toks = inputs.map((input) => (input.ttl != null ? newHeartbeatToken(prefix) : null));
+  const done = await createServices(app.pg, inputs.map((input, i) => ({ ns, input, tokenHash: toks[i]?.hash ?? null })));
   await app.projector.applyCommitted(done);
-  reply.json(201, '{"services":[' + done.map((c) => c.doc).join(',') + ']}', [['Cache-Control', 'no-store'], ...extra]);
+  reply.json(201, '{"services":[' + done.map((c, i) => withToken(c.doc, toks[i]?.token ?? null)).join(',') + ']}', [['Cache-Control', 'no-store'], ...extra]);
 }
 
 export async function patchHandler(app: App, ns: string, base: Base, id: string, req: Req, reply: Reply, body: Buffer | null, extra: Headers): Promise<void> {
   const change = parseServicePatch(parseJson(req, body));
   // the statement returned the state it committed: Redis and the response are built from it
-  const c = await patchService(app.pg, ns, id, change);
+  // a patch that starts a lease on a service without a token issues one
+  const tok = typeof change.ttl === 'number' ? await leaseToken(app, ns) : null;
+  const c = await patchService(app.pg, ns, id, change, undefined, tok?.hash ?? null);
   await app.projector.applyCommitted([c]);
-  reply.json(200, c.doc, [['Cache-Control', 'no-store'], ...deprecationHeaders(c.hdr, `${base}/${id}/replacements`), ...extra]);
+  reply.json(200, withToken(c.doc, c.issued ? tok!.token : null), [['Cache-Control', 'no-store'], ...deprecationHeaders(c.hdr, `${base}/${id}/replacements`), ...extra]);
 }
 
 export async function deleteHandler(app: App, ns: string, id: string, reply: Reply, extra: Headers): Promise<void> {

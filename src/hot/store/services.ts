@@ -4,7 +4,7 @@ import { randomBase62 } from '../domain/tokens.js';
 import { appendChanges, deletedData, type ChangeInput, type ChangeType } from '../changes/events.js';
 import { ApiError } from '../domain/errors.js';
 import { memberSuffixes } from '../domain/keys.js';
-import { headerData, serializeService, type ServiceRecord } from '../domain/service.js';
+import { headerData, serializeService, type HealthStatus, type ServiceRecord } from '../domain/service.js';
 import { query, retrying, withTx, type Client, type Pool } from './pool.js';
 
 /** opaque, URL-safe service id: 16 base62 chars (~95 random bits) */
@@ -156,6 +156,11 @@ interface Row {
   protos: string[] | null;
   repl: string[] | null;
   version: string;
+  ttl: number | null;
+  dereg: number | null;
+  hs: HealthStatus;
+  crit: string | null;
+  tok: string | null;
 }
 
 const SELECT_STATE = `
@@ -165,7 +170,8 @@ const SELECT_STATE = `
          (SELECT json_object_agg(key, value) FROM service_properties WHERE service_id = s.id) AS props,
          i.device_classes AS dcs, i.protocols AS protos,
          (SELECT array_agg(c.seq ORDER BY r.rank) FROM replacements r JOIN services c ON c.id = r.candidate_id
-           WHERE r.service_id = s.id) AS repl
+           WHERE r.service_id = s.id) AS repl,
+         s.ttl, s.deregister_after AS dereg, s.health_status AS hs, s.critical_since AS crit, encode(s.hb_token_hash, 'hex') AS tok
     FROM services s LEFT JOIN iot_profiles i ON i.service_id = s.id`;
 
 function toRecord(r: Row): ServiceRecord {
@@ -183,6 +189,9 @@ function toRecord(r: Row): ServiceRecord {
     sunsetDate: r.sunset,
     replacementSeqs: (r.repl ?? []).map(Number),
     version: Number(r.version),
+    ...(r.ttl === null
+      ? {}
+      : { health: { status: r.hs, ttl: r.ttl }, lease: { tokenHash: r.tok ?? '', deregisterAfter: r.dereg, criticalSince: r.crit === null ? null : Number(r.crit) } }),
   };
 }
 
@@ -205,7 +214,7 @@ export async function loadIndexStates(pool: Pool, ids: string[]): Promise<Map<st
     `WITH live AS (${SELECT_STATE} WHERE s.id = ANY($1))
      SELECT *, NULL::bigint AS tomb FROM live
      UNION ALL
-     SELECT t.id, t.ns, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, t.version
+     SELECT t.id, t.ns, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, t.version
        FROM service_tombstones t WHERE t.id = ANY($1) AND NOT EXISTS (SELECT 1 FROM live WHERE live.id = t.id)`,
     [ids],
   );
@@ -243,13 +252,48 @@ export type IndexPageRow = [id: string, ns: string, version: string, seq: string
 // by hand since) gets it from indexText() over its state, read at this page's version.
 const INDEX_PAGE = `
 WITH s AS MATERIALIZED (
-  SELECT id, ns, seq, version, idx_doc, idx_members, idx_hdr FROM services WHERE seq > $1 ORDER BY seq LIMIT $2),
+  SELECT id, ns, seq, version, endpoint, deprecated, deprecated_at, locked, sunset_date, idx_doc, idx_members, idx_hdr, ttl, health_status
+    FROM services WHERE seq > $1 ORDER BY seq LIMIT $2),
+bare AS (
+  -- the page's rows without stored index text: only theirs have their details read
+  SELECT ARRAY(SELECT id FROM s WHERE idx_doc IS NULL OR idx_members IS NULL OR idx_hdr IS NULL) AS ids),
+c AS (
+  -- one ordered aggregate (a sort per service): the document's array and the members both come from it
+  SELECT service_id, array_agg(capability ORDER BY ord) AS a
+    FROM service_capabilities WHERE service_id = ANY((SELECT ids FROM bare)::text[]) GROUP BY service_id),
+p AS (
+  SELECT service_id,
+         '{' || string_agg('"' || key || '":' || to_json(value)::text, ','
+                 ORDER BY CASE WHEN key < ':' AND key ~ '^(0|[1-9][0-9]{0,9})$' AND key::bigint <= 4294967294 THEN key::bigint END,
+                          key COLLATE "C") || '}' AS j,
+         string_agg(E'\np:' || key || ':' || value, '') AS m
+    FROM service_properties WHERE service_id = ANY((SELECT ids FROM bare)::text[]) GROUP BY service_id),
+i AS (
+  SELECT service_id, device_classes, protocols FROM iot_profiles WHERE service_id = ANY((SELECT ids FROM bare)::text[])),
 r AS (
   SELECT x.service_id, string_agg(c.seq::text, ',' ORDER BY x.rank) AS l
     FROM replacements x JOIN services c ON c.id = x.candidate_id
    WHERE x.service_id = ANY(ARRAY(SELECT id FROM s)) GROUP BY x.service_id)
-SELECT s.id, s.ns, s.version::text, s.seq::text, s.idx_doc, s.idx_members, s.idx_hdr, coalesce(r.l, '')
-  FROM s LEFT JOIN r ON r.service_id = s.id
+SELECT s.id, s.ns, s.version::text, s.seq::text,
+       coalesce(s.idx_doc, '{"id":' || to_json(s.id)::text || ',"endpoint":' || to_json(s.endpoint)::text
+         || ',"capabilities":' || coalesce('["' || array_to_string(c.a, '","') || '"]', '[]') || ',"properties":' || coalesce(p.j, '{}')
+         || ',"deprecated":' || s.deprecated::text || ',"locked":' || s.locked::text
+         || ',"sunset_date":' || coalesce('"' || to_char(s.sunset_date, 'YYYY-MM-DD') || '"', 'null')
+         || CASE WHEN i.service_id IS NULL THEN ',"iotReady":false,"iot":null'
+            ELSE ',"iotReady":true,"iot":{"deviceClasses":' || array_to_json(i.device_classes)::text
+                 || ',"protocols":' || array_to_json(i.protocols)::text || '}' END
+         || ',"health":{"status":"' || s.health_status || '","ttl":' || coalesce(s.ttl::text, 'null') || '}}'),
+       coalesce(s.idx_members, 'all' || CASE WHEN s.health_status = 'critical' THEN '' ELSE E'\nh' END || coalesce(E'\nc:' || array_to_string(c.a, E'\nc:'), '') || coalesce(p.m, '')
+         || CASE WHEN i.service_id IS NULL THEN ''
+            ELSE E'\niot\nd:' || array_to_string(i.device_classes, E'\nd:')
+                 || E'\nr:' || array_to_string(i.protocols, E'\nr:') END),
+       coalesce(s.idx_hdr, CASE WHEN s.deprecated OR s.sunset_date IS NOT NULL THEN
+         CASE WHEN s.deprecated THEN coalesce(floor(extract(epoch FROM s.deprecated_at))::bigint, 0)::text ELSE '' END
+         || '|' || coalesce(to_char(s.sunset_date, 'Dy, DD Mon YYYY') || ' 00:00:00 GMT', '')
+       ELSE '' END),
+       coalesce(r.l, '')
+  FROM s LEFT JOIN c ON c.service_id = s.id LEFT JOIN p ON p.service_id = s.id
+         LEFT JOIN i ON i.service_id = s.id LEFT JOIN r ON r.service_id = s.id
  ORDER BY s.seq`;
 
 /**

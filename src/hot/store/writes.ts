@@ -10,7 +10,7 @@
 // Patches (patchService, below) likewise: one read and one statement.
 import { CHANGE_LOCK_ID, type ChangeType } from '../changes/events.js';
 import { ApiError } from '../domain/errors.js';
-import type { ServiceRecord } from '../domain/service.js';
+import type { HealthStatus, ServiceRecord } from '../domain/service.js';
 import type { ServiceChange, ServiceInput } from '../domain/validation.js';
 import { query, type Pool } from './pool.js';
 import { indexText, loadService, newServiceId, type IndexState } from './services.js';
@@ -20,6 +20,8 @@ export interface NewService {
   ns: string;
   input: ServiceInput;
   id?: string;
+  /** sha256 of the heartbeat token issued with a lease (input.ttl set) */
+  tokenHash?: Buffer | null;
 }
 
 /** A committed registration: its outbox row and the state (with its revision) to index. */
@@ -35,11 +37,14 @@ export interface Committed {
 // (column types spelled out: a prepared statement is planned once for every batch size)
 const CREATE_SERVICES = `
 WITH t AS MATERIALIZED (
-  SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::boolean[], $5::bigint[], $6::boolean[], $7::date[], $8::text[], $9::text[], $10::text[])
-    WITH ORDINALITY AS t(id, ns, endpoint, dep, dep_at, locked, sunset, doc, mem, hdr, i)),
+  SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::boolean[], $5::bigint[], $6::boolean[], $7::date[], $8::text[], $9::text[], $10::text[],
+                       $21::integer[], $22::integer[], $23::text[])
+    WITH ORDINALITY AS t(id, ns, endpoint, dep, dep_at, locked, sunset, doc, mem, hdr, ttl, dereg, tok, i)),
 svc AS (
-  INSERT INTO services (id, ns, endpoint, deprecated, deprecated_at, locked, sunset_date, idx_doc, idx_members, idx_hdr)
-  SELECT id, ns, endpoint, dep, to_timestamp(dep_at), locked, sunset, doc, mem, hdr FROM t ORDER BY i
+  -- the lease (migration 0006): a ttl makes it passing, with its token's hash
+  INSERT INTO services (id, ns, endpoint, deprecated, deprecated_at, locked, sunset_date, idx_doc, idx_members, idx_hdr, ttl, deregister_after, health_status, hb_token_hash)
+  SELECT id, ns, endpoint, dep, to_timestamp(dep_at), locked, sunset, doc, mem, hdr, ttl, dereg,
+         CASE WHEN ttl IS NULL THEN 'unknown' ELSE 'passing' END, CASE WHEN ttl IS NULL THEN NULL ELSE decode(tok, 'hex') END FROM t ORDER BY i
   RETURNING id, seq, version),
 caps AS (
   INSERT INTO service_capabilities (service_id, capability, ord)
@@ -85,6 +90,9 @@ export async function createServices(pool: Pool, items: NewService[], nowSec = M
   const iotDc: string[] = [];
   const iotPr: string[] = [];
   const recs: ServiceRecord[] = [];
+  const ttls: (number | null)[] = [];
+  const deregs: (number | null)[] = [];
+  const toks: string[] = [];
   for (const it of items) {
     const s = it.input;
     const id = it.id ?? newServiceId();
@@ -101,9 +109,13 @@ export async function createServices(pool: Pool, items: NewService[], nowSec = M
       locked: s.locked,
       sunsetDate: s.sunsetDate,
       replacementSeqs: [],
+      ...(s.ttl != null ? { health: { status: 'passing' as const, ttl: s.ttl }, lease: { tokenHash: it.tokenHash?.toString('hex') ?? '', deregisterAfter: s.deregisterAfter ?? null, criticalSince: null } } : {}),
     };
     const text = indexText(rec);
     recs.push(rec);
+    ttls.push(s.ttl ?? null);
+    deregs.push(s.deregisterAfter ?? null);
+    toks.push(it.tokenHash?.toString('hex') ?? '');
     ids.push(id);
     nss.push(it.ns);
     eps.push(s.endpoint);
@@ -134,7 +146,7 @@ export async function createServices(pool: Pool, items: NewService[], nowSec = M
   const r = await query<{ id: string; seq: string; version: string; row: string }>(
     pool,
     { name: 'create-services', text: CREATE_SERVICES },
-    [ids, nss, eps, deps, depAts, lockeds, suns, docs, mems, hdrs, capSid, caps, capOrd, propSid, propKey, propVal, iotSid, iotDc, iotPr, CHANGE_LOCK_ID],
+    [ids, nss, eps, deps, depAts, lockeds, suns, docs, mems, hdrs, capSid, caps, capOrd, propSid, propKey, propVal, iotSid, iotDc, iotPr, CHANGE_LOCK_ID, ttls, deregs, toks],
   );
   const byId = new Map(r.rows.map((x) => [x.id, x]));
   return recs.map((rec, i) => {
@@ -160,7 +172,8 @@ WITH u AS (
   UPDATE services SET endpoint = $3, deprecated = $4,
          deprecated_at = CASE WHEN $5::bigint IS NOT DISTINCT FROM floor(extract(epoch FROM deprecated_at))::bigint THEN deprecated_at ELSE to_timestamp($5) END,
          locked = $6, sunset_date = $7, updated_at = now(), version = nextval('service_version_seq'),
-         idx_doc = $8, idx_members = $9, idx_hdr = $10
+         idx_doc = $8, idx_members = $9, idx_hdr = $10,
+         ttl = $21, deregister_after = $22, health_status = $23, critical_since = $24, hb_token_hash = decode(NULLIF($25, ''), 'hex')
    WHERE id = $1 AND version = $2 RETURNING id, ns, seq, version),
 cd AS (
   DELETE FROM service_capabilities c USING u WHERE $11 AND c.service_id = u.id AND NOT (c.capability = ANY($12::text[]))),
@@ -192,10 +205,20 @@ SELECT u.seq::text, u.version::text, ob.id::text AS row FROM u, ob`;
  * writes the new state only if the version is still that one), again while a concurrent
  * write got in between. 404 (ApiError) for a service not in `ns`.
  */
-export async function patchService(pool: Pool, ns: string, id: string, ch: ServiceChange, nowSec = Math.floor(Date.now() / 1000)): Promise<Committed> {
+export async function patchService(pool: Pool, ns: string, id: string, ch: ServiceChange, nowSec = Math.floor(Date.now() / 1000), tokenHash: Buffer | null = null): Promise<Committed & { issued: boolean }> {
   for (;;) {
     const cur = await loadService(pool, ns, id);
     if (!cur) throw new ApiError('NOT_FOUND', 'no such service');
+    // the lease: "ttl": null drops it (and its token), a ttl starts one (passing, with
+    // `tokenHash` when it has no token) or changes it
+    const ttl = ch.ttl !== undefined ? ch.ttl : (cur.health?.ttl ?? null);
+    const dereg = ch.deregisterAfter !== undefined ? ch.deregisterAfter : (cur.lease?.deregisterAfter ?? null);
+    const status: HealthStatus = ttl === null ? 'unknown' : cur.health && cur.health.status !== 'unknown' ? cur.health.status : 'passing';
+    const oldTok = ttl === null ? '' : (cur.lease?.tokenHash ?? '');
+    const issued = ttl !== null && !oldTok && !!tokenHash;
+    const tok = issued ? tokenHash!.toString('hex') : oldTok;
+    const crit = status === 'critical' ? (cur.lease?.criticalSince ?? null) : null;
+    const lease = ttl === null ? {} : { health: { status, ttl }, lease: { tokenHash: tok, deregisterAfter: dereg, criticalSince: crit } };
     const deprecated = ch.deprecated ?? cur.deprecated;
     const rec: ServiceRecord = {
       ...cur,
@@ -208,6 +231,9 @@ export async function patchService(pool: Pool, ns: string, id: string, ch: Servi
       deprecatedAt: !deprecated ? null : cur.deprecated ? cur.deprecatedAt : nowSec,
       locked: ch.locked ?? cur.locked,
       sunsetDate: ch.sunsetDate !== undefined ? ch.sunsetDate : cur.sunsetDate,
+      health: undefined,
+      lease: undefined,
+      ...lease,
     };
     const text = indexText(rec);
     // a patch that turns deprecation on is the event fleets care most about: its own type
@@ -234,10 +260,15 @@ export async function patchService(pool: Pool, ns: string, id: string, ch: Servi
       rec.iot ? rec.iot.protocols : null,
       type,
       CHANGE_LOCK_ID,
+      ttl,
+      dereg,
+      status,
+      crit,
+      tok,
     ]);
     const x = r.rows[0];
     if (!x) continue; // another write committed since the read: read it and apply this change to it
     rec.version = Number(x.version);
-    return { row: Number(x.row), id, state: { ns: cur.ns, version: rec.version, record: rec }, doc: text.doc, hdr: text.hdr };
+    return { row: Number(x.row), id, state: { ns: cur.ns, version: rec.version, record: rec }, doc: text.doc, hdr: text.hdr, issued };
   }
 }

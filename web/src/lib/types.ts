@@ -29,8 +29,12 @@ export interface TierChange {
   at: string;
 }
 
+/** services per health status (liveness) */
+export type HealthCounts = Record<'passing' | 'critical' | 'unknown', number>;
+
 export interface SandboxDetail extends SandboxSummary {
   serviceCount: number;
+  health: HealthCounts;
   counters: { total: number; rejected: number; windowTotal: number } | null;
   tierChanges: TierChange[];
 }
@@ -42,6 +46,7 @@ export interface Stats {
   deprecated: PerNamespace;
   locked: PerNamespace;
   iotReady: PerNamespace;
+  health: Record<keyof HealthCounts, PerNamespace>;
   sandboxesByTier: Record<string, number>;
   sandboxes: number;
   locatedSandboxes: number;

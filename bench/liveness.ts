@@ -1,0 +1,91 @@
+// Liveness bench (issue 23): heartbeats against a bare uWS server answering 204, and the
+// expiry lag of N leased services that stop heartbeating, on real Redis and PostgreSQL.
+//
+//   node dist/bench/liveness.js [--services N] [--ttl S] [--duration S] [--connections C]
+//
+// Heartbeats: one leased service, autocannon (a child process: its own core) sends PUT
+// /services/{id}/heartbeat with its token for --duration seconds, alternated with the same
+// load against the ceiling (A B A B; the ratio uses each side's better run). Expiry: N
+// services registered in one statement with ttl S, leases seeded by the rebuild (a fresh
+// ttl each), then one sweeper (LEASE_SWEEP_MS 250) until all are critical; the lag of each
+// expiry is its commit time minus its deadline. Memory: Redis bytes of the lease shards
+// (MEMORY USAGE) per leased service, and this process's RSS before and after seeding.
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import uWS from 'uWebSockets.js';
+import { registerProduction, startTestServer } from '../test/helpers/server.js';
+import { LEASE_SHARDS } from '../src/hot/domain/keys.js';
+import { rebuildIndex } from '../src/hot/index/rebuild.js';
+import { LeaseSweeper } from '../src/hot/liveness/sweeper.js';
+
+const run = promisify(execFile);
+const arg = (name: string, d: number) => {
+  const i = process.argv.indexOf('--' + name);
+  return i >= 0 ? Number(process.argv[i + 1]) : d;
+};
+const N = arg('services', 100_000);
+const TTL = arg('ttl', 10);
+const DUR = arg('duration', 5);
+const CONN = arg('connections', 50);
+
+async function cannon(url: string, token: string, method = 'PUT'): Promise<number> {
+  const { stdout } = await run('npx', ['autocannon', '-j', '-m', method, '-H', `authorization=Bearer ${token}`, '-c', String(CONN), '-d', String(DUR), url], { maxBuffer: 1 << 26 });
+  const r = JSON.parse(stdout) as { requests: { average: number }; non2xx: number; errors: number };
+  if (r.non2xx || r.errors) throw new Error(`${url}: ${r.non2xx} non-2xx, ${r.errors} errors`);
+  return r.requests.average;
+}
+
+const pct = (xs: number[], p: number) => xs[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
+const load = async () => (await import('node:fs/promises')).readFile('/proc/loadavg', 'utf8').then((s) => s.split(' ').slice(0, 3).join(' '));
+
+const s = await startTestServer({ hooks: { sweep: false } });
+try {
+  // ---- heartbeats against the ceiling ----
+  const svc = (await registerProduction(s, { endpoint: 'https://bench-hb.example.com', capability: 'bench', ttl: 60 })) as unknown as { id: string; heartbeatToken: string };
+  const ceiling = uWS.App().put('/*', (res) => void res.writeStatus('204 No Content').end()).any('/*', (res) => void res.writeStatus('404 Not Found').end());
+  let listenSocket: uWS.us_listen_socket | null = null;
+  const cport = await new Promise<number>((ok) => ceiling.listen('127.0.0.1', 0, (sock) => ok(uWS.us_socket_local_port((listenSocket = sock)))));
+  const hb: number[] = [];
+  const ce: number[] = [];
+  const lz: number[] = [];
+  for (let i = 0; i < 2; i++) {
+    hb.push(await cannon(`${s.url}/services/${svc.id}/heartbeat`, svc.heartbeatToken));
+    ce.push(await cannon(`http://127.0.0.1:${cport}/services/${svc.id}/heartbeat`, svc.heartbeatToken));
+    // the same server's cheapest route (no Redis): what the machine lets the server do at all
+    lz.push(await cannon(`${s.url}/livez`, svc.heartbeatToken, 'GET'));
+  }
+  console.log(`GET /livez on the same server: ${lz.map(Math.round).join(', ')} req/s`);
+  const bestHb = Math.max(...hb);
+  const bestCe = Math.max(...ce);
+  console.log(`heartbeats: ${hb.map(Math.round).join(', ')} req/s; ceiling 204: ${ce.map(Math.round).join(', ')} req/s; ratio ${(bestHb / bestCe).toFixed(2)} (load ${await load()})`);
+
+  // ---- expiry lag ----
+  const t0 = Date.now();
+  await s.app.pg.query(
+    `INSERT INTO services (id, ns, endpoint, ttl, health_status, hb_token_hash)
+     SELECT 'lv' || lpad(g::text, 14, '0'), 'production', 'https://lv' || g || '.example.com', $2, 'passing', sha256(g::text::bytea)
+       FROM generate_series(1, $1) g`,
+    [N, TTL],
+  );
+  const rss0 = process.memoryUsage().rss;
+  const r = await rebuildIndex(s.app.pg, s.app.redis, s.app.keys, s.cfg.tiers);
+  if (!r) throw new Error('rebuild lock taken');
+  await s.app.index.refreshGen();
+  const seeded = Date.now();
+  const rss1 = process.memoryUsage().rss;
+  let bytes = 0;
+  for (let i = 0; i < LEASE_SHARDS; i++) bytes += Number(await s.app.redis.memory('USAGE', s.app.keys.leases(i), 'SAMPLES', '0')) + Number(await s.app.redis.memory('USAGE', s.app.keys.deadlines(i), 'SAMPLES', '0'));
+  console.log(`seeded ${N} leases (ttl ${TTL} s) in ${seeded - t0} ms; Redis ${(bytes / (N + 1)).toFixed(0)} bytes per leased service (lease hashes + deadline sets); RSS +${((rss1 - rss0) / 1e6).toFixed(0)} MB in the seeding process (not per lease: the rebuild's pages)`);
+  const lags: number[] = [];
+  await s.app.sweeper.stop();
+  const sweeper = new LeaseSweeper(s.app.pg, s.app.redis, s.app.keys, s.app.projector, s.app.log, { intervalMs: 250, lockMs: 1500, now: Date.now, onExpired: (ms) => lags.push(ms) });
+  sweeper.start();
+  const deadline = Date.now() + Math.max(120_000, N * 5);
+  while (lags.length < N && Date.now() < deadline) await new Promise((ok) => setTimeout(ok, 250));
+  await sweeper.stop();
+  lags.sort((a, b) => a - b);
+  console.log(`expiries: ${lags.length} of ${N}; lag p50 ${pct(lags, 50)} ms, p99 ${pct(lags, 99)} ms, max ${lags[lags.length - 1]} ms (load ${await load()})`);
+  if (listenSocket) uWS.us_listen_socket_close(listenSocket);
+} finally {
+  await s.close();
+}

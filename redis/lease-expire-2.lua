@@ -1,0 +1,29 @@
+-- lease-expire: the sweeper's confirmation, inside the PostgreSQL transaction that turns a
+-- shard's due services critical (holding their row locks): each lease is still passing and
+-- still past its deadline (no heartbeat came since the sweep saw it). Those records turn
+-- critical at once, so a heartbeat from now on asks for the durable change back (and waits
+-- for the row lock); their due time moves recheckMs on, so that a transaction that then
+-- fails is looked at again (the projector's apply of the committed state puts the real
+-- schedule).
+-- KEYS[1]  lv:{shard}:l
+-- KEYS[2]  lv:{shard}:d
+-- ARGV[1]  now (ms)
+-- ARGV[2]  recheck (ms)
+-- ARGV[3…] service ids (all of this shard)
+-- Returns the ids confirmed expired (the others were renewed, are gone or already critical).
+--@include lease.lua
+local now = tonumber(ARGV[1])
+local out = {}
+for i = 3, #ARGV do
+  local id = ARGV[i]
+  local l = leaseParse(redis.call('HGET', KEYS[1], id))
+  local due = l and l.st == 'p' and redis.call('ZSCORE', KEYS[2], id)
+  if due and tonumber(due) <= now then
+    l.st = 'c'
+    l.crit = tostring(now)
+    redis.call('HSET', KEYS[1], id, leaseText(l))
+    redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), id)
+    out[#out + 1] = id
+  end
+end
+return out

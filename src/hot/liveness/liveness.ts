@@ -1,0 +1,83 @@
+// Leases and heartbeats of one serving thread (contract "Liveness"). A heartbeat is one
+// Lua call (heartbeat-2.lua) that checks the token's hash against the lease record in Redis
+// and renews the deadline: no PostgreSQL, no document, no cache touched. Only a heartbeat
+// that changes the status writes, through the normal write path (store/leases.ts setHealth,
+// then the projector, which also carries the new lease state to Redis: lease-apply-2.lua).
+import type { Keys } from '../domain/keys.js';
+import type { Projector } from '../index/projector.js';
+import { countHeartbeat, countTransition } from '../ops/metrics.js';
+import type { RedisClient } from '../redis/client.js';
+import { integer } from '../redis/replies.js';
+import type { IndexState } from '../store/services.js';
+import { loadLease, setHealth } from '../store/leases.js';
+import type { Pool } from '../store/pool.js';
+import { applyLease, leaseKeys, leaseOf } from './redis-lease.js';
+
+export type HeartbeatResult = 'renewed' | 'changed' | 'unauthorized' | 'unavailable';
+
+export interface LivenessOptions {
+  /** the clock of deadlines (ms); tests inject one and never sleep through a ttl */
+  now?: () => number;
+  /** whether the index (and so every lease) is complete in Redis: a lease missing then is no lease */
+  indexReady?: () => boolean;
+}
+
+export class Liveness {
+  readonly now: () => number;
+  private readonly indexReady: () => boolean;
+
+  constructor(
+    readonly pool: Pool,
+    readonly redis: RedisClient,
+    readonly keys: Keys,
+    readonly projector: Projector,
+    o: LivenessOptions = {},
+  ) {
+    this.now = o.now ?? Date.now;
+    this.indexReady = o.indexReady ?? (() => true);
+  }
+
+  /** The projector's hook: the lease of a state it applied to the index. */
+  applyState(id: string, st: IndexState): Promise<number> {
+    return applyLease(this.redis, this.keys, id, st.ns, st.version, leaseOf(st.record), this.now());
+  }
+
+  /**
+   * One heartbeat of service `id` in `ns` with a token whose sha256 is `tokenHash` (hex).
+   * `admit` (sandboxes: the rate limit) runs once the token is known good and before
+   * anything changes; it throws to refuse.
+   */
+  async heartbeat(ns: string, id: string, tokenHash: string, want: 'passing' | 'critical', admit?: () => Promise<unknown>): Promise<HeartbeatResult> {
+    const [l, d] = leaseKeys(this.keys, id);
+    const w = want === 'passing' ? 'p' : 'c';
+    const call = async (checkOnly: boolean) => integer(await this.redis.heartbeat(l, d, id, tokenHash, this.now(), w, checkOnly ? '1' : '0', ns), 'heartbeat');
+    let r = admit ? await call(true) : 0;
+    if (r >= 0) {
+      if (admit) await admit();
+      r = await call(false);
+    }
+    if (r === -1 && !this.indexReady()) return 'unavailable';
+    if (r < 0) {
+      countHeartbeat('refused');
+      return 'unauthorized';
+    }
+    if (r === 0) {
+      countHeartbeat('renewed');
+      return 'renewed';
+    }
+    // the status changes: a durable write first, then the projector (index and lease)
+    const now = this.now();
+    const wr = await setHealth(this.pool, ns, id, want, now);
+    if (wr) {
+      await this.projector.syncQuietly([wr]);
+      countTransition(want, 'heartbeat');
+    } else {
+      // PostgreSQL already has that status (a sweeper's expiry whose commit failed left
+      // Redis ahead of it): make Redis agree with PostgreSQL again
+      const row = await loadLease(this.pool, id);
+      if (row) await applyLease(this.redis, this.keys, id, row.ns, row.version, row, now);
+    }
+    countHeartbeat('transition');
+    return 'changed';
+  }
+}

@@ -1,0 +1,67 @@
+// Heartbeats (PUT /services/{id}/heartbeat, PUT /sandbox/{uuid}/services/{id}/heartbeat)
+// and heartbeat-token rotation (contract "Liveness"). A heartbeat's credential is the
+// service's heartbeat token, nothing else: a token of the wrong shape is refused from its
+// text, any other mismatch by the lease record in Redis; no PostgreSQL look-up either way.
+import type { TemplatedApp } from 'uWebSockets.js';
+import type { App } from '../app.js';
+import { ApiError } from '../domain/errors.js';
+import { PRODUCTION } from '../domain/keys.js';
+import { check, validators } from '../domain/validation.js';
+import { parseJson } from '../http/body.js';
+import { route, type Headers, type Reply, type Req, type RouteOptions } from '../http/route.js';
+import { bearerKey } from '../sandbox/auth.js';
+import { newHeartbeatToken, tokenWellFormed } from '../sandbox/heartbeat-tokens.js';
+import { hashKey } from '../sandbox/keys.js';
+import { rotateToken, tokenPrefix } from '../store/leases.js';
+
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const NO_STORE: Headers = [['Cache-Control', 'no-store']];
+
+function unauthorized(): ApiError {
+  return new ApiError('UNAUTHORIZED', "this service's heartbeat token is required (Authorization: Bearer <heartbeatToken>)", { 'WWW-Authenticate': 'Bearer' });
+}
+
+/** The wanted status of a heartbeat body: none (or empty) is "passing". */
+function wanted(req: Req, body: Buffer | null): 'passing' | 'critical' {
+  if (!body || body.length === 0) return 'passing';
+  return check(validators.heartbeat, parseJson(req, body)).status ?? 'passing';
+}
+
+async function heartbeat(app: App, ns: string | null, id: string, req: Req, reply: Reply, body: Buffer | null, sandbox: boolean): Promise<void> {
+  const token = bearerKey(req.authorization);
+  if (!ns || !tokenWellFormed(token)) throw unauthorized();
+  const want = wanted(req, body);
+  let rl: Headers = [];
+  const admit = sandbox ? async () => (rl = await app.auth.limitOrThrow(ns)) : undefined;
+  const r = await app.liveness.heartbeat(ns, id, hashKey(token).toString('hex'), want, admit);
+  if (r === 'unauthorized') throw unauthorized();
+  if (r === 'unavailable') throw new ApiError('UNAVAILABLE', 'leases are being restored after a loss of Redis; try again shortly', { 'Retry-After': '1' });
+  reply.send(204, [...NO_STORE, ...rl]);
+}
+
+/** POST …/services/{id}/heartbeat-token: a new token (the old one stops working). */
+export async function heartbeatTokenHandler(app: App, ns: string, id: string, reply: Reply, extra: Headers): Promise<void> {
+  const { token, hash } = newHeartbeatToken(await tokenPrefix(app.pg, ns));
+  const w = await rotateToken(app.pg, ns, id, hash);
+  await app.projector.syncQuietly([w]);
+  reply.json(201, JSON.stringify({ heartbeatToken: token }), [...NO_STORE, ...extra]);
+}
+
+/** A token for a registration or PATCH that starts a lease (its hash goes to the store). */
+export async function leaseToken(app: App, ns: string): Promise<{ token: string; hash: Buffer }> {
+  return newHeartbeatToken(await tokenPrefix(app.pg, ns));
+}
+
+/** The 201/200 body of a write that issued a token: the document plus "heartbeatToken". */
+export function withToken(doc: string, token: string | null): string {
+  return token ? doc.slice(0, -1) + ',"heartbeatToken":' + JSON.stringify(token) + '}' : doc;
+}
+
+export function registerLiveness(uws: TemplatedApp, app: App, o: RouteOptions): void {
+  const ob = { ...o, body: true };
+  route(uws, 'put', '/services/:id/heartbeat', (req, reply, body) => heartbeat(app, PRODUCTION, req.params[0]!, req, reply, body, false), ob);
+  route(uws, 'put', '/sandbox/:uuid/services/:id/heartbeat', (req, reply, body) => {
+    const uuid = req.params[0]!.toLowerCase();
+    return heartbeat(app, UUID_RE.test(uuid) ? uuid : null, req.params[1]!, req, reply, body, true);
+  }, ob);
+}
