@@ -29,8 +29,11 @@ export function baseEnv(): Record<string, string | undefined> {
   };
 }
 
-/** A fresh database on the server of DATABASE_URL; returns its URL and a drop function. */
-export async function freshDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+/**
+ * A fresh database on the server of DATABASE_URL; returns its URL and a drop function.
+ * `upTo`: migrated up to that version only (a migration's test starts from the one before).
+ */
+export async function freshDatabase(upTo?: number): Promise<{ url: string; drop: () => Promise<void> }> {
   const base = loadConfig(baseEnv()).databaseUrl;
   const name = 't_' + randomBytes(6).toString('hex');
   const adminUrl = new URL(base);
@@ -42,7 +45,7 @@ export async function freshDatabase(): Promise<{ url: string; drop: () => Promis
   const url = new URL(base);
   url.pathname = '/' + name;
   const pool = createPool(url.toString(), 1);
-  await migrate(pool);
+  await migrate(pool, undefined, { upTo });
   await pool.end();
   return {
     url: url.toString(),

@@ -3,14 +3,28 @@
 // schema_migrations ledger.
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Pool } from './pool.js';
+import { normaliseStoredEndpoints } from './endpoints.js';
+import type { Client, Pool } from './pool.js';
 import { ROOT } from '../paths.js';
 
 const LOCK_ID = 7_242_001; // arbitrary, fixed: the migrator's advisory lock
 
 export const MIGRATIONS_DIR = join(ROOT, 'src/hot/store/migrations');
 
-export async function migrate(pool: Pool, log: (msg: string) => void = () => undefined): Promise<string[]> {
+/**
+ * Migrations that need code SQL does not have (a WHATWG URL parser): run in the same
+ * transaction right after the SQL file of the same version.
+ */
+const CODE: Record<number, (c: Client, log: (msg: string) => void) => Promise<unknown>> = {
+  5: normaliseStoredEndpoints,
+};
+
+export interface MigrateOptions {
+  /** apply versions up to this one only (tests of a migration start from the one before) */
+  upTo?: number;
+}
+
+export async function migrate(pool: Pool, log: (msg: string) => void = () => undefined, opts: MigrateOptions = {}): Promise<string[]> {
   const files = (await readdir(MIGRATIONS_DIR)).filter((f) => /^\d{4}_[a-z0-9_]+\.sql$/.test(f)).sort();
   const client = await pool.connect();
   const applied: string[] = [];
@@ -21,11 +35,12 @@ export async function migrate(pool: Pool, log: (msg: string) => void = () => und
     const done = new Set((await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((r) => r.version));
     for (const f of files) {
       const version = Number(f.slice(0, 4));
-      if (done.has(version)) continue;
+      if (done.has(version) || version > (opts.upTo ?? Infinity)) continue;
       const sql = await readFile(join(MIGRATIONS_DIR, f), 'utf8');
       await client.query('BEGIN');
       try {
         await client.query(sql);
+        await CODE[version]?.(client, log);
         await client.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [version, f]);
         await client.query('COMMIT');
       } catch (err) {
