@@ -13,6 +13,7 @@ import type { Server } from '../../src/hot/server.js';
 import { createPool } from '../../src/hot/store/pool.js';
 import { migrate } from '../../src/hot/store/migrator.js';
 import pino from 'pino';
+import { assertResponse, loadDocument } from './openapi-check.js';
 
 export const ADMIN_KEY = 'test-admin-key-0123456789abcdef';
 
@@ -65,7 +66,7 @@ export interface TestServer {
   /** the thread as main.ts builds it (compose.ts) */
   thread: Thread;
   cfg: Config;
-  /** fetch a path on this server; never follows redirects */
+  /** fetch a path on this server; never follows redirects; throws when the answer does not match /openapi.json */
   req(path: string, init?: RequestInit): Promise<Response>;
   /** port of this server's /metrics listener (null with METRICS_ENABLED=false) */
   metricsPort: number | null;
@@ -99,7 +100,13 @@ export async function startTestServer(opts: StartOptions = {}): Promise<TestServ
   await thread.start();
   const { app, server } = thread;
   const url = `http://127.0.0.1:${server.port}`;
-  const req = (path: string, init: RequestInit = {}) => fetch(url + path, { redirect: 'manual', ...init });
+  // every answer is checked against the served /openapi.json (openapi-check.ts)
+  await loadDocument(server.port);
+  const req = async (path: string, init: RequestInit = {}) => {
+    const r = await fetch(url + path, { redirect: 'manual', ...init });
+    await assertResponse(server.port, (init.method ?? 'GET').toUpperCase(), path, r);
+    return r;
+  };
   return {
     url,
     app,

@@ -1,11 +1,14 @@
 // Request-body validators, compiled once at start-up (model: fastify lib/validation.js),
 // plus the normalisation that follows a passed schema (lower-casing tokens, de-duplication).
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import addFormats from 'ajv-formats';
 import * as S from './schemas.js';
 import { normaliseEndpoint } from './endpoint.js';
 import { ApiError } from './errors.js';
 
 const ajv = new Ajv({ allErrors: false, strict: false });
+// `format: date` of sunset_date: the document publishes it, the validator applies it
+addFormats.default(ajv, ['date']);
 
 function compile<T>(schema: object): ValidateFunction<T> {
   return ajv.compile<T>(schema);
