@@ -78,6 +78,9 @@ const ERROR_TEXT: Record<number, string> = {
   503: 'overload or outage (PostgreSQL or Redis unreachable, index being rebuilt): UNAVAILABLE or OVERLOADED; try again after Retry-After',
 };
 
+const RATE_ALWAYS = new Set([404, 409, 415, 429]);
+const RATE_NEVER = new Set([401, 413, 414]);
+
 export interface ErrorOptions {
   /** the rate-limit headers (answers to an admitted sandbox request) */
   rate?: boolean;
@@ -91,8 +94,11 @@ export interface ErrorOptions {
 export function errors(statuses: number[], o: ErrorOptions = {}): Record<number, Obj> {
   const out: Record<number, Obj> = {};
   for (const s of statuses) {
-    // the rate headers go with every answer to an admitted keyed request; a 401 was not admitted
-    const rate = o.rate && s !== 401 ? headers.rate(true) : {};
+    // the rate headers go with every answer to an admitted keyed request: always on the
+    // statuses only a handler answers; not on those decided before the key is checked (401,
+    // 413, 414: the route refuses the request first); sometimes on 400 and 503 (a bad
+    // Content-Length or an outage can come before or after the key)
+    const rate = !o.rate ? {} : RATE_ALWAYS.has(s) ? headers.rate(true) : RATE_NEVER.has(s) ? {} : headers.rate(false);
     const retry = s === 429 || s === 503 ? headers.retryAfter : {};
     out[s] = {
       description: o.text?.[s] ?? ERROR_TEXT[s] ?? 'error',
