@@ -9,9 +9,10 @@
 -- ARGV[4]  seq            the service's sequence number, "" when the service is gone
 -- ARGV[5]  doc            serialised service object ("" when gone)
 -- ARGV[6]  hdr            deprecation header data "<deprecatedAtSec>|<sunset HTTP-date>" or ""
--- ARGV[7]  members        newline-separated set suffixes: "all", "c:<cap>", "p:<k>:<v>", "d:<dc>", "r:<proto>", "iot"
+-- ARGV[7]  members        newline-separated set suffixes (keys.ts memberSuffixes()): "all", then
+--                         each dimension's ("c:<cap>", "p:<k>:<v>", "d:<dc>", "r:<proto>", "iot", …)
 --                         (the sets a previous state is in are derived from its stored
---                         document: memberSuffixes() below, the same rule as keys.ts)
+--                         document: memberSuffixes() below, generated from dimensions.ts)
 -- ARGV[8]  repl           comma-separated candidate seqs, ranked ("" none)
 -- ARGV[9]  channel        pub/sub channel for the delta of an applied write ("" none: the
 --                          rebuild's own applies, before anyone reads that generation): the
@@ -44,21 +45,11 @@ local function split(s, sep)
   return out
 end
 
--- The set suffixes of a stored document (keys.ts memberSuffixes() on the decoded state).
--- Deriving them costs a JSON decode per write; storing them cost ~85 bytes per service.
-local function memberSuffixes(doc)
-  local out = { 'all' }
-  if not doc then return out end
-  local s = cjson.decode(doc)
-  for _, c in ipairs(s.capabilities) do out[#out + 1] = 'c:' .. c end
-  for k, v in pairs(s.properties) do out[#out + 1] = 'p:' .. k .. ':' .. v end
-  if type(s.iot) == 'table' then
-    out[#out + 1] = 'iot'
-    for _, d in ipairs(s.iot.deviceClasses) do out[#out + 1] = 'd:' .. d end
-    for _, p in ipairs(s.iot.protocols) do out[#out + 1] = 'r:' .. p end
-  end
-  return out
-end
+-- memberSuffixes(doc): the set suffixes of a stored document, generated from the table of
+-- search dimensions (src/hot/domain/dimensions.ts, memberRuleLua()): the rule keys.ts
+-- memberSuffixes() applies to the state. Deriving them costs a JSON decode per write;
+-- storing them cost ~85 bytes per service.
+--@include dimensions.lua
 
 -- the previous state's sets, also published in the delta below
 local oldMembers = oldSeq and memberSuffixes(redis.call('HGET', base .. 'docs', oldSeq)) or {}

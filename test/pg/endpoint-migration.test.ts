@@ -1,4 +1,4 @@
-// Migration 0005 (store/endpoints.ts): stored endpoints become their WHATWG serialisation as
+// Migration 0006 (store/endpoints.ts): stored endpoints become their WHATWG serialisation as
 // a write would make them: new version, index text whose document carries the new endpoint
 // (the rebuild serves those bytes), an outbox row, a service.updated event. Rows are written
 // at schema 0004 through the store directly (no validation: that is how old rows look).
@@ -12,8 +12,8 @@ import { freshDatabase } from '../helpers/server.js';
 
 const input = (endpoint: string) => ({ endpoint, capabilities: ['a'], properties: {}, iot: null, deprecated: false, locked: false, sunsetDate: null });
 
-t.test('0005 normalises stored endpoints and their index text', async (t) => {
-  const db = await freshDatabase(4);
+t.test('0006 normalises stored endpoints and their index text', async (t) => {
+  const db = await freshDatabase(5);
   const pool = createPool(db.url, 2);
   t.teardown(async () => {
     await pool.end();
@@ -40,7 +40,7 @@ t.test('0005 normalises stored endpoints and their index text', async (t) => {
   const maxEvent = (await pool.query<{ m: string | null }>('SELECT max(id)::text AS m FROM change_events')).rows[0]!.m ?? '0';
 
   const logged: string[] = [];
-  t.same(await migrate(pool, (m) => logged.push(m)), ['0005_endpoint_whatwg.sql']);
+  t.same(await migrate(pool, (m) => logged.push(m)), ['0006_endpoint_whatwg.sql']);
   t.match(logged.join('\n'), /4 changed, 1 left as they were/);
 
   const ids = Object.keys(rows);
@@ -56,11 +56,12 @@ t.test('0005 normalises stored endpoints and their index text', async (t) => {
     t.equal(row.version !== before.get(id), changed, `${from}: version drawn again exactly when changed`);
     t.equal(outbox.has(id), changed, `${from}: outbox row exactly when changed`);
     const ev = events.filter((e) => e.service_id === id);
+    // every row's text is the write path's; a row that had none got it from
+    // ensureIndexText() (which runs after the migrations), with the new endpoint
+    t.equal(row.idx_doc, serializeService(states.get(id)!.record!), `${from}: stored document is the write path's document`);
     if (id === noText) {
-      t.equal(row.idx_doc, null, 'a row without stored text keeps none (the rebuild builds it in SQL)');
-      t.equal(ev.length, 0, 'no document to publish for it');
+      t.equal(ev.length, 0, 'no change event: the migration had no document to publish for it');
     } else {
-      t.equal(row.idx_doc, serializeService(states.get(id)!.record!), `${from}: stored document is the write path's document`);
       t.equal(JSON.parse(row.idx_doc!).endpoint, want, `${from}: the stored document carries the new endpoint`);
       t.same(ev.map((e) => [e.type, e.data]), changed ? [['service.updated', row.idx_doc]] : [], `${from}: change events`);
     }

@@ -5,7 +5,9 @@
 // live service's stored text with the projector's serialisers (serializeService,
 // memberSuffixes, headerData) applied to the committed state as the projector reads it
 // (loadIndexStates), and with the rebuild's page row of that service. bin/registry
-// backfill-index-text fills rows written without it (before migration 0004) with the same.
+// backfill-index-text fills rows written without it (before migration 0004) with the same,
+// and so does the migrator on every start (store/index-text.ts), which also recomputes every
+// row's text when the member rule of the search dimensions changed.
 import t from 'tap';
 import fc from 'fast-check';
 import { memberSuffixes, PRODUCTION } from '../../src/hot/domain/keys.js';
@@ -14,6 +16,8 @@ import { ApiError } from '../../src/hot/domain/errors.js';
 import { parseServiceCreate, parseServicePatch } from '../../src/hot/domain/validation.js';
 import { bulkReplacements, bulkUpsert } from '../../src/hot/store/bulk.js';
 import { createPool, type Pool } from '../../src/hot/store/pool.js';
+import { migrate } from '../../src/hot/store/migrator.js';
+import { MEMBER_RULE } from '../../src/hot/domain/dimensions.js';
 import { addReplacement, backfillIndexText, createService, deleteService, loadIndexPage, loadIndexStates, newServiceId, patchService } from '../../src/hot/store/services.js';
 import { seedServices } from '../helpers/processes.js';
 import { freshDatabase } from '../helpers/server.js';
@@ -132,4 +136,27 @@ t.test('backfill-index-text fills the rows written without it, with the write pa
   const after = await pool.query<{ id: string; version: string }>('SELECT id, version FROM services');
   t.same(new Map(after.rows.map((r) => [r.id, r.version])), new Map(versions.rows.map((r) => [r.id, r.version])), 'no version moved: the states did not change');
   t.equal(await backfillIndexText(pool, 1000), 0, 'a second run finds nothing to do');
+});
+
+t.test('the migrator fills rows without index text, and recomputes all of it when the member rule changed', async (t) => {
+  const db = await freshDatabase();
+  const pool = createPool(db.url, 2);
+  t.teardown(async () => {
+    await pool.end();
+    await db.drop();
+  });
+  await seedServices(db.url, 300, PRODUCTION, 'old');
+  const a = await createService(pool, PRODUCTION, parseServiceCreate({ endpoint: 'https://a.example.com', capabilities: ['a'], properties: { k: 'v' }, iot: { deviceClasses: ['meter'], protocols: ['mqtt'] } }));
+  const ids = (await pool.query<{ id: string }>('SELECT id FROM services ORDER BY seq')).rows.map((r) => r.id);
+  await migrate(pool);
+  t.equal(await checkStored(pool, ids), 301, 'a start fills the seeded rows with the write path\'s strings');
+  // text computed under another rule: the members of a dimension that is gone
+  await pool.query("UPDATE services SET idx_members = idx_members || E'\\nx:gone'");
+  await pool.query("UPDATE index_text_rule SET rule = 'another'");
+  await migrate(pool);
+  t.equal(await checkStored(pool, ids), 301, 'a start under a new rule recomputes every row\'s text');
+  t.equal((await pool.query<{ rule: string }>('SELECT rule FROM index_text_rule')).rows[0]!.rule, MEMBER_RULE, 'and records the rule');
+  await pool.query("UPDATE services SET idx_members = idx_members || E'\\nx:gone' WHERE id = $1", [a.id]);
+  await migrate(pool);
+  await t.rejects(checkStored(pool, ids), /members of/, 'under the same rule, stored text is left as it is (one read, no rewrite)');
 });

@@ -78,7 +78,7 @@ t.test('property: accepted endpoints are fixed points, http(s), without user inf
   t.pass('2000 hostile endpoints');
 });
 
-t.test('migration 0005 rules for stored rows', async (t) => {
+t.test('migration 0006 rules for stored rows', async (t) => {
   t.equal(storedEndpointFix('HTTPS://Example.COM:443/a'), 'https://example.com/a');
   t.equal(storedEndpointFix('http://user:secret@h.example:80/x'), 'http://h.example/x', 'user info removed');
   t.equal(storedEndpointFix('https://h.example/'), 'https://h.example/', 'already normal');

@@ -3,35 +3,23 @@
 // filters out. fast-querystring splits and decodes; it silently keeps undecodable escapes,
 // so decodability is checked first, on the raw string.
 import { parse as parseQs } from 'fast-querystring';
+import { DIMENSIONS, dimensionsOf, noFilters, type DimensionFilters, type DimensionKind, type SearchRoute } from './dimensions.js';
 import { compareCodePoints, hasLoneSurrogate, isPropertyPair, isToken, splitProperty } from './tokens.js';
 
-export type ParamKind = 'token' | 'tokens' | 'property' | 'flag' | 'limit' | 'cursor';
+export type ParamKind = DimensionKind | 'limit' | 'cursor';
 export type QuerySpec = Readonly<Record<string, ParamKind>>;
 
-export const SEARCH_SPEC: QuerySpec = {
-  after: 'cursor',
-  capability: 'tokens',
-  deviceClass: 'token',
-  iotReady: 'flag',
-  limit: 'limit',
-  property: 'property',
-  protocol: 'token',
-};
+/** The query parameters of a route: its dimensions (dimensions.ts), `limit` and `after`. */
+function specOf(route: SearchRoute): QuerySpec {
+  const spec: Record<string, ParamKind> = { after: 'cursor', limit: 'limit' };
+  for (const d of dimensionsOf(route)) spec[d.param] = d.kind;
+  return spec;
+}
 
-export const DEVICES_SPEC: QuerySpec = {
-  after: 'cursor',
-  capability: 'tokens',
-  deviceClass: 'token',
-  limit: 'limit',
-  protocol: 'token',
-};
+export const SEARCH_SPEC: QuerySpec = specOf('services');
+export const DEVICES_SPEC: QuerySpec = specOf('devices');
 
-export interface Filters {
-  capabilities: string[];
-  properties: { key: string; value: string }[];
-  deviceClass: string | null;
-  protocol: string | null;
-  iotReady: boolean;
+export interface Filters extends DimensionFilters {
   limit: number;
   after: string | null;
 }
@@ -144,17 +132,13 @@ export type FilterResult = { ok: true; filters: Filters } | { ok: false; message
 
 const CURSOR_RE = /^\d{1,15}(\.\d{1,4})?$/;
 
+/** Each parameter's Filters field (dimensions.ts). */
+const FIELD: ReadonlyMap<string, string> = new Map(DIMENSIONS.map((d) => [d.param, d.field]));
+
 /** Validate canonical params into search filters. */
 export function toFilters(params: Params, spec: QuerySpec): FilterResult {
-  const f: Filters = {
-    capabilities: [],
-    properties: [],
-    deviceClass: null,
-    protocol: null,
-    iotReady: false,
-    limit: DEFAULT_LIMIT,
-    after: null,
-  };
+  const f: Filters = { ...noFilters(), limit: DEFAULT_LIMIT, after: null };
+  const dims = f as unknown as Record<string, unknown>;
   for (const [name, vals] of params) {
     const kind = spec[name]!;
     if (kind !== 'tokens' && kind !== 'property' && vals.length > 1) {
@@ -164,21 +148,23 @@ export function toFilters(params: Params, spec: QuerySpec): FilterResult {
     switch (kind) {
       case 'tokens':
         for (const t of vals) if (!isToken(t)) return { ok: false, message: `${name} "${t}" is not a valid token ([a-z0-9._-], 1-64 chars)` };
-        f.capabilities = vals;
+        dims[FIELD.get(name)!] = vals;
         break;
       case 'token':
         if (!isToken(v)) return { ok: false, message: `${name} "${v}" is not a valid token ([a-z0-9._-], 1-64 chars)` };
-        if (name === 'deviceClass') f.deviceClass = v;
-        else f.protocol = v;
+        dims[FIELD.get(name)!] = v;
         break;
-      case 'property':
+      case 'property': {
+        const pairs: { key: string; value: string }[] = [];
         for (const p of vals) {
-          if (!isPropertyPair(p)) return { ok: false, message: `property "${p}" must be key:value with a token key and a 1-256 character value` };
-          f.properties.push(splitProperty(p)!);
+          if (!isPropertyPair(p)) return { ok: false, message: `${name} "${p}" must be key:value with a token key and a 1-256 character value` };
+          pairs.push(splitProperty(p)!);
         }
+        dims[FIELD.get(name)!] = pairs;
         break;
+      }
       case 'flag':
-        f.iotReady = true;
+        dims[FIELD.get(name)!] = true;
         break;
       case 'limit': {
         if (!/^[1-9]\d{0,3}$/.test(v) || Number(v) > MAX_LIMIT) {

@@ -2,6 +2,9 @@
 // the hash tag {ns}, so multi-key scripts stay in one Redis Cluster slot. Index keys also
 // carry the index generation, so a rebuild writes fresh keys and switches over at once.
 // The key schema table is in redis/README.md.
+import { documentMembers, filterSuffixes, MEMBER_RULE } from './dimensions.js';
+import { serviceObject, type ServiceRecord } from './service.js';
+
 export const PRODUCTION = 'production';
 
 /**
@@ -31,15 +34,16 @@ export class Keys {
   }
   /**
    * The namespace marker and version counter. Its name carries the index format
-   * (INDEX_FORMAT): a generation built in another format has no such key, so every script
-   * answers "not indexed" there and the server rebuilds, as after a loss of Redis.
+   * (INDEX_FORMAT) and the member rule's fingerprint (MEMBER_RULE, dimensions.ts): a
+   * generation built in another format or under another rule has no such key, so every
+   * script answers "not indexed" there and the server rebuilds, as after a loss of Redis.
    */
   ver(ns: string, gen: string): string {
     return this.verAt(this.base(ns, gen));
   }
   /** ver() of the namespace whose base (see base()) is given */
   verAt(base: string): string {
-    return base + 'ver:' + INDEX_FORMAT;
+    return base + 'ver:' + INDEX_FORMAT + '.' + MEMBER_RULE;
   }
   docs(ns: string, gen: string): string {
     return this.base(ns, gen) + 'docs';
@@ -47,20 +51,9 @@ export class Keys {
   all(ns: string, gen: string): string {
     return this.base(ns, gen) + 'all';
   }
-  cap(ns: string, gen: string, c: string): string {
-    return this.base(ns, gen) + 'c:' + c;
-  }
-  prop(ns: string, gen: string, k: string, v: string): string {
-    return this.base(ns, gen) + 'p:' + k + ':' + v;
-  }
-  deviceClass(ns: string, gen: string, d: string): string {
-    return this.base(ns, gen) + 'd:' + d;
-  }
-  protocol(ns: string, gen: string, p: string): string {
-    return this.base(ns, gen) + 'r:' + p;
-  }
-  iot(ns: string, gen: string): string {
-    return this.base(ns, gen) + 'iot';
+  /** a set of the index: `suffix` as filterSuffixes() and memberSuffixes() name them */
+  set(ns: string, gen: string, suffix: string): string {
+    return this.base(ns, gen) + suffix;
   }
   /** pattern matching every index key of one generation (for clean-up) */
   genPattern(gen: string): string {
@@ -109,37 +102,9 @@ export class Keys {
   }
 }
 
-/** Set suffixes (relative to base) a service belongs to; stored per service in `mem`. */
-export function memberSuffixes(s: {
-  capabilities: string[];
-  properties: Record<string, string>;
-  iot: { deviceClasses: string[]; protocols: string[] } | null;
-}): string[] {
-  const out = ['all'];
-  for (const c of s.capabilities) out.push('c:' + c);
-  for (const [k, v] of Object.entries(s.properties)) out.push('p:' + k + ':' + v);
-  if (s.iot) {
-    out.push('iot');
-    for (const d of s.iot.deviceClasses) out.push('d:' + d);
-    for (const p of s.iot.protocols) out.push('r:' + p);
-  }
-  return out;
+/** Set suffixes (relative to base) a service belongs to: the dimensions' rule (dimensions.ts) over its document. */
+export function memberSuffixes(s: ServiceRecord): string[] {
+  return documentMembers(serviceObject(s));
 }
 
-/** Set suffixes (after a namespace's base) of a search's filters; `all` when there are none. */
-export function filterSuffixes(f: {
-  capabilities: string[];
-  properties: { key: string; value: string }[];
-  deviceClass?: string | null;
-  protocol?: string | null;
-  iotReady?: boolean;
-}): string[] {
-  const sets: string[] = [];
-  for (const c of f.capabilities) sets.push('c:' + c);
-  for (const p of f.properties) sets.push('p:' + p.key + ':' + p.value);
-  if (f.deviceClass) sets.push('d:' + f.deviceClass);
-  if (f.protocol) sets.push('r:' + f.protocol);
-  if (f.iotReady && !f.deviceClass && !f.protocol) sets.push('iot');
-  if (!sets.length) sets.push('all');
-  return sets;
-}
+export { filterSuffixes };

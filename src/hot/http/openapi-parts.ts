@@ -11,12 +11,6 @@ export const arrayOf = (name: string) => ({ type: 'array', items: ref(name) });
 
 // ---- parameters ----
 
-/** `[A-Za-z0-9._-]{1,64}`: a token as a query accepts it (the canonical redirect lower-cases it) */
-export const TOKEN_QUERY = '^[A-Za-z0-9._-]{1,64}$';
-/** `key:value`: token key, value of 1-256 characters without control characters */
-export const PROPERTY_QUERY = '^[A-Za-z0-9._-]{1,64}:[^\\u0000-\\u001f\\u007f-\\u009f]{1,256}$';
-/** cursor of a `Link: rel="next"` (domain/canonical.ts, CURSOR_RE) */
-export const CURSOR = '^\\d{1,15}(\\.\\d{1,4})?$';
 export const UUID_PATTERN = '^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$';
 export const SERVICE_ID = '^[A-Za-z0-9_-]{1,64}$';
 
@@ -26,17 +20,8 @@ export const path = (name: string, description: string, pattern: string) => ({ n
 export const serviceIdParam = path('id', 'service id (server-generated, URL-safe)', SERVICE_ID);
 export const uuidParam = path('uuid', 'sandbox uuid (any case)', UUID_PATTERN);
 
-const tokenList = (name: string, what: string) =>
-  query(name, `${what}; repeatable, all must match`, { type: 'array', items: { type: 'string', pattern: TOKEN_QUERY } }, { style: 'form', explode: true });
-
+/** query parameters of search routes come from the table of dimensions (domain/dimensions.ts, openApiParameters) */
 export const params = {
-  capability: tokenList('capability', 'capability token'),
-  property: query('property', '`key:value`, split at the first ":"; repeatable, all must match', { type: 'array', items: { type: 'string', pattern: PROPERTY_QUERY } }, { style: 'form', explode: true }),
-  deviceClass: query('deviceClass', 'IoT device class of the service profile', { type: 'string', pattern: TOKEN_QUERY }),
-  protocol: query('protocol', 'IoT protocol of the service profile', { type: 'string', pattern: TOKEN_QUERY }),
-  iotReady: query('iotReady', 'only `true` is kept: services with an IoT profile', { type: 'string', enum: ['true'] }),
-  limit: query('limit', 'page size, 1-1000, default 100 (a decimal without leading zeros; the default is dropped from canonical queries)', { type: 'integer', minimum: 1, maximum: 1000, default: 100 }),
-  after: query('after', 'cursor from a `Link: rel="next"` header', { type: 'string', pattern: CURSOR }),
   ifNoneMatch: { name: 'If-None-Match', in: 'header', required: false, description: 'ETag(s) of a copy the client holds', schema: { type: 'string' } },
 };
 

@@ -1,7 +1,9 @@
 // The OpenAPI 3.1 document served at /openapi.json, built from the same schemas that ajv
-// compiles (domain/schemas.ts), so the two cannot drift apart, and from the reusable pieces
-// of openapi-parts.ts. Every status an operation answers is listed: the test harness
+// compiles (domain/schemas.ts), so the two cannot drift apart, from the table of search
+// dimensions (domain/dimensions.ts: the query parameters) and from the reusable pieces of
+// openapi-parts.ts. Every status an operation answers is listed: the test harness
 // (test/helpers/openapi-check.ts) checks every response the HTTP tests see against it.
+import { openApiParameters } from '../domain/dimensions.js';
 import * as S from '../domain/schemas.js';
 import * as R from '../domain/response-schemas.js';
 import { RATELIMIT_DRAFT } from '../sandbox/auth.js';
@@ -116,7 +118,7 @@ function serviceWrites(base: string, kind: 'sandbox' | 'admin'): Obj {
       tags,
       summary: 'List or search the sandbox (same filters, paging and body as /services)',
       description: canonicalNote + ' The key is checked first; a 302 counts as one request.' + conditionalNote,
-      parameters: [uuidParam, P.after, P.capability, P.deviceClass, P.iotReady, P.limit, P.property, P.protocol, P.ifNoneMatch],
+      parameters: [uuidParam, ...openApiParameters('services'), P.ifNoneMatch],
       responses: { ...searchResponses('Service', { vary: true, rate: true, extraErrors: [] }), ...errors([401]), ...errors([429], { rate: true }) },
     };
     (out[`${base}/{id}`] as Obj).get = {
@@ -208,7 +210,7 @@ export function openApiDocument(version: string, opts: OpenApiOptions = {}): Obj
             'Every response carries `Vary: Authorization`; anonymous ones are `Cache-Control: public`, ones to a request with Authorization `private`. ' +
             'Searches are never answered from a partial index nor from PostgreSQL: 503 while the index is rebuilt or Redis is unreachable.' +
             conditionalNote,
-          parameters: [P.after, P.capability, P.deviceClass, P.iotReady, P.limit, P.property, P.protocol, P.ifNoneMatch],
+          parameters: [...openApiParameters('services'), P.ifNoneMatch],
           responses: (() => {
             const r = searchResponses('Service', { vary: true, rate: false, extraErrors: [429] });
             // keyed: the rate headers too (not on anonymous answers, so not required)
@@ -285,7 +287,7 @@ export function openApiDocument(version: string, opts: OpenApiOptions = {}): Obj
           tags: ['public'],
           summary: 'Device bindings of production IoT profiles: one per (service, deviceClass, protocol)',
           description: canonicalNote + conditionalNote,
-          parameters: [P.after, P.capability, P.deviceClass, P.limit, P.protocol, P.ifNoneMatch],
+          parameters: [...openApiParameters('devices'), P.ifNoneMatch],
           responses: searchResponses('DeviceBinding', { vary: false, rate: false, extraErrors: [] }),
         },
       },

@@ -2,7 +2,7 @@
 // Reads return pre-serialised documents; nothing here parses a stored document except the
 // device query, which has to expand profiles into bindings.
 import { ApiError } from '../domain/errors.js';
-import type { Filters } from '../domain/canonical.js';
+import type { DimensionFilters } from '../domain/dimensions.js';
 import { filterSuffixes, Keys, PRODUCTION } from '../domain/keys.js';
 import { isRedisUnavailable } from '../ops/outage.js';
 import type { RedisClient } from '../redis/client.js';
@@ -16,7 +16,8 @@ import { HEAVY, nearLoadReply, NOT_INDEXED, rowReply, searchReply } from '../red
 /** a page for the worker pool to compute */
 type PoolTask = Parameters<IntersectPool['run']>[0];
 
-export type FilterSets = Pick<Filters, 'capabilities' | 'properties' | 'deviceClass' | 'protocol' | 'iotReady'>;
+/** The dimension fields of Filters (domain/dimensions.ts). */
+export type FilterSets = DimensionFilters;
 
 export interface Page {
   seqs: string[];

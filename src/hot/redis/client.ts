@@ -5,6 +5,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis, Cluster, type RedisOptions } from 'ioredis';
 import type { Config } from '../config.js';
+import { memberRuleLua } from '../domain/dimensions.js';
 import { ROOT } from '../paths.js';
 
 export type RedisClient = Redis | Cluster;
@@ -37,12 +38,18 @@ function camel(name: string): string {
   return name.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
 }
 
+/** Included code generated from TypeScript: the member rule of the search dimensions. */
+const GENERATED: Readonly<Record<string, () => string>> = { 'dimensions.lua': memberRuleLua };
+
 /**
  * A script's text with each `--@include <file>` line replaced by redis/lib/<file> (code
- * several scripts share: lib/buckets.lua; Redis has no include of its own).
+ * several scripts share: lib/buckets.lua; Redis has no include of its own), or by the code
+ * GENERATED under that name.
  */
 export function scriptText(file: string): string {
-  return readFileSync(join(SCRIPTS_DIR, file), 'utf8').replace(/^--@include ([a-z-]+\.lua)$/gm, (_, lib: string) => readFileSync(join(SCRIPTS_DIR, 'lib', lib), 'utf8'));
+  return readFileSync(join(SCRIPTS_DIR, file), 'utf8').replace(/^--@include ([a-z-]+\.lua)$/gm, (_, lib: string) =>
+    Object.hasOwn(GENERATED, lib) ? GENERATED[lib]!() : readFileSync(join(SCRIPTS_DIR, 'lib', lib), 'utf8'),
+  );
 }
 
 /**

@@ -1,9 +1,9 @@
-// Migration 0005's code: rewrite every stored `endpoint` to its WHATWG URL serialisation
+// Migration 0006's code: rewrite every stored `endpoint` to its WHATWG URL serialisation
 // (domain/endpoint.ts), as a write would. A changed row gets a new version, its index text
 // (services.idx_doc holds the serialised document, which carries the endpoint: a rebuild
 // from stale text would serve the old bytes), an outbox row (the projector brings Redis up to
 // date when the server starts) and a service.updated change event.
-// It touches only columns that exist at 0005 (id, ns, endpoint, version, idx_doc) and edits
+// It touches only columns that exist at 0006 (id, ns, endpoint, version, idx_doc) and edits
 // the stored document's bytes in place instead of reading the state through today's
 // SELECT_STATE: a later migration that changes what a state is made of cannot break it.
 import { appendChanges } from '../changes/events.js';

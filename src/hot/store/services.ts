@@ -322,71 +322,26 @@ export async function loadStatesWhere(c: Client | Pool, where: string, params: u
 
 /**
  * One service of a rebuild page, already in index-page.lua's terms (its ARGV, plus ns):
- * [id, ns, version, seq, doc, members, hdr, repl]. doc is serializeService()'s bytes,
- * members memberSuffixes() joined by "\n", hdr headerData(), repl the candidate seqs joined
- * by ",": doc, members and hdr are the index text the write stored with the state
- * (indexText()), or, for a row written before migration 0004, built by PostgreSQL (INDEX_PAGE
- * below); repl is aggregated per page. The rebuilding process only passes strings on.
- * test/pg/rebuild-bytes.test.ts holds both kinds byte-identical to the write path's.
+ * [id, ns, version, seq, doc, members, hdr, repl]. doc, members and hdr are the index text
+ * the write stored with the state (indexText()); repl, the candidate seqs joined by ",", is
+ * aggregated per page. The rebuilding process only passes strings on.
+ * test/pg/rebuild-bytes.test.ts holds them byte-identical to the write path's.
  */
 export type IndexPageRow = [id: string, ns: string, version: string, seq: string, doc: string, members: string, hdr: string, repl: string];
 
-// Rows with stored index text (idx_doc, idx_members, idx_hdr: every write since migration
-// 0004) are passed through; only the rows without it (written before; `bare`) have their
-// details read and their strings built below, so a page of stored rows reads no detail
-// table but replacements. The fallback's rules:
-// Every free-form string goes through to_json(text), whose escaping is JSON.stringify's for
-// any text PostgreSQL can hold (", \, \b \f \n \r \t, other controls as \u00xx; nothing
-// else; no lone surrogates or NUL exist in a text value). Capabilities and property keys are
-// quoted as they are: their CHECK constraints ([a-z0-9._-]) leave nothing to escape.
-// Property keys come in the order of JSON.stringify over serviceObject()'s sorted keys:
-// array-index keys ("0".."4294967294" without leading zeros) first, numerically, then the
-// rest in code-unit order (keys are ASCII tokens: byte order, COLLATE "C"). The Sunset
-// date is Date#toUTCString()'s format. Details are read per table with = ANY of the page's
-// ids (one index scan each, not a probe per row) and aggregated per service in PostgreSQL.
+// Every row has its index text: every write stores it, and the migrator fills the rows
+// written without it (before migration 0004, or straight into the tables) and recomputes it
+// when the member rule changed (index-text.ts). A row found without it all the same (written
+// by hand since) gets it from indexText() over its state, read at this page's version.
 const INDEX_PAGE = `
 WITH s AS MATERIALIZED (
-  SELECT id, ns, seq, version, endpoint, deprecated, deprecated_at, locked, sunset_date, idx_doc, idx_members, idx_hdr
-    FROM services WHERE seq > $1 ORDER BY seq LIMIT $2),
-bare AS (
-  -- the page's rows without stored index text: only theirs have their details read
-  SELECT ARRAY(SELECT id FROM s WHERE idx_doc IS NULL OR idx_members IS NULL OR idx_hdr IS NULL) AS ids),
-c AS (
-  -- one ordered aggregate (a sort per service): the document's array and the members both come from it
-  SELECT service_id, array_agg(capability ORDER BY ord) AS a
-    FROM service_capabilities WHERE service_id = ANY((SELECT ids FROM bare)::text[]) GROUP BY service_id),
-p AS (
-  SELECT service_id,
-         '{' || string_agg('"' || key || '":' || to_json(value)::text, ','
-                 ORDER BY CASE WHEN key < ':' AND key ~ '^(0|[1-9][0-9]{0,9})$' AND key::bigint <= 4294967294 THEN key::bigint END,
-                          key COLLATE "C") || '}' AS j,
-         string_agg(E'\np:' || key || ':' || value, '') AS m
-    FROM service_properties WHERE service_id = ANY((SELECT ids FROM bare)::text[]) GROUP BY service_id),
-i AS (
-  SELECT service_id, device_classes, protocols FROM iot_profiles WHERE service_id = ANY((SELECT ids FROM bare)::text[])),
+  SELECT id, ns, seq, version, idx_doc, idx_members, idx_hdr FROM services WHERE seq > $1 ORDER BY seq LIMIT $2),
 r AS (
   SELECT x.service_id, string_agg(c.seq::text, ',' ORDER BY x.rank) AS l
     FROM replacements x JOIN services c ON c.id = x.candidate_id
    WHERE x.service_id = ANY(ARRAY(SELECT id FROM s)) GROUP BY x.service_id)
-SELECT s.id, s.ns, s.version::text, s.seq::text,
-       coalesce(s.idx_doc, '{"id":' || to_json(s.id)::text || ',"endpoint":' || to_json(s.endpoint)::text
-         || ',"capabilities":' || coalesce('["' || array_to_string(c.a, '","') || '"]', '[]') || ',"properties":' || coalesce(p.j, '{}')
-         || ',"deprecated":' || s.deprecated::text || ',"locked":' || s.locked::text
-         || ',"sunset_date":' || coalesce('"' || to_char(s.sunset_date, 'YYYY-MM-DD') || '"', 'null')
-         || CASE WHEN i.service_id IS NULL THEN ',"iotReady":false,"iot":null}'
-            ELSE ',"iotReady":true,"iot":{"deviceClasses":' || array_to_json(i.device_classes)::text
-                 || ',"protocols":' || array_to_json(i.protocols)::text || '}}' END),
-       coalesce(s.idx_members, 'all' || coalesce(E'\nc:' || array_to_string(c.a, E'\nc:'), '') || coalesce(p.m, '')
-         || CASE WHEN i.service_id IS NULL THEN ''
-            ELSE E'\niot\nd:' || array_to_string(i.device_classes, E'\nd:')
-                 || E'\nr:' || array_to_string(i.protocols, E'\nr:') END),
-       coalesce(s.idx_hdr, CASE WHEN s.deprecated OR s.sunset_date IS NOT NULL THEN
-         CASE WHEN s.deprecated THEN coalesce(floor(extract(epoch FROM s.deprecated_at))::bigint, 0)::text ELSE '' END
-         || '|' || coalesce(to_char(s.sunset_date, 'Dy, DD Mon YYYY') || ' 00:00:00 GMT', '')
-       ELSE '' END),
-       coalesce(r.l, '')
-  FROM s LEFT JOIN c ON c.service_id = s.id LEFT JOIN p ON p.service_id = s.id
-         LEFT JOIN i ON i.service_id = s.id LEFT JOIN r ON r.service_id = s.id
+SELECT s.id, s.ns, s.version::text, s.seq::text, s.idx_doc, s.idx_members, s.idx_hdr, coalesce(r.l, '')
+  FROM s LEFT JOIN r ON r.service_id = s.id
  ORDER BY s.seq`;
 
 /**
@@ -395,10 +350,26 @@ SELECT s.id, s.ns, s.version::text, s.seq::text,
  * Cut the rebuilding process's CPU from ~61 to ~13 µs per service at 300,000 services
  * (docs/decisions.md, "Rebuild pages serialised by PostgreSQL").
  */
-export async function loadIndexPage(pool: Pool, afterSeq: number, n: number): Promise<IndexPageRow[]> {
+export async function loadIndexPage(pool: Client | Pool, afterSeq: number, n: number): Promise<IndexPageRow[]> {
   // named: prepared once per connection, not parsed and planned for every page
-  const r = await pool.query<IndexPageRow>({ name: 'rebuild-index-page', text: INDEX_PAGE, values: [afterSeq, n], rowMode: 'array' });
-  return r.rows;
+  const r = await pool.query<(string | null)[]>({ name: 'rebuild-index-page', text: INDEX_PAGE, values: [afterSeq, n], rowMode: 'array' });
+  const rows = r.rows;
+  const bare = rows.filter((x) => x[4] === null || x[5] === null || x[6] === null);
+  if (bare.length) {
+    // read with the version: a row written since this page was read is read again
+    const states = await loadStatesWhere(pool, 'WHERE s.id = ANY($1)', [bare.map((x) => x[0])]);
+    const byId = new Map(states.map((st) => [st.id, st]));
+    for (const x of bare) {
+      const st = byId.get(x[0]!);
+      if (!st) continue; // deleted since: its tombstone is indexed
+      const t = indexText(st);
+      x[2] = String(st.version);
+      x[4] = t.doc;
+      x[5] = t.members;
+      x[6] = t.hdr;
+    }
+  }
+  return rows.filter((x) => x[4] !== null) as IndexPageRow[];
 }
 
 /** Page through the tombstones of deleted services in id order (rebuild). */
@@ -416,28 +387,27 @@ export async function loadReplacements(pool: Pool, ns: string, id: string): Prom
 }
 
 /**
- * Store the index text of rows that have none (written before migration 0004), in seq
- * order, a page of `n` per statement pair: the strings are the rebuild's own fallback
- * (INDEX_PAGE; test/pg/rebuild-bytes.test.ts holds it byte-identical to the write path's),
- * and a row is filled only while it is still at the version its page was read at and still
- * without text (a write meanwhile stored its own; one that only changed candidates leaves
- * the row to a later run). Not needed for correctness: it moves the rows to the rebuild's
- * cheap path. Returns the rows filled.
+ * Store the index text (indexText()) of rows that have none — written before migration 0004,
+ * or straight into the tables — or, with `all`, of every row (the member rule changed:
+ * index-text.ts), in seq order, a page of `n` per statement pair. A row is written only while
+ * it is still at the version its state was read at (a write meanwhile stored its own text).
+ * Returns the rows written.
  */
-export async function backfillIndexText(pool: Pool, n = 2000, progress: (seen: number, filled: number) => void = () => undefined): Promise<number> {
+export async function backfillIndexText(pool: Client | Pool, n = 2000, progress: (seen: number, filled: number) => void = () => undefined, all = false): Promise<number> {
   let after = 0;
   let seen = 0;
   let filled = 0;
   for (;;) {
-    const page = await loadIndexPage(pool, after, n);
+    const page = await loadStatesWhere(pool, `WHERE s.seq > $1 ${all ? '' : 'AND s.idx_doc IS NULL'} ORDER BY s.seq LIMIT $2`, [after, n]);
     if (!page.length) return filled;
-    after = Number(page[page.length - 1]![3]);
+    after = page[page.length - 1]!.seq;
     seen += page.length;
+    const texts = page.map(indexText);
     const r = await pool.query(
       `UPDATE services s SET idx_doc = t.d, idx_members = t.m, idx_hdr = t.h
          FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[]) AS t(id, v, d, m, h)
-        WHERE s.id = t.id AND s.version = t.v AND s.idx_doc IS NULL`,
-      [page.map((x) => x[0]), page.map((x) => x[2]), page.map((x) => x[4]), page.map((x) => x[5]), page.map((x) => x[6])],
+        WHERE s.id = t.id AND s.version = t.v`,
+      [page.map((x) => x.id), page.map((x) => x.version), texts.map((x) => x.doc), texts.map((x) => x.members), texts.map((x) => x.hdr)],
     );
     filled += r.rowCount ?? 0;
     progress(seen, filled);

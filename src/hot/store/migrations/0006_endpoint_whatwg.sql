@@ -1,4 +1,4 @@
--- 0005: every stored endpoint becomes its WHATWG URL serialisation (issue 24: lower-case
+-- 0006: every stored endpoint becomes its WHATWG URL serialisation (issue 24: lower-case
 -- scheme and host, IDN hosts as punycode, default port dropped; user info removed). The
 -- serialisation is WHATWG's URL parser, which SQL does not have: the work is done by
 -- store/endpoints.ts (normaliseStoredEndpoints), which the migrator runs in this same
