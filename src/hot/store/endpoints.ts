@@ -70,7 +70,7 @@ export async function normaliseStoredEndpoints(c: Client, log: (msg: string) => 
       if (fixed === row.endpoint) continue;
       const doc = row.idx_doc === null ? null : docWithEndpoint(row.idx_doc, row.id, row.endpoint, fixed);
       // a document whose bytes are not what serializeService wrote: drop the stored text
-      // (all three columns, as the constraint of 0004 wants), the rebuild builds it in SQL
+      // (all three columns, as the constraint of 0004 wants), ensureIndexText() fills it (migrator.ts)
       await c.query(
         `UPDATE services SET endpoint = $2, updated_at = now(), idx_doc = $3,
            idx_members = CASE WHEN $3::text IS NULL THEN NULL ELSE idx_members END,
