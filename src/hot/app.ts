@@ -9,20 +9,15 @@ import type { Keys } from './domain/keys.js';
 import type { Index, Replacements } from './index/index.js';
 import type { Projector } from './index/projector.js';
 import type { MetricsAggregation } from './ops/metrics-threads.js';
+import type { AppState } from './ops/state.js';
 import type { RedisClient } from './redis/client.js';
 import type { SandboxAuth } from './sandbox/auth.js';
 import type { Pool } from './store/pool.js';
+import type { GroupCommitter } from './store/group-commit.js';
 import type { ResultCache } from './cache/result-cache.js';
 import type { IntersectPool } from '../workers/pool.js';
 
-export interface AppState {
-  /** the index is live and PostgreSQL answered recently */
-  ready: boolean;
-  shuttingDown: boolean;
-  rebuilding: boolean;
-  pgUp: boolean;
-  redisUp: boolean;
-}
+export type { AppState };
 
 export interface App {
   cfg: Config;
@@ -32,6 +27,8 @@ export interface App {
   keys: Keys;
   index: Index;
   projector: Projector;
+  /** group commit of registrations (store/group-commit.ts) */
+  commits: GroupCommitter;
   auth: SandboxAuth;
   log: Logger;
   state: AppState;

@@ -1,13 +1,14 @@
 // The composition root of a serving thread: buildThread() constructs every part with its
 // dependencies passed in, and lists the parts in the order they start; stop() runs the
-// same list in reverse (the way fastify names onReady/onClose). main.ts (the process root:
+// same list in reverse (the way fastify names onReady/onClose). Constructing opens nothing
+// (no connection, no thread): each part opens in its start(), in this order. main.ts (the process root:
 // threads, signals) and the tests (test/helpers/server.ts) build their threads here.
 //
 // This is the one module of src/hot that imports src/admin: it hands the admin routes to
 // the HTTP server (the layering rule, docs/decisions.md).
 import type { Logger } from 'pino';
 import { registerAdmin } from '../admin/routes.js';
-import type { App, AppState } from './app.js';
+import type { App } from './app.js';
 import { invalidateCaches, InvalidationListener, type Caches } from './cache/invalidation.js';
 import { ResultCache } from './cache/result-cache.js';
 import { ChangeHub } from './changes/hub.js';
@@ -17,10 +18,12 @@ import { Index, type Replacements } from './index/index.js';
 import { NearCache } from './index/near.js';
 import { NearVersionCheck } from './index/near-check.js';
 import { Projector } from './index/projector.js';
+import { GroupCommitter } from './store/group-commit.js';
 import { createWatchers } from './ops/lifecycle.js';
 import { countBackendError, countProjectorFailure } from './ops/metrics.js';
 import { MetricsAggregation } from './ops/metrics-threads.js';
-import { createRedis, createReplicas, replicaWaiter } from './redis/client.js';
+import { AppState } from './ops/state.js';
+import { connectRedis, createRedis, createReplicas, replicaWaiter } from './redis/client.js';
 import { SandboxAuth } from './sandbox/auth.js';
 import { createServer, type Server } from './server.js';
 import { startMetricsListener, type MetricsListener } from './routes/metrics.js';
@@ -61,7 +64,13 @@ export interface ListenAt {
   metrics?: boolean;
 }
 
-export function buildThread(cfg: Config, version: string, log: Logger, at: ListenAt = { port: cfg.port, host: cfg.host }): Thread {
+/** Test hooks (constructor options of the parts they reach, never mutable fields). */
+export interface ThreadHooks {
+  /** Projector: awaited between a sync having its states and applying them (projector.ts) */
+  beforeApply?: (ids: string[]) => Promise<void>;
+}
+
+export function buildThread(cfg: Config, version: string, log: Logger, at: ListenAt = { port: cfg.port, host: cfg.host }, hooks: ThreadHooks = {}): Thread {
   // connections
   const pg = createPool(cfg.databaseUrl, 10, SERVING_TIMEOUTS);
   const redis = createRedis(cfg);
@@ -75,7 +84,7 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
     replacements: new ResultCache<Replacements>(cfg.resultCacheEntries, cfg.resultCacheTtlMs, cfg.resultCacheBytes / 8, (r) => 2 * (r.body.length + r.etag.length + r.hdr.length)),
   };
 
-  const state: AppState = { ready: false, shuttingDown: false, rebuilding: false, pgUp: false, redisUp: false };
+  const state = new AppState();
 
   // the index (with this thread's near cache of its sets and documents, answering only
   // while readiness holds), the writes' path into it, sandbox keys and rate limits, the
@@ -101,12 +110,15 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
     },
     failed: countProjectorFailure,
     version: (base, ver) => near.require(base, ver),
-  }, replicaWait);
+  }, replicaWait, { beforeApply: hooks.beforeApply });
+  const commits = new GroupCommitter(pg, { windowMs: cfg.groupCommitWindowMs, maxBatch: cfg.groupCommitMaxBatch, concurrency: cfg.groupCommitConcurrency });
   const auth = new SandboxAuth(pg, redis, keys, cfg.tiers, cfg.rateCountFlushMs);
   const hub = new ChangeHub(pg, cfg);
   const invalidation = new InvalidationListener(redis, keys, caches, {
     lease: (uuid) => auth.dropLease(uuid),
-    generation: (gen) => (index.gen = gen),
+    // a rebuild made a new generation live: read it at once rather than at the next round
+    // of the readiness watcher (which also reads it, should this read fail)
+    generation: () => void index.refreshGen().catch(() => undefined),
     failed: (err, what) => {
       countProjectorFailure('invalidate');
       log.warn({ err: String(err) }, what);
@@ -131,7 +143,7 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
     nearCache: () => (near.enabled ? { ...near.stats, bytes: near.bytes } : null),
   });
 
-  const app: App = { cfg, pg, redis, keys, index, projector, auth, hub, metrics, log, state, version, ...caches, intersectPool };
+  const app: App = { cfg, pg, redis, keys, index, projector, commits, auth, hub, metrics, log, state, version, ...caches, intersectPool };
   const watchers = createWatchers(app);
   const server = createServer(app, { port: at.port, host: at.host, routes: [registerAdmin] });
   let metricsListener: MetricsListener | null = null;
@@ -142,17 +154,22 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
     { name: 'postgres', start: () => void pg.on('error', () => countBackendError('postgres', 'connection')), stop: () => pg.end() },
     {
       name: 'redis',
-      start: () => void redis.on('error', () => countBackendError('redis', 'connection')),
+      start: () => {
+        redis.on('error', () => countBackendError('redis', 'connection'));
+        connectRedis(redis);
+      },
       // requests answered without Redis (leased, refused locally) are recorded before it closes
       stop: () => (auth.flush(), redis.quit()),
     },
     // replicas and the writer hold nothing worth a QUIT (which would wait for one that is away)
-    { name: 'redis-replicas', start: () => undefined, stop: () => [...replicas, ...(writer !== redis ? [writer] : [])].forEach((r) => r.disconnect()) },
-    { name: 'intersect-pool', start: () => undefined, stop: () => intersectPool?.close() },
+    { name: 'redis-replicas', start: () => [...replicas, ...(writer !== redis ? [writer] : [])].forEach(connectRedis), stop: () => [...replicas, ...(writer !== redis ? [writer] : [])].forEach((r) => r.disconnect()) },
+    { name: 'intersect-pool', start: () => intersectPool?.start(), stop: () => intersectPool?.close() },
     { name: 'metrics', start: () => metrics.start(), stop: () => metrics.stop() },
     // now, not at the first stream: it also prunes expired change events
     { name: 'change-hub', start: () => hub.start(), stop: () => hub.close() },
-    { name: 'outbox-sweeper', start: () => projector.start(cfg.outboxSweepMs), stop: () => projector.stop() },
+    // (the outbox rows of writes applied since the last ack flush go now: the sweeper of the
+    // next start would only apply them again)
+    { name: 'outbox-sweeper', start: () => projector.start(cfg.outboxSweepMs), stop: () => (projector.stop(), projector.flushAcks()) },
     { name: 'invalidation', start: () => invalidation.start(), stop: () => invalidation.stop() },
     { name: 'near-check', start: () => nearCheck.start(), stop: () => nearCheck.stop() },
     // the first round (and the index rebuild it may start) completes before the port opens

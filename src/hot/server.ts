@@ -100,8 +100,7 @@ export function createServer(app: App, opts: ServerOptions): Server {
     },
     async close(graceMs = app.cfg.shutdownGraceMs, listenMs = 0) {
       const t0 = Date.now();
-      app.state.shuttingDown = true;
-      app.state.ready = false;
+      app.state.shutDown();
       app.hub.close(); // change streams never finish by themselves: end them, clients resume elsewhere
       if (listenMs > 0) await new Promise((r) => setTimeout(r, Math.min(listenMs, graceMs)));
       if (socket) uWS.us_listen_socket_close(socket);

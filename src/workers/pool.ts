@@ -1,5 +1,6 @@
 // The Piscina pool for heavy intersections: a bounded queue (full -> 503 + Retry-After)
-// and cancellation through the client's AbortSignal.
+// and cancellation through the client's AbortSignal. Constructing it starts nothing;
+// start() starts its threads (compose.ts names when), close() ends them.
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import type { Config } from '../hot/config.js';
@@ -7,16 +8,25 @@ import { ApiError } from '../hot/domain/errors.js';
 import { unpackBody, unpackPage, type IntersectTask } from './intersect-task.js';
 
 export class IntersectPool {
-  readonly piscina: Piscina;
+  #piscina: Piscina | null = null;
 
-  constructor(readonly cfg: Config) {
-    this.piscina = new Piscina({
+  constructor(readonly cfg: Config) {}
+
+  /** Start the pool's threads (Piscina starts its first one as it is made). */
+  start(): void {
+    this.#piscina ??= new Piscina({
       filename: fileURLToPath(new URL('./intersect-task.js', import.meta.url)),
       minThreads: 1,
-      maxThreads: cfg.poolThreads,
-      maxQueue: cfg.poolMaxQueue,
+      maxThreads: this.cfg.poolThreads,
+      maxQueue: this.cfg.poolMaxQueue,
       idleTimeout: 60_000,
     });
+  }
+
+  /** the started pool (a search reaches it only once its thread started: compose.ts) */
+  get piscina(): Piscina {
+    if (!this.#piscina) throw new Error('the intersection pool is not started');
+    return this.#piscina;
   }
 
   /** One page, its documents one string each. */
@@ -45,9 +55,9 @@ export class IntersectPool {
     }
   }
 
-  /** Whether a task now would wait in a full queue (then the near cache intersects inline). */
+  /** Whether a task now would wait in a full queue (then the near cache intersects inline); not started: busy. */
   busy(): boolean {
-    return this.piscina.queueSize >= this.cfg.poolMaxQueue;
+    return !this.#piscina || this.#piscina.queueSize >= this.cfg.poolMaxQueue;
   }
 
   /**
@@ -69,10 +79,13 @@ export class IntersectPool {
 
   /** queue depth and utilisation, for metrics */
   stats(): { queue: number; utilization: number; threads: number } {
-    return { queue: this.piscina.queueSize, utilization: this.piscina.utilization, threads: this.piscina.threads.length };
+    const p = this.#piscina;
+    return p ? { queue: p.queueSize, utilization: p.utilization, threads: p.threads.length } : { queue: 0, utilization: 0, threads: 0 };
   }
 
-  close(): Promise<void> {
-    return this.piscina.destroy();
+  async close(): Promise<void> {
+    const p = this.#piscina;
+    this.#piscina = null;
+    await p?.destroy();
   }
 }

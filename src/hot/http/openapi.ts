@@ -74,6 +74,24 @@ function serviceWrites(base: string, kind: 'sandbox' | 'admin'): Obj {
         },
       },
     },
+    [`${base}/batch`]: {
+      post: {
+        operationId: op('registerServices'),
+        security,
+        tags,
+        summary: 'Register 1-1000 services at once: all or nothing (one transaction), answered in order',
+        description:
+          'Its own body limit (MAX_BATCH_BODY_BYTES, default 4 MiB). ' +
+          (sandbox ? 'Counts as one request per service against the rate limit; when the window has no room for all of them: 429 and nothing written.' : 'Not rate-limited.'),
+        parameters: pre,
+        requestBody: { required: true, ...json({ type: 'object', additionalProperties: false, required: ['services'], properties: { services: { type: 'array', minItems: 1, maxItems: 1000, items: ref('ServiceCreate') } } }) },
+        responses: {
+          201: ok('created: the services, in the order of the request', { type: 'object', additionalProperties: false, required: ['services'], properties: { services: arrayOf('Service') } }, { ...H.cacheControl('no-store'), ...rate }),
+          ...e([...body, ...authErr]),
+          400: { ...e([400])[400], description: 'invalid body: the message names the index of the first invalid entry (`/services/<i>…`); nothing written' },
+        },
+      },
+    },
     [`${base}/{id}`]: {
       parameters: [...pre, serviceIdParam],
       patch: {

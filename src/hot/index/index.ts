@@ -1,6 +1,6 @@
 // The Redis index: which generation is live, and the read operations of the hot path.
-// Reads return pre-serialised documents; nothing here parses a stored document except the
-// device query, which has to expand profiles into bindings.
+// Reads return pre-serialised documents; nothing here parses one (the device query, which
+// expands profiles into bindings, does so in routes/search.ts).
 import { ApiError } from '../domain/errors.js';
 import type { DimensionFilters } from '../domain/dimensions.js';
 import { filterSuffixes, Keys, PRODUCTION } from '../domain/keys.js';
@@ -11,7 +11,7 @@ import { bitmapOf, bitmapsBuilt, intersectDense } from '../../workers/intersect.
 import { decodeBuckets } from '../../workers/buckets.js';
 import { newSeqArray, type NearCache } from './near.js';
 import { digestBytes, digested, type Doc } from '../domain/digest.js';
-import { HEAVY, nearLoadReply, NOT_INDEXED, rowReply, searchReply } from '../redis/replies.js';
+import { nearLoadReply, NOT_INDEXED, rowReply, searchPage, type SearchPage } from '../redis/replies.js';
 
 /** a page for the worker pool to compute */
 type PoolTask = Parameters<IntersectPool['run']>[0];
@@ -70,8 +70,13 @@ export interface Replacements {
 }
 
 export class Index {
-  /** live generation; null until known (or after Redis lost it) */
-  gen: string | null = null;
+  /**
+   * The live generation; null until known (or after Redis lost it). One writer:
+   * refreshGen(), which reads it from Redis (`reg:gen`, set by the rebuild that built it).
+   * The readiness watcher, this thread's rebuild and a rebuild announced over pub/sub
+   * (compose.ts) all ask for a refresh rather than set it.
+   */
+  private live: string | null = null;
   private turn = 0;
 
   constructor(
@@ -111,10 +116,14 @@ export class Index {
     return call(this.redis);
   }
 
+  get gen(): string | null {
+    return this.live;
+  }
+
   /** Re-read the live generation; returns it (null when the index is missing). */
   async refreshGen(): Promise<string | null> {
-    this.gen = await this.redis.get(this.keys.gen());
-    return this.gen;
+    this.live = await this.redis.get(this.keys.gen());
+    return this.live;
   }
 
   private liveGen(): string {
@@ -246,17 +255,17 @@ export class Index {
    * finds every set large (-2) the reply carries no page: `heavy` is the task to run in the
    * worker pool instead.
    */
-  private async runSearch<T extends string | Buffer>(ns: string, f: FilterSets, after: string, limit: number, buffers: boolean): Promise<{ reply: (T | number)[]; heavy: PoolTask | null }> {
+  private async runSearch<T extends string | Buffer>(ns: string, f: FilterSets, after: string, limit: number, buffers: boolean): Promise<{ page: SearchPage<T> & { heavy: false } } | { page: null; heavy: PoolTask }> {
     const gen = this.liveGen();
     const k = this.keys;
     const sets = this.filterKeys(ns, gen, f);
     const args = [2 + sets.length, k.ver(ns, gen), k.docs(ns, gen), ...sets, after, limit, 0, this.intersectPool ? this.heavyThreshold : 0, 0];
-    const run = () => this.read(async (r) => searchReply<T>(await (buffers ? r.searchBuffer(...args) : r.search(...args))));
+    const run = () => this.read(async (r) => searchPage<T>(await (buffers ? r.searchBuffer(...args) : r.search(...args))));
     const r = await this.retryNamespace(ns, await run(), run);
     if (r === NOT_INDEXED) throw notIndexed();
-    const reply = r;
-    const heavy = reply[0] === HEAVY && this.intersectPool ? { version: String(reply[1]), sets, docsKey: k.docs(ns, gen), after: after === '' ? -1 : Number(after), limit } : null;
-    return { reply, heavy };
+    if (!r.heavy) return { page: r };
+    // (the script hands over only when it was given a threshold, i.e. with a pool)
+    return { page: null, heavy: { version: r.version, sets, docsKey: k.docs(ns, gen), after: after === '' ? -1 : Number(after), limit } };
   }
 
   /** One page of a search; `after` is an exclusive seq bound ("" for the start). */
@@ -266,20 +275,15 @@ export class Index {
       const seqs = Array.from(near.seqs, String);
       return { seqs, docs: near.docs.map((d) => d.buf.toString()), more: near.more, last: lastSeq(near.seqs) };
     }
-    const { reply: arr, heavy } = await this.runSearch<string>(ns, f, after, limit, false);
-    if (heavy) {
+    const r = await this.runSearch<string>(ns, f, after, limit, false);
+    if (!r.page) {
       // the planner in search.lua found every set large: intersect in the worker pool
-      const p = await this.intersectPool!.run(heavy, signal);
+      const p = await this.intersectPool!.run(r.heavy, signal);
       const seqs = p.seqs.map(String);
       return { seqs, docs: p.docs, more: p.more, last: lastSeq(p.seqs) };
     }
-    const seqs: string[] = [];
-    const docs: string[] = [];
-    for (let i = 3; i < arr.length; i += 2) {
-      seqs.push(String(arr[i]));
-      docs.push(String(arr[i + 1]));
-    }
-    return { seqs, docs, more: arr[0] === 1 || arr[2] === 1, last: String(arr[1]) };
+    const { seqs, docs, more, last } = r.page;
+    return { seqs, docs: docs.map(String), more, last };
   }
 
   /**
@@ -292,15 +296,13 @@ export class Index {
     const near = await this.nearPage(ns, f, after, limit, signal, true);
     if (near?.body) return { body: near.body, more: near.more, last: lastSeq(near.seqs), digests: near.digests! };
     if (near) return joinPage(near.docs, near.more, lastSeq(near.seqs));
-    const { reply: arr, heavy } = await this.runSearch<Buffer>(ns, f, after, limit, true);
-    if (heavy) {
-      const p = await this.intersectPool!.runBody(heavy, signal);
+    const r = await this.runSearch<Buffer>(ns, f, after, limit, true);
+    if (!r.page) {
+      const p = await this.intersectPool!.runBody(r.heavy, signal);
       return { body: p.body, more: p.more, last: lastSeq(p.seqs), digests: p.digests };
     }
-    // { more, last, exhausted, seq1, doc1, ... }: the documents as Buffers, digested here
-    const docs: Doc[] = [];
-    for (let i = 4; i < arr.length; i += 2) docs.push(digested(arr[i] as Buffer));
-    return joinPage(docs, arr[0] === 1 || arr[2] === 1, String(arr[1]));
+    // the documents as Buffers, digested here
+    return joinPage(r.page.docs.map(digested), r.page.more, r.page.last);
   }
 
   async getService(ns: string, id: string): Promise<{ seq: string; doc: string; hdr: string } | null> {

@@ -72,30 +72,30 @@ export function createWatchers(app: App, intervalMs = 500): Watchers {
     // broken: drop the live pointer so that a rebuild starts — unless a rebuild switched to
     // a new generation meanwhile (and is dropping the old one we just looked at)
     if ((await app.redis.delIfEqual(app.keys.gen(), gen)) === 1) {
-      app.log.warn({ gen }, 'the live index generation lost its keys (Redis emptied?) or is of another index format; rebuilding');
-      app.index.gen = null;
+      app.log.warn({ gen }, 'the live index generation lost its keys (Redis emptied?) or is of another index format or member rule; rebuilding');
       // what is left of it (all of it when it was built in another format: INDEX_FORMAT in
       // keys.ts) is dropped like a retired generation; nothing reads it any more
       void dropGeneration(app.redis, app.keys, gen).catch(() => undefined);
-      return null;
     }
+    // none now (the pointer just dropped), or the one a rebuild elsewhere switched to
     return app.index.refreshGen();
   };
 
   const startRebuild = (): Promise<void> => {
-    s.rebuilding = true;
+    s.rebuild(true);
     const p = (async () => {
       try {
         app.log.warn('no search index in Redis; rebuilding it from PostgreSQL (searches answer 503 until it is complete)');
         const r = await rebuildIndex(app.pg, app.redis, app.keys, app.cfg.tiers);
         if (r) {
           app.log.info({ gen: r.gen, services: r.services, sandboxes: r.sandboxes, ms: r.ms }, 'index rebuilt from PostgreSQL');
-          app.index.gen = r.gen;
+          // the rebuild made its generation live in Redis (reg:gen): read it from there
+          await app.index.refreshGen().catch(() => null); // (else the next round reads it)
         }
       } catch (err) {
         app.log.error({ err: String(err) }, 'index rebuild failed; will retry');
       } finally {
-        s.rebuilding = false;
+        s.rebuild(false);
         rebuild = null;
       }
     })();
@@ -126,9 +126,7 @@ export function createWatchers(app: App, intervalMs = 500): Watchers {
     if (!first && pgUp !== s.pgUp) app.log.warn(pgUp ? 'PostgreSQL is reachable again' : 'PostgreSQL is unreachable: writes answer 503, reads go on from Redis');
     if (!first && idx.up !== s.redisUp) app.log.warn(idx.up ? 'Redis is reachable again' : 'Redis is unreachable: searches answer 503, writes go on (the outbox keeps them for the index)');
     first = false;
-    s.pgUp = pgUp;
     pgSeen ||= pgUp;
-    s.redisUp = idx.up;
     if (idx.up && !idx.gen && pgUp && !rebuild && !stopped) void startRebuild().then(round);
     if (idx.up && !rebuild) {
       void dropStaleBuild(app.redis, app.keys).then(
@@ -138,7 +136,7 @@ export function createWatchers(app: App, intervalMs = 500): Watchers {
     }
     // ready: a complete index generation is live in a reachable Redis, and PostgreSQL has
     // answered (since start-up: a later PostgreSQL outage degrades writes, not reads)
-    s.ready = !s.shuttingDown && s.redisUp && !!idx.gen && !s.rebuilding && pgSeen;
+    s.observed({ pgUp, redisUp: idx.up, indexLive: !!idx.gen, pgSeen });
   };
 
   let t: NodeJS.Timeout | null = null;

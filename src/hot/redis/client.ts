@@ -137,6 +137,14 @@ function createClusterReader(cfg: Config): RedisClient {
   return c;
 }
 
+/**
+ * Begin connecting a client made by createRedis() (lazy), without waiting: commands queue
+ * until it is up, and a Redis that is away is retried (retryStrategy) as after a loss.
+ */
+export function connectRedis(client: RedisClient): void {
+  if (client.status === 'wait') client.connect().catch(() => undefined);
+}
+
 export function createRedis(cfg: Config, extra: RedisOptions = {}, cluster: { scaleReads?: 'master' | 'slave' } = {}): RedisClient {
   const opts: RedisOptions = {
     // fail fast while Redis is away instead of queueing requests without bound: a command
@@ -149,7 +157,9 @@ export function createRedis(cfg: Config, extra: RedisOptions = {}, cluster: { sc
     commandTimeout: 5000,
     retryStrategy: (times) => Math.min(times * 100, 1000),
     enableAutoPipelining: true,
-    lazyConnect: false,
+    // constructing opens nothing: connect() does (compose.ts, the 'redis' parts), or the
+    // first command of a client used outside a thread (CLI, tests, the pool's workers)
+    lazyConnect: true,
     ...extra,
   };
   let client: RedisClient;
@@ -163,7 +173,7 @@ export function createRedis(cfg: Config, extra: RedisOptions = {}, cluster: { sc
       // ioredis's auto-pipeline would group it by the slot of that number and then refuse
       // ("All keys in the pipeline should belong to the same slots allocation group") when
       // another namespace's command shares the tick. It is sent on its own, routed by its keys.
-      { redisOptions: opts, enableAutoPipelining: extra.enableAutoPipelining ?? true, autoPipeliningIgnoredCommands: ['search'], scaleReads: cluster.scaleReads ?? 'master' },
+      { redisOptions: opts, lazyConnect: opts.lazyConnect, enableAutoPipelining: extra.enableAutoPipelining ?? true, autoPipeliningIgnoredCommands: ['search'], scaleReads: cluster.scaleReads ?? 'master' },
     );
   } else {
     client = new Redis(cfg.redisUrl, opts);

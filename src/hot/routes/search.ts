@@ -1,7 +1,7 @@
 // Search and device queries, shared by GET /services (anonymous or keyed),
 // GET /sandbox/{uuid}/services and GET /devices.
 import { canonicalize, CursorMemo, DEVICES_SPEC, nextQueryOf, SEARCH_SPEC, toFilters, type Canonical, type Filters } from '../domain/canonical.js';
-import { ApiError, errorBody } from '../domain/errors.js';
+import { errorBody } from '../domain/errors.js';
 import type { App } from '../app.js';
 import { JSON_TYPE, type Headers, type Reply, type Req } from '../http/route.js';
 import { PRODUCTION } from '../domain/keys.js';
@@ -243,10 +243,6 @@ export function anonymousSearchHeaders(app: App): Headers {
     ['Cache-Control', `public, max-age=${app.cfg.searchMaxAge}`],
     ['Vary', 'Authorization'],
   ];
-}
-
-export function assertNs(ns: string): void {
-  if (!ns) throw new ApiError('NOT_FOUND', 'no such namespace');
 }
 
 export { JSON_TYPE };

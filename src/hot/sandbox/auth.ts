@@ -267,6 +267,44 @@ export class SandboxAuth {
     return this.limitOrThrow(owner);
   }
 
+  /**
+   * admit() for a request that counts as `n` (a batch of n registrations): all n fit the
+   * window or none is counted as admitted (429; the refusal counts all n as rejected).
+   * Asks Redis every time (no lease: a batch is rarely one of many).
+   */
+  async admitMany(authorization: string, uuid: string, n: number): Promise<Headers> {
+    const key = bearerKey(authorization);
+    const owner = key ? await this.resolve(key) : null;
+    if (!owner || owner !== uuid.toLowerCase()) {
+      throw new ApiError('UNAUTHORIZED', 'a valid API key of this sandbox is required (Authorization: Bearer <key>)', { 'WWW-Authenticate': 'Bearer' });
+    }
+    let r: RateResult;
+    try {
+      r = this.refusedNow(owner) ?? (await this.takeMany(owner, n));
+    } catch (err) {
+      if (isRedisUnavailable(err)) return []; // fail open, as limitOrThrow()
+      throw err;
+    }
+    if (!r.admitted) {
+      const [message, headers] = this.refusal(r);
+      throw new ApiError('RATE_LIMITED', n > 1 ? `${message} (this batch counts as ${n} requests)` : message, Object.fromEntries(headers));
+    }
+    return rateHeaders(r);
+  }
+
+  private async takeMany(uuid: string, n: number): Promise<RateResult> {
+    const k = this.keys;
+    const run = async () => rateLimitReply(await this.redis.rateLimit(k.sandbox(uuid), k.rateWindow(uuid), k.rateHistory(uuid), k.rateTotals(uuid), n, 0, '', ...RATE_LIMIT_ARGS, n));
+    let r = await run();
+    if (r[0] === NOT_INDEXED) {
+      const row = await getSandbox(this.pool, uuid);
+      if (!row) throw new ApiError('UNAUTHORIZED', 'unknown sandbox');
+      await writeSandboxMeta(this.redis, k, row, this.tiers[row.tier] ?? 0, '');
+      r = await run();
+    }
+    return { admitted: r[0] === 1, limit: r[1]!, used: r[2]!, retryAfter: r[3]!, reset: r[4]!, retryAfterMs: r[8] ?? 0 };
+  }
+
   async limitOrThrow(uuid: string): Promise<Headers> {
     let r: RateResult;
     try {
