@@ -93,8 +93,12 @@ export interface Config {
   changesHeartbeatMs: number;
   /** change feed: events older than this are pruned, hours (also the resume horizon) */
   changesRetentionHours: number;
-  /** change feed: open streams per thread */
+  /** change feed: open streams per process, all uWS threads together (429 beyond) */
   changesMaxStreams: number;
+  /** change feed: open streams per client address, per process (429 beyond) */
+  changesStreamsPerAddress: number;
+  /** sandbox key maps (known and unknown key hashes), bytes per process, split evenly across uWS threads */
+  sandboxKeyCacheBytes: number;
   /** Piscina: intersections whose smallest set exceeds this run in the worker pool */
   heavyIntersectionThreshold: number;
   poolMaxQueue: number;
@@ -269,7 +273,13 @@ export function loadConfig(env: Env = process.env): Config {
     changesPollMs: int(env, 'CHANGES_POLL_MS', 250, 10, 60_000), // delivery latency vs. one tiny query per tick
     changesHeartbeatMs: int(env, 'CHANGES_HEARTBEAT_MS', 15_000, 100, 3_600_000), // keeps proxies from closing idle streams
     changesRetentionHours: int(env, 'CHANGES_RETENTION_HOURS', 168, 1, 24 * 365), // a week of resumable history
-    changesMaxStreams: int(env, 'CHANGES_MAX_STREAMS', 10_000, 1, 1_000_000),
+    changesMaxStreams: int(env, 'CHANGES_MAX_STREAMS', 10_000, 1, 1_000_000), // per process: each stream holds a socket and a few KiB
+    // per process: a few tabs or services of one office behind one NAT; one address cannot
+    // take the total (behind a proxy, set TRUSTED_PROXIES or every client is the proxy)
+    changesStreamsPerAddress: int(env, 'CHANGE_STREAMS_PER_ADDRESS', 32, 1, 1_000_000),
+    // per process (each uWS thread gets an equal share): ~200 bytes a known key, ~130 an
+    // unknown one (docs/decisions.md), so 16 MiB remember ~45,000 known keys a thread of 2
+    sandboxKeyCacheBytes: int(env, 'SANDBOX_KEY_CACHE_MB', 16, 1, 65_536) * 1024 * 1024,
     heavyIntersectionThreshold: int(env, 'HEAVY_INTERSECTION_THRESHOLD', 5_000, 0, 100_000_000), // 0 disables the pool
     poolMaxQueue: int(env, 'POOL_MAX_QUEUE', 64, 1, 100_000),
     poolThreads: int(env, 'POOL_THREADS', 1, 1, 64),

@@ -215,6 +215,7 @@ export function openApiDocument(version: string, opts: OpenApiOptions = {}): Obj
         AdminLogin: strip(S.adminLogin),
       },
     },
+    // every admin operation lists 429 (wrong Bearer keys count against LOGIN_FAILURES_PER_MINUTE): adminErrors(), serviceWrites()
     paths: {
       '/services': {
         get: {
@@ -259,7 +260,12 @@ export function openApiDocument(version: string, opts: OpenApiOptions = {}): Obj
               headers: { ...H.cacheControl('no-store'), ...H.varyAuthorization, ...H.rate(false) },
               content: { 'text/event-stream': { schema: { type: 'string', description: 'id: <n>\\nevent: service.updated\\ndata: {"id":...}\\n\\n' } } },
             },
-            ...errors([400, 429, 414, 503], { text: { 400: 'Last-Event-ID is not an event id', 429: 'too many open streams from this address, or the sandbox is over its rate limit' } }),
+            ...errors([400, 414], { text: { 400: 'Last-Event-ID is not an event id' } }),
+            ...errors([429], {
+              text: { 429: 'over the sandbox rate limit (with RateLimit fields), or too many open streams: CHANGE_STREAMS_PER_ADDRESS (default 32) per client address, CHANGES_MAX_STREAMS (default 10000) in total, both per server process' },
+              extra: H.rate(false),
+            }),
+            ...errors([503], { text: { 503: 'the server is shutting down, or an outage' } }),
           },
         },
       },

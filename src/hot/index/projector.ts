@@ -138,6 +138,12 @@ export class Projector {
   private ackTimer: NodeJS.Timeout | null = null;
   private readonly beforeApply: ((ids: string[]) => Promise<void>) | null;
   private readonly ackMs: number;
+  /**
+   * a sandbox's outbox row (its key hash among what it carries) is waiting: the Redis index
+   * may miss a key, so key look-ups ask PostgreSQL (SandboxAuth's indexMarker). Set by the
+   * last sweep, and at once by sandboxPending()
+   */
+  private sandboxRowsWaiting = false;
 
   constructor(
     readonly pool: Pool,
@@ -171,7 +177,7 @@ export class Projector {
     const sbIds = [...new Set(entries.filter((e) => e.kind === 'sandbox').map((e) => e.id))];
     const [states, sandboxes] = await Promise.all([
       svcIds.length ? loadIndexStates(this.pool, svcIds) : new Map<string, IndexState>(),
-      sbIds.length ? loadSandboxMeta(this.pool, sbIds) : new Map<string, SandboxRow>(),
+      sbIds.length ? loadSandboxMeta(this.pool, sbIds) : new Map<string, SandboxRow & { key_hash: Buffer }>(),
     ]);
     return this.apply(entries, svcIds, sbIds, states, sandboxes, false);
   }
@@ -193,7 +199,7 @@ export class Projector {
     }
   }
 
-  private async apply(entries: OutboxEntry[], svcIds: string[], sbIds: string[], states: Map<string, IndexState>, sandboxes: Map<string, SandboxRow>, ackLater: boolean): Promise<OutboxEntry[]> {
+  private async apply(entries: OutboxEntry[], svcIds: string[], sbIds: string[], states: Map<string, IndexState>, sandboxes: Map<string, SandboxRow & { key_hash: Buffer }>, ackLater: boolean): Promise<OutboxEntry[]> {
     if (this.beforeApply) await this.beforeApply([...svcIds, ...sbIds]);
     const revisions = new Map<string, number>([...states].map(([id, st]) => [id, st.version]));
     try {
@@ -201,7 +207,7 @@ export class Projector {
       for (const uuid of sbIds) {
         const s = sandboxes.get(uuid);
         // (a sandbox is never deleted; a row that vanished has nothing left to apply)
-        if (s) await writeSandboxMeta(this.redis, this.keys, s, this.tiers[s.tier] ?? 0, '');
+        if (s) await writeSandboxMeta(this.redis, this.keys, s, this.tiers[s.tier] ?? 0, s.key_hash.toString('hex'));
         applied.add('sandbox:' + uuid);
       }
       const touched = new Set<string>();
@@ -322,6 +328,7 @@ export class Projector {
   async sweep(minAgeMs = 1000, batch = 500): Promise<number> {
     if (this.sweeping) return 0;
     this.sweeping = true;
+    let waiting = false;
     try {
       let total = 0;
       for (;;) {
@@ -335,15 +342,30 @@ export class Projector {
         try {
           done = await this.sync(rows);
         } catch (err) {
+          // the rows after this batch are unseen: they may hold sandboxes too
+          waiting = rows.length === batch || rows.some((e) => e.kind === 'sandbox');
           this.failed('sweep', err, rows);
           return total;
         }
+        const applied = new Set(done.map((e) => e.row));
+        if (rows.some((e) => e.kind === 'sandbox' && !applied.has(e.row))) waiting = true;
         total += done.length;
         if (done.length < r.rows.length || r.rows.length < batch) return total;
       }
     } finally {
+      this.sandboxRowsWaiting = waiting;
       this.sweeping = false;
     }
+  }
+
+  /** A sandbox's metadata (its key hash) could not reach Redis and waits in the outbox. */
+  sandboxPending(): void {
+    this.sandboxRowsWaiting = true;
+  }
+
+  /** Whether a sandbox's metadata may be missing from Redis (the last sweep left some, or sandboxPending()). */
+  sandboxesWaiting(): boolean {
+    return this.sandboxRowsWaiting;
   }
 
   /** Outbox rows not yet applied (lag, for readiness and metrics). */

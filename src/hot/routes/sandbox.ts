@@ -9,7 +9,7 @@ import { route, type Headers, type Reply, type Req, type RouteOptions } from '..
 import { parseJson } from '../http/body.js';
 import { hashKey, newSandboxKey } from '../sandbox/keys.js';
 import { writeSandboxMeta } from '../store/sandbox-meta.js';
-import { countServices, getSandbox, insertSandbox, type SandboxRow } from '../store/sandboxes.js';
+import { countServices, enqueueSandbox, getSandbox, insertSandbox, type SandboxRow } from '../store/sandboxes.js';
 import { pollData, sandboxSummary } from '../sandbox/summary.js';
 import { searchServices } from './search.js';
 import { addReplacementHandler, batchHandler, createHandler, deleteHandler, listReplacementsHandler, parseBatch, patchHandler } from './writes.js';
@@ -44,11 +44,16 @@ export function registerSandbox(uws: TemplatedApp, app: App, o: RouteOptions): v
     const { key, prefix } = newSandboxKey(name);
     const hash = hashKey(key);
     const row = await insertSandbox(app.pg, name, prefix, hash, app.cfg.defaultTier, b.location ?? null);
-    // derived state; if Redis is away the key still resolves through PostgreSQL later
+    // derived state; if Redis is away the key resolves through PostgreSQL until the
+    // sweeper has written it (the index counts as incomplete meanwhile: sandbox/auth.ts)
     await Promise.all([
       writeSandboxMeta(app.redis, app.keys, row, app.cfg.tiers[row.tier] ?? 0, hash.toString('hex')),
       app.index.ensureNamespace(row.uuid),
-    ]).catch((err: unknown) => app.log.warn({ err: String(err) }, 'sandbox created while Redis was unavailable'));
+    ]).catch(async (err: unknown) => {
+      app.projector.sandboxPending();
+      app.log.warn({ err: String(err) }, 'sandbox created while Redis was unavailable');
+      await enqueueSandbox(app.pg, row.uuid);
+    });
     reply.json(201, JSON.stringify({ ...sandboxSummary(app.cfg.tiers, row), apiKey: key }), [['Cache-Control', 'no-store'], ['Location', `/sandbox/${row.uuid}/dashboard`]]);
   }, ob);
 
