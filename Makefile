@@ -18,7 +18,7 @@ NPM_CI := npm ci --no-audit --no-fund
 WITH_ENV := source .local/env.sh &&
 
 .PHONY: deps build web client services migrate seed run proxy test test-prep lint typecheck bench bench-quick \
-	mutate down clean
+	mutate down clean openapi-lint
 
 # npm rewrites node_modules/.package-lock.json on every install: it is the stamp.
 node_modules/.package-lock.json: package-lock.json package.json
@@ -81,8 +81,15 @@ test-prep: deps build services
 	@if [[ -d test/web ]]; then scripts/services.sh chromium >/dev/null; fi
 	@if [[ -d test/proxy ]]; then scripts/services.sh nginx >/dev/null; fi
 
-test: test-prep
+test: test-prep openapi-lint
 	scripts/run-tests.sh
+
+# The served /openapi.json under Redocly's recommended rules as errors (redocly.yaml: the
+# recommended-strict set, so a warning fails too).
+openapi-lint: build
+	@mkdir -p .local
+	node scripts/openapi-doc.mjs > .local/openapi.json
+	npx redocly lint --config redocly.yaml .local/openapi.json
 
 lint: deps
 	npx eslint .

@@ -50,7 +50,7 @@ export function buildUws(app: App, routes: RegisterRoutes[], hooks: Partial<Pick
     },
     ...hooks,
   };
-  const openapi = JSON.stringify(openApiDocument(app.version));
+  const openapi = JSON.stringify(openApiDocument(app.version, { tiers: Object.keys(app.cfg.tiers) }));
   route(uws, 'get', '/openapi.json', (_req, reply) => reply.json(200, openapi, [['Cache-Control', 'public, max-age=300']]), o);
   route(uws, 'get', '/livez', (_req, reply) => reply.json(200, '{"status":"ok"}', [['Cache-Control', 'no-store']]), o);
   route(uws, 'get', '/readyz', async (_req, reply) => {

@@ -3,6 +3,7 @@
 import { request as httpRequest } from 'node:http';
 import type { Test } from 'tap';
 import { startTestServer, type StartOptions, type TestServer } from './server.js';
+import { assertDocumented } from './openapi-check.js';
 
 export type Svc = Record<string, unknown> & { id: string };
 
@@ -72,7 +73,18 @@ export function rawGet(s: TestServer, path: string, headers: Record<string, stri
       let body = '';
       res.setEncoding('utf8');
       res.on('data', (c: string) => (body += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+      res.on('end', () => {
+        try {
+          const h = (n: string) => {
+            const v = res.headers[n.toLowerCase()];
+            return v === undefined ? null : Array.isArray(v) ? v.join(', ') : v;
+          };
+          assertDocumented(Number(u.port), { method: 'GET', target: path, status: res.statusCode ?? 0, header: h, body });
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body });
+        } catch (err) {
+          reject(err as Error);
+        }
+      });
     });
     r.on('error', reject);
     r.end();

@@ -1,6 +1,7 @@
 // A keep-alive HTTP/1.1 client on one socket that sends request bytes exactly as given (so
 // nothing normalises a hostile URL, header or body on the way), for the property tests.
 import { connect, type Socket } from 'node:net';
+import { assertDocumented } from './openapi-check.js';
 
 export interface Raw {
   status: number;
@@ -49,6 +50,9 @@ export class RawClient {
           const out = { status, headers, body: this.buf.subarray(end + 4, end + 4 + len).toString('utf8') };
           this.buf = this.buf.subarray(end + 4 + len);
           if (headers.connection === 'close' || stream) this.close();
+          // checked against the served /openapi.json when the request line parses
+          const line = /^([A-Z]+) (\S+) HTTP\/1\.[01]\r\n/.exec(head.toString('latin1'));
+          if (line) assertDocumented(this.port, { method: line[1]!, target: line[2]!, status, header: (n) => headers[n.toLowerCase()] ?? null, body: noBody ? '' : out.body });
           return out;
         }
       }

@@ -13,6 +13,7 @@ import type { Server } from '../../src/hot/server.js';
 import { createPool } from '../../src/hot/store/pool.js';
 import { migrate } from '../../src/hot/store/migrator.js';
 import pino from 'pino';
+import { assertResponse, loadDocument } from './openapi-check.js';
 
 export const ADMIN_KEY = 'test-admin-key-0123456789abcdef';
 
@@ -29,8 +30,11 @@ export function baseEnv(): Record<string, string | undefined> {
   };
 }
 
-/** A fresh database on the server of DATABASE_URL; returns its URL and a drop function. */
-export async function freshDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+/**
+ * A fresh database on the server of DATABASE_URL; returns its URL and a drop function.
+ * `upTo`: migrated up to that version only (a migration's test starts from the one before).
+ */
+export async function freshDatabase(upTo?: number): Promise<{ url: string; drop: () => Promise<void> }> {
   const base = loadConfig(baseEnv()).databaseUrl;
   const name = 't_' + randomBytes(6).toString('hex');
   const adminUrl = new URL(base);
@@ -42,7 +46,7 @@ export async function freshDatabase(): Promise<{ url: string; drop: () => Promis
   const url = new URL(base);
   url.pathname = '/' + name;
   const pool = createPool(url.toString(), 1);
-  await migrate(pool);
+  await migrate(pool, undefined, { upTo });
   await pool.end();
   return {
     url: url.toString(),
@@ -62,7 +66,7 @@ export interface TestServer {
   /** the thread as main.ts builds it (compose.ts) */
   thread: Thread;
   cfg: Config;
-  /** fetch a path on this server; never follows redirects */
+  /** fetch a path on this server; never follows redirects; throws when the answer does not match /openapi.json */
   req(path: string, init?: RequestInit): Promise<Response>;
   /** port of this server's /metrics listener (null with METRICS_ENABLED=false) */
   metricsPort: number | null;
@@ -112,7 +116,13 @@ export async function startTestServer(opts: StartOptions = {}): Promise<TestServ
   await thread.start();
   const { app, server } = thread;
   const url = `http://127.0.0.1:${server.port}`;
-  const req = (path: string, init: RequestInit = {}) => fetch(url + path, { redirect: 'manual', ...init });
+  // every answer is checked against the served /openapi.json (openapi-check.ts)
+  await loadDocument(server.port);
+  const req = async (path: string, init: RequestInit = {}) => {
+    const r = await fetch(url + path, { redirect: 'manual', ...init });
+    await assertResponse(server.port, (init.method ?? 'GET').toUpperCase(), path, r);
+    return r;
+  };
   return {
     url,
     app,

@@ -44,7 +44,7 @@ t.test('one binding per service x deviceClass x protocol of production profiles'
   t.equal(all.length, 4 + 1 + 6);
   t.same(new Set(all.map(key)), new Set(expected.map(key)), 'exactly the expected bindings');
   for (const b of all) t.same(Object.keys(b).sort(), ['capabilities', 'deviceClass', 'endpoint', 'protocol', 'serviceId'], 'binding fields');
-  t.same(all.find((b) => b.serviceId === S2.id), { serviceId: S2.id, endpoint: 'https://s2.example.com', deviceClass: 'sensor', protocol: 'coap', capabilities: ['scan'] });
+  t.same(all.find((b) => b.serviceId === S2.id), { serviceId: S2.id, endpoint: 'https://s2.example.com/', deviceClass: 'sensor', protocol: 'coap', capabilities: ['scan'] });
   t.notOk(all.some((b) => b.serviceId === sbSvc.id), 'sandbox services never appear');
   t.same(await devices(''), all, 'stable order');
 });

@@ -113,3 +113,35 @@ t.test('metrics are not in the public API; the key format is documented for scan
   t.equal(pattern, '^[a-z0-9]{1,16}_sb_[0-9A-Za-z]{38}$');
   t.match(String(schemes.sandboxKey?.description), /CRC32/);
 });
+
+t.test('what a generator needs: unique operationIds, security on every operation, servers, code enum, tier enum, 304s without bodies', async (t) => {
+  t.ok(Array.isArray(doc.servers) && (doc.servers as Obj[]).length > 0, 'servers');
+  const seen = new Set<string>();
+  for (const [p, item] of Object.entries(paths)) {
+    for (const m of ['get', 'post', 'patch', 'delete', 'put']) {
+      const op = item[m] as Obj | undefined;
+      if (!op) continue;
+      const id = String(op.operationId ?? '');
+      t.ok(id && !seen.has(id), `${m} ${p}: a unique operationId (${id})`);
+      seen.add(id);
+      t.ok(Array.isArray(op.security), `${m} ${p}: security stated`);
+      const res = op.responses as Record<string, Obj>;
+      if (res['304']) t.notOk(res['304'].content, `${m} ${p}: 304 has no body schema`);
+      if (res['429']) t.ok(((res['429'].headers ?? {}) as Record<string, Obj>)['Retry-After']?.required, `${m} ${p}: 429 requires Retry-After`);
+    }
+  }
+  // public reads need no credentials; keyed and admin ones name their scheme
+  t.same((paths['/services/{id}']!.get as Obj).security, []);
+  t.same((paths['/sandbox/{uuid}/services/{id}']!.get as Obj).security, [{ sandboxKey: [] }]);
+  t.same((paths['/admin/api/stats']!.get as Obj).security, [{ adminKey: [] }, { adminSession: [] }]);
+  // hand-written: the registry's codes (src/hot/domain/errors.ts)
+  const code = ((((doc.components as Obj).schemas as Obj).Error as Obj).properties as Obj).error as Obj;
+  t.same(((code.properties as Obj).code as Obj).enum, ['BAD_REQUEST', 'BAD_QUERY', 'BAD_JSON', 'VALIDATION_FAILED', 'UNAUTHORIZED', 'CSRF_FAILED', 'NOT_FOUND', 'METHOD_NOT_ALLOWED', 'CONFLICT', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'URI_TOO_LONG', 'RATE_LIMITED', 'INTERNAL', 'UNAVAILABLE', 'OVERLOADED']);
+  const tier = (((((doc.components as Obj).schemas as Obj).TierChange as Obj).properties as Obj).tier as Obj);
+  t.same(tier.enum, ['free', 'pro', 'enterprise'], 'the configured tiers (defaults)');
+  const after = ((paths['/services']!.get as Obj).parameters as Obj[]).find((x) => x.name === 'after')!;
+  t.equal((after.schema as Obj).pattern, '^\\d{1,15}(\\.\\d{1,4})?$', 'the cursor pattern');
+  const created = (paths['/sandbox/{uuid}/services']!.post as Obj).responses as Record<string, Obj>;
+  t.ok((created['201']!.links as Obj).readService, 'a registration links to its read');
+  t.ok(((created['201']!.headers as Obj).Location as Obj).required, 'Location on a 201 is required');
+});

@@ -97,7 +97,7 @@ t.test('a write to a candidate invalidates the entry', async (t) => {
   const r = await get();
   t.equal(r.headers.get('x-cache'), 'MISS', 'MISS after a candidate changed');
   const body = (await r.json()) as { id: string; endpoint: string }[];
-  t.equal(body.find((x) => x.id === c1.id)?.endpoint, 'https://new1-moved.example.com', 'shows the change');
+  t.equal(body.find((x) => x.id === c1.id)?.endpoint, 'https://new1-moved.example.com/', 'shows the change');
 
   t.equal((await get()).headers.get('x-cache'), 'HIT');
   t.equal((await s.admin('DELETE', `/admin/api/services/${c2.id}`)).status, 204);

@@ -253,7 +253,7 @@ t.test('register: capability shorthand and capabilities; 201 the service', async
   t.match(r.headers.get('content-type'), /^application\/json/);
   t.match(r.headers.get('cache-control') ?? '', /no-store|private/, 'not publicly cacheable');
   const g1 = (await r.json()) as Record<string, unknown> & { id: string };
-  t.same({ ...g1, id: 'x' }, { id: 'x', endpoint: 'https://g1.example.com', capabilities: ['weather'], properties: { unit: 'C' }, deprecated: false, locked: false, sunset_date: null, iotReady: true, iot: { deviceClasses: ['station'], protocols: ['http'] }, health: { status: 'unknown', ttl: null } });
+  t.same({ ...g1, id: 'x' }, { id: 'x', endpoint: 'https://g1.example.com/', capabilities: ['weather'], properties: { unit: 'C' }, deprecated: false, locked: false, sunset_date: null, iotReady: true, iot: { deviceClasses: ['station'], protocols: ['http'] }, health: { status: 'unknown', ttl: null } });
   const g2 = await register(C, { endpoint: 'https://g2.example.com', capabilities: ['weather', 'forecast'] });
   t.same(g2.capabilities, ['weather', 'forecast']);
   t.equal(g2.iotReady, false);

@@ -214,7 +214,7 @@ t.test('PATCH replaces properties and capabilities; search follows', async (t) =
   const b = (await r.json()) as Record<string, unknown>;
   t.same(b.properties, { tier: 'Silver' });
   t.same(b.capabilities, ['beta']);
-  t.equal(b.endpoint, 'https://p2.example.com');
+  t.equal(b.endpoint, 'https://p2.example.com/', 'stored in its WHATWG serialisation');
   t.same(await ids(await s.req('/services?property=tier:gold')), []);
   t.same(await ids(await s.req('/services?property=zone:a')), []);
   t.same(await ids(await s.req('/services?capability=alpha')), []);
@@ -239,6 +239,6 @@ t.test('DELETE: 204, then 404 and gone from search and from candidate lists', as
 t.test('writes are acknowledged after COMMIT: the row is in PostgreSQL when 201 arrives', async (t) => {
   const svc = await registerProduction(s, { endpoint: 'https://durable.example.com', capability: 'durable', properties: { a: 'b' } });
   const r = await s.app.pg.query<{ endpoint: string }>('SELECT endpoint FROM services WHERE id = $1', [svc.id]);
-  t.equal(r.rows[0]?.endpoint, 'https://durable.example.com');
+  t.equal(r.rows[0]?.endpoint, 'https://durable.example.com/');
   t.equal(await count('service_properties', 'service_id = $1', [svc.id]), 1);
 });

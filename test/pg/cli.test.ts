@@ -94,7 +94,7 @@ t.test('export, import into a fresh database, re-import', async (t) => {
   t.match(bad.err, /line 2: not valid JSON/);
   t.match(bad.err, /line 3: .*endpoint/);
   const still = await a.app.pg.query<{ ns: string; endpoint: string }>('SELECT ns, endpoint FROM services WHERE id = $1', [sbId]);
-  t.same(still.rows[0], { ns: sb.uuid, endpoint: 'https://sb.example.com' }, 'the sandbox service is untouched');
+  t.same(still.rows[0], { ns: sb.uuid, endpoint: 'https://sb.example.com/' }, 'the sandbox service is untouched');
 });
 
 t.test('sandbox create, tier set, reindex, stats', async (t) => {

@@ -190,16 +190,27 @@ export const MEMBER_RULE = createHash('sha256')
   .digest('hex')
   .slice(0, 8);
 
-/** The OpenAPI query parameters of a search route: its dimensions, then `limit` and `after`. */
+/** a token as a query accepts it (the canonical redirect lower-cases it) */
+const TOKEN_QUERY = '^[A-Za-z0-9._-]{1,64}$';
+/** `key:value`: token key, value of 1-256 characters without control characters */
+const PROPERTY_QUERY = '^[A-Za-z0-9._-]{1,64}:[^\\u0000-\\u001f\\u007f-\\u009f]{1,256}$';
+/** the cursor of a `Link: rel="next"` (canonical.ts, CURSOR_RE) */
+const CURSOR_QUERY = '^\\d{1,15}(\\.\\d{1,4})?$';
+
+/**
+ * The OpenAPI query parameters of a search route: `after`, its dimensions and `limit`, in
+ * the canonical (code-point) order of their names, with the patterns the server checks.
+ */
 export function openApiParameters(route: SearchRoute): Record<string, unknown>[] {
-  const q = (name: string, description: string, schema: object, extra: object = {}) => ({ name, in: 'query', description, schema, ...extra });
-  return [
+  const q = (name: string, description: string, schema: object, extra: object = {}) => ({ name, in: 'query', required: false, description, schema, ...extra });
+  const out = [
     ...dimensionsOf(route).map((d) =>
       d.kind === 'tokens' || d.kind === 'property'
-        ? q(d.param, d.description, { type: 'array', items: { type: 'string' } }, { explode: true, example: [d.example] })
-        : q(d.param, d.description, d.kind === 'flag' ? { type: 'string', enum: ['true'] } : { type: 'string' }, { example: d.example }),
+        ? q(d.param, d.description, { type: 'array', items: { type: 'string', pattern: d.kind === 'tokens' ? TOKEN_QUERY : PROPERTY_QUERY } }, { style: 'form', explode: true, example: [d.example] })
+        : q(d.param, d.description, d.kind === 'flag' ? { type: 'string', enum: ['true'] } : { type: 'string', pattern: TOKEN_QUERY }, { example: d.example }),
     ),
-    q('limit', 'page size, 1-1000, default 100', { type: 'integer', minimum: 1, maximum: 1000, default: 100 }),
-    q('after', 'cursor from a `Link: rel="next"` header', { type: 'string' }),
+    q('limit', 'page size, 1-1000, default 100 (a decimal without leading zeros; the default is dropped from canonical queries)', { type: 'integer', minimum: 1, maximum: 1000, default: 100 }),
+    q('after', 'cursor from a `Link: rel="next"` header', { type: 'string', pattern: CURSOR_QUERY }),
   ];
+  return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }

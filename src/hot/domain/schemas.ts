@@ -1,11 +1,20 @@
 // JSON Schemas of every request body and response object. ajv compiles the request ones
 // once at start-up (validation.ts) and /openapi.json publishes all of them (openapi.ts):
 // one source, so the document and the validator cannot drift apart.
+import { ERRORS, type ErrorCode } from './errors.js';
+
 const tokenIn = { type: 'string', pattern: '^[A-Za-z0-9._-]{1,64}$', description: 'token: 1-64 of [a-z0-9._-], lower-cased on input' } as const;
 const token = { type: 'string', pattern: '^[a-z0-9._-]{1,64}$' } as const;
 // property values: 1-256 chars, no control characters
 const propValue = { type: 'string', minLength: 1, maxLength: 256, pattern: '^[^\\u0000-\\u001f\\u007f-\\u009f]*$' } as const;
-const date = { type: ['string', 'null'], pattern: '^\\d{4}-\\d{2}-\\d{2}$', description: 'YYYY-MM-DD' } as const;
+// a calendar day (format: date checks the day exists, 2030-02-30 is refused) of years 0001-9999
+// (PostgreSQL has no year 0)
+const date = {
+  type: ['string', 'null'],
+  format: 'date',
+  pattern: '^(?!0000)\\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\\d|3[01])$',
+  description: 'YYYY-MM-DD, a day that exists, year 0001-9999',
+} as const;
 
 export const iotProfileIn = {
   type: 'object',
@@ -28,7 +37,15 @@ const propertiesIn = {
 const ttl = { type: 'integer', minimum: 5, maximum: 86400, description: 'lease: seconds without a heartbeat before the service turns critical' } as const;
 const deregisterAfter = { type: 'integer', minimum: 60, maximum: 604800, description: 'seconds a service may stay critical before it is deleted as by DELETE' } as const;
 
-const endpoint = { type: 'string', minLength: 8, maxLength: 2048, pattern: '^[Hh][Tt][Tt][Pp][Ss]?://', description: 'absolute http(s) URL' } as const;
+const endpoint = {
+  type: 'string',
+  minLength: 8,
+  maxLength: 2048,
+  pattern: '^[Hh][Tt][Tt][Pp][Ss]?://[^\\u0000-\\u0020\\u007f-\\u009f]*$',
+  description:
+    'absolute http(s) URL; stored and returned as its WHATWG URL serialisation (lower-case scheme and host, IDN hosts as punycode, default port dropped). ' +
+    'User info (`user:pass@`), whitespace and control characters are refused; at most 2048 characters once serialised.',
+} as const;
 
 export const serviceCreate = {
   $id: 'ServiceCreate',
@@ -90,7 +107,14 @@ export const sandboxCreate = {
   required: ['name'],
   properties: {
     // no control characters: a NUL cannot be stored in PostgreSQL text, the others break displays
-    name: { type: 'string', minLength: 1, maxLength: 64, pattern: '^[^\\u0000-\\u001f\\u007f-\\u009f]*$' },
+    // not blank once trimmed (JavaScript's trim: \s) — the route refuses a blank name
+    name: {
+      type: 'string',
+      minLength: 1,
+      maxLength: 64,
+      pattern: '^(?=[\\s\\S]*\\S)[^\\u0000-\\u001f\\u007f-\\u009f]*$',
+      description: '1-64 characters, no control characters, not only white space (it is trimmed)',
+    },
     location: {
       oneOf: [
         {
@@ -127,7 +151,7 @@ export const service = {
   required: ['id', 'endpoint', 'capabilities', 'properties', 'deprecated', 'locked', 'sunset_date', 'iotReady', 'iot', 'health'],
   properties: {
     id: { type: 'string', description: 'server-generated, opaque, URL-safe' },
-    endpoint: { type: 'string', format: 'uri' },
+    endpoint: { type: 'string', pattern: '^https?://[^\\u0000-\\u0020\\u007f-\\u009f]+$', maxLength: 2048, description: 'WHATWG URL serialisation of an absolute http(s) URL, without user info' },
     capabilities: { type: 'array', items: token, minItems: 1, maxItems: 32 },
     properties: { type: 'object', additionalProperties: { type: 'string' } },
     deprecated: { type: 'boolean' },
@@ -169,7 +193,7 @@ export const error = {
     error: {
       type: 'object',
       required: ['code', 'message'],
-      properties: { code: { type: 'string' }, message: { type: 'string' } },
+      properties: { code: { type: 'string', enum: Object.keys(ERRORS) as ErrorCode[], description: 'from the error registry (errors.ts); a code is never reused for another meaning' }, message: { type: 'string' } },
     },
   },
 } as const;

@@ -1,160 +1,216 @@
 // The OpenAPI 3.1 document served at /openapi.json, built from the same schemas that ajv
-// compiles (domain/schemas.ts), so the two cannot drift apart.
+// compiles (domain/schemas.ts), so the two cannot drift apart, from the table of search
+// dimensions (domain/dimensions.ts: the query parameters) and from the reusable pieces of
+// openapi-parts.ts. Every status an operation answers is listed: the test harness
+// (test/helpers/openapi-check.ts) checks every response the HTTP tests see against it.
 import { openApiParameters } from '../domain/dimensions.js';
 import * as S from '../domain/schemas.js';
+import * as R from '../domain/response-schemas.js';
 import { RATELIMIT_DRAFT } from '../sandbox/auth.js';
+import {
+  arrayOf,
+  canonicalNote,
+  conditionalNote,
+  empty,
+  errors,
+  headers as H,
+  json,
+  ok,
+  params as P,
+  ref,
+  searchResponses,
+  serviceIdParam,
+  uuidParam,
+  type Obj,
+} from './openapi-parts.js';
 
-type Obj = Record<string, unknown>;
-
-const json = (schema: Obj | string) => ({ content: { 'application/json': { schema: typeof schema === 'string' ? { $ref: schema } : schema } } });
-const err = (description: string) => ({ description, ...json('#/components/schemas/Error') });
 const strip = ({ $id: _id, ...rest }: Obj) => rest;
 
-const q = (name: string, description: string, schema: Obj = { type: 'string' }, extra: Obj = {}) => ({ name, in: 'query', description, schema, ...extra });
-const p = (name: string, description: string) => ({ name, in: 'path', required: true, description, schema: { type: 'string' } });
+export interface OpenApiOptions {
+  /** configured tier names (TIERS); the contract's defaults when not given */
+  tiers?: readonly string[];
+}
 
-const searchParams = openApiParameters('services');
+const PUBLIC: Obj[] = []; // no credentials
+const KEYED: Obj[] = [{ sandboxKey: [] }];
+const ADMIN: Obj[] = [{ adminKey: [] }, { adminSession: [] }];
 
-const canonicalNote =
-  'Query strings must be canonical (contract: unknown and empty parameters dropped, tokens lower-cased, `iotReady=true` and `healthy=true` only, default `limit` dropped, ' +
-  'values de-duplicated and sorted, names sorted, unreserved characters and ":" literal, every other byte %XX upper-case). A non-canonical query gets 302 ' +
-  'to the canonical one with an empty body; an undecodable or invalid one gets 400.';
-
-const rateHeaders = {
-  'RateLimit-Policy': { description: `Quota policy (${RATELIMIT_DRAFT}): \`"sandbox";q=<requests>;w=60\``, schema: { type: 'string' } },
-  RateLimit: { description: `Remaining quota (${RATELIMIT_DRAFT}): \`"sandbox";r=<remaining>;t=<seconds>\``, schema: { type: 'string' } },
-};
-const retryAfter = { 'Retry-After': { description: 'seconds to wait', schema: { type: 'integer' } } };
-const deprecationHeaders = {
-  Deprecation: { description: 'RFC 9745: `@<unix seconds>` when the service is deprecated', schema: { type: 'string' } },
-  Sunset: { description: 'RFC 8594: HTTP-date of the sunset_date', schema: { type: 'string' } },
-  Link: { description: '`</services/{id}/replacements>; rel="successor-version"` for deprecated services', schema: { type: 'string' } },
-};
-const r429 = { description: 'over the rate limit', headers: { ...rateHeaders, ...retryAfter }, ...json('#/components/schemas/Error') };
-const r302 = { description: 'non-canonical query: redirect to the canonical one (empty body)', headers: { Location: { schema: { type: 'string' } } } };
-const keyed = [{ sandboxKey: [] }];
-const admin = [{ adminKey: [] }, { adminSession: [] }];
-
-function serviceWrites(base: string, security: Obj[], tag: string, extra: Obj[] = []): Obj {
-  const sec = { security, tags: [tag], parameters: extra };
-  return {
+/** The write routes of a namespace: `/sandbox/{uuid}/services…` (keyed) or `/admin/api/services…`. */
+function serviceWrites(base: string, kind: 'sandbox' | 'admin'): Obj {
+  const sandbox = kind === 'sandbox';
+  const security = sandbox ? KEYED : ADMIN;
+  const tags = [sandbox ? 'sandbox' : 'admin'];
+  const op = (name: string) => `${name}${sandbox ? 'InSandbox' : 'InProduction'}`;
+  const pre = sandbox ? [uuidParam] : [];
+  const rate = sandbox ? H.rate(true) : {};
+  // answers of the admin write routes: cookie callers need the CSRF token (403); wrong
+  // Bearer admin keys count against LOGIN_FAILURES_PER_MINUTE (429)
+  const authErr = sandbox ? [401, 429] : [401, 403, 429];
+  const e = (statuses: number[]) => errors([...statuses, 414, 503], { rate: sandbox });
+  const body = [400, 413, 415];
+  // from a registration to its reads (OpenAPI links: a generated client can follow them)
+  const links = sandbox
+    ? {
+        readService: { operationId: 'getServiceInSandbox', parameters: { uuid: '$request.path.uuid', id: '$response.body#/id' }, description: 'read the service back (keyed)' },
+        readReplacements: { operationId: 'listReplacementsInSandbox', parameters: { uuid: '$request.path.uuid', id: '$response.body#/id' }, description: 'its replacement candidates (keyed)' },
+      }
+    : {
+        readService: { operationId: 'getService', parameters: { id: '$response.body#/id' }, description: 'the public read of the new production service' },
+        readReplacements: { operationId: 'getReplacements', parameters: { id: '$response.body#/id' }, description: 'its replacement candidates (public, cached)' },
+      };
+  const out: Obj = {
     [base]: {
-      post: { ...sec, summary: 'Register a service (with `ttl`: a lease; the 201 then carries `heartbeatToken`, shown once)', requestBody: { required: true, ...json('#/components/schemas/ServiceCreate') }, responses: { 201: { description: 'created', ...json('#/components/schemas/Service') }, 400: err('invalid body'), 401: err('no valid key'), 413: err('body too large'), 429: r429, 503: err('database unavailable') } },
+      post: {
+        operationId: op('registerService'),
+        security,
+        tags,
+        summary: 'Register a service (with `ttl`: a lease; the 201 then carries `heartbeatToken`, shown once)',
+        description: 'The endpoint is stored and returned in its WHATWG URL serialisation. Acknowledged after PostgreSQL committed.',
+        parameters: pre,
+        requestBody: { required: true, ...json(ref('ServiceCreate')) },
+        responses: {
+          201: ok('created', ref('Service'), { ...H.cacheControl('no-store'), ...H.location('the new service'), ...H.deprecation, ...rate }, { links }),
+          ...e([...body, ...authErr]),
+        },
+      },
     },
     [`${base}/batch`]: {
       post: {
-        ...sec,
-        summary:
-          'Register 1-1000 services at once: all or nothing (one transaction), answered in order. Its own body limit (MAX_BATCH_BODY_BYTES, default 4 MiB).' +
-          (tag === 'sandbox' ? ' Counts as one request per service against the rate limit; when the window has no room for all of them: 429 and nothing written.' : ' Not rate-limited.'),
-        requestBody: { required: true, ...json({ type: 'object', additionalProperties: false, required: ['services'], properties: { services: { type: 'array', minItems: 1, maxItems: 1000, items: { $ref: '#/components/schemas/ServiceCreate' } } } }) },
+        operationId: op('registerServices'),
+        security,
+        tags,
+        summary: 'Register 1-1000 services at once: all or nothing (one transaction), answered in order',
+        description:
+          'Its own body limit (MAX_BATCH_BODY_BYTES, default 4 MiB). ' +
+          (sandbox ? 'Counts as one request per service against the rate limit; when the window has no room for all of them: 429 and nothing written.' : 'Not rate-limited.'),
+        parameters: pre,
+        requestBody: { required: true, ...json({ type: 'object', additionalProperties: false, required: ['services'], properties: { services: { type: 'array', minItems: 1, maxItems: 1000, items: ref('ServiceCreate') } } }) },
         responses: {
-          201: { description: 'created: the services, in the order of the request', ...json({ type: 'object', properties: { services: { type: 'array', items: { $ref: '#/components/schemas/Service' } } } }) },
-          400: err('invalid body: the message names the index of the first invalid entry (`/services/<i>...`); nothing written'),
-          401: err(tag === 'sandbox' ? 'no valid key' : 'no valid admin key or session'),
-          ...(tag === 'sandbox' ? { 429: { ...r429, description: 'the rate-limit window has no room for every service of the batch; nothing written' } } : { 403: err('session without the CSRF token') }),
-          413: err('body larger than MAX_BATCH_BODY_BYTES'),
-          415: err('body not declared as JSON'),
-          503: err('database unavailable (Retry-After)'),
+          201: ok('created: the services, in the order of the request', { type: 'object', additionalProperties: false, required: ['services'], properties: { services: arrayOf('Service') } }, { ...H.cacheControl('no-store'), ...rate }),
+          ...e([...body, ...authErr]),
+          400: { ...e([400])[400], description: 'invalid body: the message names the index of the first invalid entry (`/services/<i>…`); nothing written' },
         },
       },
     },
     [`${base}/{id}`]: {
-      parameters: [p('id', 'service id')],
-      patch: { ...sec, summary: 'Change a service (deprecated, locked, sunset_date, properties, iot, endpoint, capabilities, ttl, deregisterAfter; `"ttl": null` drops the lease; a ttl on a service without a token returns `heartbeatToken`)', requestBody: { required: true, ...json('#/components/schemas/ServicePatch') }, responses: { 200: { description: 'changed', headers: deprecationHeaders, ...json('#/components/schemas/Service') }, 400: err('invalid body'), 401: err('no valid key'), 404: err('unknown service'), 429: r429 } },
-      delete: { ...sec, summary: 'Delete a service', responses: { 204: { description: 'deleted' }, 401: err('no valid key'), 404: err('unknown service'), 429: r429 } },
+      parameters: [...pre, serviceIdParam],
+      patch: {
+        operationId: op('patchService'),
+        security,
+        tags,
+        summary:
+          'Change a service (deprecated, locked, sunset_date, properties, iot, endpoint, capabilities, ttl, deregisterAfter; `"ttl": null` drops the lease; a ttl on a service without a token returns `heartbeatToken`)',
+        requestBody: { required: true, ...json(ref('ServicePatch')) },
+        responses: { 200: ok('changed', ref('Service'), { ...H.cacheControl('no-store'), ...H.deprecation, ...rate }), ...e([...body, ...authErr, 404]) },
+      },
+      delete: {
+        operationId: op('deleteService'),
+        security,
+        tags,
+        summary: 'Delete a service (it leaves every replacement list)',
+        responses: { 204: empty('deleted', { ...H.cacheControl('no-store'), ...rate }), ...e([400, 413, ...authErr, 404]) },
+      },
     },
     [`${base}/{id}/heartbeat-token`]: {
-      parameters: [p('id', 'service id')],
-      post: { ...sec, summary: 'Issue a new heartbeat token for a leased service (the previous one stops working)', responses: { 201: { description: 'the new token, shown once', ...json({ type: 'object', required: ['heartbeatToken'], properties: { heartbeatToken: { type: 'string' } } }) }, 401: err('no valid key'), 404: err('unknown service'), 409: err('the service holds no lease'), 429: r429, 503: err('database unavailable') } },
+      parameters: [...pre, serviceIdParam],
+      post: {
+        operationId: op('issueHeartbeatToken'),
+        security,
+        tags,
+        summary: 'Issue a new heartbeat token for a leased service (the previous one stops working)',
+        responses: { 201: ok('the new token, shown once', ref('HeartbeatToken'), { ...H.cacheControl('no-store'), ...rate }), ...e([400, 413, ...authErr, 404, 409]) },
+      },
     },
     [`${base}/{id}/replacements`]: {
-      parameters: [p('id', 'service id')],
-      get: { ...sec, summary: 'Replacement candidates', responses: { 200: { description: 'ranked candidates', ...json({ type: 'array', items: { $ref: '#/components/schemas/Service' } }) }, 404: err('unknown service') } },
-      post: { ...sec, summary: 'Add a replacement candidate from the same namespace', requestBody: { required: true, ...json('#/components/schemas/ReplacementAdd') }, responses: { 201: { description: 'the candidates after the addition', ...json({ type: 'array', items: { $ref: '#/components/schemas/Service' } }) }, 400: err('invalid candidate'), 404: err('unknown service'), 409: err('already a candidate'), 429: r429 } },
+      parameters: [...pre, serviceIdParam],
+      get: {
+        operationId: op('listReplacements'),
+        security,
+        tags,
+        summary: 'Replacement candidates, ranked as registered',
+        responses: { 200: ok('ranked candidates (`[]` when none)', arrayOf('Service'), { ...H.cacheControl('no-store'), ...rate }), ...e([...authErr.filter((s) => s !== 403), 404]) },
+      },
+      post: {
+        operationId: op('addReplacement'),
+        security,
+        tags,
+        summary: 'Add a replacement candidate from the same namespace',
+        requestBody: { required: true, ...json(ref('ReplacementAdd')) },
+        responses: { 201: ok('the candidates after the addition', arrayOf('Service'), { ...H.cacheControl('no-store'), ...rate }), ...e([...body, ...authErr, 404, 409]) },
+      },
     },
   };
+  if (sandbox) {
+    (out[base] as Obj).get = {
+      operationId: 'searchSandbox',
+      security,
+      tags,
+      summary: 'List or search the sandbox (same filters, paging and body as /services)',
+      description: canonicalNote + ' The key is checked first; a 302 counts as one request.' + conditionalNote,
+      parameters: [uuidParam, ...openApiParameters('services'), P.ifNoneMatch],
+      responses: { ...searchResponses('Service', { vary: true, rate: true, extraErrors: [] }), ...errors([401]), ...errors([429], { rate: true }) },
+    };
+    (out[`${base}/{id}`] as Obj).get = {
+      operationId: 'getServiceInSandbox',
+      security,
+      tags,
+      summary: 'Read a sandbox service',
+      responses: { 200: ok('the service', ref('Service'), { ...H.cacheControl('private, no-store'), ...H.deprecation, ...rate }), ...e([401, 429, 404]) },
+    };
+  }
+  return out;
 }
 
-function heartbeatOp(tag: string, extra: number[]): Obj {
+/** PUT …/services/{id}/heartbeat: the service's heartbeat token is its only credential. */
+function heartbeatOp(kind: 'sandbox' | 'production'): Obj {
+  const sandbox = kind === 'sandbox';
   return {
-    tags: [tag],
+    operationId: sandbox ? 'heartbeatInSandbox' : 'heartbeat',
     security: [{ heartbeatToken: [] }],
+    tags: [sandbox ? 'sandbox' : 'public'],
     summary: "Heartbeat: renew the service's lease (optional body: the status it reports, default passing)",
     description:
       'A heartbeat that does not change the status writes nothing durable and changes no document, ETag or cached page. ' +
-      'One that changes it (critical → passing, or a reported `critical`) is a write like any other (change feed `service.updated`).' +
-      (extra.includes(429) ? " Counts against the sandbox's rate limit." : ''),
-    requestBody: { required: false, ...json('#/components/schemas/Heartbeat') },
+      'One that changes it (critical → passing, or a reported `critical`) is a write like any other (change feed `service.updated`). ' +
+      "Anything but this service's heartbeat token (a sandbox key, another service's token, a service without a lease) is 401 and changes nothing." +
+      (sandbox ? " Counts against the sandbox's rate limit once the token is verified." : ''),
+    requestBody: { required: false, ...json(ref('Heartbeat')) },
     responses: {
-      204: { description: 'renewed', ...(extra.includes(429) ? { headers: rateHeaders } : {}) },
-      400: err('invalid body'),
-      401: err("anything but this service's heartbeat token (a sandbox key, another service's token, no lease); nothing changes"),
-      413: err('body too large'),
-      ...(extra.includes(429) ? { 429: r429 } : {}),
-      503: { description: 'leases are being restored after a loss of Redis, or the database is unavailable', headers: retryAfter, ...json('#/components/schemas/Error') },
+      204: empty('renewed', sandbox ? H.rate(false) : {}),
+      ...errors([400, 401, 413, 414, 415, 503], { rate: false }),
+      ...(sandbox ? errors([429], { rate: true }) : {}),
     },
   };
 }
 
-/** Conditional reads of searches and device queries (contract, "Search": conditional requests). */
-const conditionalNote =
-  ' Every 200 carries a strong `ETag` that changes whenever the page\'s bytes or its `Link` change (a hash of the documents\' digests, or of the bytes, and the `Link`); a request whose `If-None-Match` matches it ' +
-  '(RFC 9110 weak comparison: `W/"x"` matches `"x"`; a list; `*`) gets `304` with the same Cache-Control, Vary and ETag and no body, ' +
-  'answered from the node\'s cached page without running the search when it holds one. A keyed 304 counts against the rate limit like a 200.';
-const ifNoneMatch = { name: 'If-None-Match', in: 'header', required: false, description: 'ETag(s) of a copy the client holds', schema: { type: 'string' } };
-const etagHeader = { ETag: { description: 'strong validator of this page', schema: { type: 'string' } } };
-const r304 = (headers: Obj) => ({ description: 'not modified: the If-None-Match still matches; same Cache-Control, Vary and ETag as the 200, no body', headers: { ...etagHeader, ...headers } });
-
-/**
- * Every admin operation may answer 429: a Bearer key that is not the admin key (and every
- * login attempt) counts against LOGIN_FAILURES_PER_MINUTE per client address.
- */
-function withAdminThrottle(paths: Obj): Obj {
-  const r = { description: 'too many wrong admin keys from this client address (LOGIN_FAILURES_PER_MINUTE, Bearer and login alike)', headers: retryAfter, ...json('#/components/schemas/Error') };
-  for (const [path, item] of Object.entries(paths)) {
-    if (!path.startsWith('/admin/api/') && path !== '/admin/session') continue;
-    for (const [method, op] of Object.entries(item as Obj)) {
-      // (GET /admin/session reads the cookie only: no key, nothing counted)
-      if (method === 'parameters' || typeof op !== 'object' || op === null || (path === '/admin/session' && method === 'get')) continue;
-      const responses = (op as Obj).responses as Obj | undefined;
-      if (responses && !responses['429']) responses['429'] = r;
-    }
-  }
-  return paths;
-}
-
-export function openApiDocument(version: string): Obj {
-  const sbParam = p('uuid', 'sandbox uuid');
-  const sandboxWrites = serviceWrites('/sandbox/{uuid}/services', keyed, 'sandbox', [sbParam]);
-  // the sandbox list/search shares the collection path with registration
-  (sandboxWrites['/sandbox/{uuid}/services'] as Obj).get = {
-    security: keyed,
-    tags: ['sandbox'],
-    summary: 'List or search the sandbox (same filters, paging and body as /services)',
-    description: canonicalNote + ' The key is checked first; a 302 counts as one request.' + conditionalNote,
-    parameters: [sbParam, ...searchParams, ifNoneMatch],
-    responses: { 200: { description: 'services of this sandbox only', headers: { ...rateHeaders, ...etagHeader }, ...json({ type: 'array', items: { $ref: '#/components/schemas/Service' } }) }, 302: r302, 304: r304(rateHeaders), 400: err('invalid query'), 401: err('missing, malformed or foreign key'), 429: r429 },
-  };
-  (sandboxWrites['/sandbox/{uuid}/services/{id}'] as Obj).get = {
-    security: keyed,
-    tags: ['sandbox'],
-    summary: 'Read a sandbox service',
-    parameters: [sbParam],
-    responses: { 200: { description: 'the service', headers: { ...rateHeaders, ...deprecationHeaders }, ...json('#/components/schemas/Service') }, 401: err('no valid key'), 404: err('unknown service'), 429: r429 },
-  };
+export function openApiDocument(version: string, opts: OpenApiOptions = {}): Obj {
+  const tiers = [...(opts.tiers ?? ['free', 'pro', 'enterprise'])];
+  const tierIn = { type: 'string', enum: tiers, description: 'a configured tier (TIERS)' };
+  const tierOut = { type: 'string', description: `the sandbox's tier (configured: ${tiers.join(', ')})` };
+  const sandboxExtra = (extra: Obj, required: string[]) => ({ type: 'object', allOf: [ref('SandboxSummary')], required, properties: extra });
+  const publicErrors = (statuses: number[]) => errors([...statuses, 414, 503]);
+  const adminErrors = (statuses: number[]) => errors([401, 429, ...statuses, 414, 503]);
   return {
     openapi: '3.1.0',
     info: {
       title: 'Service registry',
       version,
+      license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
       description:
-        'Public registry of services described by capabilities, with isolated sandboxes. Errors always have the body `{"error":{"code","message"}}`. ' +
+        'Public registry of services described by capabilities, with isolated sandboxes. Errors always have the body `{"error":{"code","message"}}` (code from the error registry). ' +
         `Rate-limit fields follow ${RATELIMIT_DRAFT} (RateLimit-Policy and RateLimit). Deprecation follows RFC 9745, Sunset RFC 8594. ` +
         'JSON bodies nested deeper than MAX_JSON_DEPTH (default 32) levels of arrays/objects are refused with 400 BAD_JSON naming the limit. ' +
+        'Any route answers 414 to a URL longer than 8192 bytes, 405 (with Allow) to a method it does not have, and 503 with Retry-After during an overload or outage; unknown paths get 404 (under /admin/api/ after the admin check: 401, 403 or 429 first). ' +
         'Prometheus metrics are not part of this API: they are served on a separate listener (METRICS_HOST:METRICS_PORT, loopback by default), never on this port.',
     },
+    servers: [{ url: 'http://localhost:8080', description: 'a local `make run` (PORT, default 8080); behind the shipped reverse proxy, its address' }],
     'x-ratelimit-headers-draft': RATELIMIT_DRAFT,
+    tags: [
+      { name: 'public', description: 'discovery without credentials' },
+      { name: 'sandbox', description: 'sandboxes and their keyed registries' },
+      { name: 'admin', description: 'administration: admin key or session cookie' },
+      { name: 'meta', description: 'the document, liveness and readiness' },
+    ],
     components: {
       securitySchemes: {
         sandboxKey: {
@@ -165,52 +221,69 @@ export function openApiDocument(version: string): Obj {
             'Secret scanners can match it with `\\b[a-z0-9]{1,16}_sb_[0-9A-Za-z]{38}\\b`. A key with a wrong checksum is refused without a look-up. Keys issued before the checksum (exactly 32 characters after `_sb_`) keep working.',
           'x-key-pattern': '^[a-z0-9]{1,16}_sb_[0-9A-Za-z]{38}$',
         },
-        adminKey: { type: 'http', scheme: 'bearer', description: 'ADMIN_API_KEY' },
+        adminKey: { type: 'http', scheme: 'bearer', description: 'ADMIN_API_KEY; wrong keys count against LOGIN_FAILURES_PER_MINUTE per client address (429 beyond)' },
+        adminSession: { type: 'apiKey', in: 'cookie', name: 'registry_admin', description: 'from POST /admin/session; calls other than GET also need X-CSRF-Token' },
         heartbeatToken: {
           type: 'http',
           scheme: 'bearer',
-          description: "a service's heartbeat token `<prefix>_hb_<random><checksum>` (the sandbox key's rules; prefix `prod` in production), from the 201 of a registration with a `ttl` or from POST …/heartbeat-token. Only its hash is stored.",
+          description:
+            "a service's heartbeat token `<prefix>_hb_<random><checksum>` (the sandbox key's rules; prefix `prod` in production), from the 201 of a registration with a `ttl` or from POST …/heartbeat-token. Only its hash is stored.",
           'x-key-pattern': '^[a-z0-9]{1,16}_hb_[0-9A-Za-z]{38}$',
         },
-        adminSession: { type: 'apiKey', in: 'cookie', name: 'registry_admin', description: 'from POST /admin/session; non-GET calls also need X-CSRF-Token' },
       },
       schemas: {
         Service: S.service,
         Heartbeat: strip(S.heartbeat),
+        HeartbeatToken: { type: 'object', additionalProperties: false, required: ['heartbeatToken'], properties: { heartbeatToken: { type: 'string', pattern: '^[a-z0-9]{1,16}_hb_[0-9A-Za-z]{38}$' } } },
         DeviceBinding: S.deviceBinding,
         Error: S.error,
         Sandbox: S.sandbox,
+        SandboxCreated: { type: 'object', allOf: [ref('Sandbox')], required: ['apiKey'], properties: { apiKey: { type: 'string', minLength: 1, description: 'shown once' } } },
+        SandboxSummary: R.sandboxSummary(tierOut),
+        Dashboard: sandboxExtra({ serviceCount: { type: 'integer', minimum: 0 }, counters: R.dashboardCounters }, ['serviceCount', 'counters']),
+        Poll: R.poll,
+        Stats: R.stats(tiers),
+        SandboxPage: R.sandboxPage('#/components/schemas/SandboxSummary', tierIn),
+        SandboxDetail: sandboxExtra({ serviceCount: { type: 'integer', minimum: 0 }, counters: R.adminCounters, tierChanges: { type: 'array', items: R.tierChangeRecord } }, ['serviceCount', 'counters', 'tierChanges']),
+        LocatedSandbox: R.locatedSandbox,
+        CsrfToken: R.csrfToken,
+        Readiness: R.readiness,
+        Liveness: R.liveness,
         ServiceCreate: strip(S.serviceCreate),
         ServicePatch: strip(S.servicePatch),
         ReplacementAdd: strip(S.replacementAdd),
         SandboxCreate: strip(S.sandboxCreate),
-        TierChange: strip(S.tierChange),
+        TierChange: { ...strip(S.tierChange), properties: { tier: tierIn } },
         AdminLogin: strip(S.adminLogin),
       },
     },
-    paths: withAdminThrottle({
+    // every admin operation lists 429 (wrong Bearer keys count against LOGIN_FAILURES_PER_MINUTE): adminErrors(), serviceWrites()
+    paths: {
       '/services': {
         get: {
+          operationId: 'searchServices',
+          security: [{}, { sandboxKey: [] }],
           tags: ['public'],
           summary: 'Search services',
           description:
             canonicalNote +
-            ' Without a key (or with a malformed or unknown one) production services are returned; with a valid sandbox key, that sandbox\'s services only, counted against its rate limit. ' +
-            'Every response carries `Vary: Authorization`; anonymous ones are `Cache-Control: public`, ones to a request with Authorization `private`.' +
+            " Without a key (or with a malformed or unknown one) production services are returned; with a valid sandbox key, that sandbox's services only, counted against its rate limit (the 200 then carries RateLimit and RateLimit-Policy). " +
+            'Every response carries `Vary: Authorization`; anonymous ones are `Cache-Control: public`, ones to a request with Authorization `private`. ' +
+            'Searches are never answered from a partial index nor from PostgreSQL: 503 while the index is rebuilt or Redis is unreachable.' +
             conditionalNote,
-          parameters: [...searchParams, ifNoneMatch],
-          responses: {
-            200: { description: 'a page of services', headers: { Link: { description: '`<...after=...>; rel="next"` when more exist', schema: { type: 'string' } }, Vary: { schema: { type: 'string', const: 'Authorization' } }, ...etagHeader }, ...json({ type: 'array', items: { $ref: '#/components/schemas/Service' } }) },
-            302: r302,
-            304: r304({ Vary: { schema: { type: 'string', const: 'Authorization' } } }),
-            400: err('undecodable or invalid query'),
-            429: r429,
-            503: { ...err('the index is being rebuilt or Redis is unreachable: searches are never answered from a partial index, nor from PostgreSQL (docs/decisions.md)'), headers: retryAfter },
-          },
+          parameters: [...openApiParameters('services'), P.ifNoneMatch],
+          responses: (() => {
+            const r = searchResponses('Service', { vary: true, rate: false, extraErrors: [429] });
+            // keyed: the rate headers too (not on anonymous answers, so not required)
+            const withRate = (x: Obj) => ({ ...x, headers: { ...(x.headers as Obj), ...H.rate(false) } });
+            return { ...r, 200: withRate(r[200]!), 302: withRate(r[302]!), 304: withRate(r[304]!), 429: { ...r[429], headers: { ...(r[429]!.headers as Obj), ...H.rate(true) } } };
+          })(),
         },
       },
       '/services/changes': {
         get: {
+          operationId: 'streamChanges',
+          security: [{}, { sandboxKey: [] }],
           tags: ['public'],
           summary: 'Change feed (Server-Sent Events): service.created, service.updated, service.deprecated, service.deleted',
           description:
@@ -218,132 +291,208 @@ export function openApiDocument(version: string): Obj {
             'counted once against its rate limit when the stream opens. Each event has `id:` (increasing), `event:` (the type) and `data:` (the service object as JSON; ' +
             '`{"id"}` for service.deleted). Without Last-Event-ID the stream starts at the newest event; with it, it first sends every later event of the namespace, ' +
             'in order, with no gap and no duplicate, then live ones. A comment line is sent every 15 s (configurable) to keep proxies from closing the stream. ' +
-            'History is kept for CHANGES_RETENTION_HOURS (default 168).',
-          security: [{}, { sandboxKey: [] }],
+            'History is kept for CHANGES_RETENTION_HOURS (default 168). Open streams are capped per client address (CHANGE_STREAMS_PER_ADDRESS: 429) and in total (503).',
           parameters: [
-            { name: 'Last-Event-ID', in: 'header', required: false, description: 'resume after this event id (EventSource sends it on reconnect)', schema: { type: 'string', pattern: '^[0-9]+$' } },
-            q('lastEventId', 'the same as the Last-Event-ID header, for clients that cannot set headers', { type: 'string', pattern: '^[0-9]+$' }),
+            { name: 'Last-Event-ID', in: 'header', required: false, description: 'resume after this event id (EventSource sends it on reconnect)', schema: { type: 'string', pattern: '^\\d{1,15}$' } },
+            { name: 'lastEventId', in: 'query', required: false, description: 'the same as the Last-Event-ID header, for clients that cannot set headers', schema: { type: 'string', pattern: '^\\d{1,15}$' } },
           ],
           responses: {
             200: {
               description: 'the event stream',
-              headers: rateHeaders,
+              headers: { ...H.cacheControl('no-store'), ...H.varyAuthorization, ...H.rate(false) },
               content: { 'text/event-stream': { schema: { type: 'string', description: 'id: <n>\\nevent: service.updated\\ndata: {"id":...}\\n\\n' } } },
             },
-            400: err('Last-Event-ID is not an event id'),
-            429: {
-              description:
-                'over the sandbox rate limit (with RateLimit fields), or too many open streams: CHANGE_STREAMS_PER_ADDRESS (default 32) per client address, ' +
-                'CHANGES_MAX_STREAMS (default 10000) in total, both per server process',
-              headers: { ...rateHeaders, ...retryAfter },
-              ...json('#/components/schemas/Error'),
-            },
-            503: { ...err('the server is shutting down'), headers: retryAfter },
+            ...errors([400, 414], { text: { 400: 'Last-Event-ID is not an event id' } }),
+            ...errors([429], {
+              text: { 429: 'over the sandbox rate limit (with RateLimit fields), or too many open streams: CHANGE_STREAMS_PER_ADDRESS (default 32) per client address, CHANGES_MAX_STREAMS (default 10000) in total, both per server process' },
+              extra: H.rate(false),
+            }),
+            ...errors([503], { text: { 503: 'the server is shutting down, or an outage' } }),
           },
         },
       },
       '/services/{id}': {
+        parameters: [serviceIdParam],
         get: {
+          operationId: 'getService',
+          security: PUBLIC,
           tags: ['public'],
           summary: 'One production service; ignores credentials',
-          parameters: [p('id', 'service id')],
-          responses: { 200: { description: 'the service', headers: { ETag: { schema: { type: 'string' } }, ...deprecationHeaders }, ...json('#/components/schemas/Service') }, 304: { description: 'not modified' }, 404: err('unknown service') },
-        },
-      },
-      '/services/{id}/replacements': {
-        get: {
-          tags: ['public'],
-          summary: 'Replacement candidates, through the shared public cache (key: the path alone)',
-          parameters: [p('id', 'service id')],
+          parameters: [P.ifNoneMatch],
           responses: {
-            200: {
-              description: 'ranked candidates ([] when none)',
-              headers: { 'Cache-Control': { schema: { type: 'string' } }, ETag: { schema: { type: 'string' } }, Age: { schema: { type: 'integer' } }, 'X-Cache': { schema: { type: 'string', enum: ['HIT', 'MISS'] } }, ...deprecationHeaders },
-              ...json({ type: 'array', items: { $ref: '#/components/schemas/Service' } }),
-            },
-            304: { description: 'not modified (If-None-Match)' },
-            404: err('unknown service'),
+            200: ok('the service', ref('Service'), { ...H.cacheControl(), ...H.etag, ...H.deprecation }),
+            304: empty('not modified (If-None-Match); no body', { ...H.cacheControl(), ...H.etag, ...H.deprecation }),
+            ...publicErrors([404]),
           },
         },
       },
+      '/services/{id}/replacements': {
+        parameters: [serviceIdParam],
+        get: {
+          operationId: 'getReplacements',
+          security: PUBLIC,
+          tags: ['public'],
+          summary: 'Replacement candidates, through the shared public cache (key: the path alone); ignores credentials',
+          parameters: [P.ifNoneMatch],
+          responses: (() => {
+            const h = {
+              ...H.cacheControl(),
+              ...H.etag,
+              Age: { description: 'seconds this entry has been in the cache', required: true, schema: { type: 'string', pattern: '^\\d+$' } },
+              'X-Cache': { description: 'whether this response came from the cache', required: true, schema: { type: 'string', enum: ['HIT', 'MISS'] } },
+              ...H.deprecation,
+            };
+            return { 200: ok('ranked candidates (`[]` when none)', arrayOf('Service'), h), 304: empty('not modified (If-None-Match); no body', h), ...publicErrors([404]) };
+          })(),
+        },
+      },
       '/services/{id}/heartbeat': {
-        parameters: [p('id', 'service id')],
-        put: heartbeatOp('production', []),
+        parameters: [serviceIdParam],
+        put: heartbeatOp('production'),
       },
       '/sandbox/{uuid}/services/{id}/heartbeat': {
-        parameters: [sbParam, p('id', 'service id')],
-        put: heartbeatOp('sandbox', [429]),
+        parameters: [uuidParam, serviceIdParam],
+        put: heartbeatOp('sandbox'),
       },
       '/devices': {
         get: {
+          operationId: 'searchDevices',
+          security: PUBLIC,
           tags: ['public'],
           summary: 'Device bindings of production IoT profiles: one per (service, deviceClass, protocol)',
           description: canonicalNote + conditionalNote,
-          parameters: [...openApiParameters('devices'), ifNoneMatch],
-          responses: { 200: { description: 'bindings', headers: etagHeader, ...json({ type: 'array', items: { $ref: '#/components/schemas/DeviceBinding' } }) }, 302: r302, 304: r304({}), 400: err('invalid query') },
+          parameters: [...openApiParameters('devices'), P.ifNoneMatch],
+          responses: searchResponses('DeviceBinding', { vary: false, rate: false, extraErrors: [] }),
         },
       },
       '/sandboxes': {
         post: {
+          operationId: 'createSandbox',
+          security: PUBLIC,
           tags: ['sandbox'],
           summary: 'Create a sandbox (throttled per client address); the API key is shown once',
-          requestBody: { required: true, ...json('#/components/schemas/SandboxCreate') },
-          responses: { 201: { description: 'created', ...json('#/components/schemas/Sandbox') }, 400: err('invalid body'), 429: { description: 'too many creations', headers: retryAfter, ...json('#/components/schemas/Error') } },
-        },
-      },
-      '/sandbox/{uuid}/dashboard': {
-        get: { tags: ['sandbox'], summary: 'Sandbox dashboard data: name, tier, rateLimit, serviceCount, location, counters', parameters: [sbParam], responses: { 200: { description: 'dashboard data', ...json({ type: 'object' }) }, 404: err('unknown sandbox') } },
-      },
-      '/sandbox/{uuid}/poll': {
-        get: {
-          tags: ['sandbox'],
-          summary: 'Request counters for live charts; JSON whatever Accept says; not counted against the limit',
-          parameters: [sbParam],
+          requestBody: { required: true, ...json(ref('SandboxCreate')) },
           responses: {
-            200: {
-              description: 'counters',
-              ...json({
-                type: 'object',
-                required: ['uuid', 'now', 'total', 'rateLimit', 'bucketSeconds', 'buckets'],
-                properties: { uuid: { type: 'string' }, now: { type: 'integer', description: 'server time, ms' }, total: { type: 'integer', description: 'cumulative requests' }, rateLimit: { type: 'integer' }, bucketSeconds: { const: 5 }, buckets: { type: 'array', items: { type: 'integer' }, description: 'requests in each of the last 72 5-second buckets, oldest first' }, windowTotal: { type: 'integer' }, rejected: { type: 'integer' }, tier: { type: 'string' } },
-              }),
-            },
-            404: err('unknown sandbox'),
+            201: ok('created; `apiKey` appears here only', ref('SandboxCreated'), { ...H.cacheControl('no-store'), ...H.location('its dashboard data') }),
+            ...publicErrors([400, 413, 415, 429]),
           },
         },
       },
-      ...sandboxWrites,
-      ...serviceWrites('/admin/api/services', admin, 'admin'),
-      '/admin/session': {
-        post: { tags: ['admin'], summary: 'Log in with the admin key; sets the HttpOnly session cookie', requestBody: { required: true, ...json('#/components/schemas/AdminLogin') }, responses: { 200: { description: 'logged in', ...json({ type: 'object', properties: { csrfToken: { type: 'string' } } }) }, 401: err('wrong key') } },
-        get: { tags: ['admin'], summary: "The session's CSRF token again (the dashboard keeps it in memory only; after a reload it asks here with its cookie)", responses: { 200: { description: 'the token', ...json({ type: 'object', properties: { csrfToken: { type: 'string' } } }) }, 401: err('no session') } },
-        delete: { tags: ['admin'], security: admin, summary: 'Log out (cookie callers send X-CSRF-Token)', responses: { 204: { description: 'logged out' }, 401: err('no session'), 403: err('CSRF token missing or wrong') } },
-      },
-      '/admin/api/stats': { get: { tags: ['admin'], security: admin, summary: 'Global statistics', responses: { 200: { description: 'stats', ...json({ type: 'object' }) }, 401: err('not authenticated') } } },
-      '/admin/api/sandboxes': {
+      '/sandbox/{uuid}/dashboard': {
+        parameters: [uuidParam],
         get: {
-          tags: ['admin'],
-          security: admin,
-          summary: 'A page of sandbox summaries',
-          parameters: [q('tier', 'only this tier'), q('page', '0-based page', { type: 'integer', minimum: 0 })],
-          responses: { 200: { description: 'page', ...json({ type: 'object', required: ['items', 'total', 'pageSize', 'page', 'displayPage', 'hasPrev', 'hasNext', 'prevPage', 'nextPage'] }) }, 400: err('unknown tier or bad page'), 401: err('not authenticated') },
+          operationId: 'getDashboard',
+          security: PUBLIC,
+          tags: ['sandbox'],
+          summary: 'Sandbox dashboard data: name, tier, rateLimit, serviceCount, location, counters',
+          responses: { 200: ok('dashboard data', ref('Dashboard'), H.cacheControl('no-store')), ...publicErrors([404]) },
         },
       },
-      '/admin/api/locations': { get: { tags: ['admin'], security: admin, summary: 'Located sandboxes for the overview map (newest 2000): uuid, name, tier, lat, lon', responses: { 200: { description: 'located sandboxes', ...json({ type: 'array', items: { type: 'object' } }) }, 401: err('not authenticated') } } },
-      '/admin/api/sandboxes/{uuid}': { get: { tags: ['admin'], security: admin, parameters: [sbParam], summary: 'Sandbox detail', responses: { 200: { description: 'detail', ...json({ type: 'object' }) }, 401: err('not authenticated'), 404: err('unknown sandbox') } } },
-      '/admin/api/sandboxes/{uuid}/tier': {
-        post: { tags: ['admin'], security: admin, parameters: [sbParam], summary: 'Change the tier; the new limit applies to the next request', requestBody: { required: true, ...json('#/components/schemas/TierChange') }, responses: { 200: { description: 'summary', ...json('#/components/schemas/Sandbox') }, 400: err('unknown tier'), 401: err('not authenticated'), 403: err('CSRF token missing or wrong'), 404: err('unknown sandbox') } },
+      '/sandbox/{uuid}/poll': {
+        parameters: [uuidParam],
+        get: {
+          operationId: 'pollSandbox',
+          security: PUBLIC,
+          tags: ['sandbox'],
+          summary: 'Request counters for live charts; JSON whatever Accept says; not counted against the limit',
+          responses: { 200: ok('counters', ref('Poll'), H.cacheControl('no-store')), ...publicErrors([404]) },
+        },
       },
-      '/openapi.json': { get: { tags: ['meta'], summary: 'This document', responses: { 200: { description: 'OpenAPI 3.1' } } } },
-      '/livez': { get: { tags: ['meta'], summary: 'Liveness', responses: { 200: { description: 'alive' } } } },
+      ...serviceWrites('/sandbox/{uuid}/services', 'sandbox'),
+      ...serviceWrites('/admin/api/services', 'admin'),
+      '/admin/session': {
+        post: {
+          operationId: 'logIn',
+          security: PUBLIC,
+          tags: ['admin'],
+          summary: 'Log in with the admin key; sets the HttpOnly session cookie',
+          requestBody: { required: true, ...json(ref('AdminLogin')) },
+          responses: {
+            200: ok('logged in', ref('CsrfToken'), { ...H.cacheControl('no-store'), ...H.setCookie('the session: HttpOnly, SameSite=Strict, Path=/admin, Secure unless COOKIE_SECURE=false') }),
+            ...publicErrors([400, 401, 413, 415, 429]),
+          },
+        },
+        get: {
+          operationId: 'getSessionToken',
+          security: [{ adminSession: [] }],
+          tags: ['admin'],
+          summary: "The session's CSRF token again (the dashboard keeps it in memory only; after a reload it asks here with its cookie)",
+          responses: { 200: ok('the token', ref('CsrfToken'), H.cacheControl('no-store')), ...publicErrors([401]) },
+        },
+        delete: {
+          operationId: 'logOut',
+          security: ADMIN,
+          tags: ['admin'],
+          summary: 'Log out (cookie callers send X-CSRF-Token)',
+          responses: { 204: empty('logged out; the cookie is cleared', { ...H.cacheControl('no-store'), ...H.setCookie('clears the session cookie') }), ...adminErrors([400, 403, 413]) },
+        },
+      },
+      '/admin/api/stats': {
+        get: { operationId: 'getStats', security: ADMIN, tags: ['admin'], summary: 'Global statistics', responses: { 200: ok('statistics', ref('Stats'), H.cacheControl('no-store')), ...adminErrors([]) } },
+      },
+      '/admin/api/sandboxes': {
+        get: {
+          operationId: 'listSandboxes',
+          security: ADMIN,
+          tags: ['admin'],
+          summary: 'A page of sandbox summaries, every paging field computed on the server',
+          parameters: [
+            { name: 'tier', in: 'query', required: false, description: 'only this tier (empty: every tier)', schema: { oneOf: [tierIn, { type: 'string', maxLength: 0 }] } },
+            { name: 'page', in: 'query', required: false, description: '0-based page (empty: 0)', schema: { type: 'integer', minimum: 0, maximum: 1_000_000 } },
+          ],
+          responses: { 200: ok('a page', ref('SandboxPage'), H.cacheControl('no-store')), ...adminErrors([400]) },
+        },
+      },
+      '/admin/api/locations': {
+        get: {
+          operationId: 'listLocations',
+          security: ADMIN,
+          tags: ['admin'],
+          summary: 'Located sandboxes for the overview map (newest 2000)',
+          responses: { 200: ok('located sandboxes', { type: 'array', items: ref('LocatedSandbox') }, H.cacheControl('no-store')), ...adminErrors([]) },
+        },
+      },
+      '/admin/api/sandboxes/{uuid}': {
+        parameters: [uuidParam],
+        get: { operationId: 'getSandboxDetail', security: ADMIN, tags: ['admin'], summary: 'Sandbox detail', responses: { 200: ok('detail', ref('SandboxDetail'), H.cacheControl('no-store')), ...adminErrors([404]) } },
+      },
+      '/admin/api/sandboxes/{uuid}/tier': {
+        parameters: [uuidParam],
+        post: {
+          operationId: 'changeTier',
+          security: ADMIN,
+          tags: ['admin'],
+          summary: 'Change the tier; the new limit applies to the next request',
+          requestBody: { required: true, ...json(ref('TierChange')) },
+          responses: { 200: ok('the summary with the new tier and limit', ref('SandboxSummary'), H.cacheControl('no-store')), ...adminErrors([400, 403, 404, 413, 415]) },
+        },
+      },
+      '/openapi.json': {
+        get: {
+          operationId: 'getOpenApi',
+          security: PUBLIC,
+          tags: ['meta'],
+          summary: 'This document',
+          responses: { 200: ok('OpenAPI 3.1', { type: 'object', required: ['openapi', 'info', 'paths'], properties: { openapi: { const: '3.1.0' }, info: { type: 'object' }, paths: { type: 'object' } } }, H.cacheControl()), ...errors([414]) },
+        },
+      },
+      '/livez': {
+        get: { operationId: 'getLiveness', security: PUBLIC, tags: ['meta'], summary: 'Liveness', responses: { 200: ok('alive', ref('Liveness'), H.cacheControl('no-store')), ...errors([414]) } },
+      },
       '/readyz': {
         get: {
+          operationId: 'getReadiness',
+          security: PUBLIC,
           tags: ['meta'],
           summary: 'Readiness: 503 until PostgreSQL has answered and a complete Redis index is live; 503 while the index is rebuilt, while Redis is unreachable and from the moment a shutdown begins',
           description: 'A PostgreSQL outage after start-up keeps readiness at 200 with `"postgres": false` in the body: reads go on from Redis, writes answer 503 with Retry-After.',
-          responses: { 200: { description: 'ready' }, 503: { ...err('not ready'), headers: retryAfter } },
+          responses: {
+            200: ok('ready', ref('Readiness'), H.cacheControl('no-store')),
+            503: ok('not ready (the same body, `status: "not ready"`)', ref('Readiness'), { ...H.cacheControl('no-store'), ...H.retryAfter }),
+            ...errors([414]),
+          },
         },
       },
-    }),
+    },
   };
 }
