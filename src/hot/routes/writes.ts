@@ -26,7 +26,7 @@ export async function patchHandler(app: App, ns: string, base: Base, id: string,
   const w = await patchService(app.pg, ns, id, change);
   await app.projector.syncQuietly([{ row: w.row, ns, id }]);
   const s = await loadService(app.pg, ns, id);
-  if (!s) throw new ApiError('NOT_FOUND', 'no such service');
+  if (!s) throw ApiError.of('NOT_FOUND', ['service']);
   reply.json(200, serializeService(s), [['Cache-Control', 'no-store'], ...deprecationHeaders(headerData(s), `${base}/${id}/replacements`), ...extra]);
 }
 
@@ -46,6 +46,6 @@ export async function addReplacementHandler(app: App, ns: string, id: string, re
 
 export async function listReplacementsHandler(app: App, ns: string, id: string, reply: Reply, extra: Headers, status = 200): Promise<void> {
   const list = await loadReplacements(app.pg, ns, id);
-  if (!list) throw new ApiError('NOT_FOUND', 'no such service');
+  if (!list) throw ApiError.of('NOT_FOUND', ['service']);
   reply.json(status, JSON.stringify(list.map(serviceObject)), [['Cache-Control', 'no-store'], ...extra]);
 }
