@@ -56,6 +56,8 @@ export default defineConfig(
     ignores: [
       'dist/**', 'web/dist/**', 'node_modules/**', '.local/**', '.tap/**', 'coverage/**',
       'test-artifacts/**', 'bench/results/**',
+      // the client's build products (client/scripts/gen-types.mjs, tsc) and Stryker's sandboxes
+      'client/dist/**', 'client/src/generated/**', '.stryker-tmp/**', 'reports/**',
     ],
   },
   js.configs.recommended,

@@ -17,6 +17,10 @@
 --          "bucket:count,bucket:count" ("" none; buckets as this script reported them)
 -- ARGV[4..8] the clock, from src/hot/domain/rate-window.ts: bucket length (ms), window
 --          buckets (12), window TTL (s), history buckets (72), history TTL (s)
+-- ARGV[9]  need: requests this call counts at once, all admitted or all refused (a batch
+--          of registrations counts one per service; default 1). With need > 1 no lease is
+--          granted beyond them, and a refusal's retry time is when the window has room for
+--          all of them (never within a window when need exceeds the limit: a full window).
 -- Returns { admitted (1/0), limit, used in window (after this request), retryAfter s,
 --           reset s (until the oldest counted bucket leaves the window), granted,
 --           bucket (the bucket counted in: an id for refunds, not a time),
@@ -26,7 +30,8 @@ local limit = tonumber(redis.call('HGET', KEYS[1], 'limit'))
 if not limit then return { -1 } end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local want = math.max(1, tonumber(ARGV[1] or '1'))
+local need = math.max(1, tonumber(ARGV[9] or '1'))
+local want = math.max(need, tonumber(ARGV[1] or '1'))
 local pending = tonumber(ARGV[2] or '0')
 local bucketMs = tonumber(ARGV[4])
 local windowN = tonumber(ARGV[5])
@@ -66,21 +71,33 @@ local function addToBucket(key, n, keep, max, ttl)
     end
   end
 end
-redis.call('HINCRBY', KEYS[4], 'total', 1 + pending)
-addToBucket(KEYS[3], 1 + pending, historyN, historyN + historyN / 3, historyTtl)
+redis.call('HINCRBY', KEYS[4], 'total', need + pending)
+addToBucket(KEYS[3], need + pending, historyN, historyN + historyN / 3, historyTtl)
 local function msUntilLeaves(bucket)
   return math.max(1, (bucket + windowN) * bucketMs - now)
 end
 local function untilLeaves(bucket)
   return math.max(1, math.ceil(msUntilLeaves(bucket) / 1000))
 end
-if used >= limit then
-  redis.call('HINCRBY', KEYS[4], 'rejected', 1)
+if used + need > limit then
+  redis.call('HINCRBY', KEYS[4], 'rejected', need)
   -- the window frees room when its oldest admitted bucket slides out
   local retryMs = oldest and msUntilLeaves(oldest) or left
+  if need > 1 then
+    -- room for all `need`: when enough of the oldest buckets have slid out
+    retryMs = windowN * bucketMs
+    local free = limit - used
+    for i, c in ipairs(counts) do
+      free = free + tonumber(c or '0')
+      if need <= limit and free >= need then
+        retryMs = msUntilLeaves(fields[i])
+        break
+      end
+    end
+  end
   local retry = math.max(1, math.ceil(retryMs / 1000))
   return { 0, limit, used, retry, retry, 0, b, left, retryMs }
 end
 local granted = math.min(want, limit - used)
 addToBucket(KEYS[2], granted, windowN, windowN + windowN / 3, windowTtl)
-return { 1, limit, used + 1, 0, untilLeaves(oldest or b), granted, b, left, 0 }
+return { 1, limit, used + need, 0, untilLeaves(oldest or b), granted, b, left, 0 }

@@ -14,6 +14,10 @@
 #                      (default 127.0.0.1; "none" closes /admin/ to everyone, "all" opens it)
 #   PROXY_CACHE_MB     size of the shared cache on disk, MiB  (default 64)
 #   PROXY_PREFIX       nginx's directory: pid, temp files, cache (default .local/nginx)
+#   PROXY_CONN_PER_ADDRESS    open requests per client address (default 128; 429 beyond)
+#   PROXY_STREAMS_PER_ADDRESS open change-feed streams per client address (default 8)
+# Open files: the soft limit is raised to the hard one (at most 65536) before nginx starts,
+# and each worker gets half of that as connections (nginx.conf: worker_rlimit_nofile).
 # The server believes X-Forwarded-For only from TRUSTED_PROXIES: run it with
 # TRUSTED_PROXIES=127.0.0.1 (or this proxy's address) behind this proxy.
 set -euo pipefail
@@ -28,6 +32,10 @@ UP_PORT=${PORT:-8080}
 ADMIN_ALLOW=${PROXY_ADMIN_ALLOW-127.0.0.1}
 CACHE_MB=${PROXY_CACHE_MB:-64}
 PREFIX=${PROXY_PREFIX:-$REPO/.local/nginx}
+CONN_PER_ADDR=${PROXY_CONN_PER_ADDRESS:-128}
+FEED_PER_ADDR=${PROXY_STREAMS_PER_ADDRESS:-8}
+NOFILE=$(ulimit -Hn)
+if [[ $NOFILE == unlimited ]] || (( NOFILE > 65536 )); then NOFILE=65536; fi
 
 port_ok() { [[ $1 =~ ^[0-9]{1,5}$ ]] && (( $1 >= 1 && $1 <= 65535 )); }
 host_ok() { [[ $1 =~ ^[0-9A-Za-z.:-]+$ ]]; }
@@ -38,6 +46,9 @@ port_ok "$UP_PORT" || die "PORT must be a port number (the server's port), got \
 host_ok "$PROXY_HOST" || die "PROXY_HOST is not an address: \"$PROXY_HOST\""
 host_ok "$UP_HOST" || die "HOST is not an address: \"$UP_HOST\""
 [[ $CACHE_MB =~ ^[0-9]{1,6}$ ]] && (( CACHE_MB >= 1 )) || die "PROXY_CACHE_MB must be a positive integer, got \"$CACHE_MB\""
+[[ $CONN_PER_ADDR =~ ^[0-9]{1,6}$ ]] && (( CONN_PER_ADDR >= 1 )) || die "PROXY_CONN_PER_ADDRESS must be a positive integer, got \"$CONN_PER_ADDR\""
+[[ $FEED_PER_ADDR =~ ^[0-9]{1,6}$ ]] && (( FEED_PER_ADDR >= 1 )) || die "PROXY_STREAMS_PER_ADDRESS must be a positive integer, got \"$FEED_PER_ADDR\""
+(( NOFILE >= 1024 )) || die "the open-files hard limit ($NOFILE) is below 1024: raise it (ulimit -Hn) for the proxy"
 case $UP_HOST in 0.0.0.0) UP_HOST=127.0.0.1 ;; ::|'[::]') UP_HOST=::1 ;; esac
 mkdir -p "$PREFIX" || die "cannot create PROXY_PREFIX $PREFIX"
 PREFIX=$(cd "$PREFIX" && pwd -P)
@@ -68,20 +79,24 @@ render() {
   done <<'ERRORS'
 400|BAD_REQUEST|malformed HTTP request
 403|FORBIDDEN|not served to this address
+408|REQUEST_TIMEOUT|the request was not sent in time
 404|NOT_FOUND|not found
 405|METHOD_NOT_ALLOWED|method not allowed
 413|PAYLOAD_TOO_LARGE|the body is too large
 414|URI_TOO_LONG|the URL is too long
+429|RATE_LIMITED|too many open connections from this address; close some or try again later
 431|HEADERS_TOO_LARGE|request headers too large
 503|UNAVAILABLE|the registry server is not reachable; try again shortly
 ERRORS
   sed -e "s#@PREFIX@#$PREFIX#g" "$REPO/deploy/cache.conf" >"$PREFIX/cache.conf"
   # (awk, not sed, for the multi-line allow list)
   awk -v prefix="$PREFIX" -v listen="$(addr "$PROXY_HOST"):$PROXY_PORT" -v upstream="$(addr "$UP_HOST"):$UP_PORT" \
-      -v user="$(id -un)" -v cache_mb="$CACHE_MB" -v allow="$allow" '
+      -v user="$(id -un)" -v cache_mb="$CACHE_MB" -v allow="$allow" \
+      -v nofile="$NOFILE" -v conns="$((NOFILE / 2))" -v per_addr="$CONN_PER_ADDR" -v feed_per_addr="$FEED_PER_ADDR" '
     /^@ADMIN_ALLOW@$/ { if (allow != "") print allow; next }
     { gsub(/@PREFIX@/, prefix); gsub(/@LISTEN@/, listen); gsub(/@UPSTREAM@/, upstream);
-      gsub(/@USER@/, user); gsub(/@CACHE_MB@/, cache_mb); print }' "$tpl" >"$out"
+      gsub(/@USER@/, user); gsub(/@CACHE_MB@/, cache_mb); gsub(/@NOFILE@/, nofile);
+      gsub(/@CONNECTIONS@/, conns); gsub(/@CONN_PER_ADDR@/, per_addr); gsub(/@FEED_PER_ADDR@/, feed_per_addr); print }' "$tpl" >"$out"
   if grep -v '^[[:space:]]*#' "$out" | grep -q '@[A-Z_]*@'; then die "unrendered placeholder left in $out"; fi
   printf '%s\n' "$out"
 }
@@ -91,6 +106,7 @@ case ${1:-} in
   run)
     conf=$(render)
     NGINX=$("$REPO/scripts/services.sh" nginx)
+    ulimit -n "$NOFILE" # the soft limit up to the hard one: thousands of sockets per worker
     "$NGINX" -t -q -p "$PREFIX" -e stderr -c "$conf" || die "nginx rejected $conf"
     printf 'proxy: nginx on http://%s:%s in front of http://%s:%s (config %s)\n' \
       "$(addr "$PROXY_HOST")" "$PROXY_PORT" "$(addr "$UP_HOST")" "$UP_PORT" "$conf" >&2

@@ -3,7 +3,7 @@ import type { TemplatedApp } from 'uWebSockets.js';
 import type { App } from '../hot/app.js';
 import { PRODUCTION } from '../hot/domain/keys.js';
 import { route, type RouteOptions } from '../hot/http/route.js';
-import { addReplacementHandler, createHandler, deleteHandler, listReplacementsHandler, patchHandler } from '../hot/routes/writes.js';
+import { addReplacementHandler, batchHandler, createHandler, deleteHandler, listReplacementsHandler, parseBatch, patchHandler } from '../hot/routes/writes.js';
 import { requireAdmin } from './auth.js';
 
 const NONE: [string, string][] = [];
@@ -14,6 +14,11 @@ export function registerAdminServices(uws: TemplatedApp, app: App, o: RouteOptio
     await requireAdmin(app, req);
     await createHandler(app, PRODUCTION, '/services', req, reply, body, NONE);
   }, ob);
+  // not rate-limited (contract); its own body limit (MAX_BATCH_BODY_BYTES)
+  route(uws, 'post', '/admin/api/services/batch', async (req, reply, body) => {
+    await requireAdmin(app, req);
+    await batchHandler(app, PRODUCTION, parseBatch(req, body), reply, NONE);
+  }, { ...ob, maxBody: app.cfg.maxBatchBodyBytes });
   route(uws, 'patch', '/admin/api/services/:id', async (req, reply, body) => {
     await requireAdmin(app, req);
     await patchHandler(app, PRODUCTION, '/services', req.params[0]!, req, reply, body, NONE);

@@ -35,9 +35,12 @@ export function setCookie(app: App, value: string, maxAge: number): string {
   return `${COOKIE}=${value}; Path=/admin; HttpOnly; SameSite=Strict; Max-Age=${maxAge}${app.cfg.cookieSecure ? '; Secure' : ''}`;
 }
 
+/** the shape of a session id (32 random bytes, base64url): nothing else reaches Redis */
+const SESSION_ID = /^[A-Za-z0-9_-]{43}$/;
+
 export async function sessionFromCookie(app: App, header: string): Promise<Session | null> {
   const id = cookieValue(header);
-  if (!id || !/^[A-Za-z0-9_-]{43}$/.test(id)) return null;
+  if (!id || !SESSION_ID.test(id)) return null;
   const raw = await app.redis.get(key(app, id));
   if (!raw) return null;
   const s = JSON.parse(raw) as Session;
@@ -50,5 +53,5 @@ export async function sessionFromCookie(app: App, header: string): Promise<Sessi
 }
 
 export async function destroySession(app: App, id: string): Promise<void> {
-  await app.redis.del(key(app, id));
+  if (SESSION_ID.test(id)) await app.redis.del(key(app, id));
 }

@@ -13,6 +13,7 @@ import type { AppState } from './ops/state.js';
 import type { RedisClient } from './redis/client.js';
 import type { SandboxAuth } from './sandbox/auth.js';
 import type { Pool } from './store/pool.js';
+import type { GroupCommitter } from './store/group-commit.js';
 import type { ResultCache } from './cache/result-cache.js';
 import type { IntersectPool } from '../workers/pool.js';
 
@@ -26,6 +27,8 @@ export interface App {
   keys: Keys;
   index: Index;
   projector: Projector;
+  /** group commit of registrations (store/group-commit.ts) */
+  commits: GroupCommitter;
   auth: SandboxAuth;
   log: Logger;
   state: AppState;

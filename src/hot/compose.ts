@@ -10,14 +10,16 @@ import type { Logger } from 'pino';
 import { registerAdmin } from '../admin/routes.js';
 import type { App } from './app.js';
 import { invalidateCaches, InvalidationListener, type Caches } from './cache/invalidation.js';
-import { ResultCache } from './cache/result-cache.js';
+import { ResultCache, stringBytes } from './cache/result-cache.js';
 import { ChangeHub } from './changes/hub.js';
+import { StreamShares, streamSharesBuffer } from './changes/shares.js';
 import type { Config } from './config.js';
-import { Keys } from './domain/keys.js';
+import { Keys, PRODUCTION } from './domain/keys.js';
 import { Index, type Replacements } from './index/index.js';
 import { NearCache } from './index/near.js';
 import { NearVersionCheck } from './index/near-check.js';
 import { Projector } from './index/projector.js';
+import { GroupCommitter } from './store/group-commit.js';
 import { createWatchers } from './ops/lifecycle.js';
 import { countBackendError, countProjectorFailure } from './ops/metrics.js';
 import { MetricsAggregation } from './ops/metrics-threads.js';
@@ -63,7 +65,49 @@ export interface ListenAt {
   metrics?: boolean;
 }
 
-export function buildThread(cfg: Config, version: string, log: Logger, at: ListenAt = { port: cfg.port, host: cfg.host }): Thread {
+/**
+ * A thread's share of a process-wide byte budget (NEAR_CACHE_MB, RESULT_CACHE_MB): an even
+ * split, fixed at start. Every thread holds its own copy of what it serves (the kernel spreads
+ * connections evenly over the threads, so their working sets are alike), and each evicts only
+ * its own entries: a shared counter would let one thread's idle entries starve another's, and
+ * the sum of the shares never passes the total (docs/decisions.md, "Budgets that hold in
+ * resident memory").
+ */
+export function threadShare(totalBytes: number, threads: number): number {
+  return Math.floor(totalBytes / Math.max(1, threads));
+}
+
+/** Test hooks (constructor options of the parts they reach, never mutable fields). */
+export interface ThreadHooks {
+  /** Projector: awaited between a sync having its states and applying them (projector.ts) */
+  beforeApply?: (ids: string[]) => Promise<void>;
+  /** this node's wall clock, as the sandbox rate limiter sees it */
+  now?: () => number;
+}
+
+/**
+ * What the uWS threads of one process share (main.ts creates it once and hands it to every
+ * thread in workerData; a thread built alone gets its own): counters a cap per process
+ * needs, on shared memory.
+ */
+export interface ProcessShared {
+  /** open change streams, in total and per client address (changes/shares.ts) */
+  changeStreams: SharedArrayBuffer;
+}
+
+export function processShared(): ProcessShared {
+  return { changeStreams: streamSharesBuffer() };
+}
+
+export interface ThreadOptions {
+  /** the process's shared counters (main.ts); default: this thread's own */
+  shared?: ProcessShared;
+  /** tests only */
+  hooks?: ThreadHooks;
+}
+
+export function buildThread(cfg: Config, version: string, log: Logger, at: ListenAt = { port: cfg.port, host: cfg.host }, opts: ThreadOptions = {}): Thread {
+  const hooks = opts.hooks ?? {};
   // connections
   const pg = createPool(cfg.databaseUrl, 10, SERVING_TIMEOUTS);
   const redis = createRedis(cfg);
@@ -71,10 +115,13 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
   const intersectPool = cfg.heavyIntersectionThreshold > 0 ? new IntersectPool(cfg) : null;
 
   // in-process caches (the replacements get a small share of the budget: one entry per
-  // deprecated service that is being looked up)
+  // deprecated service that is being looked up: an eighth of RESULT_CACHE_MB, the searches the
+  // rest). Their byte budgets are process totals,
+  // split evenly over the uWS threads (threadShare)
+  const resultBytes = threadShare(cfg.resultCacheBytes, cfg.uwsThreads);
   const caches: Caches = {
-    cache: new ResultCache(cfg.resultCacheEntries, cfg.resultCacheTtlMs, cfg.resultCacheBytes),
-    replacements: new ResultCache<Replacements>(cfg.resultCacheEntries, cfg.resultCacheTtlMs, cfg.resultCacheBytes / 8, (r) => 2 * (r.body.length + r.etag.length + r.hdr.length)),
+    cache: new ResultCache(cfg.resultCacheEntries, cfg.resultCacheTtlMs, resultBytes - Math.floor(resultBytes / 8)),
+    replacements: new ResultCache<Replacements>(cfg.resultCacheEntries, cfg.resultCacheTtlMs, Math.floor(resultBytes / 8), (r) => 2 * (stringBytes(r.body) + stringBytes(r.etag) + stringBytes(r.hdr))),
   };
 
   const state = new AppState();
@@ -86,7 +133,7 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
   // blocks that connection alone, never this thread's searches and counters
   const replicas = createReplicas(cfg);
   const writer = replicas.length ? createRedis(cfg) : redis;
-  const near = new NearCache(cfg.nearCacheBytes);
+  const near = new NearCache(threadShare(cfg.nearCacheBytes, cfg.uwsThreads));
   const index = new Index(redis, keys, intersectPool, cfg.heavyIntersectionThreshold, replicas, near, () => state.ready);
   const replicaWait = replicas.length && cfg.redisReplicaWaitMs > 0 ? replicaWaiter(writer, replicas.length, cfg.redisReplicaWaitMs) : null;
   const projector = new Projector(pg, writer, keys, cfg.tiers, log, {
@@ -103,9 +150,18 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
     },
     failed: countProjectorFailure,
     version: (base, ver) => near.require(base, ver),
-  }, replicaWait);
-  const auth = new SandboxAuth(pg, redis, keys, cfg.tiers, cfg.rateCountFlushMs);
-  const hub = new ChangeHub(pg, cfg);
+  }, replicaWait, { beforeApply: hooks.beforeApply });
+  const commits = new GroupCommitter(pg, { windowMs: cfg.groupCommitWindowMs, maxBatch: cfg.groupCommitMaxBatch, concurrency: cfg.groupCommitConcurrency });
+  const auth = new SandboxAuth(pg, redis, keys, cfg.tiers, {
+    flushMs: cfg.rateCountFlushMs,
+    now: hooks.now,
+    // a fixed share of the process's budget (threads do not share their maps)
+    keyMapBytes: threadShare(cfg.sandboxKeyCacheBytes, cfg.uwsThreads),
+    // complete: a live generation known, no rebuild here, no sandbox waiting in the outbox
+    // (the marker is then checked beside each miss, in case Redis was emptied since)
+    indexMarker: () => (index.gen && !state.rebuilding && !projector.sandboxesWaiting() ? keys.ver(PRODUCTION, index.gen) : null),
+  });
+  const hub = new ChangeHub(pg, cfg, new StreamShares(cfg.changesMaxStreams, cfg.changesStreamsPerAddress, (opts.shared ?? processShared()).changeStreams));
   const invalidation = new InvalidationListener(redis, keys, caches, {
     lease: (uuid) => auth.dropLease(uuid),
     // a rebuild made a new generation live: read it at once rather than at the next round
@@ -135,7 +191,7 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
     nearCache: () => (near.enabled ? { ...near.stats, bytes: near.bytes } : null),
   });
 
-  const app: App = { cfg, pg, redis, keys, index, projector, auth, hub, metrics, log, state, version, ...caches, intersectPool };
+  const app: App = { cfg, pg, redis, keys, index, projector, commits, auth, hub, metrics, log, state, version, ...caches, intersectPool };
   const watchers = createWatchers(app);
   const server = createServer(app, { port: at.port, host: at.host, routes: [registerAdmin] });
   let metricsListener: MetricsListener | null = null;
@@ -159,7 +215,9 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
     { name: 'metrics', start: () => metrics.start(), stop: () => metrics.stop() },
     // now, not at the first stream: it also prunes expired change events
     { name: 'change-hub', start: () => hub.start(), stop: () => hub.close() },
-    { name: 'outbox-sweeper', start: () => projector.start(cfg.outboxSweepMs), stop: () => projector.stop() },
+    // (the outbox rows of writes applied since the last ack flush go now: the sweeper of the
+    // next start would only apply them again)
+    { name: 'outbox-sweeper', start: () => projector.start(cfg.outboxSweepMs), stop: () => (projector.stop(), projector.flushAcks()) },
     { name: 'invalidation', start: () => invalidation.start(), stop: () => invalidation.stop() },
     { name: 'near-check', start: () => nearCheck.start(), stop: () => nearCheck.stop() },
     // the first round (and the index rebuild it may start) completes before the port opens

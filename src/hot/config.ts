@@ -62,6 +62,14 @@ export interface Config {
   cookieSecure: boolean;
   /** largest request body accepted, bytes */
   maxBodyBytes: number;
+  /** largest body of the batch routes (POST .../services/batch), bytes */
+  maxBatchBodyBytes: number;
+  /** group commit of registrations: how long a batch waits for company, ms (0: end of the event-loop turn) */
+  groupCommitWindowMs: number;
+  /** group commit: most registrations per statement */
+  groupCommitMaxBatch: number;
+  /** group commit: statements in flight per thread (each holds one of the thread's 10 PostgreSQL connections) */
+  groupCommitConcurrency: number;
   /** deepest nesting of arrays and objects accepted in a JSON body */
   maxJsonDepth: number;
   /** SIGTERM grace period, milliseconds */
@@ -85,8 +93,12 @@ export interface Config {
   changesHeartbeatMs: number;
   /** change feed: events older than this are pruned, hours (also the resume horizon) */
   changesRetentionHours: number;
-  /** change feed: open streams per thread */
+  /** change feed: open streams per process, all uWS threads together (429 beyond) */
   changesMaxStreams: number;
+  /** change feed: open streams per client address, per process (429 beyond) */
+  changesStreamsPerAddress: number;
+  /** sandbox key maps (known and unknown key hashes), bytes per process, split evenly across uWS threads */
+  sandboxKeyCacheBytes: number;
   /** Piscina: intersections whose smallest set exceeds this run in the worker pool */
   heavyIntersectionThreshold: number;
   poolMaxQueue: number;
@@ -239,6 +251,15 @@ export function loadConfig(env: Env = process.env): Config {
     sessionAbsoluteSeconds: int(env, 'SESSION_ABSOLUTE_SECONDS', 12 * 3600, 60, 86400 * 30), // 12 h
     cookieSecure: bool(env, 'COOKIE_SECURE', true), // contract: Secure unless configured off (COOKIE_SECURE=false for local http)
     maxBodyBytes: int(env, 'MAX_BODY_BYTES', 64 * 1024, 1024, 16 * 1024 * 1024), // 64 KiB
+    // 1,000 registrations of a typical size (~300-600 bytes) fit 1 MiB; 4 MiB leaves room for
+    // larger ones (32 properties of 256 characters is ~10 KiB a service: such batches must be smaller)
+    maxBatchBodyBytes: int(env, 'MAX_BATCH_BODY_BYTES', 4 * 1024 * 1024, 1024, 64 * 1024 * 1024),
+    // 0: a batch is what arrived while the previous statements were in flight (no added
+    // latency when idle); bench/README.md, "Writes", has the measured alternatives
+    groupCommitWindowMs: int(env, 'GROUP_COMMIT_WINDOW_MS', 0, 0, 1000),
+    groupCommitMaxBatch: int(env, 'GROUP_COMMIT_MAX_BATCH', 256, 1, 1000),
+    // 4 of the thread's 10 connections: searches, patches and deletes keep the others
+    groupCommitConcurrency: int(env, 'GROUP_COMMIT_CONCURRENCY', 4, 1, 10),
     maxJsonDepth: int(env, 'MAX_JSON_DEPTH', 32, 1, 1000), // every body of the API is 3-4 levels deep; 32 leaves room
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     outboxSweepMs: int(env, 'OUTBOX_SWEEP_MS', 1000, 50, 600_000),
@@ -252,7 +273,13 @@ export function loadConfig(env: Env = process.env): Config {
     changesPollMs: int(env, 'CHANGES_POLL_MS', 250, 10, 60_000), // delivery latency vs. one tiny query per tick
     changesHeartbeatMs: int(env, 'CHANGES_HEARTBEAT_MS', 15_000, 100, 3_600_000), // keeps proxies from closing idle streams
     changesRetentionHours: int(env, 'CHANGES_RETENTION_HOURS', 168, 1, 24 * 365), // a week of resumable history
-    changesMaxStreams: int(env, 'CHANGES_MAX_STREAMS', 10_000, 1, 1_000_000),
+    changesMaxStreams: int(env, 'CHANGES_MAX_STREAMS', 10_000, 1, 1_000_000), // per process: each stream holds a socket and a few KiB
+    // per process: a few tabs or services of one office behind one NAT; one address cannot
+    // take the total (behind a proxy, set TRUSTED_PROXIES or every client is the proxy)
+    changesStreamsPerAddress: int(env, 'CHANGE_STREAMS_PER_ADDRESS', 32, 1, 1_000_000),
+    // per process (each uWS thread gets an equal share): ~200 bytes a known key, ~130 an
+    // unknown one (docs/decisions.md), so 16 MiB remember ~45,000 known keys a thread of 2
+    sandboxKeyCacheBytes: int(env, 'SANDBOX_KEY_CACHE_MB', 16, 1, 65_536) * 1024 * 1024,
     heavyIntersectionThreshold: int(env, 'HEAVY_INTERSECTION_THRESHOLD', 5_000, 0, 100_000_000), // 0 disables the pool
     poolMaxQueue: int(env, 'POOL_MAX_QUEUE', 64, 1, 100_000),
     poolThreads: int(env, 'POOL_THREADS', 1, 1, 64),

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { loadConfig, ConfigError, redactUrl, type Config } from './config.js';
 import { checkUwsNative } from './ops/native.js';
 import { createLogger } from './app.js';
-import { buildThread } from './compose.js';
+import { buildThread, processShared, type ProcessShared } from './compose.js';
 import { createPool } from './store/pool.js';
 import { migrate } from './store/migrator.js';
 import { ROOT } from './paths.js';
@@ -30,9 +30,9 @@ const CLOSE_MS = 250;
 /** the /metrics listener's port, once thread 0 listens (banner) */
 let metricsPortSeen: number | null = null;
 
-async function serveThread(cfg: Config, index: number): Promise<void> {
+async function serveThread(cfg: Config, index: number, shared: ProcessShared): Promise<void> {
   const log = createLogger(cfg, { thread: index });
-  const thread = buildThread(cfg, VERSION, log, { port: cfg.port, host: cfg.host, metrics: index === 0 }); // one /metrics listener per process
+  const thread = buildThread(cfg, VERSION, log, { port: cfg.port, host: cfg.host, metrics: index === 0 }, { shared }); // one /metrics listener per process
   await thread.start();
   const server = thread.server;
   metricsPortSeen = thread.metricsPort() ?? metricsPortSeen;
@@ -109,14 +109,16 @@ async function main(): Promise<void> {
     console.log(`  admin key:  ${cfg.adminApiKeyGenerated ? cfg.adminApiKey + '  (generated for this run; set ADMIN_API_KEY to fix it)' : '(from ADMIN_API_KEY)'}`);
   };
   if (cfg.uwsThreads === 1) {
-    await serveThread(cfg, 0);
+    await serveThread(cfg, 0, processShared());
     banner(cfg.port || 0);
     return;
   }
   const workers: Worker[] = [];
   let listening = 0;
+  // per-process caps (change streams) count on this shared memory, whatever the thread count
+  const shared = processShared();
   for (let i = 0; i < cfg.uwsThreads; i++) {
-    const w = new Worker(fileURLToPath(import.meta.url), { workerData: { cfg, index: i } });
+    const w = new Worker(fileURLToPath(import.meta.url), { workerData: { cfg, index: i, shared } });
     w.on('message', (m: { type: string; port: number; metricsPort?: number | null }) => {
       if (m.type === 'listening' && m.metricsPort != null) metricsPortSeen = m.metricsPort;
       if (m.type === 'listening' && ++listening === cfg.uwsThreads) banner(m.port);
@@ -165,8 +167,8 @@ if (isMainThread) {
     process.exit(1);
   });
 } else {
-  const d = workerData as { cfg: Config; index: number };
-  serveThread(d.cfg, d.index).catch((e: unknown) => {
+  const d = workerData as { cfg: Config; index: number; shared: ProcessShared };
+  serveThread(d.cfg, d.index, d.shared).catch((e: unknown) => {
     console.error(e);
     process.exit(1);
   });

@@ -67,35 +67,39 @@ export interface Bitmap {
 /** bitmapOf's cache: a set's array never changes in place (a change makes a new array). */
 const bitmaps = new WeakMap<Float64Array, Bitmap | null>();
 
-/** Bitmaps built so far (by this thread): a caller that holds arrays in a budget recounts them when it moved. */
-let built = 0;
-export const bitmapsBuilt = (): number => built;
-
 /** Bytes of the bitmap built for `a` (0: none built, or none possible). */
 export function bitmapBytes(a: Float64Array): number {
   return bitmaps.get(a)?.words.byteLength ?? 0;
 }
 
 /**
- * The array as a bitmap when that is no larger than the array itself (at least one member in
- * 64 of its range, and 64 members), else null. Built once per array and kept as long as it.
+ * The words a bitmap of `a` has or would have (Infinity: none possible), without building one:
+ * a bitmap when that is no larger than the array itself (at least one member in 64 of its
+ * range, and 64 members).
+ */
+export function bitmapWords(a: Float64Array): number {
+  if (a.length < 64) return Number.POSITIVE_INFINITY;
+  const n = Math.floor(a[a.length - 1]! / 32) - Math.floor(a[0]! / 32) + 1;
+  return n * 32 <= a.length * 64 ? n : Number.POSITIVE_INFINITY;
+}
+
+/**
+ * The array as a bitmap (bitmapWords), else null. Built once per array and kept as long as
+ * it: a caller that holds arrays in a budget counts it (intersectDense() says what it built).
  */
 export function bitmapOf(a: Float64Array): Bitmap | null {
   let bm = bitmaps.get(a);
   if (bm !== undefined) return bm;
   bm = null;
-  if (a.length >= 64) {
+  const n = bitmapWords(a);
+  if (Number.isFinite(n)) {
     const w0 = Math.floor(a[0]! / 32);
-    const n = Math.floor(a[a.length - 1]! / 32) - w0 + 1;
-    if (n * 32 <= a.length * 64) {
-      const words = new Int32Array(n);
-      for (let i = 0; i < a.length; i++) {
-        const x = a[i]!;
-        words[Math.floor(x / 32) - w0]! |= 1 << x % 32;
-      }
-      bm = { w0, words };
-      built++;
+    const words = new Int32Array(n);
+    for (let i = 0; i < a.length; i++) {
+      const x = a[i]!;
+      words[Math.floor(x / 32) - w0]! |= 1 << x % 32;
     }
+    bm = { w0, words };
   }
   bitmaps.set(a, bm);
   return bm;
@@ -143,14 +147,27 @@ function emit(m: number, w: number, after: number, out: Float64Array, n: number,
   return n;
 }
 
-/** intersectSorted(), over bitmaps when there are several sets and every one is dense. */
-export function intersectDense(arrays: Float64Array[], after: number, max: number): Float64Array {
-  if (arrays.length < 2) return intersectSorted(arrays, after, max);
+/** An intersection's members, and the bytes of the bitmaps it built (held as long as their arrays). */
+export interface Dense {
+  hits: Float64Array;
+  /** bytes of bitmaps this call built (0: none): the caller that holds the arrays counts them */
+  built: number;
+}
+
+/**
+ * intersectSorted(), over bitmaps when there are several sets and every one is dense. What it
+ * built is returned, not kept in a counter: the caller is the one writer of its budget.
+ */
+export function intersectDense(arrays: Float64Array[], after: number, max: number): Dense {
+  if (arrays.length < 2) return { hits: intersectSorted(arrays, after, max), built: 0 };
   const bms: Bitmap[] = [];
+  let built = 0;
   for (const a of arrays) {
+    const had = bitmaps.has(a);
     const b = bitmapOf(a);
-    if (!b) return intersectSorted(arrays, after, max);
+    if (!had && b) built += b.words.byteLength;
+    if (!b) return { hits: intersectSorted(arrays, after, max), built };
     bms.push(b);
   }
-  return intersectBitmaps(bms, after, max);
+  return { hits: intersectBitmaps(bms, after, max), built };
 }

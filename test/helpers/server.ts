@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { createLogger, type App } from '../../src/hot/app.js';
-import { buildThread, type Thread } from '../../src/hot/compose.js';
+import { buildThread, type Thread, type ThreadHooks } from '../../src/hot/compose.js';
 import { loadConfig, type Config } from '../../src/hot/config.js';
 import { checkUwsNative } from '../../src/hot/ops/native.js';
 import { createRedis, type RedisClient } from '../../src/hot/redis/client.js';
@@ -83,6 +83,22 @@ export interface StartOptions {
   redisKeyPrefix?: string;
   /** log through the production logger (redaction included) into this stream */
   logStream?: { write(line: string): void };
+  /** test hooks of the thread's parts (compose.ts, ThreadHooks) */
+  hooks?: ThreadHooks;
+  /** this node's wall clock as the rate limiter sees it (compose.ts ThreadHooks.now) */
+  now?: () => number;
+}
+
+/**
+ * A beforeApply hook to hand to startTestServer({ hooks }) whose behaviour the test sets
+ * later (`set`; null: pass).
+ */
+export function applyHook(): { hooks: ThreadHooks; set: (fn: ((ids: string[]) => Promise<void>) | null) => void } {
+  let current: ((ids: string[]) => Promise<void>) | null = null;
+  return {
+    hooks: { beforeApply: (ids) => (current ? current(ids) : Promise.resolve()) },
+    set: (fn) => (current = fn),
+  };
 }
 
 export async function startTestServer(opts: StartOptions = {}): Promise<TestServer> {
@@ -92,7 +108,7 @@ export async function startTestServer(opts: StartOptions = {}): Promise<TestServ
   const db = opts.databaseUrl ? { url: opts.databaseUrl, drop: async () => undefined } : await freshDatabase();
   const prefix = opts.redisKeyPrefix ?? 't' + randomBytes(4).toString('hex') + ':';
   const cfg = loadConfig({ ...baseEnv(), DATABASE_URL: db.url, REDIS_KEY_PREFIX: prefix, ...opts.env });
-  const thread = buildThread(cfg, 'test', opts.logStream ? createLogger(cfg, {}, opts.logStream) : pino({ level: cfg.logLevel }), { port: 0, host: '127.0.0.1' });
+  const thread = buildThread(cfg, 'test', opts.logStream ? createLogger(cfg, {}, opts.logStream) : pino({ level: cfg.logLevel }), { port: 0, host: '127.0.0.1' }, { hooks: { ...opts.hooks, now: opts.now } });
   await thread.start();
   const { app, server } = thread;
   const url = `http://127.0.0.1:${server.port}`;

@@ -20,7 +20,9 @@ async function errorCode(r: Response): Promise<string> {
 }
 
 t.test('admin auth', async (t) => {
-  const s = await startTestServer({ env: { SANDBOX_CREATE_PER_MINUTE: '1000' } });
+  // wrong keys by the dozen from one address: the throttle (admin-login-throttle.test.ts)
+  // would answer 429 before the 401s these tests are about
+  const s = await startTestServer({ env: { SANDBOX_CREATE_PER_MINUTE: '1000', LOGIN_FAILURES_PER_MINUTE: '1000' } });
   t.teardown(() => s.close());
   const sb = await createSandbox(s, 'Auth target');
 
@@ -159,5 +161,14 @@ t.test('admin auth', async (t) => {
     t.match(out.headers.get('set-cookie'), /^registry_admin=;.*Max-Age=0/, 'the cookie is cleared');
     t.equal((await s.req('/admin/api/stats', { headers: { cookie } })).status, 401, 'the session is gone');
     t.equal((await s.req('/admin/session', { method: 'DELETE', headers: { cookie, 'x-csrf-token': csrf } })).status, 401, 'a second logout is 401');
+  });
+
+  t.test('logout with the cookie and an admin Bearer ends the session too', async (t) => {
+    const { cookie } = await login(s);
+    t.equal((await s.req('/admin/api/stats', { headers: { cookie } })).status, 200, 'a live session');
+    const out = await s.req('/admin/session', { method: 'DELETE', headers: { cookie, authorization: `Bearer ${ADMIN_KEY}` } });
+    t.equal(out.status, 204, 'the Bearer needs no CSRF token');
+    t.match(out.headers.get('set-cookie'), /^registry_admin=;.*Max-Age=0/, 'the cookie is cleared');
+    t.equal((await s.req('/admin/api/stats', { headers: { cookie } })).status, 401, 'and the session it named is over');
   });
 });

@@ -10,7 +10,7 @@
 // input tests rather than in test/unit so that the whole hostile-input story is in one place.)
 import t from 'tap';
 import fc from 'fast-check';
-import { canonicalize, DEVICES_SPEC, encodeValue, SEARCH_SPEC, serialize, toFilters } from '../../src/hot/domain/canonical.js';
+import { canonicalize, DEVICES_SPEC, SEARCH_SPEC, serialize, toFilters } from '../../src/hot/domain/canonical.js';
 import { ApiError } from '../../src/hot/domain/errors.js';
 import { check, parseServiceCreate, parseServicePatch, validators } from '../../src/hot/domain/validation.js';
 import { nearService } from '../helpers/hostile.js';
@@ -41,6 +41,14 @@ t.test('the canonicaliser never throws, and its redirects land on canonical URLs
           return f.ok || typeof f.message === 'string';
         }
         const q = r.location.includes('?') ? r.location.slice(r.location.indexOf('?') + 1) : null;
+        // spelled canonically, checked without the code under test: known names in
+        // code-point order, each value unreserved characters, ':' or upper-case %XX
+        if (q !== null) {
+          const names = q.split('&').map((p) => p.slice(0, p.indexOf('=')));
+          if (!q.split('&').every((p) => /^[A-Za-z]+=([A-Za-z0-9._~:-]|%[0-9A-F]{2})+$/.test(p) && Object.hasOwn(spec, p.slice(0, p.indexOf('='))))) return false;
+          if (names.some((n, i) => i > 0 && n < names[i - 1]!)) return false;
+        }
+        // and a fixed point: canonicalising it again changes nothing
         const again = canonicalize('/services', q, spec);
         if (again.kind !== 'ok') return false; // a redirect must land on a canonical URL
         if (q !== null && again.canonical !== q) return false;
@@ -76,7 +84,28 @@ function respell(s: string, choices: number[]): string {
   return out;
 }
 
-t.test('every spelling of the same query lands on one canonical form', async (t) => {
+// The expected canonical form of a meaning, written from the contract's rules alone (never
+// with canonicalize, the code under test): names in code-point order, values de-duplicated
+// and sorted by code point, the default limit dropped, unreserved characters and ':' literal,
+// every other UTF-8 byte as %XX in upper case.
+const byCodePoint = (a: string, b: string) => {
+  const x = [...a].map((c) => c.codePointAt(0)!);
+  const y = [...b].map((c) => c.codePointAt(0)!);
+  for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i]! - y[i]!;
+  return x.length - y.length;
+};
+const byHand = (v: string) =>
+  [...Buffer.from(v, 'utf8')].map((b) => (/[A-Za-z0-9._~:-]/.test(String.fromCharCode(b)) ? String.fromCharCode(b) : '%' + b.toString(16).toUpperCase().padStart(2, '0'))).join('');
+function expectedQuery(m: { capability: string[]; property: string[]; protocol?: string; limit?: string }): string {
+  const parts: string[] = [];
+  for (const c of [...new Set(m.capability)].sort(byCodePoint)) parts.push('capability=' + byHand(c));
+  if (m.limit !== undefined && m.limit !== '100') parts.push('limit=' + m.limit);
+  for (const p of [...new Set(m.property)].sort(byCodePoint)) parts.push('property=' + byHand(p));
+  if (m.protocol !== undefined) parts.push('protocol=' + byHand(m.protocol));
+  return parts.join('&');
+}
+
+t.test('every spelling of the same query lands on the canonical form written from the rules', async (t) => {
   fc.assert(
     fc.property(meaning, fc.array(fc.nat(7), { minLength: 1, maxLength: 16 }), fc.boolean(), fc.nat(100), (m, choices, withUnknown, seed) => {
       const pairs: [string, string][] = [];
@@ -84,22 +113,73 @@ t.test('every spelling of the same query lands on one canonical form', async (t)
       for (const p of m.property) pairs.push(['property', p]);
       if (m.protocol) pairs.push(['protocol', m.protocol]);
       if (m.limit) pairs.push(['limit', m.limit]);
-      const expected = canonicalize('/services', pairs.map(([n, v]) => `${n}=${encodeValue(v)}`).join('&') || null, SEARCH_SPEC);
-      // the straightforward encoding, then a respelled, shuffled, duplicated one with noise
+      const canonicalQuery = expectedQuery(m);
+      // a respelled, shuffled, duplicated spelling with noise
       const spelled = pairs.map(([n, v]) => `${respell(n, choices)}=${respell(v, choices)}`);
       if (spelled.length) spelled.push(spelled[seed % spelled.length]!);
       if (withUnknown) spelled.push('utm_source=' + respell('x y', choices));
       spelled.sort((a, b) => ((a.length * 31 + seed) % 7) - ((b.length * 31 + seed) % 7));
-      const r = canonicalize('/services', spelled.join('&') || null, SEARCH_SPEC);
-      const canonicalQuery = expected.kind === 'ok' ? expected.canonical : expected.kind === 'redirect' ? (expected.location.split('?')[1] ?? '') : null;
-      if (canonicalQuery === null) return false;
-      if (r.kind === 'ok') return r.canonical === canonicalQuery;
-      if (r.kind === 'redirect') return r.location === (canonicalQuery ? '/services?' + canonicalQuery : '/services');
+      const raw = spelled.join('&') || null;
+      const r = canonicalize('/services', raw, SEARCH_SPEC);
+      if (r.kind === 'ok') return (raw ?? '') === canonicalQuery && r.canonical === canonicalQuery;
+      if (r.kind === 'redirect') return raw !== canonicalQuery && r.location === (canonicalQuery ? '/services?' + canonicalQuery : '/services');
       return false;
     }),
     { numRuns: RUNS },
   );
   t.pass(`${RUNS} meanings, each spelled differently`);
+});
+
+t.test('canonical forms written out by hand', async (t) => {
+  // [path, raw query (null: no '?'), expected: 'ok' (served as is) or the redirect's Location]
+  const table: [string, string | null, string][] = [
+    ['/services', null, 'ok'],
+    ['/services', '', '/services'], // a bare '?'
+    ['/services', 'capability=x', 'ok'],
+    ['/services', 'capability=X', '/services?capability=x'],
+    ['/services', 'capability=b&capability=a', '/services?capability=a&capability=b'],
+    ['/services', 'capability=a&capability=a', '/services?capability=a'],
+    ['/services', 'capability=', '/services'],
+    ['/services', 'capability=x&utm_source=mail', '/services?capability=x'],
+    ['/services', 'protocol=mqtt&deviceClass=sensor', '/services?deviceClass=sensor&protocol=mqtt'],
+    ['/services', 'deviceClass=sensor&protocol=mqtt', 'ok'],
+    ['/services', 'limit=100', '/services'],
+    ['/services', 'limit=0100', '/services'],
+    ['/services', 'limit=007', '/services?limit=7'],
+    ['/services', 'limit=1000', 'ok'],
+    ['/services', 'limit=abc', 'ok'], // kept as it is, then refused (400) by toFilters
+    ['/services', 'iotReady=true', 'ok'],
+    ['/services', 'iotReady=TRUE', '/services?iotReady=true'],
+    ['/services', 'iotReady=false', '/services'],
+    ['/services', 'iotReady=1', '/services'],
+    ['/services', 'property=Zone:EU', '/services?property=zone:EU'],
+    ['/services', 'property=k%3Av', '/services?property=k:v'],
+    ['/services', 'property=k:%e2%82%ac', '/services?property=k:%E2%82%AC'],
+    ['/services', 'property=k:%E2%82%AC', 'ok'],
+    ['/services', 'property=k:!', '/services?property=k:%21'],
+    ['/services', 'property=k:a~', 'ok'],
+    ['/services', 'property=k:a%7E', '/services?property=k:a~'],
+    ['/services', 'property=k:a+b', '/services?property=k:a%20b'],
+    ['/services', 'property=k:b&property=k:B', '/services?property=k:B&property=k:b'], // values are case-sensitive
+    // U+FFFF before U+10000: code points, not UTF-16 code units
+    ['/services', 'property=k:%F0%90%80%80&property=k:%EF%BF%BF', '/services?property=k:%EF%BF%BF&property=k:%F0%90%80%80'],
+    ['/services', 'after=12&capability=x', 'ok'],
+    ['/services', 'capability=x&after=12', '/services?after=12&capability=x'],
+    ['/devices', 'iotReady=true&capability=x', '/devices?capability=x'], // not a /devices parameter
+    ['/devices', 'property=k:v', '/devices'],
+    ['/devices', 'capability=x&deviceClass=sensor&limit=5&protocol=mqtt', 'ok'],
+  ];
+  for (const [path, raw, want] of table) {
+    const r = canonicalize(path, raw, path === '/devices' ? DEVICES_SPEC : SEARCH_SPEC);
+    const got = r.kind === 'ok' ? 'ok' : r.kind === 'redirect' ? r.location : `error: ${r.message}`;
+    t.equal(got, want, `${path}?${raw ?? ''}`);
+    if (r.kind === 'ok') t.equal(r.canonical, raw ?? '', `${path}?${raw ?? ''}: served with its own query`);
+  }
+  t.same(
+    table.filter(([, , w]) => w !== 'ok').map(([, , w]) => w.split('?')[1] ?? '').filter((q) => q !== '' && !/^([A-Za-z]+=([A-Za-z0-9._~:-]|%[0-9A-F]{2})+)(&[A-Za-z]+=([A-Za-z0-9._~:-]|%[0-9A-F]{2})+)*$/.test(q)),
+    [],
+    'every hand-written Location is itself spelled canonically',
+  );
 });
 
 t.test('the encoding tricks named in the brief: canonicalised or 400, never anything else', async (t) => {

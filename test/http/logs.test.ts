@@ -1,6 +1,7 @@
 // Logs: with ACCESS_LOG on, one JSON line per request (method, route, status, duration),
 // and no sandbox key, admin key, cookie, CSRF token or Authorization value anywhere in the
 // output, whatever the requests carried. Also the logger's own redaction paths.
+import http from 'node:http';
 import { Writable } from 'node:stream';
 import t from 'tap';
 import { createLogger } from '../../src/hot/app.js';
@@ -90,4 +91,46 @@ t.test('the logger redacts authorization, cookies and keys wherever they are put
   log.info({ authorization: 'Bearer s3cr3t-a', cookie: 'c=s3cr3t-b', apiKey: 's3cr3t-c', req: { headers: { authorization: 'Bearer s3cr3t-d', cookie: 's3cr3t-e' } }, body: { apiKey: 's3cr3t-f', key: 's3cr3t-g' } }, 'x');
   t.notMatch(cap.text, /s3cr3t/);
   t.match(cap.text, /\[redacted\]/);
+});
+
+/** GET from a chosen loopback address, with headers; resolves with the status */
+function getFrom(url: string, localAddress: string, headers: Record<string, string>): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const r = http.get(url, { localAddress, agent: false, headers }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    r.on('error', reject);
+  });
+}
+
+t.test('discovery stays anonymous: no line about /services/{id} or /replacements names the caller', async (t) => {
+  const cap = new Capture();
+  const s = await startTestServer({ env: { ACCESS_LOG: 'true', LOG_LEVEL: 'info', TRUSTED_PROXIES: '127.0.0.1' }, logStream: cap });
+  t.teardown(() => s.close());
+  const created = await s.admin('POST', '/admin/api/services', { endpoint: 'https://anon.example.com', capability: 'anon' });
+  t.equal(created.status, 201);
+  const { id } = (await created.json()) as { id: string };
+  t.equal((await s.admin('PATCH', `/admin/api/services/${id}`, { deprecated: true })).status, 200);
+  const ua = 'Distinctive-Agent/7.3 (anonymity-probe-5f1c)';
+  const direct = '127.0.0.9'; // not a trusted proxy: the connection's address is the client's
+  const forwarded = '198.51.100.77'; // through the trusted proxy 127.0.0.1
+  const headers = { 'user-agent': ua, 'x-request-probe': 'probe-header-value-93a1', accept: 'application/json' };
+  let made = 0;
+  for (const path of [`/services/${id}`, `/services/${id}/replacements`, '/services/nope', '/services/nope/replacements']) {
+    t.ok([200, 404].includes(await getFrom(s.url + path, direct, headers)), `${path} from ${direct}`);
+    t.ok([200, 404].includes(await getFrom(s.url + path, '127.0.0.1', { ...headers, 'x-forwarded-for': forwarded })), `${path} through the proxy`);
+    made += 2;
+  }
+  // the control: a route that does log the address, so the capture sees addresses at all
+  t.equal(await getFrom(s.url + '/services?capability=anon', direct, headers), 200);
+  made++;
+  for (let i = 0; i < 100 && cap.lines().filter((l) => l.msg === 'request').length < made + 2; i++) await new Promise((r) => setTimeout(r, 20));
+  const access = cap.lines().filter((l) => l.msg === 'request');
+  const discovery = access.filter((l) => l.route === '/services/:id' || l.route === '/services/:id/replacements');
+  t.equal(discovery.length, 8, 'the discovery requests are logged (method, route, status)');
+  t.ok(discovery.every((l) => !('remote' in l)), 'without a remote field');
+  const text = cap.lines().filter((l) => l.route === '/services/:id' || l.route === '/services/:id/replacements' || String(l.path ?? '').startsWith('/services/')).map((l) => JSON.stringify(l)).join('\n');
+  for (const v of [direct, forwarded, ua, 'anonymity-probe-5f1c', 'probe-header-value-93a1']) t.notOk(text.includes(v), `no ${v} in their lines`);
+  t.match(access.find((l) => l.route === '/services'), { remote: direct }, 'the control line of /services has the address');
 });

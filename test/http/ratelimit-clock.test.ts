@@ -1,6 +1,6 @@
 // One clock for rate-limit buckets (issue 15): two nodes whose clocks disagree by two
 // minutes share one sandbox's window, and together admit exactly the limit. The node clock
-// is injected (SandboxAuth.now); the buckets must come from Redis's clock.
+// is injected (the `now` option of SandboxAuth); the buckets must come from Redis's clock.
 import t from 'tap';
 import { createSandbox, startTestServer } from '../helpers/server.js';
 
@@ -8,9 +8,9 @@ t.test('two nodes with skewed clocks never admit more than the limit', async (t)
   const env = { TIERS: 'free=30,pro=600,enterprise=6000' };
   const a = await startTestServer({ env });
   t.teardown(() => a.close());
-  const b = await startTestServer({ env, databaseUrl: a.cfg.databaseUrl, redisKeyPrefix: a.cfg.redisKeyPrefix });
+  // B's clock is two minutes behind
+  const b = await startTestServer({ env, databaseUrl: a.cfg.databaseUrl, redisKeyPrefix: a.cfg.redisKeyPrefix, now: () => Date.now() - 120_000 });
   t.teardown(() => b.stop());
-  b.app.auth.now = () => Date.now() - 120_000; // B's clock is two minutes behind
   const sb = await createSandbox(a);
   const hit = async (node: typeof a) => (await node.req(`/sandbox/${sb.uuid}/services`, { headers: { authorization: `Bearer ${sb.apiKey}` } })).status;
   const onA: number[] = [];

@@ -5,23 +5,24 @@
 // the apply fail (real Redis, no mocks).
 import t from 'tap';
 import { gate } from '../helpers/interleave.js';
-import { createSandbox, startTestServer } from '../helpers/server.js';
+import { applyHook, createSandbox, startTestServer } from '../helpers/server.js';
 
 const TIERS = 'free=60,pro=600,enterprise=6000';
 
 t.test('two tier changes racing: the later commit wins in Redis', async (t) => {
-  const s = await startTestServer({ env: { TIERS, OUTBOX_SWEEP_MS: '600000' } });
+  const hook = applyHook();
+  const s = await startTestServer({ env: { TIERS, OUTBOX_SWEEP_MS: '600000' }, hooks: hook.hooks });
   t.teardown(() => s.close());
   const sb = await createSandbox(s);
   let arm = true;
   const loaded = gate();
   const go = gate();
-  s.app.projector.beforeApply = async (ids) => {
+  hook.set(async (ids) => {
     if (!arm || !ids.includes(sb.uuid)) return;
     arm = false;
     loaded.open();
     await go.wait;
-  };
+  });
   const first = s.admin('POST', `/admin/api/sandboxes/${sb.uuid}/tier`, { tier: 'pro' });
   await loaded.wait; // committed, about to reach Redis
   const second = await s.admin('POST', `/admin/api/sandboxes/${sb.uuid}/tier`, { tier: 'enterprise' });

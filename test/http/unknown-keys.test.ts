@@ -1,10 +1,13 @@
-// A client repeating a well-formed but unknown sandbox key (401 on sandbox routes,
-// production's answers on /services, as the contract says) costs one PostgreSQL look-up
-// per remembering period, not one per request; a valid key is never affected.
+// A well-formed but unknown sandbox key (401 on sandbox routes, production's answers on
+// /services, as the contract says) costs PostgreSQL nothing while the Redis index is
+// complete: the index holds every key hash, so a miss there is the answer. Only while the
+// index is incomplete (here: its marker deleted, as a FLUSHALL would) is PostgreSQL asked,
+// and then once per remembering period, not once per request; a valid key is never affected.
 import t from 'tap';
 import { keyed, serve } from '../helpers/checks.js';
 import { createSandbox } from '../helpers/server.js';
 import { newSandboxKey } from '../../src/hot/sandbox/keys.js';
+import { PRODUCTION } from '../../src/hot/domain/keys.js';
 
 const s = await serve(t);
 
@@ -13,26 +16,60 @@ let lookups = 0;
 const pool = s.app.pg as unknown as { query: (...a: unknown[]) => unknown };
 const real = pool.query.bind(pool);
 pool.query = (...a: unknown[]) => {
-  if (typeof a[0] === 'string' && a[0].includes('WHERE key_hash = $1')) lookups++;
+  const text = typeof a[0] === 'string' ? a[0] : (a[0] as { text?: string } | undefined)?.text ?? '';
+  // look-ups by key hash only (a rebuild reads every sandbox's hash: that is no look-up)
+  if (/\bsandboxes\b/.test(text) && /WHERE\s+key_hash\b/.test(text)) lookups++;
   return real(...a);
 };
 
-t.test('an unknown key is looked up once, then refused from memory', async (t) => {
-  const real = await createSandbox(s, 'Known');
-  // well-formed, checksum and all, but never issued (a key with a bad checksum is refused
-  // with no look-up at all: test/http/sandbox-keys.test.ts)
-  const wrong = newSandboxKey('Known').key;
+/** `n` requests, `width` at a time */
+async function spread(n: number, width: number, f: (i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(Array.from({ length: width }, async () => {
+    while (next < n) await f(next++);
+  }));
+}
+
+t.test('1,000 unknown checksum-valid keys: no PostgreSQL look-up while the index is complete', async (t) => {
+  const known = await createSandbox(s, 'Known');
+  const before = lookups;
+  const statuses = new Map<number, number>();
+  await spread(1000, 16, async (i) => {
+    const forged = newSandboxKey(`forged${i % 7}`).key; // checksum and all, never issued
+    const r = await s.req(i % 2 ? '/services' : `/sandbox/${known.uuid}/services`, keyed(forged));
+    await r.body?.cancel();
+    statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
+  });
+  t.same(Object.fromEntries(statuses), { 200: 500, 401: 500 }, '/services answers production, the sandbox route 401');
+  t.equal(lookups - before, 0, 'no key-hash query reached PostgreSQL');
+  t.equal(s.app.auth.stats.pgLookups, 0, 'the resolver asked PostgreSQL for none of them');
+  t.ok(s.app.auth.keyMapBytes() > 0 && s.app.auth.keyMapBytes() <= s.cfg.sandboxKeyCacheBytes, 'the key maps hold them within their byte budget');
+  const ok = await s.req(`/sandbox/${known.uuid}/services`, keyed(known.apiKey));
+  t.equal(ok.status, 200, 'the real key still works');
+  await ok.body?.cancel();
+  const fresh = await createSandbox(s, 'Fresh');
+  const r = await s.req(`/sandbox/${fresh.uuid}/services`, keyed(fresh.apiKey));
+  t.equal(r.status, 200, 'a key issued after the flood resolves at once');
+  await r.body?.cancel();
+});
+
+t.test('while the index is incomplete, an unknown key is looked up once, then refused from memory', async (t) => {
+  const known = await createSandbox(s, 'Other');
+  const gen = s.app.index.gen!;
+  t.ok(gen, 'a live generation');
+  // the index emptied under the server (its production marker gone): a miss is no answer
+  await s.app.redis.del(s.app.keys.ver(PRODUCTION, gen));
+  const wrong = newSandboxKey('Other').key;
   const before = lookups;
   for (let i = 0; i < 20; i++) {
     const r = await s.req('/services', keyed(wrong));
-    t.equal(r.status, 200, '/services with an unknown key: production');
     await r.body?.cancel();
-    const r2 = await s.req(`/sandbox/${real.uuid}/services`, keyed(wrong));
+    const r2 = await s.req(`/sandbox/${known.uuid}/services`, keyed(wrong));
     t.equal(r2.status, 401);
     await r2.body?.cancel();
   }
   t.equal(lookups - before, 1, 'one PostgreSQL look-up for 40 requests');
-  const ok = await s.req(`/sandbox/${real.uuid}/services`, keyed(real.apiKey));
+  const ok = await s.req(`/sandbox/${known.uuid}/services`, keyed(known.apiKey));
   t.equal(ok.status, 200, 'the real key still works');
   await ok.body?.cancel();
 });

@@ -16,9 +16,10 @@ import { ApiError } from '../../src/hot/domain/errors.js';
 import { parseServiceCreate, parseServicePatch } from '../../src/hot/domain/validation.js';
 import { bulkReplacements, bulkUpsert } from '../../src/hot/store/bulk.js';
 import { createPool, type Pool } from '../../src/hot/store/pool.js';
+import { createService, patchService } from '../../src/hot/store/writes.js';
 import { migrate } from '../../src/hot/store/migrator.js';
 import { MEMBER_RULE } from '../../src/hot/domain/dimensions.js';
-import { addReplacement, backfillIndexText, createService, deleteService, loadIndexPage, loadIndexStates, newServiceId, patchService } from '../../src/hot/store/services.js';
+import { addReplacement, backfillIndexText, deleteService, loadIndexPage, loadIndexStates, newServiceId } from '../../src/hot/store/services.js';
 import { seedServices } from '../helpers/processes.js';
 import { freshDatabase } from '../helpers/server.js';
 // the same hostile bodies as test/pg/rebuild-bytes.test.ts

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { ResultCache } from '../../src/hot/cache/result-cache.js';
+import { ENTRY_OVERHEAD, ownBuffer, ResultCache, stringBytes } from '../../src/hot/cache/result-cache.js';
 
 const v = (s: string) => ({ body: Buffer.from(s), headers: [] as [string, string][], etag: '"e"' });
 
@@ -44,25 +44,55 @@ t.test('entries expire and the size is bounded', async (t) => {
 });
 
 t.test('bounded by bytes: the oldest entries go, sizes are accounted exactly', async (t) => {
-  const c = new ResultCache(1000, 60_000, 3 * (1 + 1003)); // three 1000-byte bodies with 3-char ETags under 1-char keys
+  // an entry: its measured overhead, its key and ETag as heap strings, its body's whole buffer
+  const one = ENTRY_OVERHEAD + stringBytes('a') + 1000 + stringBytes('"e"');
+  const c = new ResultCache(1000, 60_000, 3 * one); // three 1000-byte bodies with 3-char ETags under 1-char keys
   const body = (ch: string) => ({ body: Buffer.alloc(1000, ch), headers: [] as [string, string][], etag: '"e"' });
   for (const k of ['a', 'b', 'c']) c.set(k, 'n', c.version('n'), body(k));
   t.equal(c.size, 3);
-  t.equal(c.bytes, 3012);
+  t.equal(c.bytes, 3 * one);
   c.set('d', 'n', c.version('n'), body('d'));
   t.equal(c.size, 3, 'one went to make room');
   t.equal(c.get('a', 'n'), null, 'the oldest');
   t.ok(c.get('d', 'n'));
-  t.equal(c.bytes, 3012);
+  t.equal(c.bytes, 3 * one);
   c.set('d', 'n', c.version('n'), body('e'));
-  t.equal(c.bytes, 3012, 'replacing a key does not count it twice');
+  t.equal(c.bytes, 3 * one, 'replacing a key does not count it twice');
   t.equal(c.get('d', 'n')?.body[0], 'e'.charCodeAt(0));
-  c.set('big', 'n', c.version('n'), { body: Buffer.alloc(5000), headers: [], etag: '"e"' });
+  c.set('big', 'n', c.version('n'), { body: Buffer.alloc(3 * one), headers: [], etag: '"e"' });
   t.equal(c.get('big', 'n'), null, 'an entry larger than the whole cache is not stored');
   t.equal(c.size, 3, 'and evicts nothing');
   c.invalidate('n');
   t.equal(c.get('b', 'n'), null);
-  t.equal(c.bytes, 2008, 'a dead entry found on a look-up is freed');
+  t.equal(c.bytes, 2 * one, 'a dead entry found on a look-up is freed');
+  c.clear();
+  t.equal(c.bytes, 0);
+});
+
+t.test('a body is counted at the buffer it keeps alive; a pooled slice is stored as a copy of its own', async (t) => {
+  const c = new ResultCache(1000, 60_000);
+  const small = Buffer.from('[]'); // a slice of Node's shared 8 KiB pool
+  t.ok(small.buffer.byteLength > small.byteLength, '(pooled)');
+  c.set('k', 'n', c.version('n'), { body: small, headers: [], etag: '"e"' });
+  t.equal(c.bytes, ENTRY_OVERHEAD + stringBytes('k') + small.buffer.byteLength + stringBytes('"e"'), 'the slab it keeps, counted');
+  const own = ownBuffer(small);
+  t.not(own, small);
+  t.equal(own.buffer.byteLength, 2, 'a buffer of its own, exactly its size');
+  t.equal(own.toString(), '[]');
+  const exact = Buffer.allocUnsafeSlow(8);
+  t.equal(ownBuffer(exact), exact, 'a buffer that is its own is kept as it is');
+  t.not(ownBuffer(exact, true), exact, 'unless a copy is asked for (scratch memory)');
+});
+
+t.test('the doorkeeper\'s keys are counted, and bounded by a sixteenth of the budget', async (t) => {
+  const c = new ResultCache(1_000_000, 60_000, 16 * 1024);
+  let most = 0;
+  for (let i = 0; i < 10_000; i++) {
+    c.admitOnSecond('k'.repeat(50) + i);
+    most = Math.max(most, c.bytes);
+  }
+  t.ok(most <= 1024, `within 1/16 of the budget (at most ${most})`);
+  t.ok(c.bytes > 0, 'counted');
   c.clear();
   t.equal(c.bytes, 0);
 });

@@ -242,3 +242,22 @@ t.test('CursorMemo: a paged query it answers is exactly what the full path gives
   t.equal(memo.lookup('after=6&'), null, 'the same with a trailing "&" (a redirect): not answered');
   t.ok(answered > 500, `the memo answered ${answered} paged queries, each as the full path does`);
 });
+
+t.test('CursorMemo: bounded by bytes as well as entries (a key is as long as a query may be)', async (t) => {
+  const memo = new CursorMemo(1_000_000, 64 * 1024);
+  let most = 0;
+  let learnt = 0;
+  for (let i = 0; i < 500; i++) {
+    const q = `after=7&capability=${'c'.repeat(60)}.${i}&property=${'k'.repeat(60)}:${'v'.repeat(200)}`;
+    const c = canonicalize('/services', q, SEARCH_SPEC);
+    if (c.kind !== 'ok') throw new Error(`not canonical: ${c.kind}`);
+    const f = toFilters(c.params, SEARCH_SPEC);
+    if (!f.ok) throw new Error(f.message);
+    memo.learn({ params: c.params, filters: f.filters, canonical: c.canonical });
+    most = Math.max(most, memo.bytes);
+    if (memo.lookup(q)) learnt++;
+  }
+  t.equal(learnt, 500, 'each one answered from the memo right after it was learnt');
+  t.ok(most <= 64 * 1024, `never above its bytes (at most ${most})`);
+  t.ok(most > 32 * 1024, '(and it filled them)');
+});

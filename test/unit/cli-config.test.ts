@@ -4,6 +4,10 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
 
+// a dozen cold starts of the server: at a load average of 25 each took 10-12 s, past tap's
+// default 120 s for the file
+t.setTimeout(600_000);
+
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 const run = (file: string, env: Record<string, string>, args: string[] = []) =>
   spawnSync(process.execPath, [file, ...args], { cwd: root, env: { PATH: process.env.PATH ?? '', ...env }, encoding: 'utf8', timeout: 30_000 });

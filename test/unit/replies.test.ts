@@ -74,8 +74,11 @@ t.test('bucket decoding', async (t) => {
 });
 
 t.test('rate-limit and poll-data', async (t) => {
-  t.same(rateLimitReply([-1]), [-1]);
-  t.same(rateLimitReply([1, 60, 1, 0, 5, 0, 7, 4000, 0]), [1, 60, 1, 0, 5, 0, 7, 4000, 0]);
+  t.equal(rateLimitReply([-1]), NOT_INDEXED);
+  t.same(rateLimitReply([1, 60, 1, 0, 5, 3, 7, 4000, 0]), { admitted: true, limit: 60, used: 1, retryAfter: 0, reset: 5, granted: 3, bucket: 7, leftMs: 4000, retryAfterMs: 0 });
+  t.same(rateLimitReply([0, 60, 60, 4, 4, 0, 7, 4000, 3500]), { admitted: false, limit: 60, used: 60, retryAfter: 4, reset: 4, granted: 0, bucket: 7, leftMs: 4000, retryAfterMs: 3500 });
+  t.throws(() => rateLimitReply([1, 60, 1]), /rate-limit/, 'a short reply (script and caller out of step)');
+  t.throws(() => rateLimitReply([2, 60, 1, 0, 5, 3, 7, 4000, 0]), /rate-limit/, 'admitted is 1 or 0');
   t.throws(() => rateLimitReply([1, '60']), /rate-limit/);
   t.throws(() => rateLimitReply(-1), UnexpectedReply);
   t.equal(pollReply([-1]), null);

@@ -59,3 +59,22 @@ t.test('pre-checksum keys (32 characters after _sb_) are legacy; other lengths a
     t.equal(keyShape(k), 'invalid', k);
   }
 });
+
+t.test('every checksum character flipped in case is refused (the checksum is case-sensitive)', async (t) => {
+  // base62 tells 'a' from 'A': a key whose checksum differs only in the case of one
+  // character is mistyped or forged, and must not pass for the real one
+  let flipped = 0;
+  for (let i = 0; flipped < 60; i++) {
+    const { key } = newSandboxKey('case ' + i);
+    const cut = key.length - 6;
+    for (let j = cut; j < key.length; j++) {
+      const c = key[j]!;
+      const other = c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase();
+      if (other === c) continue; // a digit has no case
+      const forged = key.slice(0, j) + other + key.slice(j + 1);
+      t.equal(keyShape(forged), 'invalid', `${key}: checksum character ${j - cut} as ${other}`);
+      flipped++;
+    }
+  }
+  t.ok(flipped >= 60, `${flipped} flipped characters checked`);
+});

@@ -4,6 +4,12 @@
 // and entries made under an older version are dead. Entries also expire after `ttlMs`, the
 // bound on staleness should an invalidation message be lost (the subscriber's reconnects
 // clear everything, too).
+//
+// Bounded by the bytes it holds (this thread's share of RESULT_CACHE_MB, a process total):
+// each entry's key and strings at their length plus a string header, its body at the
+// byteLength of the buffer it keeps alive, and the objects around them at a constant
+// measured with bench/overheads.ts (docs/decisions.md, "Budgets that hold in resident memory");
+// the admission doorkeeper's keys are counted too.
 import type { Headers } from '../http/types.js';
 import { SingleFlight } from './single-flight.js';
 
@@ -25,11 +31,40 @@ type Entry<V> = V & {
   bytes: number;
 };
 
-/** Approximate memory of a serialised result: its body and headers. */
+/**
+ * Measured in resident memory (bench/overheads.ts): an entry apart from its key's and
+ * strings' characters and its body's buffer: the entry object, the Buffer object and its
+ * backing store, the headers array, its slot in the Map, and the heap's slack around them.
+ * RSS grew ~1,580 B an entry over 400,000 empty pages (heapUsed: ~980 B), of which ~140 are
+ * its strings: rounded up.
+ */
+export const ENTRY_OVERHEAD = 1536;
+/** a doorkeeper key apart from its characters: its Map slot and the heap number beside it */
+export const SEEN_OVERHEAD = 64;
+/** a string's header (its characters: one byte each, keys and headers are ASCII) */
+const STRING_HEADER = 24;
+/** A string's bytes on the heap: its characters and its header, rounded up to words. */
+export const stringBytes = (s: string) => (STRING_HEADER + s.length + 7) & ~7;
+
+/**
+ * Memory a serialised result keeps alive: its body's whole buffer (a slice of a shared pool
+ * slab keeps the slab: search.ts stores bodies in buffers of their own), its strings.
+ */
 export function resultBytes(v: CachedResult): number {
-  let n = v.body.byteLength + v.etag.length;
-  for (const [k, x] of v.headers) n += k.length + x.length;
+  let n = v.body.buffer.byteLength + stringBytes(v.etag);
+  for (const [k, x] of v.headers) n += stringBytes(k) + stringBytes(x);
   return n;
+}
+
+/**
+ * `b` in a buffer of its own, exactly its size (a slice of a pool slab would keep the slab
+ * alive); `copy`: always a copy (`b` is scratch memory that will be reused).
+ */
+export function ownBuffer(b: Buffer, copy = false): Buffer {
+  if (!copy && b.byteOffset === 0 && b.byteLength === b.buffer.byteLength) return b;
+  const out = Buffer.allocUnsafeSlow(b.byteLength);
+  out.set(b);
+  return out;
 }
 
 /** V: what an entry holds (a serialised result by default). */
@@ -43,9 +78,10 @@ export class ResultCache<V extends object = CachedResult> {
   /** misses of one key (and version) share one computation */
   readonly flights = new SingleFlight<V>();
   /** sum of the stored entries' sizes */
-  bytes = 0;
-  /** keys asked once (admitOnSecond), with when: a doorkeeper, emptied when it reaches maxEntries */
+  private stored = 0;
+  /** keys asked once (admitOnSecond), with when: a doorkeeper, emptied when it reaches maxEntries or 1/16 of maxBytes */
   private seenOnce = new Map<string, number>();
+  private seenBytes = 0;
   /**
    * How long an entry stays, lately (ms): a moving average over insertions of the age of
    * the entry each one evicted, or of the TTL when it evicted none. Under churn (a cache
@@ -67,9 +103,14 @@ export class ResultCache<V extends object = CachedResult> {
     this.lifetimeMs = ttlMs;
   }
 
+  /** bytes held: the entries and the doorkeeper's keys */
+  get bytes(): number {
+    return this.stored + this.seenBytes;
+  }
+
   private drop(key: string, e: Entry<V>): void {
     this.entries.delete(key);
-    this.bytes -= e.bytes;
+    this.stored -= e.bytes;
   }
 
   /** Take the version before reading Redis; store with it (a write in between wins). */
@@ -91,7 +132,7 @@ export class ResultCache<V extends object = CachedResult> {
 
   set(key: string, ns: string, version: number, value: V, ttlMs = this.ttlMs): void {
     if (this.maxEntries === 0 || version !== this.version(ns)) return;
-    const bytes = key.length + this.sizeOf(value);
+    const bytes = ENTRY_OVERHEAD + stringBytes(key) + this.sizeOf(value);
     if (bytes > this.maxBytes) return; // larger than the whole cache: not worth evicting for
     const old = this.entries.get(key);
     if (old) this.drop(key, old);
@@ -105,7 +146,7 @@ export class ResultCache<V extends object = CachedResult> {
     }
     this.lifetimeMs += (age - this.lifetimeMs) / 64;
     this.entries.set(key, { ...value, ns, version, expires: now + Math.min(ttlMs, this.ttlMs), at: now, bytes } as Entry<V>);
-    this.bytes += bytes;
+    this.stored += bytes;
   }
 
   /**
@@ -121,10 +162,13 @@ export class ResultCache<V extends object = CachedResult> {
     const first = this.seenOnce.get(key);
     if (first !== undefined) {
       this.seenOnce.delete(key);
+      this.seenBytes -= SEEN_OVERHEAD + stringBytes(key);
       if (now - first <= this.lifetimeMs) return true;
     }
-    if (this.seenOnce.size >= this.maxEntries) this.seenOnce.clear();
+    const size = SEEN_OVERHEAD + stringBytes(key);
+    if (this.seenOnce.size >= this.maxEntries || this.seenBytes + size > this.maxBytes / 16) this.clearSeen();
     this.seenOnce.set(key, now);
+    this.seenBytes += size;
     return false;
   }
 
@@ -132,11 +176,16 @@ export class ResultCache<V extends object = CachedResult> {
     this.versions.set(ns, (this.versions.get(ns) ?? 0) + 1);
   }
 
+  private clearSeen(): void {
+    this.seenOnce.clear();
+    this.seenBytes = 0;
+  }
+
   clear(): void {
     this.epoch++;
-    this.seenOnce.clear();
+    this.clearSeen();
     this.entries.clear();
-    this.bytes = 0;
+    this.stored = 0;
   }
 
   get size(): number {

@@ -13,6 +13,7 @@ import type { Reply } from '../http/route.js';
 import type { Pool } from '../store/pool.js';
 import { changeStreams, countBackendError } from '../ops/metrics.js';
 import { lastChangeId, pruneChanges, readAllChanges, readChanges, type ChangeEvent } from './events.js';
+import { StreamShares } from './shares.js';
 
 const BATCH = 500;
 const PRUNE_EVERY_MS = 10 * 60_000;
@@ -43,9 +44,14 @@ export class ChangeHub {
   private starting: Promise<void> | null = null;
   private closed = false;
 
+  /**
+   * `shares`: the process's stream counters (total and per address), shared by its threads
+   * (shares.ts); the route reserves a slot there before it awaits anything
+   */
   constructor(
     private readonly pg: Pool,
     private readonly cfg: Config,
+    readonly shares: StreamShares = new StreamShares(cfg.changesMaxStreams, cfg.changesStreamsPerAddress),
   ) {}
 
   /** Start pruning expired change events (at start-up, not at the first stream). */

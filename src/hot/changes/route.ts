@@ -36,26 +36,35 @@ export function registerChanges(uws: TemplatedApp, app: App, o: RouteOptions): v
     // refusals come before the key is counted against its rate limit; while draining, a
     // stream opened now would only be cut again
     if (hub.isClosed()) throw new ApiError('UNAVAILABLE', 'the server is shutting down; reconnect', { 'Retry-After': '1' });
-    if (hub.size() >= app.cfg.changesMaxStreams) {
-      throw new ApiError('OVERLOADED', 'too many open change streams; try again later', { 'Retry-After': '5' });
+    // the slot is taken now, synchronously, before any await (concurrent opens never hold
+    // one more than a cap), and given back on every way out: refusal, error, client gone,
+    // stream ended (attach() resolves then)
+    const release = hub.shares.reserve(req.remote);
+    if (release === 'total') throw new ApiError('RATE_LIMITED', 'too many open change streams on this server; try again later', { 'Retry-After': '5' });
+    if (release === 'address') {
+      throw new ApiError('RATE_LIMITED', `at most ${hub.shares.perAddress} open change streams per client address; close one or try again later`, { 'Retry-After': '5' });
     }
-    const after = parseLastEventId(req.extra?.['last-event-id'] ?? '', req.query);
-    let ns = PRODUCTION;
-    const headers: Headers = [
-      ['Content-Type', 'text/event-stream; charset=utf-8'],
-      ['Cache-Control', 'no-store'],
-      ['Vary', 'Authorization'],
-      ['X-Accel-Buffering', 'no'], // proxies must not buffer a stream
-    ];
-    const key = req.authorization ? bearerKey(req.authorization) : '';
-    const uuid = key ? await app.auth.resolve(key) : null;
-    if (uuid) {
-      ns = uuid;
-      headers.push(...(await app.auth.limitOrThrow(uuid)));
+    try {
+      const after = parseLastEventId(req.extra?.['last-event-id'] ?? '', req.query);
+      let ns = PRODUCTION;
+      const headers: Headers = [
+        ['Content-Type', 'text/event-stream; charset=utf-8'],
+        ['Cache-Control', 'no-store'],
+        ['Vary', 'Authorization'],
+        ['X-Accel-Buffering', 'no'], // proxies must not buffer a stream
+      ];
+      const key = req.authorization ? bearerKey(req.authorization) : '';
+      const uuid = key ? await app.auth.resolve(key) : null;
+      if (uuid) {
+        ns = uuid;
+        headers.push(...(await app.auth.limitOrThrow(uuid)));
+      }
+      const start = after ?? (await hub.latest());
+      // `retry:` tells EventSource how long to wait before reconnecting
+      if (!reply.begin(200, headers, `retry: 2000\n: stream of ${ns === PRODUCTION ? 'production' : 'sandbox'} changes after ${start}\n\n`)) return;
+      await hub.attach(reply, ns, start);
+    } finally {
+      release();
     }
-    const start = after ?? (await hub.latest());
-    // `retry:` tells EventSource how long to wait before reconnecting
-    if (!reply.begin(200, headers, `retry: 2000\n: stream of ${ns === PRODUCTION ? 'production' : 'sandbox'} changes after ${start}\n\n`)) return;
-    await hub.attach(reply, ns, start);
-  }, { ...o, headers: ['last-event-id'] });
+  }, { ...o, headers: ['last-event-id'], remote: true }); // the client address: per-address share
 }

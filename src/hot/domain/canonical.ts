@@ -193,6 +193,14 @@ export interface Canonical {
 }
 
 /**
+ * A CursorMemo entry's bytes, measured (bench/overheads.ts): its objects (params Map, value
+ * arrays, filters object, Map slot) apart from characters, and per character of its key:
+ * the key, the params' names and values and the filters' strings each hold it about once.
+ */
+export const MEMO_OVERHEAD = 1024; // RSS grew ~1,070 B an entry of 63 characters over 400,000
+export const MEMO_PER_CHAR = 3;
+
+/**
  * Paging asks one query again and again with only `after` changed. `after` sorts before every
  * other parameter name of both specs, so a canonical query with a cursor is "after=<cursor>"
  * or "after=<cursor>&<rest>", where <rest> is itself canonical (the query without its cursor).
@@ -204,8 +212,14 @@ export interface Canonical {
  */
 export class CursorMemo {
   private m = new Map<string, { params: Params; filters: Filters }>();
+  /** bytes held (MEMO_OVERHEAD + MEMO_PER_CHAR per character of the key), emptied with the map */
+  bytes = 0;
 
-  constructor(readonly max = 4096) {}
+  /** bounded by entries and by bytes (a key is as long as a query may be) */
+  constructor(
+    readonly max = 4096,
+    readonly maxBytes = 1024 * 1024,
+  ) {}
 
   lookup(raw: string | null): Canonical | null {
     if (raw === null || !raw.startsWith('after=')) return null;
@@ -226,10 +240,15 @@ export class CursorMemo {
     const amp = c.canonical.indexOf('&');
     const rest = amp < 0 ? '' : c.canonical.slice(amp + 1);
     if (this.m.has(rest)) return;
-    if (this.m.size >= this.max) this.m.clear();
+    const size = MEMO_OVERHEAD + MEMO_PER_CHAR * rest.length;
+    if (this.m.size >= this.max || this.bytes + size > this.maxBytes) {
+      this.m.clear();
+      this.bytes = 0;
+    }
     const params: Params = new Map(c.params);
     params.delete('after');
     this.m.set(rest, { params, filters: { ...c.filters, after: null } });
+    this.bytes += size;
   }
 }
 

@@ -41,6 +41,24 @@ function serviceWrites(base: string, security: Obj[], tag: string, extra: Obj[] 
     [base]: {
       post: { ...sec, summary: 'Register a service', requestBody: { required: true, ...json('#/components/schemas/ServiceCreate') }, responses: { 201: { description: 'created', ...json('#/components/schemas/Service') }, 400: err('invalid body'), 401: err('no valid key'), 413: err('body too large'), 429: r429, 503: err('database unavailable') } },
     },
+    [`${base}/batch`]: {
+      post: {
+        ...sec,
+        summary:
+          'Register 1-1000 services at once: all or nothing (one transaction), answered in order. Its own body limit (MAX_BATCH_BODY_BYTES, default 4 MiB).' +
+          (tag === 'sandbox' ? ' Counts as one request per service against the rate limit; when the window has no room for all of them: 429 and nothing written.' : ' Not rate-limited.'),
+        requestBody: { required: true, ...json({ type: 'object', additionalProperties: false, required: ['services'], properties: { services: { type: 'array', minItems: 1, maxItems: 1000, items: { $ref: '#/components/schemas/ServiceCreate' } } } }) },
+        responses: {
+          201: { description: 'created: the services, in the order of the request', ...json({ type: 'object', properties: { services: { type: 'array', items: { $ref: '#/components/schemas/Service' } } } }) },
+          400: err('invalid body: the message names the index of the first invalid entry (`/services/<i>...`); nothing written'),
+          401: err(tag === 'sandbox' ? 'no valid key' : 'no valid admin key or session'),
+          ...(tag === 'sandbox' ? { 429: { ...r429, description: 'the rate-limit window has no room for every service of the batch; nothing written' } } : { 403: err('session without the CSRF token') }),
+          413: err('body larger than MAX_BATCH_BODY_BYTES'),
+          415: err('body not declared as JSON'),
+          503: err('database unavailable (Retry-After)'),
+        },
+      },
+    },
     [`${base}/{id}`]: {
       parameters: [p('id', 'service id')],
       patch: { ...sec, summary: 'Change a service (deprecated, locked, sunset_date, properties, iot, endpoint, capabilities)', requestBody: { required: true, ...json('#/components/schemas/ServicePatch') }, responses: { 200: { description: 'changed', headers: deprecationHeaders, ...json('#/components/schemas/Service') }, 400: err('invalid body'), 401: err('no valid key'), 404: err('unknown service'), 429: r429 } },
@@ -62,6 +80,24 @@ const conditionalNote =
 const ifNoneMatch = { name: 'If-None-Match', in: 'header', required: false, description: 'ETag(s) of a copy the client holds', schema: { type: 'string' } };
 const etagHeader = { ETag: { description: 'strong validator of this page', schema: { type: 'string' } } };
 const r304 = (headers: Obj) => ({ description: 'not modified: the If-None-Match still matches; same Cache-Control, Vary and ETag as the 200, no body', headers: { ...etagHeader, ...headers } });
+
+/**
+ * Every admin operation may answer 429: a Bearer key that is not the admin key (and every
+ * login attempt) counts against LOGIN_FAILURES_PER_MINUTE per client address.
+ */
+function withAdminThrottle(paths: Obj): Obj {
+  const r = { description: 'too many wrong admin keys from this client address (LOGIN_FAILURES_PER_MINUTE, Bearer and login alike)', headers: retryAfter, ...json('#/components/schemas/Error') };
+  for (const [path, item] of Object.entries(paths)) {
+    if (!path.startsWith('/admin/api/') && path !== '/admin/session') continue;
+    for (const [method, op] of Object.entries(item as Obj)) {
+      // (GET /admin/session reads the cookie only: no key, nothing counted)
+      if (method === 'parameters' || typeof op !== 'object' || op === null || (path === '/admin/session' && method === 'get')) continue;
+      const responses = (op as Obj).responses as Obj | undefined;
+      if (responses && !responses['429']) responses['429'] = r;
+    }
+  }
+  return paths;
+}
 
 export function openApiDocument(version: string): Obj {
   const sbParam = p('uuid', 'sandbox uuid');
@@ -120,7 +156,7 @@ export function openApiDocument(version: string): Obj {
         AdminLogin: strip(S.adminLogin),
       },
     },
-    paths: {
+    paths: withAdminThrottle({
       '/services': {
         get: {
           tags: ['public'],
@@ -163,8 +199,14 @@ export function openApiDocument(version: string): Obj {
               content: { 'text/event-stream': { schema: { type: 'string', description: 'id: <n>\\nevent: service.updated\\ndata: {"id":...}\\n\\n' } } },
             },
             400: err('Last-Event-ID is not an event id'),
-            429: r429,
-            503: err('too many open streams'),
+            429: {
+              description:
+                'over the sandbox rate limit (with RateLimit fields), or too many open streams: CHANGE_STREAMS_PER_ADDRESS (default 32) per client address, ' +
+                'CHANGES_MAX_STREAMS (default 10000) in total, both per server process',
+              headers: { ...rateHeaders, ...retryAfter },
+              ...json('#/components/schemas/Error'),
+            },
+            503: { ...err('the server is shutting down'), headers: retryAfter },
           },
         },
       },
@@ -262,6 +304,6 @@ export function openApiDocument(version: string): Obj {
           responses: { 200: { description: 'ready' }, 503: { ...err('not ready'), headers: retryAfter } },
         },
       },
-    },
+    }),
   };
 }

@@ -176,6 +176,11 @@ export interface RouteOptions {
   draining?: () => boolean;
   /** copy the client address into req.remote (routes with a body always do; the access log needs it) */
   remote?: boolean;
+  /**
+   * a route whose caller stays anonymous (GET /services/{id}, /replacements): the client
+   * address is never read (req.remote stays ""), even for the access log
+   */
+  anonymous?: boolean;
   /** addresses of reverse proxies whose X-Forwarded-For is believed (TRUSTED_PROXIES) */
   trustedProxies?: ReadonlySet<string>;
 }
@@ -247,7 +252,7 @@ export function route(app: TemplatedApp, method: 'get' | 'post' | 'patch' | 'del
     table.push({ method: METHOD_NAME[method], re, pattern });
     if (method === 'get') table.push({ method: 'HEAD', re, pattern });
   }
-  const withRemote = !!(o.body || o.remote);
+  const withRemote = !o.anonymous && !!(o.body || o.remote);
   const register = (m: 'get' | 'post' | 'patch' | 'del' | 'any' | 'head') => app[m](pattern, (res: HttpResponse, r: HttpRequest) => {
     const req = readReq(r, res, nParams, withRemote, o.trustedProxies);
     if (o.headers) req.extra = Object.fromEntries(o.headers.map((h) => [h, r.getHeader(h)]));

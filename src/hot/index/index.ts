@@ -7,7 +7,7 @@ import { filterSuffixes, Keys, PRODUCTION } from '../domain/keys.js';
 import { isRedisUnavailable } from '../ops/outage.js';
 import type { RedisClient } from '../redis/client.js';
 import type { IntersectPool } from '../../workers/pool.js';
-import { bitmapOf, bitmapsBuilt, intersectDense } from '../../workers/intersect.js';
+import { bitmapWords, intersectDense } from '../../workers/intersect.js';
 import { decodeBuckets } from '../../workers/buckets.js';
 import { newSeqArray, type NearCache } from './near.js';
 import { digestBytes, digested, type Doc } from '../domain/digest.js';
@@ -169,10 +169,10 @@ export class Index {
     const sets = arrays as Float64Array[];
     const from = after === '' ? -1 : Number(after);
     // heavy: in the pool, over the same shared memory (no copy, no Redis), unless its queue is full
-    const built = bitmapsBuilt(); // (heavyPool() may build bitmaps too)
     const pool = this.heavyPool(sets);
-    const hits = pool ? await pool.intersect(sets, from, limit + 1, signal) : intersectDense(sets, from, limit + 1);
-    if (bitmapsBuilt() !== built) near.account(base, suffixes); // a bitmap is held with its set: counted
+    const dense = pool ? null : intersectDense(sets, from, limit + 1);
+    if (dense?.built) near.account(base, suffixes); // a bitmap is held with its set: counted
+    const hits = dense ? dense.hits : await pool!.intersect(sets, from, limit + 1, signal);
     const more = hits.length > limit;
     const seqs = more ? hits.subarray(0, limit) : hits;
     const docsKey = k.docs(ns, gen);
@@ -211,10 +211,10 @@ export class Index {
       if (!a) return null;
       sets.push(a);
     }
-    const built = bitmapsBuilt(); // (heavyPool() may build bitmaps too)
-    const hits = this.heavyPool(sets) ? null : intersectDense(sets, after === '' ? -1 : Number(after), limit + 1);
-    if (bitmapsBuilt() !== built) near.account(base, suffixes); // a bitmap is held with its set: counted
-    if (!hits) return null;
+    const dense = this.heavyPool(sets) ? null : intersectDense(sets, after === '' ? -1 : Number(after), limit + 1);
+    if (!dense) return null;
+    if (dense.built) near.account(base, suffixes); // a bitmap is held with its set: counted
+    const hits = dense.hits;
     const more = hits.length > limit;
     const seqs = more ? hits.subarray(0, limit) : hits;
     const page = near.joinNow(base, seqs);
@@ -233,7 +233,7 @@ export class Index {
     // dense sets over a range up to ~1M seqs intersect inline as bitmaps (intersectDense): one
     // AND per 32 seqs, 60-110 µs a page from a random cursor over 1,000,000 (at most ~220 µs,
     // two disjoint sets), where the trip to the pool and back cost more than that at 1M (k2)
-    if (sets.every((a) => (bitmapOf(a)?.words.length ?? Infinity) <= INLINE_BITMAP_WORDS)) return null;
+    if (sets.every((a) => bitmapWords(a) <= INLINE_BITMAP_WORDS)) return null;
     return pool;
   }
 

@@ -18,9 +18,14 @@ import { DIGEST_BYTES } from '../domain/digest.js';
 
 const SLOTS = 256;
 /** measured shape of a chunk apart from its documents: the object, its arrays, its Set entry */
-const CHUNK_OVERHEAD = 600;
-/** per document held: its index entry (M words), its view (a Uint8Array: ~96), rounded up */
-const PER_DOC = 128;
+export const CHUNK_OVERHEAD = 600;
+/**
+ * per document slot: its index entry (M words), its view (a Uint8Array over the chunk's
+ * bytes), its slot in `views`, and the heap's slack around them. Resident memory grew ~604 B a
+ * document of 337 bytes over 400,000 (bench/overheads.ts): ~267 B beside its bytes, rounded
+ * down to 256 because a chunk's bytes are counted with their room for more.
+ */
+export const PER_DOC = 256;
 /**
  * A chunk's index: M 32-bit words per document, side by side, so that finding a document,
  * its bytes and its digest reads one cache line (four separate arrays were four misses a

@@ -16,8 +16,14 @@
 // - Read-your-writes on the writing thread: the projector reports the version its write
 //   produced (require()); until this thread has received that delta, searches of the
 //   namespace go to Redis as before.
-// - Bounded by bytes (NEAR_CACHE_MB), least recently used out, sets and documents alike
-//   (documents in chunks of consecutive seqs: near-docs.ts).
+// - Bounded by bytes (this thread's share of NEAR_CACHE_MB, a process total), least recently
+//   used out, sets and documents alike (documents in chunks of consecutive seqs: near-docs.ts).
+//   The bytes are what is allocated: each array's buffer at its byteLength, the key string,
+//   and the objects around them at constants measured with bench/overheads.ts
+//   (docs/decisions.md, "Budgets that hold in resident memory").
+// - A set that is empty (a filter value that matches nothing: any string a client makes up)
+//   costs no set entry: it is kept in a pool of its own, at most EMPTY_MAX keys, counted in
+//   the budget, so a flood of distinct unknown values churns that pool and nothing else.
 
 import { digested, type Doc } from '../domain/digest.js';
 import { NearDocs, type Incoming } from './near-docs.js';
@@ -65,8 +71,24 @@ interface Ns {
 }
 
 const LOG_MAX = 4096;
-const SET_OVERHEAD = 256;
-const OVERLAY_ENTRY = 40;
+/**
+ * Measured in resident memory (bench/overheads.ts, docs/decisions.md): a held set apart from
+ * its key's characters and its array's buffer: the entry object, its empty overlay Map, the
+ * Float64Array and SharedArrayBuffer objects with the buffer's native backing store, its slot
+ * in `sets`, and the heap's own slack around them. RSS grew ~900 B a set over 400,000
+ * one-member sets (heapUsed: ~520 B): rounded up.
+ */
+export const SET_OVERHEAD = 1024;
+/** an overlay entry (OrderedHashMap slot, heap number key); Maps double: at the worst */
+const OVERLAY_ENTRY = 48;
+/** a string's header; its characters are one byte each (keys are ASCII: canonical filters) */
+export const STRING_HEADER = 24;
+/** an entry of the empty-set pool apart from its key's characters: its object and Map slot (heapUsed: 120-250 B) */
+export const EMPTY_OVERHEAD = 256;
+/** how many empty sets the pool holds: enough for every real filter of a namespace that matches nothing now */
+export const EMPTY_MAX = 1024;
+/** the one empty array every empty set answers with (never written: no array is) */
+const EMPTY: Float64Array = newSeqArray(0);
 
 /** A Float64Array on shared memory: the worker pool reads it without a copy. */
 export function newSeqArray(n: number): Float64Array {
@@ -95,11 +117,24 @@ function materialise(e: SetEntry): Float64Array {
   return e.arr;
 }
 
-/** A set's bytes: its array, its overlay, and the bitmap built for its array if any (intersect.ts) */
-const sizeOf = (e: SetEntry) => SET_OVERHEAD + e.arr.length * 8 + e.overlay.size * OVERLAY_ENTRY + bitmapBytes(e.arr);
+/** A key's bytes: its characters and its header, rounded up to words as the heap allocates. */
+export const keyBytes = (key: string) => (STRING_HEADER + key.length + 7) & ~7;
+
+/**
+ * A set's bytes: its key, its array's whole buffer (a merged overlay leaves an array shorter
+ * than its buffer), its overlay, and the bitmap built for its array if any (intersect.ts).
+ */
+const sizeOf = (key: string, e: SetEntry) => SET_OVERHEAD + keyBytes(key) + e.arr.buffer.byteLength + e.overlay.size * OVERLAY_ENTRY + bitmapBytes(e.arr);
+
+/** An empty set held: what it was loaded with (a delta naming it drops it). */
+interface EmptyEntry {
+  resets: number;
+}
 
 export class NearCache {
   private sets = new Map<string, SetEntry>();
+  /** empty sets (filters that match nothing), oldest first: at most EMPTY_MAX, their bytes in setBytes */
+  private empty = new Map<string, EmptyEntry>();
   /** documents, in chunks of consecutive seqs per namespace (near-docs.ts) */
   private docs = new NearDocs();
   /** small integer per namespace base (the documents' namespace key); forgotten with everything in clear() */
@@ -110,7 +145,7 @@ export class NearCache {
   private cleared = 0;
   /** bytes of the sets held (the documents count their own) */
   private setBytes = 0;
-  readonly stats = { setHits: 0, setMisses: 0, docHits: 0, docMisses: 0, deltas: 0, resets: 0, stale: 0 };
+  readonly stats = { setHits: 0, setMisses: 0, docHits: 0, docMisses: 0, deltas: 0, resets: 0, stale: 0, emptyHits: 0 };
 
   /** deltas are flowing: a subscription to them is confirmed (cache/invalidation.ts) */
   private live = false;
@@ -198,13 +233,14 @@ export class NearCache {
     if (d.newSeq !== null) this.docs.drop(this.baseId(base), d.newSeq);
     for (const suffix of new Set([...d.oldMembers, ...d.newMembers])) {
       const key = base + suffix;
+      if (this.empty.size) this.dropEmpty(key); // it may not be empty now: reloaded on next use
       const e = this.sets.get(key);
       if (!e) continue;
       if (e.resets !== s.resets) this.dropSet(key, e);
       else if (d.ver > e.loadedVer) {
         const before = e.bytes;
         applyTo(e, suffix, d);
-        e.bytes = sizeOf(e);
+        e.bytes = sizeOf(key, e);
         this.setBytes += e.bytes - before;
       }
     }
@@ -220,7 +256,7 @@ export class NearCache {
   setNow(base: string, suffix: string): Float64Array | null {
     const key = base + suffix;
     const hit = this.sets.get(key);
-    if (!hit || hit.resets !== (this.ns.get(base)?.resets ?? 0)) return null;
+    if (!hit || hit.resets !== (this.ns.get(base)?.resets ?? 0)) return this.emptyNow(base, key);
     this.stats.setHits++;
     this.sets.delete(key); // least recently used goes first: re-insert at the end
     this.sets.set(key, hit);
@@ -236,9 +272,36 @@ export class NearCache {
       const e = this.sets.get(base + suffix);
       if (!e) continue;
       const before = e.bytes;
-      e.bytes = sizeOf(e);
+      e.bytes = sizeOf(base + suffix, e);
       this.setBytes += e.bytes - before;
     }
+    this.evict();
+  }
+
+  /** The empty array when `key` is a held empty set (a hit, moved to the pool's end), else null. */
+  private emptyNow(base: string, key: string): Float64Array | null {
+    const e = this.empty.get(key);
+    if (!e) return null;
+    this.empty.delete(key);
+    if (e.resets !== (this.ns.get(base)?.resets ?? 0)) {
+      this.setBytes -= EMPTY_OVERHEAD + keyBytes(key);
+      return null;
+    }
+    this.empty.set(key, e);
+    this.stats.emptyHits++;
+    return EMPTY;
+  }
+
+  private dropEmpty(key: string): void {
+    if (this.empty.delete(key)) this.setBytes -= EMPTY_OVERHEAD + keyBytes(key);
+  }
+
+  /** Hold `key` as an empty set: in the pool, the oldest one out when it is full. */
+  private keepEmpty(key: string, resets: number): void {
+    this.dropEmpty(key);
+    if (this.empty.size >= EMPTY_MAX) this.dropEmpty(this.empty.keys().next().value!);
+    this.empty.set(key, { resets });
+    this.setBytes += EMPTY_OVERHEAD + keyBytes(key);
     this.evict();
   }
 
@@ -256,6 +319,10 @@ export class NearCache {
       return materialise(hit);
     }
     if (hit) this.dropSet(key, hit);
+    else {
+      const none = this.emptyNow(base, key);
+      if (none) return none;
+    }
     this.stats.setMisses++;
     let p = this.loading.get(key);
     if (!p) {
@@ -281,9 +348,17 @@ export class NearCache {
       if (from < 0) keep = false;
       else for (const d of s.log.slice(from)) applyTo(e, suffix, d);
     }
-    e.bytes = sizeOf(e);
-    if (!keep || e.bytes > this.maxBytes) return e; // usable for this search only
     const old = this.sets.get(key);
+    if (keep && !e.arr.length && !e.overlay.size) {
+      // a filter that matches nothing: no set entry, a key in the pool of empty ones
+      if (old) this.dropSet(key, old);
+      this.keepEmpty(key, e.resets);
+      e.arr = EMPTY;
+      return e;
+    }
+    e.bytes = sizeOf(key, e);
+    if (!keep || e.bytes > this.maxBytes) return e; // usable for this search only
+    this.dropEmpty(key);
     if (old) this.dropSet(key, old);
     this.sets.set(key, e);
     this.setBytes += e.bytes;
@@ -393,13 +468,14 @@ export class NearCache {
     this.setBytes -= e.bytes;
   }
 
-  /** Least recently used out until within budget: documents first (cheap to refetch, many). */
+  /** Least recently used out until within budget: documents first (cheap to refetch, many), empty sets last. */
   private evict(): void {
     while (this.bytes > this.maxBytes && this.docs.evictOne());
     while (this.bytes > this.maxBytes && this.sets.size) {
       const [k, e] = this.sets.entries().next().value!;
       this.dropSet(k, e);
     }
+    while (this.bytes > this.maxBytes && this.empty.size) this.dropEmpty(this.empty.keys().next().value!);
   }
 
   /**
@@ -442,6 +518,7 @@ export class NearCache {
   clear(): void {
     this.cleared++;
     this.sets.clear();
+    this.empty.clear();
     this.docs.clear();
     this.baseIds.clear();
     this.ns.clear();
@@ -450,6 +527,11 @@ export class NearCache {
 
   get setCount(): number {
     return this.sets.size;
+  }
+
+  /** empty sets held (at most EMPTY_MAX) */
+  get emptyCount(): number {
+    return this.empty.size;
   }
 
   get docCount(): number {

@@ -103,16 +103,47 @@ export interface ProjectorEvents {
   version?: (base: string, ver: number) => void;
 }
 
+/** scripts per page when applying many writes at once (a batch, a group commit) */
+const APPLY_PAGE = 500;
+
 export type FailureStage = 'write' | 'sweep' | 'missing';
+
+export interface ProjectorOptions {
+  /**
+   * Test hook: awaited after a sync has its states (loaded from PostgreSQL, or returned by
+   * the write) and before it applies them to Redis, with their ids (tests hold a sync there
+   * to force an interleaving).
+   */
+  beforeApply?: (ids: string[]) => Promise<void>;
+  /**
+   * How long the outbox rows of applied writes wait to be deleted together, ms: one DELETE
+   * for every write of that time instead of one per write (a row still there when the
+   * sweeper looks is applied again, which the revision rule makes harmless).
+   */
+  ackMs?: number;
+}
+
+/** A committed write whose state the transaction returned (store/writes.ts): applied without reading it again. */
+export interface CommittedEntry {
+  row: number;
+  id: string;
+  state: IndexState;
+}
 
 export class Projector {
   private timer: NodeJS.Timeout | null = null;
   private sweeping = false;
+  /** outbox rows applied by applyCommitted(), deleted together by the next ack flush */
+  private acks: number[] = [];
+  private ackTimer: NodeJS.Timeout | null = null;
+  private readonly beforeApply: ((ids: string[]) => Promise<void>) | null;
+  private readonly ackMs: number;
   /**
-   * Test hook: awaited after a sync loaded its state from PostgreSQL and before it applies
-   * it to Redis, with the ids loaded (tests hold a sync there to force an interleaving).
+   * a sandbox's outbox row (its key hash among what it carries) is waiting: the Redis index
+   * may miss a key, so key look-ups ask PostgreSQL (SandboxAuth's indexMarker). Set by the
+   * last sweep, and at once by sandboxPending()
    */
-  beforeApply: ((ids: string[]) => Promise<void>) | null = null;
+  private sandboxRowsWaiting = false;
 
   constructor(
     readonly pool: Pool,
@@ -129,7 +160,11 @@ export class Projector {
      * replicas.
      */
     private readonly replicaWait: (() => Promise<unknown>) | null = null,
-  ) {}
+    opts: ProjectorOptions = {},
+  ) {
+    this.beforeApply = opts.beforeApply ?? null;
+    this.ackMs = opts.ackMs ?? 20;
+  }
 
   /**
    * Apply committed writes. Returns the entries applied (or found already covered by a
@@ -142,8 +177,29 @@ export class Projector {
     const sbIds = [...new Set(entries.filter((e) => e.kind === 'sandbox').map((e) => e.id))];
     const [states, sandboxes] = await Promise.all([
       svcIds.length ? loadIndexStates(this.pool, svcIds) : new Map<string, IndexState>(),
-      sbIds.length ? loadSandboxMeta(this.pool, sbIds) : new Map<string, SandboxRow>(),
+      sbIds.length ? loadSandboxMeta(this.pool, sbIds) : new Map<string, SandboxRow & { key_hash: Buffer }>(),
     ]);
+    return this.apply(entries, svcIds, sbIds, states, sandboxes, false);
+  }
+
+  /**
+   * Apply writes whose committed state (and revision) their transaction returned: no read
+   * of PostgreSQL; their outbox rows are deleted by the next ack flush. Returns whether
+   * every one was applied; a failure is logged and counted, and left to the sweeper.
+   */
+  async applyCommitted(committed: CommittedEntry[]): Promise<boolean> {
+    if (!committed.length) return true;
+    const entries = committed.map((c) => ({ row: c.row, ns: c.state.ns, id: c.id }));
+    try {
+      const states = new Map(committed.map((c) => [c.id, c.state]));
+      return (await this.apply(entries, [...states.keys()], [], states, new Map(), true)).length === entries.length;
+    } catch (err) {
+      this.failed('write', err, entries);
+      return false;
+    }
+  }
+
+  private async apply(entries: OutboxEntry[], svcIds: string[], sbIds: string[], states: Map<string, IndexState>, sandboxes: Map<string, SandboxRow & { key_hash: Buffer }>, ackLater: boolean): Promise<OutboxEntry[]> {
     if (this.beforeApply) await this.beforeApply([...svcIds, ...sbIds]);
     const revisions = new Map<string, number>([...states].map(([id, st]) => [id, st.version]));
     try {
@@ -151,7 +207,7 @@ export class Projector {
       for (const uuid of sbIds) {
         const s = sandboxes.get(uuid);
         // (a sandbox is never deleted; a row that vanished has nothing left to apply)
-        if (s) await writeSandboxMeta(this.redis, this.keys, s, this.tiers[s.tier] ?? 0, '');
+        if (s) await writeSandboxMeta(this.redis, this.keys, s, this.tiers[s.tier] ?? 0, s.key_hash.toString('hex'));
         applied.add('sandbox:' + uuid);
       }
       const touched = new Set<string>();
@@ -159,7 +215,8 @@ export class Projector {
       const done = entries.filter((e) => applied.has((e.kind ?? 'service') + ':' + e.id));
       if (touched.size && this.replicaWait) await this.replicaWait().catch(() => 0);
       if (done.length) {
-        await this.pool.query('DELETE FROM outbox WHERE id = ANY($1)', [done.map((e) => e.row)]);
+        if (ackLater) this.ackLater(done.map((e) => e.row));
+        else await this.pool.query('DELETE FROM outbox WHERE id = ANY($1)', [done.map((e) => e.row)]);
         if (touched.size) this.events.applied?.(touched);
       }
       return done;
@@ -187,31 +244,58 @@ export class Projector {
     // a namespace that PostgreSQL has written to exists; a sandbox created while Redis was
     // away lacks its marker in the live generation: create it (never for a missing gen)
     if (live) for (const ns of new Set(nsOf.values())) await markNamespace(this.redis, this.keys, ns, live);
+    const todo: [string, string, IndexState][] = [];
     for (const [id, ns] of nsOf) {
       const st = states.get(id);
-      if (!st) {
-        // neither a row nor a tombstone: nothing can be applied, ever; say so and drop the row
-        this.events.failed?.('missing');
-        this.log.error({ serviceId: id, ns }, 'outbox row of a service with neither a state nor a tombstone; dropped');
-        applied.add('service:' + id);
+      if (st) {
+        todo.push([id, ns, st]);
         continue;
       }
-      let appliedLive = false;
-      for (const gen of gens) {
-        // the building generation's deltas too: the switch may come between reading the
-        // pointers and this apply, and a silent change to a live generation would leave
-        // near caches that loaded it stale (found by test/pg/near-property.test.ts)
-        const r = integer(await this.redis.applyService(...applyArgs(this.keys, gen, ns, id, st.version, st.record, this.keys.invalidationChannel())), 'apply-service');
-        // -1: that generation has no such namespace (Redis was emptied): keep the row
-        if (gen === live && r !== NOT_INDEXED) appliedLive = true;
-        // this thread's near cache must not answer from sets older than its own write
-        if (r > 0) this.events.version?.(this.keys.base(ns, gen), r);
-      }
-      if (appliedLive) {
-        applied.add('service:' + id);
-        touched.add(ns);
-      }
+      // neither a row nor a tombstone: nothing can be applied, ever; say so and drop the row
+      this.events.failed?.('missing');
+      this.log.error({ serviceId: id, ns }, 'outbox row of a service with neither a state nor a tombstone; dropped');
+      applied.add('service:' + id);
     }
+    const appliedLive = new Set<string>();
+    // pages of scripts sent without waiting for each other's reply: the client's
+    // auto-pipelining writes a page in one go (a batch of 1,000 is a few round trips, not
+    // 1,000); the ids differ, so their order does not matter
+    for (let i = 0; i < todo.length; i += APPLY_PAGE) {
+      const page = todo.slice(i, i + APPLY_PAGE);
+      await Promise.all(
+        page.flatMap(([id, ns, st]) =>
+          // the building generation's deltas too: the switch may come between reading the
+          // pointers and this apply, and a silent change to a live generation would leave
+          // near caches that loaded it stale (found by test/pg/near-property.test.ts)
+          gens.map(async (gen) => {
+            const r = integer(await this.redis.applyService(...applyArgs(this.keys, gen, ns, id, st.version, st.record, this.keys.invalidationChannel())), 'apply-service');
+            // -1: that generation has no such namespace (Redis was emptied): keep the row
+            if (gen === live && r !== NOT_INDEXED) appliedLive.add(id);
+            // this thread's near cache must not answer from sets older than its own write
+            if (r > 0) this.events.version?.(this.keys.base(ns, gen), r);
+          }),
+        ),
+      );
+    }
+    for (const [id, ns] of todo) {
+      if (!appliedLive.has(id)) continue;
+      applied.add('service:' + id);
+      touched.add(ns);
+    }
+  }
+
+  private ackLater(rows: number[]): void {
+    for (const r of rows) this.acks.push(r);
+    this.ackTimer ??= setTimeout(() => void this.flushAcks(), this.ackMs).unref();
+  }
+
+  /** Delete the outbox rows of applied writes (one statement); a failure leaves them to the sweeper. */
+  async flushAcks(): Promise<void> {
+    if (this.ackTimer) clearTimeout(this.ackTimer);
+    this.ackTimer = null;
+    const rows = this.acks;
+    this.acks = [];
+    if (rows.length) await this.pool.query('DELETE FROM outbox WHERE id = ANY($1)', [rows]).catch(() => undefined);
   }
 
   /** Sync right after a commit; a failure is logged and counted, and left to the sweeper. */
@@ -244,6 +328,7 @@ export class Projector {
   async sweep(minAgeMs = 1000, batch = 500): Promise<number> {
     if (this.sweeping) return 0;
     this.sweeping = true;
+    let waiting = false;
     try {
       let total = 0;
       for (;;) {
@@ -257,15 +342,30 @@ export class Projector {
         try {
           done = await this.sync(rows);
         } catch (err) {
+          // the rows after this batch are unseen: they may hold sandboxes too
+          waiting = rows.length === batch || rows.some((e) => e.kind === 'sandbox');
           this.failed('sweep', err, rows);
           return total;
         }
+        const applied = new Set(done.map((e) => e.row));
+        if (rows.some((e) => e.kind === 'sandbox' && !applied.has(e.row))) waiting = true;
         total += done.length;
         if (done.length < r.rows.length || r.rows.length < batch) return total;
       }
     } finally {
+      this.sandboxRowsWaiting = waiting;
       this.sweeping = false;
     }
+  }
+
+  /** A sandbox's metadata (its key hash) could not reach Redis and waits in the outbox. */
+  sandboxPending(): void {
+    this.sandboxRowsWaiting = true;
+  }
+
+  /** Whether a sandbox's metadata may be missing from Redis (the last sweep left some, or sandboxPending()). */
+  sandboxesWaiting(): boolean {
+    return this.sandboxRowsWaiting;
   }
 
   /** Outbox rows not yet applied (lag, for readiness and metrics). */
@@ -288,5 +388,7 @@ export class Projector {
   stop(): void {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
+    if (this.ackTimer) clearTimeout(this.ackTimer);
+    this.ackTimer = null;
   }
 }

@@ -1,7 +1,8 @@
 // What happens when a request ends (server.ts hangs this on every route's onDone): the
 // Prometheus accounting and, when ACCESS_LOG is on, one JSON access-log line. The line is
 // built from the fields below only, never from request headers, so no Authorization value,
-// cookie or key can reach it (pino's redaction in app.ts guards every other log line).
+// cookie, user agent or key can reach it (pino's redaction in app.ts guards every other log
+// line); the anonymous discovery routes leave the client address out too (route.ts).
 import type { Level } from 'pino';
 import type { App } from '../app.js';
 import type { Reply } from '../http/route.js';
@@ -30,7 +31,8 @@ export function requestObserver(app: App): Observer | null {
           query: req.query,
           status: reply.status || 'aborted',
           ms: Math.round(ms * 1000) / 1000,
-          remote: req.remote,
+          // "" on the anonymous discovery routes (RouteOptions.anonymous): left out
+          ...(req.remote ? { remote: req.remote } : {}),
         },
         'request',
       );

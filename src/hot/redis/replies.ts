@@ -106,10 +106,38 @@ export function indexPageReply(r: unknown): { skip: string[]; left: string[] } |
   return { skip: a.slice(2, 2 + s).map(String), left: a.slice(2 + s).map(String) };
 }
 
-/** rate-limit: [admitted(1|0|-1), limit, used, retryAfter, reset, leased, bucket, leftMs, retryAfterMs]. */
-export function rateLimitReply(r: unknown): number[] {
+/** rate-limit's answer (redis/rate-limit-4.lua), by name; durations by Redis's clock */
+export interface RateLimitReply {
+  admitted: boolean;
+  /** the sandbox's limit (requests a minute), read by the script from the sandbox hash */
+  limit: number;
+  /** admissions in the window, this request's included */
+  used: number;
+  /** s until a refused request may be admitted (0 when admitted) */
+  retryAfter: number;
+  /** s until the oldest counted bucket leaves the window */
+  reset: number;
+  /** admissions taken at once, this request's included (the thread answers granted - 1 more: leases.ts) */
+  granted: number;
+  /** the bucket counted in (an id for refunds, not a time) */
+  bucket: number;
+  /** ms left in that bucket */
+  leftMs: number;
+  /** ms until the window can admit again (0 when admitted) */
+  retryAfterMs: number;
+}
+
+/**
+ * rate-limit: NOT_INDEXED (`{ -1 }`: the sandbox is unknown to Redis), or its nine fields
+ * `{ admitted (1/0), limit, used, retryAfter, reset, granted, bucket, leftMs, retryAfterMs }`.
+ */
+export function rateLimitReply(r: unknown): RateLimitReply | typeof NOT_INDEXED {
   if (!Array.isArray(r) || !r.every(isInt)) throw new UnexpectedReply('rate-limit', 'expected an array of integers');
-  return r as number[];
+  const a = r as number[];
+  if (a.length === 1 && a[0] === NOT_INDEXED) return NOT_INDEXED;
+  if (a.length !== 9 || (a[0] !== 0 && a[0] !== 1)) throw new UnexpectedReply('rate-limit', `expected ${NOT_INDEXED} or nine fields, got ${a.length}`);
+  const [admitted, limit, used, retryAfter, reset, granted, bucket, leftMs, retryAfterMs] = a as [number, number, number, number, number, number, number, number, number];
+  return { admitted: admitted === 1, limit, used, retryAfter, reset, granted, bucket, leftMs, retryAfterMs };
 }
 
 /** poll-data: null for an unknown sandbox, else its counters and the last buckets. */

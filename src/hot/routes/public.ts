@@ -65,6 +65,9 @@ export function registerPublic(uws: TemplatedApp, app: App, o: RouteOptions): vo
     return searchServices(app, req, reply, uuid, [...common, ...rate]);
   };
 
+  // replacement discovery stores nothing that identifies the caller (contract, "Logs keep
+  // discovery anonymous"): these two never read the client address, whatever ACCESS_LOG says
+  const anonymous: RouteOptions = { ...o, remote: false, anonymous: true };
   route(uws, 'get', '/services/:id', async (req, reply) => {
     const id = req.params[0]!;
     const s = ID_RE.test(id) ? await app.index.getService(PRODUCTION, id) : null;
@@ -77,7 +80,7 @@ export function registerPublic(uws: TemplatedApp, app: App, o: RouteOptions): vo
     ];
     if (notModified(req.ifNoneMatch, etag)) return reply.send(304, headers);
     reply.json(200, s.doc, headers);
-  }, o);
+  }, anonymous);
 
   route(uws, 'get', '/services/:id/replacements', async (req, reply) => {
     const id = req.params[0]!;
@@ -95,7 +98,7 @@ export function registerPublic(uws: TemplatedApp, app: App, o: RouteOptions): vo
     const left = r.storedAt + maxAge * 1000 - Date.now();
     if (left > 0) app.replacements.set(id, PRODUCTION, version, { ...r, status: 'HIT' }, left);
     sendCached(reply, req, r, maxAge, path);
-  }, o);
+  }, anonymous);
 
   route(uws, 'get', '/devices', (req, reply) => searchDevices(app, req, reply, anonymousSearchHeaders(app).slice(0, 1)), o);
 }

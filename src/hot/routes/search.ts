@@ -5,7 +5,7 @@ import { errorBody } from '../domain/errors.js';
 import type { App } from '../app.js';
 import { JSON_TYPE, type Headers, type Reply, type Req } from '../http/route.js';
 import { PRODUCTION } from '../domain/keys.js';
-import type { CachedResult } from '../cache/result-cache.js';
+import { ownBuffer, type CachedResult } from '../cache/result-cache.js';
 import { etagOf, notModified } from '../http/conditional.js';
 import { pageEtag } from '../domain/digest.js';
 import type { PageBody } from '../index/index.js';
@@ -76,9 +76,14 @@ async function computed(app: App, req: Req, reply: Reply, ns: string, key: strin
 /**
  * Keep a result; a page after a cursor from its second request on (ResultCache.admitOnSecond).
  * `copy`: the body is a scratch buffer that will be reused, so what is kept is a copy of it.
+ * A body kept is in a buffer of its own (ownBuffer): a small one sliced from Node's shared
+ * pool would keep the whole 8 KiB slab alive, uncounted.
  */
 function store(app: App, key: string, ns: string, version: number, deep: boolean, r: CachedResult, copy = false): void {
-  if (!deep || app.cache.admitOnSecond(key)) app.cache.set(key, ns, version, copy ? { ...r, body: Buffer.from(r.body) } : r);
+  if (!deep || app.cache.admitOnSecond(key)) {
+    const body = ownBuffer(r.body, copy);
+    app.cache.set(key, ns, version, body === r.body ? r : { ...r, body });
+  }
 }
 
 /** A device page's strong ETag: its bytes and its Link (the next page's cursor) together. */

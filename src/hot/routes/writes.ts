@@ -3,31 +3,68 @@
 // response, so a client reads its own write (unless Redis is away: the outbox catches up).
 import type { App } from '../app.js';
 import { ApiError } from '../domain/errors.js';
-import { deprecationHeaders, headerData, serializeService, serviceObject } from '../domain/service.js';
-import { parseServiceCreate, parseServicePatch, check, validators } from '../domain/validation.js';
+import { deprecationHeaders, serviceObject } from '../domain/service.js';
+import { parseServiceCreate, parseServicePatch, check, validators, type ServiceInput } from '../domain/validation.js';
 import { type Headers, type Reply, type Req } from '../http/route.js';
 import { parseJson } from '../http/body.js';
-import { addReplacement, createService, deleteService, loadReplacements, loadService, patchService } from '../store/services.js';
+import { addReplacement, deleteService, loadReplacements } from '../store/services.js';
+import { createServices, patchService } from '../store/writes.js';
 
 /** "/services" for production, "/sandbox/<uuid>/services" for a sandbox */
 export type Base = string;
 
 export async function createHandler(app: App, ns: string, base: Base, req: Req, reply: Reply, body: Buffer | null, extra: Headers): Promise<void> {
   const input = parseServiceCreate(parseJson(req, body));
-  const w = await createService(app.pg, ns, input);
-  await app.projector.syncQuietly([{ row: w.row, ns, id: w.id }]);
-  const s = await loadService(app.pg, ns, w.id);
-  if (!s) throw new ApiError('INTERNAL', 'the service vanished after it was written');
-  reply.json(201, serializeService(s), [['Location', `${base}/${s.id}`], ['Cache-Control', 'no-store'], ...deprecationHeaders(headerData(s), `${base}/${s.id}/replacements`), ...extra]);
+  // committed with whatever other registrations arrived meanwhile (group commit); the
+  // statement returned the state, so Redis and the response are built from it, not read
+  const c = await app.commits.create({ ns, input });
+  await app.projector.applyCommitted([c]);
+  reply.json(201, c.doc, [['Location', `${base}/${c.id}`], ['Cache-Control', 'no-store'], ...deprecationHeaders(c.hdr, `${base}/${c.id}/replacements`), ...extra]);
+}
+
+/** The most services one batch may register (contract). */
+export const MAX_BATCH = 1000;
+
+/**
+ * The registrations of a batch body, all valid, or a 400 naming the index of the first
+ * invalid one (nothing is written before every entry passed).
+ */
+export function parseBatch(req: Req, body: Buffer | null): ServiceInput[] {
+  const b = parseJson(req, body);
+  if (!b || typeof b !== 'object' || Array.isArray(b)) throw new ApiError('VALIDATION_FAILED', '(body) must be an object {"services": [...]}');
+  const unknown = Object.keys(b).find((k) => k !== 'services');
+  if (unknown !== undefined) throw new ApiError('VALIDATION_FAILED', `(body): unknown field ${JSON.stringify(unknown)}`);
+  const list = (b as { services?: unknown }).services;
+  if (!Array.isArray(list)) throw new ApiError('VALIDATION_FAILED', '/services must be an array of registrations');
+  if (list.length < 1 || list.length > MAX_BATCH) throw new ApiError('VALIDATION_FAILED', `/services must hold 1 to ${MAX_BATCH} registrations, got ${list.length}`);
+  return list.map((x, i) => {
+    try {
+      return parseServiceCreate(x);
+    } catch (err) {
+      if (!(err instanceof ApiError)) throw err;
+      // "/endpoint is ..." → "/services/3/endpoint is ...", "(body) must ..." → "/services/3 must ..."
+      const m = err.message.startsWith('/') ? err.message : err.message.replace(/^\(body\)/, '');
+      throw new ApiError(err.code, `/services/${i}${m.startsWith('/') || m.startsWith(' ') || m.startsWith(':') ? '' : ' '}${m}`, err.headers);
+    }
+  });
+}
+
+/**
+ * POST .../services/batch with a parsed body: one statement for all of them (all or
+ * nothing), Redis applied in pipelined pages from what it returned, 201 in order.
+ */
+export async function batchHandler(app: App, ns: string, inputs: ServiceInput[], reply: Reply, extra: Headers): Promise<void> {
+  const done = await createServices(app.pg, inputs.map((input) => ({ ns, input })));
+  await app.projector.applyCommitted(done);
+  reply.json(201, '{"services":[' + done.map((c) => c.doc).join(',') + ']}', [['Cache-Control', 'no-store'], ...extra]);
 }
 
 export async function patchHandler(app: App, ns: string, base: Base, id: string, req: Req, reply: Reply, body: Buffer | null, extra: Headers): Promise<void> {
   const change = parseServicePatch(parseJson(req, body));
-  const w = await patchService(app.pg, ns, id, change);
-  await app.projector.syncQuietly([{ row: w.row, ns, id }]);
-  const s = await loadService(app.pg, ns, id);
-  if (!s) throw ApiError.of('NOT_FOUND', ['service']);
-  reply.json(200, serializeService(s), [['Cache-Control', 'no-store'], ...deprecationHeaders(headerData(s), `${base}/${id}/replacements`), ...extra]);
+  // the statement returned the state it committed: Redis and the response are built from it
+  const c = await patchService(app.pg, ns, id, change);
+  await app.projector.applyCommitted([c]);
+  reply.json(200, c.doc, [['Cache-Control', 'no-store'], ...deprecationHeaders(c.hdr, `${base}/${id}/replacements`), ...extra]);
 }
 
 export async function deleteHandler(app: App, ns: string, id: string, reply: Reply, extra: Headers): Promise<void> {

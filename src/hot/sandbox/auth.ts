@@ -1,7 +1,12 @@
 // Resolving a sandbox key and counting the request against the sandbox's rate limit.
-// Key -> uuid goes through an in-process map, then Redis, then PostgreSQL's unique index on
-// the key hash (and repopulates Redis); never a table scan. A key is immutable, so the
-// in-process map never goes stale (unknown keys are remembered for UNKNOWN_KEY_MS). The
+// Key -> uuid goes through an in-process map, then Redis, then — only while the Redis index
+// is incomplete (no live generation known, a rebuild under way, sandbox keys waiting in the
+// outbox, or its marker gone) — PostgreSQL's unique index on the key hash (and repopulates
+// Redis); never a table scan. The index holds every key hash, so while it is complete a miss
+// there is the answer: an unknown key costs PostgreSQL nothing. A key is immutable, so the
+// in-process map never goes stale (unknown keys are remembered for UNKNOWN_KEY_MS). The maps
+// are bounded by the bytes they occupy (key-maps.ts), a fixed share of the process's
+// SANDBOX_KEY_CACHE_MB per thread: 3/4 for known keys, 1/4 for unknown ones. The
 // limit is read by the Lua script whenever the thread asks Redis: on every request below
 // 2,000 a minute, once per batch above (leases.ts).
 import { ApiError } from '../domain/errors.js';
@@ -18,24 +23,43 @@ import { hashKey, keyShape } from './keys.js';
 import { countRateLimited } from '../ops/metrics.js';
 import { Leases, type RateResult } from './leases.js';
 import { OverLimit } from './over-limit.js';
-import { NOT_INDEXED, rateLimitReply } from '../redis/replies.js';
+import { NOT_INDEXED, rateLimitReply, type RateLimitReply } from '../redis/replies.js';
+import { ByteBoundedMap } from './key-maps.js';
 
 export const RATELIMIT_DRAFT = 'draft-ietf-httpapi-ratelimit-headers-10';
-const CACHE_MAX = 50_000;
 const UNKNOWN_KEY_MS = 10_000;
+
+export interface SandboxAuthOptions {
+  /**
+   * how long requests answered without Redis may wait to be recorded there, in one batch
+   * per sandbox (0: at the end of the event-loop turn). A poll on this thread flushes
+   * first; other threads and nodes lag by at most this much (docs/decisions.md).
+   */
+  flushMs?: number;
+  /** this node's wall clock (tests skew it to play a node whose clock is off) */
+  now?: () => number;
+  /** bytes this thread's key maps may hold, all three together (default 8 MiB) */
+  keyMapBytes?: number;
+  /**
+   * The Redis key whose presence says the index is complete (the live generation's
+   * production marker), or null while it is known not to be: a miss in Redis is then no
+   * answer and PostgreSQL is asked. Default: always null (PostgreSQL behind every miss).
+   */
+  indexMarker?: () => string | null;
+}
 
 export class SandboxAuth {
   /** key hash (hex) -> sandbox uuid */
-  private cache = new Map<string, string>();
+  private cache: ByteBoundedMap<string>;
   /**
    * key -> its hash (hex), for keys that resolved to a sandbox: SHA-256 is a pure function,
    * so this only saves hashing (and checksumming) a key this thread has seen resolve before
    * — ~12 % of an over-limit key's 429 in a profile. The sandbox is still found through
    * `cache`, by hash, as a new key's is.
    */
-  private hashes = new Map<string, string>();
-  /** hashes of well-formed keys PostgreSQL did not know -> until when to believe that */
-  private unknown = new Map<string, number>();
+  private hashes: ByteBoundedMap<string>;
+  /** hashes of well-formed keys the index (or PostgreSQL) did not know -> until when to believe that */
+  private unknown: ByteBoundedMap<number>;
   private leases = new Leases();
   private over = new OverLimit();
   /** requests answered without asking Redis (under a lease, or refused locally), not yet recorded there */
@@ -47,22 +71,33 @@ export class SandboxAuth {
    * PostgreSQL), and keys refused by their text alone (bad checksum or not key-shaped)
    * (tests, metrics)
    */
-  readonly stats = { asked: 0, leased: 0, refusedLocally: 0, lookups: 0, refusedByShape: 0 };
-  /** this node's clock (tests skew it to play a node whose clock is off) */
-  now: () => number = () => Date.now();
+  readonly stats = { asked: 0, leased: 0, refusedLocally: 0, lookups: 0, refusedByShape: 0, pgLookups: 0 };
+  private readonly now: () => number;
+  private readonly flushMs: number;
+  private readonly indexMarker: () => string | null;
 
-  /**
-   * `flushMs`: how long requests answered without Redis may wait to be recorded there, in
-   * one batch per sandbox (0: at the end of the event-loop turn). A poll on this thread
-   * flushes first; other threads and nodes lag by at most this much (docs/decisions.md).
-   */
   constructor(
     readonly pool: Pool,
     readonly redis: RedisClient,
     readonly keys: Keys,
     readonly tiers: TierConfig,
-    readonly flushMs = 0,
-  ) {}
+    o: SandboxAuthOptions = {},
+  ) {
+    this.flushMs = o.flushMs ?? 0;
+    this.now = o.now ?? Date.now;
+    this.indexMarker = o.indexMarker ?? (() => null);
+    const bytes = o.keyMapBytes ?? 8 * 1024 * 1024;
+    // known keys (two maps, both per resolved key) get 3/4, unknown ones 1/4: a flood of
+    // forged keys evicts other forged keys, never the keys of real sandboxes
+    this.cache = new ByteBoundedMap(Math.floor((bytes * 3) / 8));
+    this.hashes = new ByteBoundedMap(Math.floor((bytes * 3) / 8));
+    this.unknown = new ByteBoundedMap(Math.floor(bytes / 4));
+  }
+
+  /** bytes held by the key maps (metrics, tests) */
+  keyMapBytes(): number {
+    return this.cache.bytes + this.hashes.bytes + this.unknown.bytes;
+  }
 
   /** The sandbox uuid a key belongs to, or null for a malformed or unknown key. */
   async resolve(key: string): Promise<string | null> {
@@ -83,39 +118,40 @@ export class SandboxAuth {
     }
     const unknownUntil = this.unknown.get(hex);
     if (unknownUntil !== undefined) {
-      if (unknownUntil > Date.now()) return null;
+      if (unknownUntil > this.now()) return null;
       this.unknown.delete(hex);
     }
     this.stats.lookups++;
+    // the marker is asked beside the key (one round trip): a miss is an answer only if the
+    // index it was asked of is still whole (not emptied under us since the last watch)
+    const marker = this.indexMarker();
     // Redis away: PostgreSQL answers instead. PostgreSQL away too: the error propagates (503)
     // rather than calling a valid key unknown and serving it production's answers
-    let uuid = await this.redis.get(this.keys.sandboxKey(hex)).catch((err: unknown) => {
-      if (isRedisUnavailable(err)) return null;
+    const [found, complete] = await Promise.all([this.redis.get(this.keys.sandboxKey(hex)), marker ? this.redis.exists(marker) : 0]).catch((err: unknown) => {
+      if (isRedisUnavailable(err)) return [null, 0] as const;
       throw err;
     });
+    let uuid = found;
     if (!uuid) {
-      const row = await sandboxByKeyHash(this.pool, hash);
+      // a client repeating a wrong key (or a flood of forged ones) costs one Redis look-up
+      // per UNKNOWN_KEY_MS, and PostgreSQL nothing while the index is complete (keys are
+      // random and never reused: no real key is hidden by it)
+      const row = complete === 1 ? null : (this.stats.pgLookups++, await sandboxByKeyHash(this.pool, hash));
       if (!row) {
-        // a client repeating a wrong key costs one PostgreSQL look-up per UNKNOWN_KEY_MS,
-        // not one a request (keys are random and never reused: no real key is hidden by it)
-        if (this.unknown.size >= CACHE_MAX) this.unknown.delete(this.unknown.keys().next().value!);
-        this.unknown.set(hex, Date.now() + UNKNOWN_KEY_MS);
+        this.unknown.set(hex, this.now() + UNKNOWN_KEY_MS);
         return null;
       }
       uuid = row.uuid;
       // (Redis away: the next request tries again; a newer tier in Redis is never overwritten)
       await writeSandboxMeta(this.redis, this.keys, row, this.tiers[row.tier] ?? 0, hex).catch(() => undefined);
     }
-    if (this.cache.size >= CACHE_MAX) this.cache.delete(this.cache.keys().next().value!);
     this.cache.set(hex, uuid);
     this.remember(key, hex);
     return uuid;
   }
 
   private remember(key: string, hex: string): void {
-    if (this.hashes.has(key)) return;
-    if (this.hashes.size >= CACHE_MAX) this.hashes.delete(this.hashes.keys().next().value!);
-    this.hashes.set(key, hex);
+    if (!this.hashes.has(key)) this.hashes.set(key, hex);
   }
 
   /**
@@ -191,28 +227,29 @@ export class SandboxAuth {
       this.stats.asked++;
       return rateLimitReply(await this.redis.rateLimit(k.sandbox(uuid), k.rateWindow(uuid), k.rateHistory(uuid), k.rateTotals(uuid), plan.want, pending, plan.refunds, ...RATE_LIMIT_ARGS));
     };
-    let r: number[];
+    let r: RateLimitReply | typeof NOT_INDEXED;
     try {
       r = await run();
-      if (r[0] === NOT_INDEXED) {
+      if (r === NOT_INDEXED) {
         // Redis lost the sandbox's hash (flushed or restarted): PostgreSQL still knows it
         const row = await getSandbox(this.pool, uuid);
         if (!row) throw new ApiError('UNAUTHORIZED', 'unknown sandbox');
         await writeSandboxMeta(this.redis, k, row, this.tiers[row.tier] ?? 0, '');
         r = await run();
+        if (r === NOT_INDEXED) throw new ApiError('UNAVAILABLE', 'the rate-limit index is being rebuilt; try again', { 'Retry-After': '1' });
       }
     } catch (err) {
       // not recorded: try again with the next request
       if (pending > 0) this.add(uuid, pending, 0);
       throw err;
     }
-    const res = { admitted: r[0] === 1, limit: r[1]!, used: r[2]!, retryAfter: r[3]!, reset: r[4]!, retryAfterMs: r[8] ?? 0 };
+    const res: RateResult = { admitted: r.admitted, limit: r.limit, used: r.used, retryAfter: r.retryAfter, reset: r.reset, retryAfterMs: r.retryAfterMs };
     // the bucket and its time left are Redis's: this node's clock only measures durations
-    this.leases.granted(uuid, res, r[5] ?? 0, at, { bucket: r[6]!, leftMs: r[7]! });
+    this.leases.granted(uuid, res, r.granted, at, { bucket: r.bucket, leftMs: r.leftMs });
     // replies come in the order Redis ran the scripts: an admission after a refusal (another
     // request's lease refunds made room) ends the local refusal, a later refusal starts one
     if (res.admitted) this.over.drop(uuid);
-    else this.over.refused(uuid, res, res.retryAfterMs, sentAt);
+    else this.over.refused(uuid, res, r.retryAfterMs, sentAt);
     return res;
   }
 
@@ -265,6 +302,45 @@ export class SandboxAuth {
       throw new ApiError('UNAUTHORIZED', 'a valid API key of this sandbox is required (Authorization: Bearer <key>)', { 'WWW-Authenticate': 'Bearer' });
     }
     return this.limitOrThrow(owner);
+  }
+
+  /**
+   * admit() for a request that counts as `n` (a batch of n registrations): all n fit the
+   * window or none is counted as admitted (429; the refusal counts all n as rejected).
+   * Asks Redis every time (no lease: a batch is rarely one of many).
+   */
+  async admitMany(authorization: string, uuid: string, n: number): Promise<Headers> {
+    const key = bearerKey(authorization);
+    const owner = key ? await this.resolve(key) : null;
+    if (!owner || owner !== uuid.toLowerCase()) {
+      throw new ApiError('UNAUTHORIZED', 'a valid API key of this sandbox is required (Authorization: Bearer <key>)', { 'WWW-Authenticate': 'Bearer' });
+    }
+    let r: RateResult;
+    try {
+      r = this.refusedNow(owner) ?? (await this.takeMany(owner, n));
+    } catch (err) {
+      if (isRedisUnavailable(err)) return []; // fail open, as limitOrThrow()
+      throw err;
+    }
+    if (!r.admitted) {
+      const [message, headers] = this.refusal(r);
+      throw new ApiError('RATE_LIMITED', n > 1 ? `${message} (this batch counts as ${n} requests)` : message, Object.fromEntries(headers));
+    }
+    return rateHeaders(r);
+  }
+
+  private async takeMany(uuid: string, n: number): Promise<RateResult> {
+    const k = this.keys;
+    const run = async () => rateLimitReply(await this.redis.rateLimit(k.sandbox(uuid), k.rateWindow(uuid), k.rateHistory(uuid), k.rateTotals(uuid), n, 0, '', ...RATE_LIMIT_ARGS, n));
+    let r = await run();
+    if (r === NOT_INDEXED) {
+      const row = await getSandbox(this.pool, uuid);
+      if (!row) throw new ApiError('UNAUTHORIZED', 'unknown sandbox');
+      await writeSandboxMeta(this.redis, k, row, this.tiers[row.tier] ?? 0, '');
+      r = await run();
+      if (r === NOT_INDEXED) throw new ApiError('UNAVAILABLE', 'the rate-limit index is being rebuilt; try again', { 'Retry-After': '1' });
+    }
+    return { admitted: r.admitted, limit: r.limit, used: r.used, retryAfter: r.retryAfter, reset: r.reset, retryAfterMs: r.retryAfterMs };
   }
 
   async limitOrThrow(uuid: string): Promise<Headers> {

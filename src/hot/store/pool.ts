@@ -68,9 +68,10 @@ export async function withTx<T>(pool: Pool, fn: (c: Client) => Promise<T>): Prom
   }
 }
 
-export async function query<R extends pg.QueryResultRow>(pool: Pool, text: string, params: unknown[] = []): Promise<pg.QueryResult<R>> {
+/** `text` may name the statement ({name, text}): prepared once per connection, then only bound. */
+export async function query<R extends pg.QueryResultRow>(pool: Pool, text: string | { name: string; text: string }, params: unknown[] = []): Promise<pg.QueryResult<R>> {
   try {
-    return await pool.query<R>(text, params);
+    return await pool.query<R>(typeof text === 'string' ? { text, values: params } : { ...text, values: params });
   } catch (err) {
     throw mapError(err);
   }

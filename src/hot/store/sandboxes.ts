@@ -33,6 +33,14 @@ export async function sandboxByKeyHash(pool: Pool, keyHash: Buffer): Promise<(Sa
   return r.rows[0] ?? null;
 }
 
+/**
+ * Queue a sandbox's metadata for Redis (an outbox row the sweeper applies): its creation
+ * committed while Redis was away, so the index lacks its key hash until then.
+ */
+export async function enqueueSandbox(pool: Pool, uuid: string): Promise<void> {
+  await query(pool, "INSERT INTO outbox (ns, service_id, kind) VALUES ($1, $1, 'sandbox')", [uuid]);
+}
+
 export async function getSandbox(pool: Pool, uuid: string): Promise<SandboxRow | null> {
   if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(uuid)) return null;
   const r = await query<SandboxRow>(pool, `SELECT ${COLS} FROM sandboxes WHERE uuid = $1`, [uuid.toLowerCase()]);
@@ -63,7 +71,8 @@ export async function setTier(pool: Pool, uuid: string, tier: string, by: string
 }
 
 /** The sandboxes' metadata as committed (a sync applies it with its version). */
-export async function loadSandboxMeta(pool: Pool, uuids: string[]): Promise<Map<string, SandboxRow>> {
-  const r = await query<SandboxRow>(pool, `SELECT ${COLS} FROM sandboxes WHERE uuid = ANY($1::uuid[])`, [uuids]);
+/** The sandboxes' metadata as Redis holds it, the key hash included (the sbkey mapping). */
+export async function loadSandboxMeta(pool: Pool, uuids: string[]): Promise<Map<string, SandboxRow & { key_hash: Buffer }>> {
+  const r = await query<SandboxRow & { key_hash: Buffer }>(pool, `SELECT ${COLS}, key_hash FROM sandboxes WHERE uuid = ANY($1::uuid[])`, [uuids]);
   return new Map(r.rows.map((x) => [x.uuid, x]));
 }

@@ -5,7 +5,6 @@ import { appendChanges, deletedData, type ChangeInput, type ChangeType } from '.
 import { ApiError } from '../domain/errors.js';
 import { memberSuffixes } from '../domain/keys.js';
 import { headerData, serializeService, type ServiceRecord } from '../domain/service.js';
-import type { ServiceChange, ServiceInput } from '../domain/validation.js';
 import { query, retrying, withTx, type Client, type Pool } from './pool.js';
 
 /** opaque, URL-safe service id: 16 base62 chars (~95 random bits) */
@@ -59,23 +58,6 @@ export function indexText(s: ServiceRecord): IndexText {
 }
 
 /**
- * The end of a write that changed what a service's document, members or header are made
- * of (holding its row lock, its version drawn): read the state as it stands in this
- * transaction, store its index text in the row and insert the outbox row (one statement),
- * and return the change event, whose data is that same document.
- */
-async function commitState(c: Client, ns: string, id: string, type: ChangeType): Promise<{ row: number; change: ChangeInput }> {
-  const r = await c.query<Row>(SELECT_STATE + ' WHERE s.id = $1', [id]);
-  const t = indexText(toRecord(r.rows[0]!));
-  const o = await c.query<{ id: string }>(
-    `WITH stored AS (UPDATE services SET idx_doc = $3, idx_members = $4, idx_hdr = $5 WHERE id = $2)
-     INSERT INTO outbox (ns, service_id) VALUES ($1, $2) RETURNING id`,
-    [ns, id, t.doc, t.members, t.hdr],
-  );
-  return { row: Number(o.rows[0]!.id), change: { ns, serviceId: id, type, data: t.doc } };
-}
-
-/**
  * bumpVersions() for services whose state this transaction wrote, storing each one's index
  * text (indexText() of the state as committed) in the same row update.
  */
@@ -88,86 +70,11 @@ export async function bumpVersionsWithText(c: Client, rows: { id: string; text: 
   );
 }
 
-async function writeDetails(c: Client, id: string, s: Partial<ServiceInput>): Promise<void> {
-  if (s.capabilities) {
-    await c.query('DELETE FROM service_capabilities WHERE service_id = $1', [id]);
-    await c.query(
-      'INSERT INTO service_capabilities (service_id, capability, ord) SELECT $1, c, o FROM unnest($2::text[]) WITH ORDINALITY AS t(c, o)',
-      [id, s.capabilities],
-    );
-  }
-  if (s.properties) {
-    await c.query('DELETE FROM service_properties WHERE service_id = $1', [id]);
-    const keys = Object.keys(s.properties);
-    if (keys.length) {
-      await c.query('INSERT INTO service_properties (service_id, key, value) SELECT $1, k, v FROM unnest($2::text[], $3::text[]) AS t(k, v)', [
-        id,
-        keys,
-        keys.map((k) => s.properties![k]),
-      ]);
-    }
-  }
-  if (s.iot !== undefined) {
-    if (s.iot === null) await c.query('DELETE FROM iot_profiles WHERE service_id = $1', [id]);
-    else {
-      await c.query(
-        `INSERT INTO iot_profiles (service_id, device_classes, protocols) VALUES ($1, $2, $3)
-         ON CONFLICT (service_id) DO UPDATE SET device_classes = EXCLUDED.device_classes, protocols = EXCLUDED.protocols`,
-        [id, s.iot.deviceClasses, s.iot.protocols],
-      );
-    }
-  }
-}
-
-export async function createService(pool: Pool, ns: string, s: ServiceInput, id = newServiceId()): Promise<WriteResult> {
-  return withTx(pool, async (c) => {
-    await c.query(
-      `INSERT INTO services (id, ns, endpoint, deprecated, deprecated_at, locked, sunset_date)
-       VALUES ($1, $2, $3, $4, CASE WHEN $4 THEN now() END, $5, $6)`,
-      [id, ns, s.endpoint, s.deprecated, s.locked, s.sunsetDate],
-    );
-    await writeDetails(c, id, s);
-    // (a new random id: its default version is drawn with the row, nobody can hold it)
-    const { row, change } = await commitState(c, ns, id, 'service.created');
-    await appendChanges(c, [change]); // last: see changes/events.ts
-    return { id, ns, row };
-  });
-}
-
 /** Lock the row and check it is in `ns`; a service of another namespace is "not found". */
 async function lockService(c: Client, ns: string, id: string): Promise<{ locked: boolean; deprecated: boolean }> {
   const r = await c.query<{ locked: boolean; deprecated: boolean }>('SELECT locked, deprecated FROM services WHERE id = $1 AND ns = $2 FOR UPDATE', [id, ns]);
   if (!r.rows[0]) throw new ApiError('NOT_FOUND', 'no such service');
   return r.rows[0];
-}
-
-export async function patchService(pool: Pool, ns: string, id: string, ch: ServiceChange): Promise<WriteResult> {
-  return withTx(pool, async (c) => {
-    // `locked` is a flag published to clients (with deprecated and sunset_date), not a
-    // write lock: the contract lets PATCH change locked, properties and iot together
-    // (see docs/decisions.md)
-    const cur = await lockService(c, ns, id);
-    await c.query(
-      `UPDATE services SET
-         endpoint = COALESCE($2, endpoint),
-         deprecated_at = CASE WHEN $3::boolean IS NULL THEN deprecated_at
-                              WHEN $3 AND NOT deprecated THEN now()
-                              WHEN $3 THEN deprecated_at ELSE NULL END,
-         deprecated = COALESCE($3, deprecated),
-         locked = COALESCE($4, locked),
-         sunset_date = CASE WHEN $5 THEN $6::date ELSE sunset_date END,
-         updated_at = now(),
-         version = nextval('service_version_seq') -- the row is locked (lockService): see bumpVersions
-       WHERE id = $1`,
-      [id, ch.endpoint ?? null, ch.deprecated ?? null, ch.locked ?? null, ch.sunsetDate !== undefined, ch.sunsetDate ?? null],
-    );
-    await writeDetails(c, id, ch);
-    // a patch that turns deprecation on is the event fleets care most about: its own type
-    const type: ChangeType = ch.deprecated === true && !cur.deprecated ? 'service.deprecated' : 'service.updated';
-    const { row, change } = await commitState(c, ns, id, type);
-    await appendChanges(c, [change]);
-    return { id, ns, row };
-  });
 }
 
 /**
@@ -310,7 +217,8 @@ export async function loadIndexStates(pool: Pool, ids: string[]): Promise<Map<st
 }
 
 export async function loadService(pool: Pool, ns: string, id: string): Promise<ServiceRecord | null> {
-  const r = await query<Row>(pool, SELECT_STATE + ' WHERE s.id = $1 AND s.ns = $2', [id, ns]);
+  // named: the first of a patch's two round trips (writes.ts)
+  const r = await query<Row>(pool, { name: 'load-service', text: SELECT_STATE + ' WHERE s.id = $1 AND s.ns = $2' }, [id, ns]);
   return r.rows[0] ? toRecord(r.rows[0]) : null;
 }
 

@@ -1,0 +1,317 @@
+// Hostile load (issue 20): one address attacks, another is timed. Three scenarios, each
+// printing the legitimate client's p50/p99 idle and under attack (alternated: idle, attack,
+// idle again) and the server's (and nginx's) RSS before and after:
+//   proxy   2,000 slow-body sockets (POST /sandboxes, Content-Length 60000, one byte every
+//           4 s) and 1,000 change-feed streams from 127.0.0.2 through the shipped nginx,
+//           127.0.0.3 searching through it
+//   feed    1,000 change-feed streams from 127.0.0.2 straight at the server
+//   keys    forged checksum-valid keys (a new one per request) from 127.0.0.2, with
+//           PostgreSQL's scan counters of `sandboxes` read before and after
+//   hop     the reference for keys: unknown service ids, no key, one Redis round trip each
+// Loopback addresses only; every count and duration is bounded (flags below). Needs
+// DATABASE_URL and REDIS_URL (.local/env.sh) and an open-files limit above the socket count
+// (`ulimit -n 8192`). Usage:
+//   node dist/bench/hostile.js [--scenarios proxy,feed,keys,hop] [--seconds S] [--slow N] [--streams N] [--forged N]
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { Agent, request } from 'node:http';
+import { connect, type Socket } from 'node:net';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { freePort, spawnNode, waitFor200, type Child } from './procs.js';
+import { newSandboxKey } from '../src/hot/sandbox/keys.js';
+
+const ROOT = new URL('../../', import.meta.url).pathname;
+const arg = (name: string, dflt: string) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 && process.argv[i + 1] ? process.argv[i + 1]! : dflt;
+};
+const SCENARIOS = arg('scenarios', 'proxy,feed,keys,hop').split(',');
+const SECONDS = Math.min(30, Number(arg('seconds', '5')));
+const SLOW = Math.min(5000, Number(arg('slow', '2000')));
+const STREAMS = Math.min(5000, Number(arg('streams', '1000')));
+const FORGED = Math.min(200_000, Number(arg('forged', '30000')));
+const ATTACKER = '127.0.0.2';
+const CLIENT = '127.0.0.3';
+const ADMIN_KEY = 'hostile-bench-admin-key-0123456789';
+
+function rssKb(pid: number): number {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/** nginx: its master and every worker (children of the master) */
+function treeRssKb(pid: number): number {
+  let sum = rssKb(pid);
+  try {
+    for (const c of readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean)) sum += rssKb(Number(c));
+  } catch {
+    /* gone */
+  }
+  return sum;
+}
+
+const mb = (kb: number) => `${(kb / 1024).toFixed(0)} MB`;
+
+interface Probe {
+  n: number;
+  p50: number;
+  p99: number;
+  statuses: Record<string, number>;
+}
+
+/** The legitimate client: 4 keep-alive connections from CLIENT searching for `seconds`. */
+async function probe(port: number, seconds: number): Promise<Probe> {
+  const agent = new Agent({ keepAlive: true, maxSockets: 4, localAddress: CLIENT } as ConstructorParameters<typeof Agent>[0] & { localAddress: string });
+  const lat: number[] = [];
+  const statuses: Record<string, number> = {};
+  const end = Date.now() + seconds * 1000;
+  let i = 0;
+  const one = () =>
+    new Promise<void>((resolve) => {
+      const t0 = performance.now();
+      const r = request({ host: '127.0.0.1', port, path: `/services?capability=bench${i++ % 4}`, agent }, (res) => {
+        res.resume();
+        res.on('end', () => {
+          lat.push(performance.now() - t0);
+          statuses[String(res.statusCode)] = (statuses[String(res.statusCode)] ?? 0) + 1;
+          resolve();
+        });
+      });
+      r.setTimeout(10_000, () => r.destroy(new Error('timeout')));
+      r.on('error', (e) => {
+        lat.push(performance.now() - t0);
+        statuses[e.message] = (statuses[e.message] ?? 0) + 1;
+        resolve();
+      });
+      r.end();
+    });
+  await Promise.all(Array.from({ length: 4 }, async () => {
+    while (Date.now() < end) await one();
+  }));
+  agent.destroy();
+  lat.sort((a, b) => a - b);
+  const q = (p: number) => lat[Math.min(lat.length - 1, Math.floor(p * lat.length))] ?? NaN;
+  return { n: lat.length, p50: q(0.5), p99: q(0.99), statuses };
+}
+
+const fmt = (p: Probe) => `p50 ${p.p50.toFixed(2)} ms, p99 ${p.p99.toFixed(2)} ms (${p.n} requests: ${JSON.stringify(p.statuses)})`;
+
+/** Attack sockets: each reports the status line it got (or '' while held open). */
+class Attack {
+  sockets: Socket[] = [];
+  firstLines: string[] = [];
+  private timers: NodeJS.Timeout[] = [];
+
+  open(port: number, head: string, trickle: boolean): Promise<void> {
+    return new Promise((resolve) => {
+      const i = this.firstLines.push('') - 1;
+      const s = connect({ port, host: '127.0.0.1', localAddress: ATTACKER });
+      this.sockets.push(s);
+      s.on('data', (d) => {
+        if (!this.firstLines[i]) this.firstLines[i] = d.toString('latin1').split('\r\n')[0]!;
+      });
+      s.on('error', () => undefined);
+      s.on('close', () => {
+        if (!this.firstLines[i]) this.firstLines[i] = 'closed';
+      });
+      s.once('connect', () => {
+        s.write(head);
+        if (trickle) this.timers.push(setInterval(() => s.writable && s.write(' '), 4000));
+        resolve();
+      });
+      s.once('error', () => resolve());
+    });
+  }
+
+  summary(): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const l of this.firstLines) {
+      const k = l === '' ? 'held open' : l.startsWith('HTTP/') ? l.split(' ')[1]! : l;
+      out[k] = (out[k] ?? 0) + 1;
+    }
+    return out;
+  }
+
+  end(): void {
+    for (const t of this.timers) clearInterval(t);
+    for (const s of this.sockets) s.destroy();
+  }
+}
+
+async function openMany(a: Attack, port: number, n: number, head: string, trickle: boolean): Promise<void> {
+  for (let i = 0; i < n; i += 100) await Promise.all(Array.from({ length: Math.min(100, n - i) }, () => a.open(port, head, trickle)));
+}
+
+const SLOW_BODY = 'POST /sandboxes HTTP/1.1\r\nHost: registry\r\nContent-Type: application/json\r\nContent-Length: 60000\r\n\r\n{';
+const FEED = 'GET /services/changes HTTP/1.1\r\nHost: registry\r\nAccept: text/event-stream\r\n\r\n';
+
+async function main(): Promise<void> {
+  const port = await freePort();
+  const env: Record<string, string> = {
+    PORT: String(port), HOST: '127.0.0.1', METRICS_PORT: '0', WORKERS: '1', NODE_ENV: 'development', COOKIE_SECURE: 'false',
+    ADMIN_API_KEY: ADMIN_KEY, TRUSTED_PROXIES: '127.0.0.1', REDIS_KEY_PREFIX: 'hostile:', LOG_LEVEL: 'warn',
+  };
+  const server: Child = spawnNode(join(ROOT, 'dist/src/hot/main.js'), [], env, null, join(tmpdir(), 'hostile-server.log'));
+  let nginx: ChildProcess | null = null;
+  const prefix = mkdtempSync(join(tmpdir(), 'hostile-proxy-'));
+  try {
+    await waitFor200(`http://127.0.0.1:${port}/readyz`, server, 120_000);
+    for (let i = 0; i < 4; i++) {
+      await fetch(`http://127.0.0.1:${port}/admin/api/services`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' }, body: JSON.stringify({ endpoint: `https://b${i}.example.com`, capability: `bench${i}` }) });
+    }
+    const pid = server.proc.pid!;
+    console.log(`hostile bench: ${new Date().toISOString()}, load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}, server pid ${pid}, ${SECONDS} s per probe`);
+
+    if (SCENARIOS.includes('proxy')) {
+      const pport = await freePort();
+      nginx = spawn('bash', ['scripts/proxy.sh', 'run'], { cwd: ROOT, env: { ...process.env, HOST: '127.0.0.1', PORT: String(port), PROXY_PORT: String(pport), PROXY_PREFIX: prefix }, stdio: ['ignore', 'ignore', 'inherit'] });
+      for (let i = 0; i < 200; i++) {
+        const ok = await fetch(`http://127.0.0.1:${pport}/livez`).then((r) => r.ok, () => false);
+        if (ok) break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      const idle = await probe(pport, SECONDS);
+      const rss0 = rssKb(pid);
+      const nrss0 = treeRssKb(nginx.pid!);
+      // the streams first: opened after the slow bodies they would find the address's
+      // connections all taken, and only test the per-address connection cap again
+      const f = new Attack();
+      await openMany(f, pport, STREAMS, FEED, false);
+      const a = new Attack();
+      await openMany(a, pport, SLOW, SLOW_BODY, true);
+      await new Promise((r) => setTimeout(r, 1000));
+      const hit = await probe(pport, SECONDS);
+      const rss1 = rssKb(pid);
+      const nrss1 = treeRssKb(nginx.pid!);
+      const slow = a.summary();
+      const feed = f.summary();
+      a.end();
+      f.end();
+      await new Promise((r) => setTimeout(r, 1000));
+      const after = await probe(pport, SECONDS);
+      console.log(`\n[proxy] ${SLOW} slow-body sockets + ${STREAMS} change-feed streams from ${ATTACKER} through nginx; ${CLIENT} searches through it`);
+      console.log(`  idle:          ${fmt(idle)}`);
+      console.log(`  under attack:  ${fmt(hit)}   (p99 ${(hit.p99 / idle.p99).toFixed(2)}× idle)`);
+      console.log(`  idle again:    ${fmt(after)}`);
+      console.log(`  slow bodies:   ${JSON.stringify(slow)}; streams: ${JSON.stringify(feed)}`);
+      console.log(`  RSS server ${mb(rss0)} -> ${mb(rss1)}, nginx (all processes) ${mb(nrss0)} -> ${mb(nrss1)}`);
+    }
+
+    if (SCENARIOS.includes('feed')) {
+      const idle = await probe(port, SECONDS);
+      const rss0 = rssKb(pid);
+      const f = new Attack();
+      await openMany(f, port, STREAMS, FEED, false);
+      await new Promise((r) => setTimeout(r, 1000));
+      const hit = await probe(port, SECONDS);
+      const rss1 = rssKb(pid);
+      const feed = f.summary();
+      f.end();
+      await new Promise((r) => setTimeout(r, 1000));
+      const after = await probe(port, SECONDS);
+      console.log(`\n[feed] ${STREAMS} change-feed streams from ${ATTACKER} straight at the server; ${CLIENT} searches`);
+      console.log(`  idle:          ${fmt(idle)}`);
+      console.log(`  under attack:  ${fmt(hit)}   (p99 ${(hit.p99 / idle.p99).toFixed(2)}× idle)`);
+      console.log(`  idle again:    ${fmt(after)}`);
+      console.log(`  streams:       ${JSON.stringify(feed)}`);
+      console.log(`  RSS server ${mb(rss0)} -> ${mb(rss1)}`);
+    }
+
+    if (SCENARIOS.includes('keys')) {
+      const db = new pg.Client({ connectionString: process.env.DATABASE_URL });
+      await db.connect();
+      const scans = async () => {
+        await new Promise((r) => setTimeout(r, 1500)); // backends publish their counters about once a second
+        const r = await db.query<{ n: string }>("SELECT coalesce(idx_scan, 0) + coalesce(seq_scan, 0) AS n FROM pg_stat_user_tables WHERE relname = 'sandboxes'");
+        return Number(r.rows[0]?.n ?? 0);
+      };
+      // made before the flood: a key costs ~120 µs to make, which would slow this process
+      // (the timed client's too) rather than the server
+      const forged = Array.from({ length: FORGED }, () => newSandboxKey('forged').key);
+      const idle = await probe(port, SECONDS);
+      const rss0 = rssKb(pid);
+      const s0 = await scans();
+      let sent = 0;
+      const statuses: Record<string, number> = {};
+      const flood = new Agent({ keepAlive: true, maxSockets: 32, localAddress: ATTACKER } as ConstructorParameters<typeof Agent>[0] & { localAddress: string });
+      const end = Date.now() + SECONDS * 1000 + 500;
+      const floodDone = Promise.all(Array.from({ length: 32 }, async () => {
+        while (Date.now() < end && sent < forged.length) {
+          await new Promise<void>((resolve) => {
+            const key = forged[sent++]!;
+            const r = request({ host: '127.0.0.1', port, path: '/services?capability=bench0', agent: flood, headers: { authorization: `Bearer ${key}` } }, (res) => {
+              statuses[String(res.statusCode)] = (statuses[String(res.statusCode)] ?? 0) + 1;
+              res.resume();
+              res.on('end', resolve);
+            });
+            r.on('error', () => resolve());
+            r.end();
+          });
+        }
+      }));
+      const hit = await probe(port, SECONDS);
+      await floodDone;
+      flood.destroy();
+      const rss1 = rssKb(pid);
+      const s1 = await scans();
+      const after = await probe(port, SECONDS);
+      await db.end();
+      console.log(`\n[keys] forged checksum-valid keys (a new one per request, at most ${FORGED}, 32 connections) from ${ATTACKER}; ${CLIENT} searches`);
+      console.log(`  idle:          ${fmt(idle)}`);
+      console.log(`  under attack:  ${fmt(hit)}   (p99 ${(hit.p99 / idle.p99).toFixed(2)}× idle)`);
+      console.log(`  idle again:    ${fmt(after)}`);
+      console.log(`  forged:        ${sent} requests ${JSON.stringify(statuses)}; PostgreSQL scans of sandboxes: ${s1 - s0}`);
+      console.log(`  RSS server ${mb(rss0)} -> ${mb(rss1)}`);
+    }
+    if (SCENARIOS.includes('hop')) {
+      // the reference for keys: the same flood, no key at all, each request one Redis round
+      // trip (GET /services/<unknown id>: 404 from the index)
+      const idle = await probe(port, SECONDS);
+      let sent = 0;
+      const statuses: Record<string, number> = {};
+      const flood = new Agent({ keepAlive: true, maxSockets: 32, localAddress: ATTACKER } as ConstructorParameters<typeof Agent>[0] & { localAddress: string });
+      const end = Date.now() + SECONDS * 1000 + 500;
+      const floodDone = Promise.all(Array.from({ length: 32 }, async () => {
+        while (Date.now() < end) {
+          await new Promise<void>((resolve) => {
+            const r = request({ host: '127.0.0.1', port, path: `/services/nope${sent++}`, agent: flood }, (res) => {
+              statuses[String(res.statusCode)] = (statuses[String(res.statusCode)] ?? 0) + 1;
+              res.resume();
+              res.on('end', resolve);
+            });
+            r.on('error', () => resolve());
+            r.end();
+          });
+        }
+      }));
+      const hit = await probe(port, SECONDS);
+      await floodDone;
+      flood.destroy();
+      const after = await probe(port, SECONDS);
+      console.log(`\n[hop] unknown service ids (no key; one Redis round trip each, 32 connections) from ${ATTACKER}; ${CLIENT} searches`);
+      console.log(`  idle:          ${fmt(idle)}`);
+      console.log(`  under attack:  ${fmt(hit)}   (p99 ${(hit.p99 / idle.p99).toFixed(2)}× idle)`);
+      console.log(`  idle again:    ${fmt(after)}`);
+      console.log(`  flood:         ${sent} requests ${JSON.stringify(statuses)}`);
+    }
+    console.log(`\nload average at the end ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+  } finally {
+    if (nginx && nginx.exitCode === null) {
+      nginx.kill('SIGTERM');
+      await new Promise((r) => nginx!.once('exit', r));
+    }
+    await server.stop();
+    rmSync(prefix, { recursive: true, force: true });
+  }
+}
+
+main().catch((e: unknown) => {
+  console.error(e);
+  process.exit(1);
+});

@@ -1,0 +1,243 @@
+// Registrations at PostgreSQL speed (issue 22): any number of new services, of any
+// namespaces, committed by ONE statement — one round trip, prepared once per connection.
+// The statement inserts the services with their index text, their capabilities,
+// properties and IoT profiles, one outbox row each and their change events (under the
+// change feed's advisory lock, changes/events.ts), and returns what the index needs that
+// only PostgreSQL draws: seq, version, outbox row. Everything else of the state is known
+// before the write (a new service has no candidates), so the caller applies Redis from
+// this and answers from it: nothing is read back (projector.ts, applyCommitted()).
+// A single statement outside BEGIN/COMMIT is its own transaction: all rows or none.
+// Patches (patchService, below) likewise: one read and one statement.
+import { CHANGE_LOCK_ID, type ChangeType } from '../changes/events.js';
+import { ApiError } from '../domain/errors.js';
+import type { ServiceRecord } from '../domain/service.js';
+import type { ServiceChange, ServiceInput } from '../domain/validation.js';
+import { query, type Pool } from './pool.js';
+import { indexText, loadService, newServiceId, type IndexState } from './services.js';
+
+/** One registration to commit: its namespace, its body and (import, tests) a chosen id. */
+export interface NewService {
+  ns: string;
+  input: ServiceInput;
+  id?: string;
+}
+
+/** A committed registration: its outbox row and the state (with its revision) to index. */
+export interface Committed {
+  row: number;
+  id: string;
+  state: IndexState & { record: ServiceRecord };
+  /** serializeService(record): the response body, the change event's data and idx_doc */
+  doc: string;
+  hdr: string;
+}
+
+// (column types spelled out: a prepared statement is planned once for every batch size)
+const CREATE_SERVICES = `
+WITH t AS MATERIALIZED (
+  SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::boolean[], $5::bigint[], $6::boolean[], $7::date[], $8::text[], $9::text[], $10::text[])
+    WITH ORDINALITY AS t(id, ns, endpoint, dep, dep_at, locked, sunset, doc, mem, hdr, i)),
+svc AS (
+  INSERT INTO services (id, ns, endpoint, deprecated, deprecated_at, locked, sunset_date, idx_doc, idx_members, idx_hdr)
+  SELECT id, ns, endpoint, dep, to_timestamp(dep_at), locked, sunset, doc, mem, hdr FROM t ORDER BY i
+  RETURNING id, seq, version),
+caps AS (
+  INSERT INTO service_capabilities (service_id, capability, ord)
+  SELECT * FROM unnest($11::text[], $12::text[], $13::smallint[])),
+props AS (
+  INSERT INTO service_properties (service_id, key, value)
+  SELECT * FROM unnest($14::text[], $15::text[], $16::text[])),
+iot AS (
+  INSERT INTO iot_profiles (service_id, device_classes, protocols)
+  SELECT sid, string_to_array(d, ','), string_to_array(p, ',') FROM unnest($17::text[], $18::text[], $19::text[]) AS x(sid, d, p)),
+ob AS (
+  INSERT INTO outbox (ns, service_id) SELECT ns, id FROM t ORDER BY i RETURNING id, service_id),
+ev AS (
+  -- the lock is taken in the FROM item, before nextval draws any id (changes/events.ts)
+  INSERT INTO change_events (id, ns, service_id, type, data)
+  SELECT nextval('change_events_id_seq'), t.ns, t.id, 'service.created', t.doc
+    FROM (SELECT pg_advisory_xact_lock($20)) l, t ORDER BY t.i)
+SELECT svc.id, svc.seq::text, svc.version::text, ob.id::text AS row FROM svc JOIN ob ON ob.service_id = svc.id`;
+
+/**
+ * Commit new services in one statement: all of them or none. Returns them in input order.
+ * A deprecated registration's deprecation time is this process's clock (seconds), so that
+ * its header is known before the write.
+ */
+export async function createServices(pool: Pool, items: NewService[], nowSec = Math.floor(Date.now() / 1000)): Promise<Committed[]> {
+  const ids: string[] = [];
+  const nss: string[] = [];
+  const eps: string[] = [];
+  const deps: boolean[] = [];
+  const depAts: (number | null)[] = [];
+  const lockeds: boolean[] = [];
+  const suns: (string | null)[] = [];
+  const docs: string[] = [];
+  const mems: string[] = [];
+  const hdrs: string[] = [];
+  const capSid: string[] = [];
+  const caps: string[] = [];
+  const capOrd: number[] = [];
+  const propSid: string[] = [];
+  const propKey: string[] = [];
+  const propVal: string[] = [];
+  const iotSid: string[] = [];
+  const iotDc: string[] = [];
+  const iotPr: string[] = [];
+  const recs: ServiceRecord[] = [];
+  for (const it of items) {
+    const s = it.input;
+    const id = it.id ?? newServiceId();
+    const rec: ServiceRecord = {
+      id,
+      ns: it.ns,
+      seq: 0,
+      endpoint: s.endpoint,
+      capabilities: s.capabilities,
+      properties: s.properties,
+      iot: s.iot,
+      deprecated: s.deprecated,
+      deprecatedAt: s.deprecated ? nowSec : null,
+      locked: s.locked,
+      sunsetDate: s.sunsetDate,
+      replacementSeqs: [],
+    };
+    const text = indexText(rec);
+    recs.push(rec);
+    ids.push(id);
+    nss.push(it.ns);
+    eps.push(s.endpoint);
+    deps.push(s.deprecated);
+    depAts.push(rec.deprecatedAt);
+    lockeds.push(s.locked);
+    suns.push(s.sunsetDate);
+    docs.push(text.doc);
+    mems.push(text.members);
+    hdrs.push(text.hdr);
+    s.capabilities.forEach((c, i) => {
+      capSid.push(id);
+      caps.push(c);
+      capOrd.push(i + 1);
+    });
+    for (const k of Object.keys(s.properties)) {
+      propSid.push(id);
+      propKey.push(k);
+      propVal.push(s.properties[k]!);
+    }
+    if (s.iot) {
+      // tokens are [a-z0-9._-]: a comma never occurs in one
+      iotSid.push(id);
+      iotDc.push(s.iot.deviceClasses.join(','));
+      iotPr.push(s.iot.protocols.join(','));
+    }
+  }
+  const r = await query<{ id: string; seq: string; version: string; row: string }>(
+    pool,
+    { name: 'create-services', text: CREATE_SERVICES },
+    [ids, nss, eps, deps, depAts, lockeds, suns, docs, mems, hdrs, capSid, caps, capOrd, propSid, propKey, propVal, iotSid, iotDc, iotPr, CHANGE_LOCK_ID],
+  );
+  const byId = new Map(r.rows.map((x) => [x.id, x]));
+  return recs.map((rec, i) => {
+    const x = byId.get(rec.id)!;
+    rec.seq = Number(x.seq);
+    rec.version = Number(x.version);
+    return { row: Number(x.row), id: rec.id, state: { ns: rec.ns, version: rec.version, record: rec }, doc: docs[i]!, hdr: hdrs[i]! };
+  });
+}
+
+/** One registration (its own statement): the entry point for callers that do not batch. */
+export async function createService(pool: Pool, ns: string, s: ServiceInput, id = newServiceId()): Promise<Committed> {
+  return (await createServices(pool, [{ ns, input: s, id }]))[0]!;
+}
+
+// A patch in one statement: the row updated only if it is still at the version the state
+// was read at (else nothing happens and the caller reads again), details replaced by
+// delete-the-others plus upsert (disjoint rows: one statement may not touch a row twice),
+// the outbox row and the change event (under the feed's lock) with it. The version is
+// drawn by the UPDATE, which holds the row lock: the revision rule of redis/README.md.
+const PATCH_SERVICE = `
+WITH u AS (
+  UPDATE services SET endpoint = $3, deprecated = $4,
+         deprecated_at = CASE WHEN $5::bigint IS NOT DISTINCT FROM floor(extract(epoch FROM deprecated_at))::bigint THEN deprecated_at ELSE to_timestamp($5) END,
+         locked = $6, sunset_date = $7, updated_at = now(), version = nextval('service_version_seq'),
+         idx_doc = $8, idx_members = $9, idx_hdr = $10
+   WHERE id = $1 AND version = $2 RETURNING id, ns, seq, version),
+cd AS (
+  DELETE FROM service_capabilities c USING u WHERE $11 AND c.service_id = u.id AND NOT (c.capability = ANY($12::text[]))),
+ci AS (
+  INSERT INTO service_capabilities (service_id, capability, ord)
+  SELECT u.id, x.c, x.o FROM u, unnest($12::text[]) WITH ORDINALITY AS x(c, o) WHERE $11
+  ON CONFLICT (service_id, capability) DO UPDATE SET ord = EXCLUDED.ord),
+pd AS (
+  DELETE FROM service_properties p USING u WHERE $13 AND p.service_id = u.id AND NOT (p.key = ANY($14::text[]))),
+pi AS (
+  INSERT INTO service_properties (service_id, key, value)
+  SELECT u.id, x.k, x.v FROM u, unnest($14::text[], $15::text[]) AS x(k, v) WHERE $13
+  ON CONFLICT (service_id, key) DO UPDATE SET value = EXCLUDED.value),
+idel AS (
+  DELETE FROM iot_profiles i USING u WHERE $16 AND $17::text[] IS NULL AND i.service_id = u.id),
+iup AS (
+  INSERT INTO iot_profiles (service_id, device_classes, protocols)
+  SELECT u.id, $17::text[], $18::text[] FROM u WHERE $16 AND $17::text[] IS NOT NULL
+  ON CONFLICT (service_id) DO UPDATE SET device_classes = EXCLUDED.device_classes, protocols = EXCLUDED.protocols),
+ob AS (
+  INSERT INTO outbox (ns, service_id) SELECT ns, id FROM u RETURNING id),
+ev AS (
+  INSERT INTO change_events (id, ns, service_id, type, data)
+  SELECT nextval('change_events_id_seq'), u.ns, u.id, $19, $8 FROM (SELECT pg_advisory_xact_lock($20)) l, u)
+SELECT u.seq::text, u.version::text, ob.id::text AS row FROM u, ob`;
+
+/**
+ * Change a service: two round trips (read the state with its version; one statement that
+ * writes the new state only if the version is still that one), again while a concurrent
+ * write got in between. 404 (ApiError) for a service not in `ns`.
+ */
+export async function patchService(pool: Pool, ns: string, id: string, ch: ServiceChange, nowSec = Math.floor(Date.now() / 1000)): Promise<Committed> {
+  for (;;) {
+    const cur = await loadService(pool, ns, id);
+    if (!cur) throw new ApiError('NOT_FOUND', 'no such service');
+    const deprecated = ch.deprecated ?? cur.deprecated;
+    const rec: ServiceRecord = {
+      ...cur,
+      endpoint: ch.endpoint ?? cur.endpoint,
+      capabilities: ch.capabilities ?? cur.capabilities,
+      properties: ch.properties ?? cur.properties,
+      iot: ch.iot !== undefined ? ch.iot : cur.iot,
+      deprecated,
+      // turning deprecation on stamps it now; off clears it; otherwise it stays
+      deprecatedAt: !deprecated ? null : cur.deprecated ? cur.deprecatedAt : nowSec,
+      locked: ch.locked ?? cur.locked,
+      sunsetDate: ch.sunsetDate !== undefined ? ch.sunsetDate : cur.sunsetDate,
+    };
+    const text = indexText(rec);
+    // a patch that turns deprecation on is the event fleets care most about: its own type
+    const type: ChangeType = deprecated && !cur.deprecated ? 'service.deprecated' : 'service.updated';
+    const props = Object.keys(rec.properties);
+    const r = await query<{ seq: string; version: string; row: string }>(pool, { name: 'patch-service', text: PATCH_SERVICE }, [
+      id,
+      cur.version,
+      rec.endpoint,
+      rec.deprecated,
+      rec.deprecatedAt,
+      rec.locked,
+      rec.sunsetDate,
+      text.doc,
+      text.members,
+      text.hdr,
+      ch.capabilities !== undefined,
+      rec.capabilities,
+      ch.properties !== undefined,
+      props,
+      props.map((k) => rec.properties[k]!),
+      ch.iot !== undefined,
+      rec.iot ? rec.iot.deviceClasses : null,
+      rec.iot ? rec.iot.protocols : null,
+      type,
+      CHANGE_LOCK_ID,
+    ]);
+    const x = r.rows[0];
+    if (!x) continue; // another write committed since the read: read it and apply this change to it
+    rec.version = Number(x.version);
+    return { row: Number(x.row), id, state: { ns: cur.ns, version: rec.version, record: rec }, doc: text.doc, hdr: text.hdr };
+  }
+}

@@ -1,0 +1,119 @@
+// NEAR_CACHE_MB and RESULT_CACHE_MB are process totals (issue 20): the real entry point with
+// WORKERS=2 and 1 MiB budgets, searched for far more distinct filters than a budget holds
+// (1,024 real capabilities and as many unknown ones), each request on a connection of its own
+// so the kernel spreads them over both threads. At every scrape the process's counted bytes
+// (the sum over both threads) stay within the budget, and they come near it: both threads
+// filled their shares.
+import { spawn } from 'node:child_process';
+import { request } from 'node:http';
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import t from 'tap';
+import { loadConfig } from '../../src/hot/config.js';
+import { ADMIN_KEY, baseEnv, freshDatabase } from '../helpers/server.js';
+import { parseProm, sample } from '../helpers/metrics-util.js';
+import { freePort } from '../helpers/processes.js';
+
+const root = fileURLToPath(new URL('../../../', import.meta.url));
+const MIB = 1024 * 1024;
+
+t.setTimeout(300_000); // a server of its own, two threads, a thousand services' worth of searches
+
+/** A request on a connection of its own (no keep-alive): each may land on either thread. */
+function call(port: number, method: string, path: string, body?: unknown): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const data = body === undefined ? undefined : JSON.stringify(body);
+    const headers: Record<string, string> = { connection: 'close' };
+    if (data) Object.assign(headers, { 'content-type': 'application/json', authorization: `Bearer ${ADMIN_KEY}` });
+    const r = request({ host: '127.0.0.1', port, path, method, agent: false, headers }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (text += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+    });
+    r.on('error', reject);
+    r.end(data);
+  });
+}
+
+t.test('two uWS threads share one budget: the process total never passes NEAR_CACHE_MB / RESULT_CACHE_MB', { timeout: 600_000 }, async (t) => {
+  const db = await freshDatabase();
+  t.teardown(() => db.drop());
+  const prefix = 'tbt' + randomBytes(4).toString('hex') + ':';
+  const port = await freePort();
+  const metricsPort = await freePort();
+  const env: Record<string, string | undefined> = {
+    ...baseEnv(),
+    DATABASE_URL: db.url,
+    REDIS_KEY_PREFIX: prefix,
+    PORT: String(port),
+    METRICS_PORT: String(metricsPort),
+    WORKERS: '2',
+    NEAR_CACHE_MB: '1',
+    RESULT_CACHE_MB: '1',
+  };
+  const child = spawn(process.execPath, ['dist/src/hot/main.js'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stderr.on('data', (b: Buffer) => (err += b.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  t.teardown(async () => {
+    child.kill('SIGTERM');
+    await exited;
+    const r = new Redis(loadConfig(env).redisUrl);
+    const keys = await r.keys(prefix + '*');
+    if (keys.length) await r.unlink(...keys);
+    r.disconnect();
+  });
+  await new Promise<void>((resolve, reject) => {
+    child.stdout.on('data', (b: Buffer) => {
+      out += b.toString();
+      if (/listening on .*\(2 uWS threads\)/.test(out)) resolve();
+    });
+    void exited.then((code) => reject(new Error(`server exited (${code}): ${err}`)));
+  });
+  for (let i = 0; i < 100 && (await call(port, 'GET', '/readyz')).status !== 200; i++) await new Promise((r) => setTimeout(r, 50));
+
+  // 32 services × 32 capabilities: 1,024 distinct sets of one member each
+  const cap = (i: number) => `cap.b${String(i).padStart(4, '0')}`;
+  for (let s = 0; s < 32; s++) {
+    const r = await call(port, 'POST', '/admin/api/services', { endpoint: `https://b${s}.example.com`, capabilities: Array.from({ length: 32 }, (_, k) => cap(s * 32 + k)), properties: { note: 'x'.repeat(200) } });
+    if (r.status !== 201) throw new Error(`register: ${r.status} ${r.body}`);
+  }
+
+  let mostNear = 0;
+  let mostResult = 0;
+  let over = 0;
+  let wrong = 0;
+  let threads = 0;
+  const scrape = async () => {
+    const p = parseProm((await call(metricsPort, 'GET', '/metrics')).body);
+    const near = sample(p, 'registry_near_cache_bytes', {}) ?? 0;
+    const result = sample(p, 'registry_result_cache_bytes', {}) ?? 0;
+    threads = sample(p, 'registry_threads_reporting', {}) ?? 0;
+    mostNear = Math.max(mostNear, near);
+    mostResult = Math.max(mostResult, result);
+    if (near > MIB || result > MIB) over++;
+  };
+  // 16 at a time, each on a keep-alive connection of fetch's pool (the connections spread over both threads)
+  const base = `http://127.0.0.1:${port}`;
+  const one = async (i: number) => {
+    const known = await fetch(`${base}/services?capability=${cap(i)}`);
+    const unknown = await fetch(`${base}/services?capability=u${i}x${randomBytes(4).toString('hex')}`);
+    if (known.status !== 200 || ((await known.json()) as unknown[]).length !== 1) wrong++;
+    if (unknown.status !== 200 || (await unknown.text()) !== '[]') wrong++;
+  };
+  for (let i = 0; i < 1024; i += 16) {
+    await Promise.all(Array.from({ length: 16 }, (_, k) => one(i + k)));
+    if (i % 128 === 112) await scrape();
+  }
+  await new Promise((r) => setTimeout(r, 1200)); // the threads' last reports
+  await scrape();
+  t.equal(wrong, 0, 'every search answered right');
+  t.equal(threads, 2, 'both threads report');
+  t.equal(over, 0, `no scrape saw a process total over 1 MiB (near at most ${mostNear}, result at most ${mostResult})`);
+  // a thread's share is half: the total came past one share, so both threads held theirs
+  t.ok(mostNear > 0.6 * MIB, `the near cache filled the budget between both threads (${mostNear})`);
+  t.ok(mostResult > 0.6 * MIB, `and the result cache too (${mostResult})`);
+});
