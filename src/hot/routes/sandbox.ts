@@ -22,7 +22,7 @@ const PRIVATE: Headers = [['Cache-Control', 'private, no-store']];
 /** Make sure Redis knows a sandbox that PostgreSQL has (after Redis lost it). */
 async function sandboxOr404(app: App, uuid: string): Promise<SandboxRow> {
   const s = UUID_RE.test(uuid) ? await getSandbox(app.pg, uuid) : null;
-  if (!s) throw new ApiError('NOT_FOUND', 'no such sandbox');
+  if (!s) throw ApiError.of('NOT_FOUND', ['sandbox']);
   return s;
 }
 
@@ -84,7 +84,7 @@ export function registerSandbox(uws: TemplatedApp, app: App, o: RouteOptions): v
       const s = await sandboxOr404(app, uuid);
       await writeSandboxMeta(app.redis, app.keys, s, app.cfg.tiers[s.tier] ?? 0, '');
       p = await pollData(app.redis, app.keys, uuid, undefined, app.auth);
-      if (!p) throw new ApiError('NOT_FOUND', 'no such sandbox');
+      if (!p) throw ApiError.of('NOT_FOUND', ['sandbox']);
     }
     const window = p.buckets.slice(-12).reduce((a, b) => a + b, 0);
     reply.json(
@@ -140,7 +140,7 @@ export function registerSandbox(uws: TemplatedApp, app: App, o: RouteOptions): v
   keyedRoute('get', '/sandbox/:uuid/services/:id', o, async (req, reply, _body, rl) => {
     const id = req.params[1]!;
     const s = await app.index.getService(ns(req), id);
-    if (!s) throw new ApiError('NOT_FOUND', 'no such service');
+    if (!s) throw ApiError.of('NOT_FOUND', ['service']);
     reply.json(200, s.doc, [...PRIVATE, ...deprecationHeaders(s.hdr, `${base(req)}/${id}/replacements`), ...rl]);
   });
 

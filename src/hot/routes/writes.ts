@@ -93,6 +93,6 @@ export async function addReplacementHandler(app: App, ns: string, id: string, re
 
 export async function listReplacementsHandler(app: App, ns: string, id: string, reply: Reply, extra: Headers, status = 200): Promise<void> {
   const list = await loadReplacements(app.pg, ns, id);
-  if (!list) throw new ApiError('NOT_FOUND', 'no such service');
+  if (!list) throw ApiError.of('NOT_FOUND', ['service']);
   reply.json(status, JSON.stringify(list.map(serviceObject)), [['Cache-Control', 'no-store'], ...extra]);
 }
