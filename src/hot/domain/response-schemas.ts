@@ -9,6 +9,14 @@ const uuid = { type: 'string', format: 'uuid' } as const;
 const dateTime = { type: 'string', format: 'date-time' } as const;
 const perNs = { type: 'object', additionalProperties: false, required: ['production', 'sandboxes'], properties: { production: count, sandboxes: count } } as const;
 
+/** Services per health status (liveness): passing and critical hold a lease, unknown has none. */
+export const healthCounts = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['passing', 'critical', 'unknown'],
+  properties: { passing: count, critical: count, unknown: count },
+} as const;
+
 /** A sandbox as the admin and dashboard routes show it (sandbox/summary.ts); `tier` names a configured tier. */
 export function sandboxSummary(tier: object) {
   return {
@@ -53,12 +61,19 @@ export function stats(tierNames: readonly string[]) {
   return {
     type: 'object',
     additionalProperties: false,
-    required: ['services', 'deprecated', 'locked', 'iotReady', 'sandboxesByTier', 'sandboxes', 'locatedSandboxes', 'requests', 'tiers', 'defaultTier', 'generatedAt'],
+    required: ['services', 'deprecated', 'locked', 'iotReady', 'health', 'sandboxesByTier', 'sandboxes', 'locatedSandboxes', 'requests', 'tiers', 'defaultTier', 'generatedAt'],
     properties: {
       services: perNs,
       deprecated: perNs,
       locked: perNs,
       iotReady: perNs,
+      health: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['passing', 'critical', 'unknown'],
+        properties: { passing: perNs, critical: perNs, unknown: perNs },
+        description: 'services per health status, production and sandboxes',
+      },
       sandboxesByTier: { type: 'object', additionalProperties: count, description: 'every configured tier (0 when no sandbox has it), and any tier sandboxes still have that is no longer configured' },
       sandboxes: count,
       locatedSandboxes: count,

@@ -244,7 +244,10 @@ export function openApiDocument(version: string, opts: OpenApiOptions = {}): Obj
         Poll: R.poll,
         Stats: R.stats(tiers),
         SandboxPage: R.sandboxPage('#/components/schemas/SandboxSummary', tierIn),
-        SandboxDetail: sandboxExtra({ serviceCount: { type: 'integer', minimum: 0 }, counters: R.adminCounters, tierChanges: { type: 'array', items: R.tierChangeRecord } }, ['serviceCount', 'counters', 'tierChanges']),
+        SandboxDetail: sandboxExtra(
+          { serviceCount: { type: 'integer', minimum: 0 }, health: R.healthCounts, counters: R.adminCounters, tierChanges: { type: 'array', items: R.tierChangeRecord } },
+          ['serviceCount', 'health', 'counters', 'tierChanges'],
+        ),
         LocatedSandbox: R.locatedSandbox,
         CsrfToken: R.csrfToken,
         Readiness: R.readiness,
