@@ -33,6 +33,12 @@ interface Fixture {
   hasNot: Body;
   uncanonical: string;
   invalid: string | null;
+  /**
+   * A value that no body sets (a service's health comes from its heartbeats): called after
+   * every write of a fixture's service, with the heartbeat token its registration returned,
+   * to give it the value (`has`) or take it away.
+   */
+  state?: (id: string, token: string, has: boolean) => Promise<void>;
 }
 
 const BASE: Body = { capabilities: ['base'], iot: { deviceClasses: ['base'], protocols: ['base'] } };
@@ -55,6 +61,22 @@ const FIXTURES: Record<string, Fixture> = {
     invalid: 'co/ap',
   },
   iotReady: { value: 'true', has: {}, hasNot: { iot: null }, uncanonical: 'TRUE', invalid: null },
+  // both hold a lease; a heartbeat that reports critical takes the value away, a passing one gives it back
+  healthy: {
+    value: 'true',
+    has: { ttl: 3600 },
+    hasNot: { ttl: 3600 },
+    uncanonical: 'True',
+    invalid: null,
+    state: async (id, token, has) => {
+      const r = await s.req(`/services/${id}/heartbeat`, {
+        method: 'PUT',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ status: has ? 'passing' : 'critical' }),
+      });
+      if (r.status !== 204) throw new Error(`heartbeat: ${r.status} ${await r.text()}`);
+    },
+  },
 };
 
 const PATHS: Record<string, string[]> = { services: ['/services', '/sandbox/{uuid}/services'], devices: ['/devices'] };
@@ -95,8 +117,10 @@ for (const d of DIMENSIONS as readonly Dimension[]) {
     const fx = FIXTURES[d.param];
     if (!fx) return t.fail(`no fixture for ${d.param}: say in test/http/dimensions.test.ts how a service gets a value of it`);
     n++;
-    const has = await registerProduction(s, { endpoint: `https://has-${d.param.toLowerCase()}.example.com`, ...BASE, ...fx.has });
-    const hasNot = await registerProduction(s, { endpoint: `https://hasnot-${d.param.toLowerCase()}.example.com`, ...BASE, ...fx.hasNot });
+    const has = (await registerProduction(s, { endpoint: `https://has-${d.param.toLowerCase()}.example.com`, ...BASE, ...fx.has })) as { id: string; heartbeatToken?: string };
+    const hasNot = (await registerProduction(s, { endpoint: `https://hasnot-${d.param.toLowerCase()}.example.com`, ...BASE, ...fx.hasNot })) as { id: string; heartbeatToken?: string };
+    await fx.state?.(has.id, has.heartbeatToken!, true);
+    await fx.state?.(hasNot.id, hasNot.heartbeatToken!, false);
     const routes = d.routes.flatMap((r) => (r === 'services' ? ['/services'] : ['/devices']));
 
     // searchable
@@ -141,10 +165,12 @@ for (const d of DIMENSIONS as readonly Dimension[]) {
     t.notOk((await members(gen, suffix)).includes(await seqOf(gen, hasNot.id)), `and not the other one`);
     const dropped = await s.admin('PATCH', `/admin/api/services/${has.id}`, { ...BASE, ...fx.hasNot });
     t.equal(dropped.status, 200, 'a patch drops the value');
+    await fx.state?.(has.id, has.heartbeatToken!, false);
     t.notOk((await members(gen, suffix)).includes(seq), `set ${suffix} no longer holds it (the Lua member rule removed it)`);
     for (const route of routes) t.notOk((await found(route, d.param, fx.value)).includes(has.id), `${route} no longer finds it`);
     const back = await s.admin('PATCH', `/admin/api/services/${has.id}`, { ...BASE, ...fx.has });
     t.equal(back.status, 200, 'a patch gives it back');
+    await fx.state?.(has.id, has.heartbeatToken!, true);
     const rebuilt = await rebuildIndex(s.app.pg, redis, keys, s.cfg.tiers);
     if (!rebuilt) throw new Error('the rebuild did not run');
     await rebuilt.retired;
