@@ -5,6 +5,7 @@
 // `required` is present and matches its schema. The test harness (server.ts: req/admin;
 // raw-client.ts; checks.ts: rawGet) calls it on every answer and throws on a mismatch, so a
 // new test gets the check for free and an undocumented status fails the suite.
+import http from 'node:http';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 
@@ -150,7 +151,18 @@ const byPort = new Map<number, DocumentCheck>();
 
 /** Fetch the served document of the server on `port` (once per distinct document) and remember it for that port. */
 export async function loadDocument(port: number): Promise<DocumentCheck> {
-  const text = await (await fetch(`http://127.0.0.1:${port}/openapi.json`)).text();
+  // a connection of its own (no keep-alive pool): a server started on the port of one
+  // that a previous test closed would otherwise be asked on that server's dead socket
+  const text = await new Promise<string>((resolve, reject) => {
+    http
+      .get({ host: '127.0.0.1', port, path: '/openapi.json', agent: false }, (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (body += c));
+        res.on('end', () => (res.statusCode === 200 ? resolve(body) : reject(new Error(`/openapi.json: ${res.statusCode}`))));
+      })
+      .on('error', reject);
+  });
   let c = byText.get(text);
   if (!c) {
     c = new DocumentCheck(JSON.parse(text) as Obj);
