@@ -68,7 +68,7 @@ t.test('service objects in the body have every contract field', async (t) => {
   const body = (await r.json()) as Record<string, unknown>[];
   t.same(body[0], {
     id: A.id,
-    endpoint: 'https://a.example.com',
+    endpoint: 'https://a.example.com/',
     capabilities: ['print', 'scan'],
     properties: { color: 'Red', url: 'http://x:1/p' },
     deprecated: false,
@@ -76,6 +76,7 @@ t.test('service objects in the body have every contract field', async (t) => {
     sunset_date: null,
     iotReady: true,
     iot: { deviceClasses: ['sensor', 'camera'], protocols: ['mqtt', 'coap'] },
+    health: { status: 'unknown', ttl: null },
   });
   t.equal(body[1]!.iotReady, true);
   const b = (await (await s.req('/services?capability=fax')).json()) as Record<string, unknown>[];
