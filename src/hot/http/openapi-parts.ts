@@ -101,7 +101,7 @@ export const ok = (description: string, schema: Obj, hdrs: Obj = {}, extra: Obj 
 export const empty = (description: string, hdrs: Obj = {}) => ({ description, headers: hdrs });
 
 export const canonicalNote =
-  'Query strings must be canonical (contract: unknown and empty parameters dropped, tokens lower-cased, `iotReady=true` only, default `limit` dropped, ' +
+  'Query strings must be canonical (contract: unknown and empty parameters dropped, tokens lower-cased, `iotReady=true` and `healthy=true` only, default `limit` dropped, ' +
   'values de-duplicated and sorted, names sorted, unreserved characters and ":" literal, every other byte %XX upper-case). A non-canonical query gets 302 ' +
   'to the canonical one with an empty body; an undecodable or invalid one gets 400.';
 
@@ -111,9 +111,11 @@ export const conditionalNote =
   'A keyed 304 counts against the rate limit like a 200.';
 
 /** The responses of a paged search (GET /services, /devices, /sandbox/{uuid}/services). */
-export function searchResponses(item: string, o: { vary: boolean; rate: boolean; extraErrors: number[] }): Record<number, Obj> {
+export function searchResponses(item: string, o: { vary: boolean; rate: boolean; extraErrors: number[]; varyOnErrors?: boolean }): Record<number, Obj> {
   const common = { ...headers.cacheControl(), ...(o.vary ? headers.varyAuthorization : {}), ...(o.rate ? headers.rate(true) : {}) };
-  const errOpts: ErrorOptions = { rate: o.rate, extra: o.vary ? headers.varyAuthorization : {} };
+  // (GET /services: every answer varies on Authorization, errors too — the contract; the
+  // sandbox search promises it on its pages and redirects only: an outage's 503 may come first)
+  const errOpts: ErrorOptions = { rate: o.rate, extra: (o.varyOnErrors ?? o.vary) ? headers.varyAuthorization : {} };
   return {
     200: ok('a page of results (`[]` when none)', arrayOf(item), { ...common, ...headers.etag, ...headers.nextLink }),
     302: empty('non-canonical query: redirect to the canonical one (empty body)', { ...common, ...headers.location('the same path with the canonical query string (no `?` when it is empty)') }),

@@ -148,7 +148,7 @@ function serviceWrites(base: string, kind: 'sandbox' | 'admin'): Obj {
       summary: 'List or search the sandbox (same filters, paging and body as /services)',
       description: canonicalNote + ' The key is checked first; a 302 counts as one request.' + conditionalNote,
       parameters: [uuidParam, ...openApiParameters('services'), P.ifNoneMatch],
-      responses: { ...searchResponses('Service', { vary: true, rate: true, extraErrors: [] }), ...errors([401]), ...errors([429], { rate: true }) },
+      responses: { ...searchResponses('Service', { vary: true, rate: true, extraErrors: [], varyOnErrors: false }), ...errors([401]), ...errors([429], { rate: true }) },
     };
     (out[`${base}/{id}`] as Obj).get = {
       operationId: 'getServiceInSandbox',
