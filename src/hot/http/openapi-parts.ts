@@ -63,7 +63,9 @@ const ERROR_TEXT: Record<number, string> = {
   503: 'overload or outage (PostgreSQL or Redis unreachable, index being rebuilt): UNAVAILABLE or OVERLOADED; try again after Retry-After',
 };
 
-const RATE_ALWAYS = new Set([404, 409, 415, 429]);
+// (only a refusal always has them: while Redis is unreachable the limiter fails open and an
+// admitted request is answered without them, docs/decisions.md "Rate limits")
+const RATE_ALWAYS = new Set([429]);
 const RATE_NEVER = new Set([401, 413, 414]);
 
 export interface ErrorOptions {
@@ -112,7 +114,8 @@ export const conditionalNote =
 
 /** The responses of a paged search (GET /services, /devices, /sandbox/{uuid}/services). */
 export function searchResponses(item: string, o: { vary: boolean; rate: boolean; extraErrors: number[]; varyOnErrors?: boolean }): Record<number, Obj> {
-  const common = { ...headers.cacheControl(), ...(o.vary ? headers.varyAuthorization : {}), ...(o.rate ? headers.rate(true) : {}) };
+  // (rate headers: not required, the limiter fails open while Redis is unreachable)
+  const common = { ...headers.cacheControl(), ...(o.vary ? headers.varyAuthorization : {}), ...(o.rate ? headers.rate(false) : {}) };
   // (GET /services: every answer varies on Authorization, errors too — the contract; the
   // sandbox search promises it on its pages and redirects only: an outage's 503 may come first)
   const errOpts: ErrorOptions = { rate: o.rate, extra: (o.varyOnErrors ?? o.vary) ? headers.varyAuthorization : {} };

@@ -10,6 +10,7 @@ import type { Replacements } from '../index/index.js';
 import { route, type Headers, type Reply, type Req, type RouteOptions } from '../http/route.js';
 import { bearerKey } from '../sandbox/auth.js';
 import { countReplacementsCache } from '../ops/metrics.js';
+import { outageError } from '../ops/outage.js';
 import { etagOf, notModified } from '../http/conditional.js';
 import { anonymousSearchHeaders, searchDevices, searchServices } from './search.js';
 
@@ -19,11 +20,13 @@ export function registerPublic(uws: TemplatedApp, app: App, o: RouteOptions): vo
   // every answer of the search varies on Authorization, its errors (429, 503) too, and
   // one to a request that carried Authorization is private
   const privately = (req: Req, err: unknown): unknown => {
-    if (err instanceof ApiError) {
-      err.headers.Vary = 'Authorization';
-      if (req.authorization) err.headers['Cache-Control'] = 'private, no-store';
+    // (an outage surfaces as a backend's error: made the 503 here, so that it varies too)
+    const e = err instanceof ApiError ? err : (outageError(err) ?? err);
+    if (e instanceof ApiError) {
+      e.headers.Vary = 'Authorization';
+      if (req.authorization) e.headers['Cache-Control'] = 'private, no-store';
     }
-    return err;
+    return e;
   };
   // not async: a page the near cache answers at once, and an over-limit key's 429, cost no
   // promise (searchServices() and search() return one only when they have to wait)
