@@ -24,46 +24,53 @@ export interface AdminPrincipal {
 }
 
 /**
- * Guessing the admin key is throttled: LOGIN_FAILURES_PER_MINUTE failures per client
- * address, for POST /admin/session and admin keys sent as Bearer alike. Every attempt is
- * counted first, atomically, and only the first LIMIT of a minute are compared at all: 200
- * parallel guesses get exactly LIMIT answers (a read-then-count let all of them through the
- * check). Throws 429 beyond; otherwise returns `giveBack`, for a right key (successes do
- * not count).
+ * Whether `key` is the admin key, with guessing throttled per client address:
+ * LOGIN_FAILURES_PER_MINUTE failures a minute, for POST /admin/session and admin keys sent as
+ * Bearer alike (429 + Retry-After beyond). An address already at the limit is refused before
+ * any comparison. A right key is admitted and counts nothing: a script's concurrent requests
+ * never throttle themselves (counting every attempt before comparing, as this did first, gave
+ * a correct key 429 as soon as more than LIMIT of its requests were in flight). Each wrong key
+ * is counted atomically and refused once the count passes the limit: 200 parallel wrong keys
+ * get exactly LIMIT answers of 401. What this gives up: wrong guesses sent in one burst before
+ * the count reaches the limit are all compared (one round trip's worth), then the address is
+ * refused for the rest of the minute.
  */
-export async function countKeyAttempt(app: App, remote: string): Promise<() => Promise<unknown>> {
+export async function checkAdminKey(app: App, remote: string, key: string): Promise<boolean> {
   const minute = Math.floor(Date.now() / 60_000);
   const failures = app.keys.loginFailures(remote, minute);
+  const limit = app.cfg.loginFailuresPerMinute;
+  const refuse = () => {
+    const retry = String(Math.max(1, Math.ceil(((minute + 1) * 60_000 - Date.now()) / 1000)));
+    return new ApiError('RATE_LIMITED', 'too many failed admin key attempts from this address; try again later', { 'Retry-After': retry });
+  };
+  try {
+    if (Number((await app.redis.get(failures)) ?? 0) >= limit) throw refuse();
+  } catch (err) {
+    // Redis away: the admin API (PostgreSQL writes) stays usable with the Bearer key,
+    // uncounted, as rate limits fail open (docs/decisions.md); a login needs Redis anyway
+    if (!isRedisUnavailable(err)) throw err;
+    return isAdminKey(app, key);
+  }
+  if (isAdminKey(app, key)) return true;
   let n: number;
   try {
     n = integer(await app.redis.count(failures, 120), 'count');
   } catch (err) {
-    // Redis away: the admin API (PostgreSQL writes) stays usable with the Bearer key,
-    // uncounted, as rate limits fail open (docs/decisions.md); a login needs Redis anyway
-    if (isRedisUnavailable(err)) return () => Promise.resolve();
+    if (isRedisUnavailable(err)) return false;
     throw err;
   }
-  if (n > app.cfg.loginFailuresPerMinute) {
-    const retry = String(Math.max(1, Math.ceil(((minute + 1) * 60_000 - Date.now()) / 1000)));
-    throw new ApiError('RATE_LIMITED', 'too many failed admin key attempts from this address; try again later', { 'Retry-After': retry });
-  }
-  return () => app.redis.decr(failures);
+  if (n > limit) throw refuse();
+  return false;
 }
 
 /**
  * 401 without a valid admin key or session cookie; a Bearer key counts as an attempt at the
- * admin key (countKeyAttempt: 429 beyond the address's failures of the minute); for cookie callers, every method other
+ * admin key (checkAdminKey: 429 beyond the address's failures of the minute); for cookie callers, every method other
  * than GET must carry the session's CSRF token in X-CSRF-Token (403 otherwise).
  */
 export async function requireAdmin(app: App, req: Req): Promise<AdminPrincipal> {
   const key = bearerKey(req.authorization);
-  if (key) {
-    const giveBack = await countKeyAttempt(app, req.remote);
-    if (isAdminKey(app, key)) {
-      await giveBack();
-      return { by: 'admin-api-key', via: 'bearer' };
-    }
-  }
+  if (key && (await checkAdminKey(app, req.remote, key))) return { by: 'admin-api-key', via: 'bearer' };
   const s = await sessionFromCookie(app, req.cookie);
   if (!s) throw new ApiError('UNAUTHORIZED', 'admin key or session required', { 'WWW-Authenticate': 'Bearer' });
   if (req.method !== 'GET' && req.method !== 'HEAD') {

@@ -5,7 +5,7 @@ import { ApiError } from '../hot/domain/errors.js';
 import { route, type RouteOptions } from '../hot/http/route.js';
 import { parseJson } from '../hot/http/body.js';
 import { registerAdminApi } from './api.js';
-import { countKeyAttempt, isAdminKey, requireAdmin } from './auth.js';
+import { checkAdminKey, requireAdmin } from './auth.js';
 import { cookieValue, createSession, destroySession, sessionFromCookie, setCookie } from './session.js';
 import { registerAdminServices } from './services-routes.js';
 import { registerStatic } from './static.js';
@@ -15,13 +15,12 @@ export function registerAdmin(uws: TemplatedApp, app: App, routeOptions: RouteOp
   const o: RouteOptions = { ...routeOptions, remote: true };
   const ob = { ...o, body: true };
   route(uws, 'post', '/admin/session', async (req, reply, body) => {
-    // counted before it is compared (countKeyAttempt: 429 beyond LOGIN_FAILURES_PER_MINUTE)
-    const giveBack = await countKeyAttempt(app, req.remote);
+    // a body that does not parse is refused as BAD_JSON before any key is looked at
     const b = parseJson(req, body) as { apiKey?: unknown } | null;
     // a missing, empty or mistyped key is as wrong as a wrong one: 401, not a schema error
     const apiKey = b && typeof b === 'object' && typeof b.apiKey === 'string' ? b.apiKey : '';
-    if (!isAdminKey(app, apiKey)) throw new ApiError('UNAUTHORIZED', 'wrong admin key');
-    await giveBack(); // successes do not count
+    // throttled per address (checkAdminKey: 429 beyond LOGIN_FAILURES_PER_MINUTE failures)
+    if (!(await checkAdminKey(app, req.remote, apiKey))) throw new ApiError('UNAUTHORIZED', 'wrong admin key');
     const { session, cookie } = await createSession(app);
     reply.json(200, JSON.stringify({ csrfToken: session.csrf }), [['Set-Cookie', cookie], ['Cache-Control', 'no-store']]);
   }, ob);
