@@ -227,17 +227,9 @@ export class SandboxAuth {
       this.stats.asked++;
       return rateLimitReply(await this.redis.rateLimit(k.sandbox(uuid), k.rateWindow(uuid), k.rateHistory(uuid), k.rateTotals(uuid), plan.want, pending, plan.refunds, ...RATE_LIMIT_ARGS));
     };
-    let r: RateLimitReply | typeof NOT_INDEXED;
+    let r: RateLimitReply;
     try {
-      r = await run();
-      if (r === NOT_INDEXED) {
-        // Redis lost the sandbox's hash (flushed or restarted): PostgreSQL still knows it
-        const row = await getSandbox(this.pool, uuid);
-        if (!row) throw new ApiError('UNAUTHORIZED', 'unknown sandbox');
-        await writeSandboxMeta(this.redis, k, row, this.tiers[row.tier] ?? 0, '');
-        r = await run();
-        if (r === NOT_INDEXED) throw new ApiError('UNAVAILABLE', 'the rate-limit index is being rebuilt; try again', { 'Retry-After': '1' });
-      }
+      r = await this.indexedRate(uuid, run);
     } catch (err) {
       // not recorded: try again with the next request
       if (pending > 0) this.add(uuid, pending, 0);
@@ -329,17 +321,26 @@ export class SandboxAuth {
     return rateHeaders(r);
   }
 
-  private async takeMany(uuid: string, n: number): Promise<RateResult> {
-    const k = this.keys;
-    const run = async () => rateLimitReply(await this.redis.rateLimit(k.sandbox(uuid), k.rateWindow(uuid), k.rateHistory(uuid), k.rateTotals(uuid), n, 0, '', ...RATE_LIMIT_ARGS, n));
+  /**
+   * A rate-limit script call (`run`) for a sandbox Redis knows; when Redis lost its hash
+   * (flushed or restarted) it is written again from PostgreSQL and the call repeated.
+   */
+  private async indexedRate(uuid: string, run: () => Promise<RateLimitReply | typeof NOT_INDEXED>): Promise<RateLimitReply> {
     let r = await run();
     if (r === NOT_INDEXED) {
       const row = await getSandbox(this.pool, uuid);
       if (!row) throw new ApiError('UNAUTHORIZED', 'unknown sandbox');
-      await writeSandboxMeta(this.redis, k, row, this.tiers[row.tier] ?? 0, '');
+      await writeSandboxMeta(this.redis, this.keys, row, this.tiers[row.tier] ?? 0, '');
       r = await run();
       if (r === NOT_INDEXED) throw new ApiError('UNAVAILABLE', 'the rate-limit index is being rebuilt; try again', { 'Retry-After': '1' });
     }
+    return r;
+  }
+
+  private async takeMany(uuid: string, n: number): Promise<RateResult> {
+    const k = this.keys;
+    const run = async () => rateLimitReply(await this.redis.rateLimit(k.sandbox(uuid), k.rateWindow(uuid), k.rateHistory(uuid), k.rateTotals(uuid), n, 0, '', ...RATE_LIMIT_ARGS, n));
+    const r = await this.indexedRate(uuid, run);
     return { admitted: r.admitted, limit: r.limit, used: r.used, retryAfter: r.retryAfter, reset: r.reset, retryAfterMs: r.retryAfterMs };
   }
 
