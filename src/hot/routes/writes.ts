@@ -23,8 +23,8 @@ export async function createHandler(app: App, ns: string, base: Base, req: Req, 
   // statement returned the state, so Redis and the response are built from it, not read
   // a lease comes with its heartbeat token, shown once (only its hash is stored)
   const tok = input.ttl != null ? await leaseToken(app, ns) : null;
+  // (applied to the index with its batch before it resolves: GroupCommitter's `apply`)
   const c = await app.commits.create({ ns, input, tokenHash: tok?.hash ?? null });
-  await app.projector.applyCommitted([c]);
   reply.json(201, withToken(c.doc, tok?.token ?? null), [['Location', `${base}/${c.id}`], ['Cache-Control', 'no-store'], ...deprecationHeaders(c.hdr, `${base}/${c.id}/replacements`), ...extra]);
 }
 
