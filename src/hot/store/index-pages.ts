@@ -16,51 +16,18 @@ export type IndexPageRow = [id: string, ns: string, version: string, seq: string
 // Every row has its index text: every write stores it, and the migrator fills the rows
 // written without it (before migration 0004, or straight into the tables) and recomputes it
 // when the member rule changed (index-text.ts). A row found without it all the same (written
-// by hand since) gets it from indexText() over its state, read at this page's version.
+// by hand since) gets it from indexText() over its state, read at this page's version: the
+// member rule is written once (domain/dimensions.ts), never again in SQL.
 const INDEX_PAGE = `
 WITH s AS MATERIALIZED (
-  SELECT id, ns, seq, version, endpoint, deprecated, deprecated_at, locked, sunset_date, idx_doc, idx_members, idx_hdr, ttl, health_status
+  SELECT id, ns, seq, version, idx_doc, idx_members, idx_hdr
     FROM services WHERE seq > $1 ORDER BY seq LIMIT $2),
-bare AS (
-  -- the page's rows without stored index text: only theirs have their details read
-  SELECT ARRAY(SELECT id FROM s WHERE idx_doc IS NULL OR idx_members IS NULL OR idx_hdr IS NULL) AS ids),
-c AS (
-  -- one ordered aggregate (a sort per service): the document's array and the members both come from it
-  SELECT service_id, array_agg(capability ORDER BY ord) AS a
-    FROM service_capabilities WHERE service_id = ANY((SELECT ids FROM bare)::text[]) GROUP BY service_id),
-p AS (
-  SELECT service_id,
-         '{' || string_agg('"' || key || '":' || to_json(value)::text, ','
-                 ORDER BY CASE WHEN key < ':' AND key ~ '^(0|[1-9][0-9]{0,9})$' AND key::bigint <= 4294967294 THEN key::bigint END,
-                          key COLLATE "C") || '}' AS j,
-         string_agg(E'\np:' || key || ':' || value, '') AS m
-    FROM service_properties WHERE service_id = ANY((SELECT ids FROM bare)::text[]) GROUP BY service_id),
-i AS (
-  SELECT service_id, device_classes, protocols FROM iot_profiles WHERE service_id = ANY((SELECT ids FROM bare)::text[])),
 r AS (
   SELECT x.service_id, string_agg(c.seq::text, ',' ORDER BY x.rank) AS l
     FROM replacements x JOIN services c ON c.id = x.candidate_id
    WHERE x.service_id = ANY(ARRAY(SELECT id FROM s)) GROUP BY x.service_id)
-SELECT s.id, s.ns, s.version::text, s.seq::text,
-       coalesce(s.idx_doc, '{"id":' || to_json(s.id)::text || ',"endpoint":' || to_json(s.endpoint)::text
-         || ',"capabilities":' || coalesce('["' || array_to_string(c.a, '","') || '"]', '[]') || ',"properties":' || coalesce(p.j, '{}')
-         || ',"deprecated":' || s.deprecated::text || ',"locked":' || s.locked::text
-         || ',"sunset_date":' || coalesce('"' || to_char(s.sunset_date, 'YYYY-MM-DD') || '"', 'null')
-         || CASE WHEN i.service_id IS NULL THEN ',"iotReady":false,"iot":null'
-            ELSE ',"iotReady":true,"iot":{"deviceClasses":' || array_to_json(i.device_classes)::text
-                 || ',"protocols":' || array_to_json(i.protocols)::text || '}' END
-         || ',"health":{"status":"' || s.health_status || '","ttl":' || coalesce(s.ttl::text, 'null') || '}}'),
-       coalesce(s.idx_members, 'all' || CASE WHEN s.health_status = 'critical' THEN '' ELSE E'\nh' END || coalesce(E'\nc:' || array_to_string(c.a, E'\nc:'), '') || coalesce(p.m, '')
-         || CASE WHEN i.service_id IS NULL THEN ''
-            ELSE E'\niot\nd:' || array_to_string(i.device_classes, E'\nd:')
-                 || E'\nr:' || array_to_string(i.protocols, E'\nr:') END),
-       coalesce(s.idx_hdr, CASE WHEN s.deprecated OR s.sunset_date IS NOT NULL THEN
-         CASE WHEN s.deprecated THEN coalesce(floor(extract(epoch FROM s.deprecated_at))::bigint, 0)::text ELSE '' END
-         || '|' || coalesce(to_char(s.sunset_date, 'Dy, DD Mon YYYY') || ' 00:00:00 GMT', '')
-       ELSE '' END),
-       coalesce(r.l, '')
-  FROM s LEFT JOIN c ON c.service_id = s.id LEFT JOIN p ON p.service_id = s.id
-         LEFT JOIN i ON i.service_id = s.id LEFT JOIN r ON r.service_id = s.id
+SELECT s.id, s.ns, s.version::text, s.seq::text, s.idx_doc, s.idx_members, s.idx_hdr, coalesce(r.l, '')
+  FROM s LEFT JOIN r ON r.service_id = s.id
  ORDER BY s.seq`;
 
 /**
