@@ -1,7 +1,7 @@
 // Keeps Redis in step with PostgreSQL. Every write commits an outbox row; right after COMMIT
 // the writer calls sync(), which reads the committed state together with its revision (the
 // service's version, or its tombstone's; a sandbox row's version) in one statement and
-// applies both (apply-service.lua / apply-sandbox.lua ignore a revision older than the one
+// applies both (apply-service-1.lua / apply-sandbox-1.lua ignore a revision older than the one
 // in place). Outbox rows are deleted only once applied, and a sweeper re-applies any row
 // left behind (a crash between COMMIT and Redis, or Redis away), so the two never disagree
 // for good. The rule, and why the revision must come from the same snapshot as the state:
