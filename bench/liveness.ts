@@ -1,9 +1,10 @@
 // Liveness bench (issue 23): heartbeats against a bare uWS server answering 204, and the
 // expiry lag of N leased services that stop heartbeating, on real Redis and PostgreSQL.
 //
-//   node dist/bench/liveness.js [--services N] [--ttl S] [--duration S] [--connections C]
+//   node --expose-gc dist/bench/liveness.js [--services N] [--ttl S] [--duration S] [--connections C]
+//        [--part all|heartbeats|expiry] [--generator autocannon|wrk]
 //
-// Heartbeats: one leased service, autocannon (a child process: its own core) sends PUT
+// Heartbeats: one leased service, autocannon or wrk (a child process: its own core) sends PUT
 // /services/{id}/heartbeat with its token for --duration seconds, alternated with the same
 // load against the ceiling (A B A B; the ratio uses each side's better run). Expiry: N
 // services registered in one statement with ttl S, leases seeded by the rebuild (a fresh
@@ -27,8 +28,32 @@ const N = arg('services', 100_000);
 const TTL = arg('ttl', 10);
 const DUR = arg('duration', 5);
 const CONN = arg('connections', 50);
+const sarg = (name: string, d: string) => {
+  const i = process.argv.indexOf('--' + name);
+  return i >= 0 ? process.argv[i + 1]! : d;
+};
+const PART = sarg('part', 'all');
+const GEN = sarg('generator', 'autocannon');
+
+/** wrk (C, one thread: does not saturate before a one-core uWS server) with the same request */
+async function wrk(url: string, token: string, method: string): Promise<number> {
+  const { mkdtempSync, writeFileSync, rmSync } = await import('node:fs');
+  const dir = mkdtempSync('/tmp/wrk-lv-');
+  const file = `${dir}/hb.lua`;
+  writeFileSync(file, `wrk.method = "${method}"\nwrk.headers["authorization"] = "Bearer ${token}"\n`);
+  try {
+    const { stdout } = await run('wrk', ['-t1', `-c${CONN}`, `-d${DUR}s`, '-s', file, url], { maxBuffer: 1 << 26 });
+    const bad = /Non-2xx or 3xx responses: (\d+)/.exec(stdout);
+    const errs = /Socket errors: (.*)/.exec(stdout);
+    if (bad || errs) throw new Error(`${url}: ${bad?.[0] ?? ''} ${errs?.[0] ?? ''}`);
+    return Number(/Requests\/sec:\s+([\d.]+)/.exec(stdout)![1]);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
 
 async function cannon(url: string, token: string, method = 'PUT'): Promise<number> {
+  if (GEN === 'wrk') return wrk(url, token, method);
   const { stdout } = await run('npx', ['autocannon', '-j', '-m', method, '-H', `authorization=Bearer ${token}`, '-c', String(CONN), '-d', String(DUR), url], { maxBuffer: 1 << 26 });
   const r = JSON.parse(stdout) as { requests: { average: number }; non2xx: number; errors: number };
   if (r.non2xx || r.errors) throw new Error(`${url}: ${r.non2xx} non-2xx, ${r.errors} errors`);
@@ -41,6 +66,7 @@ const load = async () => (await import('node:fs/promises')).readFile('/proc/load
 const s = await startTestServer({ hooks: { sweep: false } });
 try {
   // ---- heartbeats against the ceiling ----
+  if (PART !== 'expiry') {
   const svc = (await registerProduction(s, { endpoint: 'https://bench-hb.example.com', capability: 'bench', ttl: 60 })) as unknown as { id: string; heartbeatToken: string };
   const ceiling = uWS.App().put('/*', (res) => void res.writeStatus('204 No Content').end()).any('/*', (res) => void res.writeStatus('404 Not Found').end());
   let listenSocket: uWS.us_listen_socket | null = null;
@@ -57,9 +83,14 @@ try {
   console.log(`GET /livez on the same server: ${lz.map(Math.round).join(', ')} req/s`);
   const bestHb = Math.max(...hb);
   const bestCe = Math.max(...ce);
-  console.log(`heartbeats: ${hb.map(Math.round).join(', ')} req/s; ceiling 204: ${ce.map(Math.round).join(', ')} req/s; ratio ${(bestHb / bestCe).toFixed(2)} (load ${await load()})`);
-
+  console.log(`heartbeats (${GEN}, ${CONN} connections): ${hb.map(Math.round).join(', ')} req/s; ceiling 204: ${ce.map(Math.round).join(', ')} req/s; ratio ${(bestHb / bestCe).toFixed(2)} (load ${await load()})`);
+  if (listenSocket) uWS.us_listen_socket_close(listenSocket);
+  }
+  if (PART !== 'heartbeats') {
   // ---- expiry lag ----
+  const gc = () => (globalThis as { gc?: () => void }).gc?.();
+  gc();
+  const rss0 = process.memoryUsage().rss;
   const t0 = Date.now();
   await s.app.pg.query(
     `INSERT INTO services (id, ns, endpoint, ttl, health_status, hb_token_hash)
@@ -67,25 +98,34 @@ try {
        FROM generate_series(1, $1) g`,
     [N, TTL],
   );
-  const rss0 = process.memoryUsage().rss;
   const r = await rebuildIndex(s.app.pg, s.app.redis, s.app.keys, s.cfg.tiers);
   if (!r) throw new Error('rebuild lock taken');
   await s.app.index.refreshGen();
   const seeded = Date.now();
-  const rss1 = process.memoryUsage().rss;
   let bytes = 0;
-  for (let i = 0; i < LEASE_SHARDS; i++) bytes += Number(await s.app.redis.memory('USAGE', s.app.keys.leases(i), 'SAMPLES', '0')) + Number(await s.app.redis.memory('USAGE', s.app.keys.deadlines(i), 'SAMPLES', '0'));
-  console.log(`seeded ${N} leases (ttl ${TTL} s) in ${seeded - t0} ms; Redis ${(bytes / (N + 1)).toFixed(0)} bytes per leased service (lease hashes + deadline sets); RSS +${((rss1 - rss0) / 1e6).toFixed(0)} MB in the seeding process (not per lease: the rebuild's pages)`);
+  let first = Infinity;
+  let last = 0;
+  for (let i = 0; i < LEASE_SHARDS; i++) {
+    bytes += Number(await s.app.redis.memory('USAGE', s.app.keys.leases(i), 'SAMPLES', '0')) + Number(await s.app.redis.memory('USAGE', s.app.keys.deadlines(i), 'SAMPLES', '0'));
+    first = Math.min(first, Number((await s.app.redis.zrange(s.app.keys.deadlines(i), 0, 0, 'WITHSCORES'))[1] ?? Infinity));
+    last = Math.max(last, Number((await s.app.redis.zrange(s.app.keys.deadlines(i), -1, -1, 'WITHSCORES'))[1] ?? 0));
+  }
+  console.log(`seeded ${N} leases (ttl ${TTL} s) in ${seeded - t0} ms (insert + rebuild); deadlines spread over ${last - first} ms; Redis ${(bytes / (N + 1)).toFixed(0)} bytes per leased service (lease hashes + deadline sets)`);
   const lags: number[] = [];
   await s.app.sweeper.stop();
-  const sweeper = new LeaseSweeper(s.app.pg, s.app.redis, s.app.keys, s.app.projector, s.app.log, { intervalMs: 250, lockMs: 1500, now: Date.now, onExpired: (ms) => lags.push(ms) });
+  const sweeper = new LeaseSweeper(s.app.pg, s.app.redis, s.app.keys, s.app.projector, s.app.log, { intervalMs: 250, lockMs: 1500, batch: s.cfg.leaseSweepBatch, parallel: s.cfg.leaseSweepParallel, now: Date.now, onExpired: (ms) => lags.push(ms) });
   sweeper.start();
-  const deadline = Date.now() + Math.max(120_000, N * 5);
+  const deadline = last + 90_000;
   while (lags.length < N && Date.now() < deadline) await new Promise((ok) => setTimeout(ok, 250));
+  const drained = Date.now();
   await sweeper.stop();
   lags.sort((a, b) => a - b);
-  console.log(`expiries: ${lags.length} of ${N}; lag p50 ${pct(lags, 50)} ms, p99 ${pct(lags, 99)} ms, max ${lags[lags.length - 1]} ms (load ${await load()})`);
-  if (listenSocket) uWS.us_listen_socket_close(listenSocket);
+  console.log(`expiries: ${lags.length} of ${N} (LEASE_SWEEP_BATCH ${s.cfg.leaseSweepBatch}, LEASE_SWEEP_PARALLEL ${s.cfg.leaseSweepParallel}); lag (visible − deadline) p50 ${pct(lags, 50)} ms, p99 ${pct(lags, 99)} ms, max ${lags[lags.length - 1]} ms; first deadline to last expiry ${drained - first} ms (load ${await load()})`);
+  await s.app.projector.flushAcks();
+  gc();
+  const rss1 = process.memoryUsage().rss;
+  console.log(`RSS of the serving process (in-process server, after gc): +${((rss1 - rss0) / 1e6).toFixed(1)} MB for ${N} leased services = ${((rss1 - rss0) / N).toFixed(0)} B each (the lease itself lives in Redis; this is what the process kept)`);
+  }
 } finally {
   await s.close();
 }

@@ -167,7 +167,7 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
   }, replicaWait, { beforeApply: hooks.beforeApply });
   const leaseNow = hooks.leaseNow ?? Date.now;
   const liveness: Liveness = new Liveness(pg, writer, keys, projector, { now: leaseNow, indexReady: () => state.ready });
-  const sweeper = new LeaseSweeper(pg, writer, keys, projector, log, { intervalMs: cfg.leaseSweepMs, lockMs: cfg.leaseLockMs, now: leaseNow, owner: hooks.sweeperOwner });
+  const sweeper = new LeaseSweeper(pg, writer, keys, projector, log, { intervalMs: cfg.leaseSweepMs, lockMs: cfg.leaseLockMs, batch: cfg.leaseSweepBatch, parallel: cfg.leaseSweepParallel, now: leaseNow, owner: hooks.sweeperOwner });
   // each batch's registrations are applied to the index together, before they are answered
   const commits = new GroupCommitter(pg, { windowMs: cfg.groupCommitWindowMs, maxBatch: cfg.groupCommitMaxBatch, concurrency: cfg.groupCommitConcurrency }, (done) =>
     projector.applyCommitted(done),

@@ -119,6 +119,10 @@ export interface Config {
   leaseSweepMs: number;
   /** TTL of a shard's sweep lock: how long the shards of a node that died go unswept, ms */
   leaseLockMs: number;
+  /** due leases per shard and turn of the sweeper (LEASE_SWEEP_BATCH) */
+  leaseSweepBatch: number;
+  /** shards one node sweeps at once (LEASE_SWEEP_PARALLEL) */
+  leaseSweepParallel: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -309,5 +313,10 @@ export function loadConfig(env: Env = process.env): Config {
     // a dead sweeper's shards are taken over within this (+ one period): well under the
     // contract's ttl + 2 s for the smallest ttl (5 s) only if it stays below ~1.5 s
     leaseLockMs: int(env, 'LEASE_LOCK_MS', 1500, 100, 60_000),
+    // a mass expiry is committed in batches of this many per shard (one transaction and one
+    // pipelined apply to Redis each), at most leaseSweepParallel shards at once per node: the
+    // sweeper holds no more PostgreSQL connections than that (of the pool's 10), writes keep the rest
+    leaseSweepBatch: int(env, 'LEASE_SWEEP_BATCH', 500, 1, 10_000),
+    leaseSweepParallel: int(env, 'LEASE_SWEEP_PARALLEL', 4, 1, 16),
   };
 }

@@ -256,6 +256,62 @@ t.test('the sweep lock: one sweeper per shard; a dead holder is taken over', asy
   await b.stop();
 });
 
+t.test('a mass expiry across every shard: drained in one sweep, a few shards at a time, batch by batch', async (t) => {
+  const { LeaseSweeper } = await import('../../src/hot/liveness/sweeper.js');
+  const { shardOf } = await import('../../src/hot/liveness/redis-lease.js');
+  const { LEASE_SHARDS } = await import('../../src/hot/domain/keys.js');
+  await s.app.sweeper.stop(); // hand its shards over to the sweeper of this test
+  const svcs: Svc[] = [];
+  for (let b = 0; b < 2; b++) {
+    const body = { services: Array.from({ length: 600 }, (_, i) => ({ endpoint: `https://mass-${b}-${i}.example.com`, capability: 'mass-expiry', ttl: 5 })) };
+    const r = await s.admin('POST', '/admin/api/services/batch', body);
+    t.equal(r.status, 201);
+    svcs.push(...((await r.json()) as { services: Svc[] }).services);
+  }
+  const perShard = new Map<number, number>();
+  for (const x of svcs) perShard.set(shardOf(x.id), (perShard.get(shardOf(x.id)) ?? 0) + 1);
+  t.equal(perShard.size, LEASE_SHARDS, 'every shard holds some');
+  t.ok(Math.min(...perShard.values()) > 20, 'each more than one batch of 20');
+  // the sweeper's PostgreSQL connections, counted while held
+  let inUse = 0;
+  let most = 0;
+  const connect = async () => {
+    const c = await s.app.pg.connect();
+    inUse++;
+    most = Math.max(most, inUse);
+    const release = c.release;
+    c.release = (err?: Error | boolean) => {
+      inUse--;
+      c.release = release;
+      return release.call(c, err);
+    };
+    return c;
+  };
+  const pool = new Proxy(s.app.pg, { get: (p, k) => (k === 'connect' ? connect : Reflect.get(p, k, p)) });
+  const lags: number[] = [];
+  const mass = new LeaseSweeper(pool, s.app.redis, s.app.keys, s.app.projector, s.app.log, { intervalMs: 60_000, lockMs: 60_000, batch: 20, parallel: 3, now: () => clock, owner: 'mass', onExpired: (ms) => lags.push(ms) });
+  advance(4);
+  t.equal(await mass.sweepOnce(), 0, 'nothing due before the ttl');
+  advance(2);
+  t.ok((await mass.sweepOnce()) >= svcs.length, 'one sweep expires all of them, not one batch per shard');
+  t.equal(mass.held.size, LEASE_SHARDS);
+  t.ok(most <= 3, `at most 3 connections at once (${most})`);
+  t.ok(most >= 2, `shards swept concurrently (${most})`);
+  t.ok(lags.length >= svcs.length);
+  const hs = await s.app.pg.query<{ n: string }>("SELECT count(*) AS n FROM services WHERE id = ANY($1) AND health_status = 'critical'", [svcs.map((x) => x.id)]);
+  t.equal(Number(hs.rows[0]!.n), svcs.length, 'all critical in PostgreSQL');
+  const ev = await s.app.pg.query<{ n: string }>("SELECT count(*) AS n FROM change_events WHERE service_id = ANY($1) AND type = 'service.updated'", [svcs.map((x) => x.id)]);
+  t.equal(Number(ev.rows[0]!.n), svcs.length, 'one service.updated each');
+  t.same(await ids(await s.req('/services?capability=mass-expiry&healthy=true')), [], 'healthy=true leaves every one out');
+  for (const x of [svcs[0]!, svcs[599]!, svcs[1199]!]) t.same(await health(x.id), { status: 'critical', ttl: 5 }, 'the document says so');
+  // the index holds the committed versions: a heartbeat turns one back (the lease record in
+  // Redis carries the state the transaction committed)
+  t.equal((await beat(`/services/${svcs[7]!.id}/heartbeat`, svcs[7]!.heartbeatToken!)).status, 204);
+  t.same(await health(svcs[7]!.id), { status: 'passing', ttl: 5 });
+  t.equal(await mass.sweepOnce(), 0, 'nothing left due');
+  await mass.stop();
+});
+
 t.test('after a loss of Redis, every lease gets a full fresh ttl', async (t) => {
   const a = (await registerProduction(s, { endpoint: 'https://rebuild.example.com', capability: 'rebuild-lease', ttl: 10 })) as unknown as Svc;
   const c = (await registerProduction(s, { endpoint: 'https://rebuild-c.example.com', capability: 'rebuild-lease', ttl: 10 })) as unknown as Svc;

@@ -97,6 +97,48 @@ t.test('export, import into a fresh database, re-import', async (t) => {
   t.same(still.rows[0], { ns: sb.uuid, endpoint: 'https://sb.example.com/' }, 'the sandbox service is untouched');
 });
 
+t.test('import with ttl / deregisterAfter: validated, leases seeded, tokens shown once', async (t) => {
+  const { createHash } = await import('node:crypto');
+  const b = await freshDatabase();
+  t.teardown(() => b.drop());
+  const env = { DATABASE_URL: b.url, REDIS_KEY_PREFIX: 'tcli' + randomBytes(4).toString('hex') + ':' };
+  const leased = { id: 'imp-lease-1', endpoint: 'https://imp-lease.example.com', capabilities: ['imp'], ttl: 30, deregisterAfter: 120 };
+  const plain = { id: 'imp-plain-1', endpoint: 'https://imp-plain.example.com', capabilities: ['imp'] };
+  const good = [leased, plain].map((x) => JSON.stringify(x)).join('\n') + '\n';
+  const bad = [{ ...leased, id: 'imp-bad-1', ttl: 4 }, { ...plain, id: 'imp-bad-2', deregisterAfter: 120 }, { ...leased, id: 'imp-bad-3', ttl: '30' }, { ...leased, id: 'imp-bad-4', deregisterAfter: 59 }];
+  const im = await cli(['import', '-'], env, good + bad.map((x) => JSON.stringify(x)).join('\n') + '\n');
+  t.equal(im.code, 1, 'rejected lines');
+  t.match(im.err, /2 created, 0 updated, 0 unchanged, 4 rejected/);
+  for (const n of [3, 4, 5, 6]) t.match(im.err, new RegExp(`line ${n}: `), `line ${n} refused`);
+  const tokens = lines(im.out).map((l) => JSON.parse(l) as { id: string; heartbeatToken: string });
+  t.equal(tokens.length, 1, 'one token: the one lease started');
+  t.equal(tokens[0]!.id, leased.id);
+  t.match(tokens[0]!.heartbeatToken, /^prod_hb_[0-9A-Za-z]{38}$/);
+  const token = tokens[0]!.heartbeatToken;
+  const sB = await startTestServer({ databaseUrl: b.url, redisKeyPrefix: env.REDIS_KEY_PREFIX });
+  t.teardown(() => sB.close());
+  const row = async (id: string) =>
+    (await sB.app.pg.query<{ ttl: number | null; dereg: number | null; hs: string; h: string | null }>("SELECT ttl, deregister_after AS dereg, health_status AS hs, encode(hb_token_hash, 'hex') AS h FROM services WHERE id = $1", [id])).rows[0];
+  t.same(await row(leased.id), { ttl: 30, dereg: 120, hs: 'passing', h: createHash('sha256').update(token).digest('hex') }, 'the lease, only the hash of its token');
+  t.same(await row(plain.id), { ttl: null, dereg: null, hs: 'unknown', h: null });
+  t.notOk(await row('imp-bad-1'), 'nothing of a refused line');
+  t.same(((await (await sB.req(`/services/${leased.id}`)).json()) as { health: unknown }).health, { status: 'passing', ttl: 30 });
+  const beat = () => sB.req(`/services/${leased.id}/heartbeat`, { method: 'PUT', headers: { authorization: `Bearer ${token}` } });
+  t.equal((await beat()).status, 204, 'the rebuild seeded the lease: its token works');
+  // re-import: nothing changes, no new token
+  const again = await cli(['import', '-'], env, good);
+  t.equal(again.code, 0, again.err);
+  t.match(again.err, /0 created, 0 updated, 2 unchanged/);
+  t.equal(again.out, '', 'no token for a lease that has one');
+  // a new ttl: updated in place, the token kept
+  const longer = await cli(['import', '-', '--no-reindex'], env, JSON.stringify({ ...leased, ttl: 60 }) + '\n');
+  t.equal(longer.code, 0, longer.err);
+  t.match(longer.err, /0 created, 1 updated, 0 unchanged/);
+  t.equal(longer.out, '');
+  t.same(await row(leased.id), { ttl: 60, dereg: 120, hs: 'passing', h: createHash('sha256').update(token).digest('hex') });
+  t.equal((await beat()).status, 204);
+});
+
 t.test('sandbox create, tier set, reindex, stats', async (t) => {
   const s = await startTestServer();
   t.teardown(() => s.close());

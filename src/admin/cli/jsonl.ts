@@ -6,6 +6,7 @@
 import { ApiError } from '../../hot/domain/errors.js';
 import { serviceObject, type ServiceRecord } from '../../hot/domain/service.js';
 import { parseServiceCreate } from '../../hot/domain/validation.js';
+import { newHeartbeatToken } from '../../hot/sandbox/heartbeat-tokens.js';
 import { newServiceId } from '../../hot/store/services.js';
 import type { BulkRow } from '../../hot/store/bulk.js';
 
@@ -25,15 +26,21 @@ export function parseLine(line: string): BulkRow | null {
     throw new LineError('not valid JSON');
   }
   if (!obj || typeof obj !== 'object' || Array.isArray(obj)) throw new LineError('not a JSON object');
-  // `health` is derived state too (the lease's status); a lease is not imported: it needs a
-  // heartbeat token shown to its owner, which an import has nobody to show to
-  const { id, iotReady: _derived, health: _health, ttl: _ttl, deregisterAfter: _dereg, replacements, ...rest } = obj as Record<string, unknown>;
+  // `health` is derived state too (the lease's status). `ttl` / `deregisterAfter` are taken
+  // and validated as in a registration: a line with `ttl` holds a lease (a new service, or
+  // one without a lease, gets a heartbeat token, printed by the import); a line without
+  // `ttl` leaves a stored lease alone (an export has none: re-importing it changes nothing)
+  const { id, iotReady: _derived, health: _health, replacements, ...rest } = obj as Record<string, unknown>;
   if (id !== undefined && (typeof id !== 'string' || !ID_RE.test(id))) throw new LineError('"id" must be 1-64 of [A-Za-z0-9_-]');
   if (replacements !== undefined && (!Array.isArray(replacements) || !replacements.every((r) => typeof r === 'string' && ID_RE.test(r)))) {
     throw new LineError('"replacements" must be an array of service ids');
   }
+  if (rest.deregisterAfter !== undefined && rest.ttl === undefined) throw new LineError('"deregisterAfter" needs "ttl"');
   try {
-    return { id: (id as string | undefined) ?? newServiceId(), input: parseServiceCreate(rest), replacements: replacements as string[] | undefined };
+    const input = parseServiceCreate(rest);
+    // drawn for every leased line, used only where the stored service holds no token yet
+    const leaseToken = input.ttl != null ? newHeartbeatToken('prod') : undefined;
+    return { id: (id as string | undefined) ?? newServiceId(), input, replacements: replacements as string[] | undefined, leaseToken };
   } catch (e) {
     if (e instanceof ApiError) throw new LineError(e.message);
     throw e;

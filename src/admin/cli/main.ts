@@ -17,7 +17,8 @@ import { dropOutbox, exportServices, importServices } from './transfer.js';
 export const USAGE = `usage: registry <command>
 
   import <file.jsonl|->        upsert production services from JSON Lines (by id; idempotent),
-         [--no-reindex]        then rebuild the Redis index once
+         [--no-reindex]        then rebuild the Redis index once; a line with "ttl" holds a
+                               lease: the tokens of new leases go to stdout ({"id","heartbeatToken"})
   export [file|-]              every production service as JSON Lines (default: stdout)
   reindex                      rebuild the Redis index from PostgreSQL
   backfill-index-text          store the index text of services written before migration
@@ -99,6 +100,8 @@ async function run(ctx: Ctx, cmd: string, args: string[], p: ReturnType<typeof p
       const t0 = Date.now();
       const batch = numberOption(p, 'batch', 1, 10_000);
       const sum = await importServices(ctx.pool, input, { batch, warn: ctx.err, progress: () => bar.update(size ? bytes : 0) });
+      // the heartbeat tokens of the leases started (lines with "ttl"), shown once: JSON Lines on stdout
+      for (const t of sum.tokens) io.stdout.write(JSON.stringify(t) + '\n');
       bar.done(`imported ${sum.lines} lines in ${((Date.now() - t0) / 1000).toFixed(1)} s: ${sum.created} created, ${sum.updated} updated, ${sum.unchanged} unchanged, ${sum.rejected} rejected; ${sum.replacementsChanged} replacement lists set`);
       if (sum.outbox.length && !p.flags.has('no-reindex')) {
         // one rebuild instead of one index update per service; it covers every row we

@@ -21,6 +21,8 @@ export interface ImportSummary {
   replacementsChanged: number;
   /** outbox rows written; dropped by the caller once a rebuild has covered them */
   outbox: number[];
+  /** heartbeat tokens of the leases the import started (lines with `ttl`): shown once */
+  tokens: { id: string; heartbeatToken: string }[];
 }
 
 export interface ImportOptions {
@@ -34,7 +36,7 @@ export interface ImportOptions {
 export async function importServices(pool: Pool, input: Readable, o: ImportOptions = {}): Promise<ImportSummary> {
   const size = o.batch ?? BATCH;
   const warn = o.warn ?? (() => undefined);
-  const sum: ImportSummary = { lines: 0, created: 0, updated: 0, unchanged: 0, rejected: 0, replacementsChanged: 0, outbox: [] };
+  const sum: ImportSummary = { lines: 0, created: 0, updated: 0, unchanged: 0, rejected: 0, replacementsChanged: 0, outbox: [], tokens: [] };
   const lists = new Map<string, string[]>();
   let batch: BulkRow[] = [];
   let lineOf = new Map<string, number>();
@@ -55,6 +57,7 @@ export async function importServices(pool: Pool, input: Readable, o: ImportOptio
       sum.updated += r.updated;
       sum.unchanged += r.unchanged;
       sum.outbox.push(...r.outbox);
+      sum.tokens.push(...r.tokens);
       for (const f of r.refused) {
         sum.rejected++;
         lists.delete(f.id);

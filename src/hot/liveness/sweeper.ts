@@ -1,5 +1,5 @@
 // Finds expired leases and deregistration deadlines. Every node runs one; each of the
-// LEASE_SHARDS shards is swept by one node at a time, the holder of its lock (a Redis key
+// LEASE_SHARDS shards is swept by one node at a time (several shards at once per node), the holder of its lock (a Redis key
 // with a TTL that lease-sweep-3.lua renews on every call): when the holder dies the lock
 // lapses and another node's next tick takes the shard over. An expiry is a durable write
 // (store/leases.ts setHealth) made only after lease-expire-2.lua confirmed, under the row
@@ -21,8 +21,10 @@ export interface SweeperOptions {
   intervalMs: number;
   /** the sweep lock's TTL: how long a dead holder keeps its shards (LEASE_LOCK_MS) */
   lockMs: number;
-  /** due leases handled per shard and sweep */
+  /** due leases handled per shard and turn: one transaction each (LEASE_SWEEP_BATCH) */
   batch?: number;
+  /** shards swept at once: at most this many PostgreSQL connections (LEASE_SWEEP_PARALLEL) */
+  parallel?: number;
   /** the clock of deadlines (shared with Liveness) */
   now: () => number;
   /** this node's lock token (tests play two nodes) */
@@ -38,6 +40,8 @@ export class LeaseSweeper {
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<number> | null = null;
   readonly owner: string;
+  private readonly batch: number;
+  private readonly parallel: number;
   /** shards this node held at its last sweep (tests, the takeover) */
   held = new Set<number>();
 
@@ -50,6 +54,8 @@ export class LeaseSweeper {
     readonly o: SweeperOptions,
   ) {
     this.owner = o.owner ?? randomBytes(8).toString('hex');
+    this.batch = o.batch ?? 500;
+    this.parallel = o.parallel ?? 4;
   }
 
   /** One sweep of every shard this node holds or can take; returns the leases acted on. */
@@ -58,57 +64,84 @@ export class LeaseSweeper {
     return this.running;
   }
 
+  /**
+   * The shards are swept `parallel` at a time (each under its own lock), a batch each turn;
+   * a shard whose batch came back full goes to the back of the queue for another turn in
+   * the same sweep, so a mass expiry drains at the speed of its transactions, not one batch
+   * per period, and never holds more than `parallel` PostgreSQL connections (writes keep
+   * the rest of the pool).
+   */
   private async sweep(): Promise<number> {
     let acted = 0;
     let leased = 0;
-    for (let shard = 0; shard < LEASE_SHARDS; shard++) {
-      const now = this.o.now();
-      const due = leaseSweepReply(await this.redis.leaseSweep(this.keys.sweepLock(shard), this.keys.deadlines(shard), this.keys.leases(shard), this.owner, this.o.lockMs, now, this.o.batch ?? 500));
-      if (!due) {
-        this.held.delete(shard);
-        continue;
+    const queue = Array.from({ length: LEASE_SHARDS }, (_, i) => i);
+    const counted = new Set<number>();
+    const worker = async () => {
+      for (let shard = queue.shift(); shard !== undefined; shard = queue.shift()) {
+        const turn = await this.sweepShard(shard, !counted.has(shard));
+        counted.add(shard);
+        acted += turn.acted;
+        leased += turn.leased;
+        if (turn.full) queue.push(shard);
       }
-      this.held.add(shard);
-      leased += await this.redis.hlen(this.keys.leases(shard));
-      // passing leases past their deadline: expired together, one transaction per batch
-      const passing = due.filter((d) => d.lease.status === 'passing');
-      if (passing.length) {
-        try {
-          acted += await this.expire(shard, passing);
-        } catch (err) {
-          // PostgreSQL or Redis away: the leases stay due, the next sweep tries again
-          this.log.warn({ err: String(err), shard, leases: passing.length }, 'lease expiry failed; will retry');
-        }
-      }
-      for (const { id, due: at, lease } of due) {
-        if (lease.status === 'passing') continue;
-        try {
-          if (await this.act(id, at, lease)) acted++;
-        } catch (err) {
-          // PostgreSQL or Redis away: the lease stays due, the next sweep tries again
-          this.log.warn({ err: String(err), serviceId: id }, 'lease sweep failed for a service; will retry');
-        }
-      }
-    }
+    };
+    await Promise.all(Array.from({ length: Math.min(this.parallel, LEASE_SHARDS) }, worker));
     if (this.held.size) setLeasedServices(leased);
     return acted;
+  }
+
+  /** One batch of one shard: its due leases, if this node holds (or now takes) its lock. */
+  private async sweepShard(shard: number, count: boolean): Promise<{ acted: number; leased: number; full: boolean }> {
+    const now = this.o.now();
+    const due = leaseSweepReply(await this.redis.leaseSweep(this.keys.sweepLock(shard), this.keys.deadlines(shard), this.keys.leases(shard), this.owner, this.o.lockMs, now, this.batch));
+    if (!due) {
+      this.held.delete(shard);
+      return { acted: 0, leased: 0, full: false };
+    }
+    this.held.add(shard);
+    let acted = 0;
+    const leased = count ? await this.redis.hlen(this.keys.leases(shard)) : 0;
+    // passing leases past their deadline: expired together, one transaction per batch
+    const passing = due.filter((d) => d.lease.status === 'passing');
+    let failed = false;
+    if (passing.length) {
+      try {
+        acted += await this.expire(shard, passing);
+      } catch (err) {
+        // PostgreSQL or Redis away: the leases stay due, the next sweep tries again
+        failed = true;
+        this.log.warn({ err: String(err), shard, leases: passing.length }, 'lease expiry failed; will retry');
+      }
+    }
+    for (const { id, due: at, lease } of due) {
+      if (lease.status === 'passing') continue;
+      try {
+        if (await this.act(id, at, lease)) acted++;
+      } catch (err) {
+        // PostgreSQL or Redis away: the lease stays due, the next sweep tries again
+        this.log.warn({ err: String(err), serviceId: id }, 'lease sweep failed for a service; will retry');
+      }
+    }
+    // a full batch: more may be due (not after a failure: that waits for the next period)
+    return { acted, leased, full: !failed && due.length >= this.batch };
   }
 
   /** Expire a shard's due passing leases (a batch): returns how many turned critical. */
   private async expire(shard: number, items: { id: string; due: number }[]): Promise<number> {
     const now = this.o.now();
     const dueOf = new Map(items.map((x) => [x.id, x.due]));
-    const writes = await expireMany(this.pool, [...dueOf.keys()], now, async (ids) => stringArray(await this.redis.leaseExpire(this.keys.leases(shard), this.keys.deadlines(shard), now, RECHECK_MS, ...ids), 'lease-expire'));
-    if (!writes.length) return 0;
-    await this.projector.syncQuietly(writes);
+    const done = await expireMany(this.pool, [...dueOf.keys()], now, async (ids) => stringArray(await this.redis.leaseExpire(this.keys.leases(shard), this.keys.deadlines(shard), now, RECHECK_MS, ...ids), 'lease-expire'));
+    if (!done.length) return 0;
+    // the committed states as the transaction made them: applied in pipelined pages, no read back
+    await this.projector.applyCommitted(done);
     const seen = this.o.now();
-    for (const w of writes) {
+    for (const w of done) {
       const lag = seen - dueOf.get(w.id)!;
       countTransition('critical', 'expiry');
       observeExpiryLag(lag / 1000);
       this.o.onExpired?.(lag);
     }
-    return writes.length;
+    return done.length;
   }
 
   private async act(id: string, _at: number, l: LeaseRecord): Promise<boolean> {

@@ -15,6 +15,8 @@ export interface BulkRow {
   input: ServiceInput;
   /** candidate ids, ranked; undefined = leave the stored candidates alone */
   replacements?: string[];
+  /** a line with `ttl` (input.ttl): the heartbeat token it gets if the service holds none yet */
+  leaseToken?: { token: string; hash: Buffer };
 }
 
 export interface BulkResult {
@@ -25,6 +27,30 @@ export interface BulkResult {
   refused: { id: string; reason: string }[];
   /** outbox ids written (so that the caller can drop them once a rebuild covered them) */
   outbox: number[];
+  /** heartbeat tokens issued (leases started by the import): shown once, to the caller */
+  tokens: { id: string; heartbeatToken: string }[];
+}
+
+type Lease = Pick<ServiceRecord, 'health' | 'lease'>;
+
+/**
+ * The lease a row leaves: a line with `ttl` sets ttl and deregisterAfter, keeps a stored
+ * lease's status, critical time and token (a new lease: passing, the line's token); a line
+ * without leaves the stored lease (or none) as it is.
+ */
+function leaseAfter(row: BulkRow, before: ServiceRecord | undefined): Lease & { issued: boolean } {
+  const kept = before?.health && before.health.ttl !== null && before.lease?.tokenHash ? before : undefined;
+  if (row.input.ttl == null || !row.leaseToken) return { health: before?.health, lease: before?.lease, issued: false };
+  const status = kept ? kept.health!.status : 'passing';
+  return {
+    health: { status, ttl: row.input.ttl },
+    lease: {
+      tokenHash: kept ? kept.lease!.tokenHash : row.leaseToken.hash.toString('hex'),
+      deregisterAfter: row.input.deregisterAfter ?? null,
+      criticalSince: status === 'critical' ? kept!.lease!.criticalSince : null,
+    },
+    issued: !kept,
+  };
 }
 
 export function recordOf(ns: string, id: string, s: ServiceInput): ServiceRecord {
@@ -39,37 +65,60 @@ export function bulkUpsert(pool: Pool, ns: string, rows: BulkRow[]): Promise<Bul
 }
 
 async function upsertIn(c: Client, ns: string, rows: BulkRow[]): Promise<BulkResult> {
-  const out: BulkResult = { created: 0, updated: 0, unchanged: 0, refused: [], outbox: [] };
+  const out: BulkResult = { created: 0, updated: 0, unchanged: 0, refused: [], outbox: [], tokens: [] };
+  // locked (in id order) as they are read: the lease status kept below is the one written
+  // lock in id order, then read in a new snapshot (service_state is a view FOR UPDATE cannot lock through)
+  await c.query('SELECT id FROM services WHERE id = ANY($1) ORDER BY id FOR UPDATE', [rows.map((r) => r.id)]);
   const existing = new Map((await loadStatesWhere(c, 'WHERE s.id = ANY($1)', [rows.map((r) => r.id)])).map((s) => [s.id, s]));
-  const write: { row: BulkRow; doc: string; before: ServiceRecord | undefined }[] = [];
+  const write: { row: BulkRow; doc: string; before: ServiceRecord | undefined; lease: Lease & { issued: boolean } }[] = [];
   for (const row of rows) {
     const before = existing.get(row.id);
     if (before && before.ns !== ns) {
       out.refused.push({ id: row.id, reason: 'the id belongs to another namespace' });
       continue;
     }
-    const doc = serializeService(recordOf(ns, row.id, row.input));
-    if (before && serializeService(before) === doc) out.unchanged++;
-    else write.push({ row, doc, before });
+    const lease = leaseAfter(row, before);
+    const doc = serializeService({ ...recordOf(ns, row.id, row.input), health: lease.health });
+    // deregisterAfter is not in the document: compared apart
+    if (before && serializeService(before) === doc && (before.lease?.deregisterAfter ?? null) === (lease.lease?.deregisterAfter ?? null)) out.unchanged++;
+    else write.push({ row, doc, before, lease });
   }
   const events: ChangeInput[] = [];
   if (write.length) {
     const ids = write.map((w) => w.row.id);
     const ins = write.map((w) => w.row.input);
     const up = await c.query<{ id: string; dep_at: string | null }>(
-      `INSERT INTO services (id, ns, endpoint, deprecated, deprecated_at, locked, sunset_date)
-       SELECT t.id, $1, t.ep, t.dep, CASE WHEN t.dep THEN now() END, t.lck, t.sun::date
-         FROM unnest($2::text[], $3::text[], $4::boolean[], $5::boolean[], $6::text[]) AS t(id, ep, dep, lck, sun)
+      `INSERT INTO services (id, ns, endpoint, deprecated, deprecated_at, locked, sunset_date, ttl, deregister_after, health_status, critical_since, hb_token_hash)
+       SELECT t.id, $1, t.ep, t.dep, CASE WHEN t.dep THEN now() END, t.lck, t.sun::date, t.ttl, t.dereg, t.hs, t.crit, decode(t.tok, 'hex')
+         FROM unnest($2::text[], $3::text[], $4::boolean[], $5::boolean[], $6::text[], $7::integer[], $8::integer[], $9::text[], $10::bigint[], $11::text[])
+           AS t(id, ep, dep, lck, sun, ttl, dereg, hs, crit, tok)
        ON CONFLICT (id) DO UPDATE SET
          endpoint = EXCLUDED.endpoint,
          deprecated_at = CASE WHEN EXCLUDED.deprecated THEN COALESCE(services.deprecated_at, now()) END,
          deprecated = EXCLUDED.deprecated,
          locked = EXCLUDED.locked,
          sunset_date = EXCLUDED.sunset_date,
+         ttl = EXCLUDED.ttl,
+         deregister_after = EXCLUDED.deregister_after,
+         health_status = EXCLUDED.health_status,
+         critical_since = EXCLUDED.critical_since,
+         hb_token_hash = EXCLUDED.hb_token_hash,
          updated_at = now()
        WHERE services.ns = EXCLUDED.ns
        RETURNING id, floor(extract(epoch FROM deprecated_at))::bigint AS dep_at`,
-      [ns, ids, ins.map((s) => s.endpoint), ins.map((s) => s.deprecated), ins.map((s) => s.locked), ins.map((s) => s.sunsetDate)],
+      [
+        ns,
+        ids,
+        ins.map((s) => s.endpoint),
+        ins.map((s) => s.deprecated),
+        ins.map((s) => s.locked),
+        ins.map((s) => s.sunsetDate),
+        write.map((w) => w.lease.health?.ttl ?? null),
+        write.map((w) => w.lease.lease?.deregisterAfter ?? null),
+        write.map((w) => w.lease.health?.status ?? 'unknown'),
+        write.map((w) => w.lease.lease?.criticalSince ?? null),
+        write.map((w) => w.lease.lease?.tokenHash || null),
+      ],
     );
     // an id taken in another namespace since the read above is not returned: refuse it
     const done = new Map(up.rows.map((r) => [r.id, r.dep_at === null ? null : Number(r.dep_at)]));
@@ -85,10 +134,15 @@ async function upsertIn(c: Client, ns: string, rows: BulkRow[]): Promise<BulkRes
     // the upsert kept or set (the candidates, not part of it, are left alone)
     await bumpVersionsWithText(
       c,
-      kept.map((w) => ({ id: w.row.id, text: indexText({ ...recordOf(ns, w.row.id, w.row.input), deprecatedAt: done.get(w.row.id) ?? null }) })),
+      kept.map((w) => ({ id: w.row.id, text: indexText({ ...recordOf(ns, w.row.id, w.row.input), deprecatedAt: done.get(w.row.id) ?? null, ...w.lease }) })),
     );
-    const ob = await c.query<{ id: string }>('INSERT INTO outbox (ns, service_id) SELECT $1, unnest($2::text[]) RETURNING id', [ns, kept.map((w) => w.row.id)]);
-    out.outbox.push(...ob.rows.map((r) => Number(r.id)));
+    const ob = await c.query<{ id: string; service_id: string }>('INSERT INTO outbox (ns, service_id) SELECT $1, unnest($2::text[]) RETURNING id, service_id', [ns, kept.map((w) => w.row.id)]);
+    // a lease that was already in Redis and changed here (ttl, deregisterAfter) is not
+    // covered by the rebuild (it seeds only services that have no lease record): its outbox
+    // row stays for the projector's sweeper, which applies the lease like any write's
+    const inRedis = new Set(kept.filter((w) => !!w.before?.lease && w.row.input.ttl != null).map((w) => w.row.id));
+    out.outbox.push(...ob.rows.filter((r) => !inRedis.has(r.service_id)).map((r) => Number(r.id)));
+    for (const w of kept) if (w.lease.issued) out.tokens.push({ id: w.row.id, heartbeatToken: w.row.leaseToken!.token });
     for (const w of kept) {
       const dep = w.row.input.deprecated && !!w.before && !w.before.deprecated;
       events.push({ ns, serviceId: w.row.id, type: !w.before ? 'service.created' : dep ? 'service.deprecated' : 'service.updated', data: w.doc });

@@ -4,8 +4,8 @@
 // projector carries it to the index and to the lease in Redis.
 import { appendChanges } from '../changes/events.js';
 import { PRODUCTION } from '../domain/keys.js';
-import { serializeService } from '../domain/service.js';
-import { bumpVersionsWithText, indexText, loadStatesWhere, type WriteResult } from './services.js';
+import type { ServiceRecord } from '../domain/service.js';
+import { bumpVersionsWithText, indexText, loadStatesWhere, type IndexState, type WriteResult } from './services.js';
 import { withTx, type Pool } from './pool.js';
 
 /**
@@ -31,33 +31,59 @@ export async function setHealth(pool: Pool, ns: string, id: string, status: 'pas
   });
 }
 
+/** An expiry committed by expireMany(): the projector's CommittedEntry (applied without a read back). */
+export interface ExpiredEntry {
+  /** outbox row */
+  row: number;
+  id: string;
+  state: IndexState & { record: ServiceRecord };
+}
+
 /**
  * Turn the leased services among `ids` that are still passing critical, in one
  * transaction (the sweeper's set-based expiry: a shard's due batch). Their rows are locked
- * in id order; `confirm` (run holding the locks, before anything is written) returns the
- * ids whose leases are still past their deadline (lease-expire-2.lua). One statement each
- * for the status, the versions with the stored index text, the outbox rows and the change
+ * and read in id order in one statement; `confirm` (run holding the locks, before anything
+ * is written) returns the ids whose leases are still past their deadline (lease-expire-2.lua).
+ * The new state is made here from the one read (only `health` and `critical_since` change)
+ * and written in one statement with its index text and a new version, which it returns:
+ * the caller applies the committed states to Redis without reading them back
+ * (Projector.applyCommitted). Then one statement each for the outbox rows and the change
  * events. `now`: ms on the caller's clock (critical_since).
  */
-export async function expireMany(pool: Pool, ids: string[], now: number, confirm: (ids: string[]) => Promise<string[]>): Promise<WriteResult[]> {
+export async function expireMany(pool: Pool, ids: string[], now: number, confirm: (ids: string[]) => Promise<string[]>): Promise<ExpiredEntry[]> {
   if (!ids.length) return [];
   return withTx(pool, async (c) => {
-    const locked = await c.query<{ id: string }>(
-      "SELECT id FROM services WHERE id = ANY($1) AND ttl IS NOT NULL AND health_status = 'passing' ORDER BY id FOR UPDATE",
-      [ids],
+    // lock first, then read in a new snapshot (READ COMMITTED: a statement that waited for a
+    // lock would otherwise read what it started with); service_state is a view with an outer
+    // join, which FOR UPDATE cannot lock through
+    const ids2 = (await c.query<{ id: string }>("SELECT id FROM services WHERE id = ANY($1) AND ttl IS NOT NULL AND health_status = 'passing' ORDER BY id FOR UPDATE", [ids])).rows.map((r) => r.id);
+    if (!ids2.length) return [];
+    const locked = await loadStatesWhere(c, "WHERE s.id = ANY($1) AND s.ttl IS NOT NULL AND s.hs = 'passing' ORDER BY s.id", [ids2]);
+    if (!locked.length) return [];
+    const ok = new Set(await confirm(locked.map((r) => r.id)));
+    const states = locked
+      .filter((r) => ok.has(r.id))
+      .map((r): ServiceRecord => ({ ...r, health: { status: 'critical', ttl: r.health!.ttl }, lease: { ...r.lease!, criticalSince: now } }));
+    if (!states.length) return [];
+    const texts = states.map(indexText);
+    const v = await c.query<{ id: string; version: string }>(
+      `UPDATE services s SET health_status = 'critical', critical_since = $5, updated_at = now(),
+              version = nextval('service_version_seq'), idx_doc = t.d, idx_members = t.m, idx_hdr = t.h
+         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS t(id, d, m, h) WHERE s.id = t.id
+       RETURNING s.id, s.version::text`,
+      [states.map((s) => s.id), texts.map((t) => t.doc), texts.map((t) => t.members), texts.map((t) => t.hdr), now],
     );
-    if (!locked.rows.length) return [];
-    const ok = await confirm(locked.rows.map((r) => r.id));
-    if (!ok.length) return [];
-    await c.query("UPDATE services SET health_status = 'critical', critical_since = $2, updated_at = now() WHERE id = ANY($1)", [ok, now]);
-    const states = await loadStatesWhere(c, 'WHERE s.id = ANY($1)', [ok]);
-    await bumpVersionsWithText(c, states.map((s) => ({ id: s.id, text: indexText(s) })));
-    const o = await c.query<{ id: string; service_id: string; ns: string }>(
-      'INSERT INTO outbox (ns, service_id) SELECT * FROM unnest($1::text[], $2::text[]) RETURNING id, service_id, ns',
+    const version = new Map(v.rows.map((r) => [r.id, Number(r.version)]));
+    const o = await c.query<{ id: string; service_id: string }>(
+      'INSERT INTO outbox (ns, service_id) SELECT * FROM unnest($1::text[], $2::text[]) RETURNING id, service_id',
       [states.map((s) => s.ns), states.map((s) => s.id)],
     );
-    await appendChanges(c, states.map((s) => ({ ns: s.ns, serviceId: s.id, type: 'service.updated' as const, data: serializeService(s) })));
-    return o.rows.map((r) => ({ id: r.service_id, ns: r.ns, row: Number(r.id) }));
+    await appendChanges(c, states.map((s, i) => ({ ns: s.ns, serviceId: s.id, type: 'service.updated' as const, data: texts[i]!.doc })));
+    const byId = new Map(states.map((s) => [s.id, s]));
+    return o.rows.map((r) => {
+      const record = { ...byId.get(r.service_id)!, version: version.get(r.service_id)! };
+      return { row: Number(r.id), id: r.service_id, state: { ns: record.ns, version: record.version, record } };
+    });
   });
 }
 
