@@ -14,8 +14,10 @@
 // its bytes stay until the next rewrite or eviction (counted). Eviction is least recently
 // used by chunk, with a second chance for a chunk read since it was last passed over (CLOCK).
 import type { Doc } from '../domain/digest.js';
-import { DIGEST_BYTES } from '../domain/digest.js';
-import { DIG, END, entry, find, lowerBound, M, SLOT, SLOTS, sizeOf, START, toWord, type Chunk, type Incoming } from './near-chunk.js';
+import { entry, find, LAYOUT, lowerBound, PageJoin, sizeOf, toWord, type Chunk, type Incoming } from './near-chunk.js';
+
+// the chunk layout as module-local consts (folded by the optimiser: near-chunk.ts, LAYOUT)
+const { SLOTS, M, SLOT, START, END, DIG } = LAYOUT;
 
 export { CHUNK_OVERHEAD, PER_DOC, type Incoming } from './near-chunk.js';
 
@@ -27,13 +29,8 @@ export class NearDocs {
   bytes = 0;
   count = 0;
 
-  // scratch of join(): the page's runs (chunk, first index, last index + 1), its body and digests
-  private runChunk: (Chunk | null)[] = [];
-  private runFrom = new Int32Array(SLOTS);
-  private runTo = new Int32Array(SLOTS);
-  private body = Buffer.allocUnsafeSlow(64 * 1024);
-  private digs = Buffer.allocUnsafeSlow(SLOTS * DIGEST_BYTES);
-  private digs32 = new Int32Array(this.digs.buffer, this.digs.byteOffset, this.digs.length / 4);
+  /** joins a page from the chunks (its scratch memory: near-chunk.ts) */
+  private joiner = new PageJoin();
 
   private chunk(base: number, no: number, resets: number): Chunk | undefined {
     const c = this.byBase.get(base)?.[no];
@@ -70,93 +67,7 @@ export class NearDocs {
    * memory, valid until the next call.
    */
   join(base: number, resets: number, seqs: Float64Array): { body: Buffer; digests: Buffer } | null {
-    const map = this.byBase.get(base);
-    if (!map && seqs.length) return null;
-    // pass 1: find every document, as runs of neighbours in one chunk; the body's length
-    let runs = 0;
-    let len = 2;
-    let c: Chunk | undefined;
-    let cno = -1;
-    let ci = 0;
-    for (let k = 0; k < seqs.length; k++) {
-      const seq = seqs[k]!;
-      const no = Math.floor(seq / SLOTS);
-      if (no !== cno) {
-        c = map![no];
-        if (!c || c.resets !== resets) return this.forget(runs);
-        c.used = true;
-        cno = no;
-        ci = 0;
-      }
-      const i = find(c!, seq - no * SLOTS, ci);
-      if (i < 0) return this.forget(runs);
-      ci = i + 1;
-      // the same run when the previous document of the page is this one's neighbour in its chunk
-      const m = c!.meta;
-      const st = m[i * M + START]!;
-      const en = m[i * M + END]!;
-      if (runs && this.runChunk[runs - 1] === c && this.runTo[runs - 1] === i && st === m[(i - 1) * M + END]! + 1) {
-        this.runTo[runs - 1] = i + 1;
-      } else {
-        if (runs === this.runFrom.length) this.growRuns();
-        this.runChunk[runs] = c!;
-        this.runFrom[runs] = i;
-        this.runTo[runs] = i + 1;
-        runs++;
-      }
-      len += en - st + 1;
-    }
-    if (seqs.length) len--; // n documents, n - 1 commas
-    // pass 2: copy each run (its commas included) and its digests
-    if (len > this.body.length) this.body = Buffer.allocUnsafeSlow(2 ** Math.ceil(Math.log2(len)));
-    if (seqs.length * DIGEST_BYTES > this.digs.length) {
-      this.digs = Buffer.allocUnsafeSlow(2 ** Math.ceil(Math.log2(seqs.length * DIGEST_BYTES)));
-      this.digs32 = new Int32Array(this.digs.buffer, this.digs.byteOffset, this.digs.length / 4);
-    }
-    const out = this.body;
-    const d32 = this.digs32;
-    let at = 0;
-    let dat = 0;
-    out[at++] = 0x5b; // [
-    for (let r = 0; r < runs; r++) {
-      const ch = this.runChunk[r]!;
-      const from = this.runFrom[r]!;
-      const to = this.runTo[r]!;
-      // through its last document's comma: the separator before the next run, or the "]" spot.
-      // (A Uint8Array over the chunk's memory: cheaper to make than a Buffer's subarray.)
-      const m = ch.meta;
-      const a = m[from * M + START]!;
-      const b = m[(to - 1) * M + END]! + 1;
-      out.set(to - from === 1 ? ch.views[from]! : new Uint8Array(ch.text.buffer, ch.text.byteOffset + a, b - a), at);
-      at += b - a;
-      // the digests: memory copied as words (the byte order stays as stored)
-      for (let k = from * M + DIG, e = to * M + DIG; k < e; k += M) {
-        d32[dat++] = m[k]!;
-        d32[dat++] = m[k + 1]!;
-        d32[dat++] = m[k + 2]!;
-        d32[dat++] = m[k + 3]!;
-      }
-      this.runChunk[r] = null; // (scratch keeps no chunk alive)
-    }
-    if (runs) at--; // the last comma
-    out[at++] = 0x5d; // ]
-    return { body: out.subarray(0, at), digests: this.digs.subarray(0, dat * 4) };
-  }
-
-  /** join()'s miss: its scratch keeps no chunk alive. */
-  private forget(runs: number): null {
-    for (let r = 0; r < runs; r++) this.runChunk[r] = null;
-    return null;
-  }
-
-  private growRuns(): void {
-    const n = this.runFrom.length * 2;
-    const f = new Int32Array(n);
-    f.set(this.runFrom);
-    const t = new Int32Array(n);
-    t.set(this.runTo);
-    this.runFrom = f;
-    this.runTo = t;
+    return this.joiner.join(this.byBase.get(base), resets, seqs);
   }
 
   /**

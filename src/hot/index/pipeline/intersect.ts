@@ -8,7 +8,7 @@ import { bitmapWords } from '../../../workers/intersect.js';
 export { intersectDense } from '../../../workers/intersect.js';
 
 /** Bitmaps at most this many words (2^15: a range of ~1M seqs) intersect inline, not in the pool. */
-export const INLINE_BITMAP_WORDS = 2 ** 15;
+const INLINE_BITMAP_WORDS = 2 ** 15;
 
 /**
  * The worker pool when an intersection of these sets is heavy enough for it (several sets,
