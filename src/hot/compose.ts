@@ -91,6 +91,11 @@ export interface ThreadHooks {
   sweeperOwner?: string;
   /** false: no periodic lease sweep (tests call app.sweeper.sweepOnce()) */
   sweep?: boolean;
+  /**
+   * Sees each near-cache delta this thread receives before the near cache does; `apply`
+   * passes it on (tests lose deltas on purpose by not calling it)
+   */
+  delta?: (msg: string, apply: (msg: string) => void) => void;
 }
 
 /**
@@ -183,7 +188,7 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
       countProjectorFailure('invalidate');
       log.warn({ err: String(err) }, what);
     },
-    delta: (msg) => near.onDelta(msg),
+    delta: hooks.delta ? (msg) => hooks.delta!(msg, (m) => near.onDelta(m)) : (msg) => near.onDelta(msg),
     subscribed: (live) => (live ? near.resume() : near.pause()),
     cleared: () => near.clear(),
   });

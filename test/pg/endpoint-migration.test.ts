@@ -7,7 +7,8 @@ import { PRODUCTION } from '../../src/hot/domain/keys.js';
 import { serializeService } from '../../src/hot/domain/service.js';
 import { createPool } from '../../src/hot/store/pool.js';
 import { migrate } from '../../src/hot/store/migrator.js';
-import { loadIndexPage, loadIndexStates } from '../../src/hot/store/services.js';
+import { loadIndexPage } from '../../src/hot/store/index-pages.js';
+import { loadIndexStates } from '../../src/hot/store/services.js';
 import { createService } from '../../src/hot/store/writes.js';
 import { freshDatabase } from '../helpers/server.js';
 
