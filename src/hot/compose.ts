@@ -168,7 +168,10 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
   const leaseNow = hooks.leaseNow ?? Date.now;
   const liveness: Liveness = new Liveness(pg, writer, keys, projector, { now: leaseNow, indexReady: () => state.ready });
   const sweeper = new LeaseSweeper(pg, writer, keys, projector, log, { intervalMs: cfg.leaseSweepMs, lockMs: cfg.leaseLockMs, now: leaseNow, owner: hooks.sweeperOwner });
-  const commits = new GroupCommitter(pg, { windowMs: cfg.groupCommitWindowMs, maxBatch: cfg.groupCommitMaxBatch, concurrency: cfg.groupCommitConcurrency });
+  // each batch's registrations are applied to the index together, before they are answered
+  const commits = new GroupCommitter(pg, { windowMs: cfg.groupCommitWindowMs, maxBatch: cfg.groupCommitMaxBatch, concurrency: cfg.groupCommitConcurrency }, (done) =>
+    projector.applyCommitted(done),
+  );
   const auth = new SandboxAuth(pg, redis, keys, cfg.tiers, {
     flushMs: cfg.rateCountFlushMs,
     now: hooks.now,
