@@ -5,21 +5,16 @@
 -- KEYS[3..]  the filter sets (bucketed sets of service seqs, lib/buckets.lua); at least one
 -- ARGV[1]    after        exclusive lower bound on seq ("" for the first page)
 -- ARGV[2]    limit        page size; limit+1 are looked for to know whether more exist
--- ARGV[3]    budget       most members of the smallest set to examine (0 = no bound); checked
---                          every 512 members examined
--- ARGV[4]    heavy        planner threshold: with several sets whose smallest has more
+-- ARGV[3]    heavy        planner threshold: with several sets whose smallest has more
 --                          members than this, do not scan here (0 = always scan)
--- ARGV[5]    joined       "1": answer the documents as one string, joined with "," (the
---                          body of a search answer but its brackets; no per-document
---                          strings for the caller to parse and join again)
 -- Returns: -1 when the namespace is not indexed; { -2, version } when the intersection is
 -- heavy (the caller runs it in the worker pool); otherwise
---   { more (0/1), lastSeq ("" none), exhausted (0/1: budget ran out), seq1, doc1, seq2, doc2, ... }
--- or, joined: { more, lastSeq, exhausted, "doc1,doc2,..." }
+--   { more (0/1), lastSeq ("" none), seq1, doc1, seq2, doc2, ... }
+-- (decoded by searchPage() in src/hot/redis/replies.ts; the caller joins the documents and
+-- digests them for the page's ETag: the page pipeline, src/hot/index/pipeline/)
 --@include buckets.lua
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 local limit = tonumber(ARGV[2])
-local budget = tonumber(ARGV[3])
 local after = ARGV[1] == '' and -1 or tonumber(ARGV[1])
 
 -- drive the scan from the smallest set, probe the others
@@ -28,10 +23,9 @@ for i = 3, #KEYS do
   sets[#sets + 1] = { key = KEYS[i], n = tonumber(redis.call('HGET', KEYS[i], 'n')) or 0 }
 end
 table.sort(sets, function(a, b) return a.n < b.n end)
-local out = { 0, '', 0 }
-if ARGV[5] == '1' then out[4] = '' end
+local out = { 0, '' }
 if sets[1].n == 0 then return out end
-local heavy = tonumber(ARGV[4] or '0')
+local heavy = tonumber(ARGV[3] or '0')
 if #sets > 1 and heavy > 0 and sets[1].n > heavy then
   return { -2, redis.call('GET', KEYS[1]) }
 end
@@ -69,7 +63,6 @@ local function bgallop(s, o, from, k)
 end
 
 local found = {}
-local scanned = 0
 local multi = #sets > 1
 for _, b in ipairs(buckets) do
   local s = redis.call('HGET', drv, b)
@@ -96,20 +89,18 @@ for _, b in ipairs(buckets) do
         others[#others + 1] = { s = t, k = #t / 2, at = 1 }
       end
       local stop = false
-      -- without a budget nothing needs counting in a dead bucket
-      if dead and budget == 0 then i = k + 1 end
+      -- a set without this bucket: nothing here matches
+      if dead then i = k + 1 end
       while i <= k do
         local o = boff(s, i)
-        local ok = not dead
-        if ok then
-          for _, t in ipairs(others) do
-            -- members come in order: each probe starts where the last one ended
-            local at = bgallop(t.s, o, t.at, t.k)
-            t.at = at
-            if at > t.k or boff(t.s, at) ~= o then
-              ok = false
-              break
-            end
+        local ok = true
+        for _, t in ipairs(others) do
+          -- members come in order: each probe starts where the last one ended
+          local at = bgallop(t.s, o, t.at, t.k)
+          t.at = at
+          if at > t.k or boff(t.s, at) ~= o then
+            ok = false
+            break
           end
         end
         if ok then
@@ -118,13 +109,6 @@ for _, b in ipairs(buckets) do
             stop = true
             break
           end
-        end
-        scanned = scanned + 1
-        if budget > 0 and scanned % 512 == 0 and scanned >= budget then
-          out[3] = 1
-          out[2] = tostring(base + o)
-          stop = true
-          break
         end
         i = i + 1
       end
@@ -137,24 +121,12 @@ if #found > limit then
   out[1] = 1
   found[#found] = nil
 end
-if ARGV[5] == '1' then
-  local docs = {}
-  if #found > 0 then
-    docs = redis.call('HMGET', KEYS[2], unpack(found))
-    for i = 1, #found do
-      if not docs[i] then docs[i] = 'null' end
-    end
-    if out[3] == 0 then out[2] = found[#found] end
-  end
-  out[4] = table.concat(docs, ',')
-  return out
-end
 if #found > 0 then
   local docs = redis.call('HMGET', KEYS[2], unpack(found))
   for i, s in ipairs(found) do
     out[#out + 1] = s
     out[#out + 1] = docs[i] or 'null'
   end
-  if out[3] == 0 then out[2] = found[#found] end
+  out[2] = found[#found]
 end
 return out

@@ -1,6 +1,12 @@
 // Decoding a bucketed set (redis/lib/buckets.lua) read whole from Redis: its bucket fields
 // and their strings of sorted 16-bit big-endian offsets become one sorted array of seqs.
-// Used by the near cache's loads (near-load-2.lua) and the worker pool's set fetch.
+// Used by the near cache's loads (near-load-2.lua) and the pool path's set fetch (decoded in
+// the worker: intersect-task.ts).
+
+/** A Float64Array on shared memory: a worker of the pool reads it without a copy. */
+export function sharedSeqArray(n: number): Float64Array {
+  return new Float64Array(new SharedArrayBuffer(Math.max(1, n) * 8), 0, n);
+}
 
 /** seqs per bucket: bucket b holds the seqs b*BUCKET_WIDTH .. (b+1)*BUCKET_WIDTH-1 */
 export const BUCKET_WIDTH = 4096;

@@ -1,11 +1,12 @@
 // The Piscina pool for heavy intersections: a bounded queue (full -> 503 + Retry-After)
-// and cancellation through the client's AbortSignal. Constructing it starts nothing;
-// start() starts its threads (compose.ts names when), close() ends them.
+// and cancellation through the client's AbortSignal. Its workers only intersect: the serving
+// thread hands them the sets (intersect-task.ts). Constructing it starts nothing; start()
+// starts its threads (compose.ts names when), close() ends them.
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import type { Config } from '../hot/config.js';
 import { ApiError } from '../hot/domain/errors.js';
-import { unpackBody, unpackPage, type IntersectTask } from './intersect-task.js';
+import type { FetchedResult, FetchedTask, IntersectTask } from './intersect-task.js';
 
 export class IntersectPool {
   #piscina: Piscina | null = null;
@@ -29,45 +30,31 @@ export class IntersectPool {
     return this.#piscina;
   }
 
-  /** One page, its documents one string each. */
-  async run(task: Omit<IntersectTask, 'redisUrl' | 'clusterNodes' | 'joined'>, signal?: AbortSignal): Promise<{ seqs: number[]; docs: string[]; more: boolean }> {
-    return unpackPage(await this.exec({ ...task, joined: false }, signal));
-  }
-
-  /** One page as the bytes of its JSON array. */
-  async runBody(task: Omit<IntersectTask, 'redisUrl' | 'clusterNodes' | 'joined'>, signal?: AbortSignal): Promise<{ seqs: number[]; body: Buffer; more: boolean; digests: Uint8Array }> {
-    return unpackBody(await this.exec({ ...task, joined: true }, signal));
-  }
-
-  private async exec(task: Omit<IntersectTask, 'redisUrl' | 'clusterNodes'>, signal?: AbortSignal): Promise<Uint8Array> {
-    const full: IntersectTask = { ...task, redisUrl: this.cfg.redisUrl, clusterNodes: this.cfg.redisClusterNodes };
-    if (this.piscina.queueSize >= this.cfg.poolMaxQueue) {
-      throw new ApiError('OVERLOADED', 'too many heavy searches queued; try again shortly', { 'Retry-After': '1' });
-    }
-    try {
-      return (await this.piscina.run(full, { signal })) as Uint8Array;
-    } catch (err) {
-      if (signal?.aborted) throw new ApiError('BAD_REQUEST', 'the client went away');
-      if (/queue is at limit|Task queue/i.test(String((err as Error)?.message))) {
-        throw new ApiError('OVERLOADED', 'too many heavy searches queued; try again shortly', { 'Retry-After': '1' });
-      }
-      throw err;
-    }
-  }
-
   /** Whether a task now would wait in a full queue (then the near cache intersects inline); not started: busy. */
   busy(): boolean {
     return !this.#piscina || this.#piscina.queueSize >= this.cfg.poolMaxQueue;
   }
 
   /**
-   * Intersect sets the near cache holds on shared memory (SharedArrayBuffer): the worker
-   * reads the very same arrays, nothing is copied or fetched. Returns at most `max` seqs
-   * greater than `after`.
+   * Intersect sets held on shared memory (SharedArrayBuffer): the worker reads the very same
+   * arrays, nothing is copied or fetched. Returns at most `max` seqs greater than `after`.
    */
   async intersect(sets: Float64Array[], after: number, max: number, signal?: AbortSignal): Promise<Float64Array> {
+    const task: IntersectTask = { sets, after, max };
+    return (await this.exec(task, 'intersectShared', signal)) as Float64Array;
+  }
+
+  /** As intersect(), with sets read from Redis still to decode (`raw`): the worker decodes them onto shared memory. */
+  async intersectFetched(task: FetchedTask, signal?: AbortSignal): Promise<FetchedResult> {
+    return (await this.exec(task, 'intersectFetched', signal)) as FetchedResult;
+  }
+
+  private async exec(task: IntersectTask, name: string, signal?: AbortSignal): Promise<unknown> {
+    if (this.piscina.queueSize >= this.cfg.poolMaxQueue) {
+      throw new ApiError('OVERLOADED', 'too many heavy searches queued; try again shortly', { 'Retry-After': '1' });
+    }
     try {
-      return (await this.piscina.run({ sets, after, max }, { name: 'intersectShared', signal })) as Float64Array;
+      return await this.piscina.run(task, { name, signal });
     } catch (err) {
       if (signal?.aborted) throw new ApiError('BAD_REQUEST', 'the client went away');
       if (/queue is at limit|Task queue/i.test(String((err as Error)?.message))) {
@@ -89,3 +76,4 @@ export class IntersectPool {
     await p?.destroy();
   }
 }
+

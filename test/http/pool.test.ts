@@ -1,5 +1,6 @@
 // Heavy intersections run in the Piscina pool: the same pages as Redis's own scan, whether
-// the worker fetches the sets from Redis (near cache off) or reads the near cache's shared
+// the serving thread fetched the sets from Redis for it (near cache off; the worker decodes
+// and intersects, it opens no connection) or the worker reads the near cache's shared
 // memory; a bounded queue that answers 503 + Retry-After when full and the near cache is
 // off, and no 503 with it (the intersection runs inline instead, from memory).
 import { fileURLToPath } from 'node:url';
@@ -14,7 +15,7 @@ t.test('pool intersections equal Redis intersections, page by page', async (t) =
     t.teardown(() => n.stop());
     return n;
   };
-  const fetchSide = await side({ NEAR_CACHE_MB: '0' }); // the worker fetches the sets from Redis
+  const fetchSide = await side({ NEAR_CACHE_MB: '0' }); // the serving thread fetches the sets from Redis for the worker
   const sharedSide = await side({}); // the worker reads the near cache's shared memory
   t.ok(fetchSide.app.intersectPool && sharedSide.app.intersectPool, 'the pools exist');
   t.equal(redisSide.app.intersectPool, null, 'threshold 0 disables it');
@@ -45,6 +46,19 @@ t.test('pool intersections equal Redis intersections, page by page', async (t) =
   }
   t.ok(sharedSide.app.intersectPool!.piscina.completed > 0, 'the shared-memory side ran its intersections in the pool');
   t.ok(sharedSide.app.index.near!.stats.setHits > 0, 'over sets held in memory');
+  t.ok(fetchSide.app.index.fetchedSets > 0, 'the fetching side read the sets itself and handed them to its workers');
+
+  // a write after the sets were read: the pool path reads them again at the new version
+  const path = '/services?capability=heavy-a&capability=heavy-b';
+  const first = await fetchSide.req(path);
+  t.equal(first.status, 200);
+  const before = (await first.json()) as { id: string }[];
+  const added = await registerProduction(redisSide, { endpoint: 'https://h-late.example.com', capabilities: ['heavy-a', 'heavy-b'] });
+  const [want, got] = await Promise.all([redisSide.req(path), fetchSide.req(path)]);
+  const after = (await got.json()) as { id: string }[];
+  t.same(after, await want.json(), 'the page after the write: as Redis scans it');
+  t.equal(after.length, before.length + 1, 'with the new service');
+  t.ok(after.some((x) => x.id === added.id), 'which is the one just written');
 });
 
 t.test('with the near cache off, a full queue answers 503 with Retry-After', async (t) => {

@@ -1,7 +1,9 @@
 import t from 'tap';
 import { createHash } from 'node:crypto';
 import { bitmapOf, gallop, intersectDense, intersectSorted } from '../../src/workers/intersect.js';
-import { docParts, packPage, unpackBody, unpackPage } from '../../src/workers/intersect-task.js';
+import { intersectFetched, intersectShared } from '../../src/workers/intersect-task.js';
+import { sharedSeqArray } from '../../src/workers/buckets.js';
+import { joinPage } from '../../src/hot/index/pipeline/join.js';
 import { digestBytes, digested, pageEtag } from '../../src/hot/domain/digest.js';
 import { prng } from '../../src/admin/seed.js';
 
@@ -39,20 +41,29 @@ t.test('matches a naive intersection on random sets', async (t) => {
   }
 });
 
-t.test('a packed page survives the move', async (t) => {
-  const docs = ['{"a":"x,y"}', '{"b":"line\\nbreak"}'];
-  const bufs = docs.map((d) => Buffer.from(d));
-  const back = unpackPage(packPage(f([3, 9]), docParts(bufs, false), true));
-  t.same(back, { seqs: [3, 9], docs, more: true });
-  t.same(unpackPage(packPage(f([]), docParts([], false), false)), { seqs: [], docs: [], more: false });
-  const digests = digestBytes([...bufs, Buffer.from('null')].map(digested));
-  const joined = unpackBody(packPage(f([3, 9, 12]), docParts([...bufs, null], true), false, digests));
-  t.same(joined.seqs, [3, 9, 12]);
-  t.equal(joined.more, false);
-  t.equal(joined.body.toString(), '[' + docs.join(',') + ',null]', 'a joined page is the answer itself');
-  t.same(Buffer.from(joined.digests), Buffer.from(digests), 'and its documents\' digests come back as they went');
-  t.equal(digests.length, 3 * 16, '16 bytes each');
-  t.equal(unpackBody(packPage(f([]), docParts([], true), false)).body.toString(), '[]');
+t.test('the pool path: sets read from Redis are decoded in the worker, onto shared memory', async (t) => {
+  // (bucket, offsets) pairs as near-load-2.lua answers them: bucket 0 holds 3 and 9, bucket 1 holds 4096 + 2
+  const be = (...xs: number[]) => Buffer.from(xs.flatMap((x) => [x >> 8, x & 0xff]));
+  const raw: [string, Buffer][][] = [[['0', be(3, 9)], ['1', be(2)], ['n', Buffer.from('3')]], [['1', be(2)], ['0', be(9)]]];
+  const held = sharedSeqArray(4);
+  held.set([1, 9, 4098, 5000]);
+  const r = intersectFetched({ sets: [held], raw, after: -1, max: 10 });
+  t.same(Array.from(r.hits), [9, 4098], 'held and decoded sets intersected together');
+  t.same(r.decoded.map((a) => Array.from(a)), [[3, 9, 4098], [9, 4098]], 'the decoded sets handed back, in order, for the serving thread to keep');
+  t.ok(r.decoded.every((a) => a.buffer instanceof SharedArrayBuffer), 'on shared memory: the next task reads them without a copy');
+  t.same(Array.from(intersectFetched({ sets: [], raw, after: 9, max: 10 }).hits), [4098], 'from the cursor');
+  t.same(Array.from(intersectShared({ sets: [held, r.decoded[0]!], after: -1, max: 1 })), [9], 'held sets alone, at most max');
+});
+
+t.test('the join stage: documents joined as they came, with their digests', async (t) => {
+  const docs = ['{"a":"x,y"}', '{"b":"line\\nbreak"}'].map((d) => digested(Buffer.from(d)));
+  const page = joinPage(docs, true, '9');
+  t.equal(page.body.toString(), '[' + docs.map((d) => d.buf.toString()).join(',') + ']');
+  JSON.parse(page.body.toString());
+  t.same(Buffer.from(page.digests), Buffer.from(digestBytes(docs)), 'the digests in page order, 16 bytes each');
+  t.equal(page.more, true);
+  t.equal(page.last, '9');
+  t.equal(joinPage([], false, '').body.toString(), '[]', 'an empty page');
 });
 
 t.test('a page ETag is made of its documents\' digests and its Link', async (t) => {

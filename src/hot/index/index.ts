@@ -1,4 +1,6 @@
-// The Redis index: which generation is live, and the read operations of the hot path.
+// The Redis index: which generation is live, and the read operations of the hot path. A
+// search page is built by the page pipeline's stages (pipeline/plan.ts names them), from the
+// near cache, Redis or the worker pool; the methods here choose the source and run them.
 // Reads return pre-serialised documents; nothing here parses one (the device query, which
 // expands profiles into bindings, does so in routes/search.ts).
 import { ApiError } from '../domain/errors.js';
@@ -7,14 +9,25 @@ import { filterSuffixes, Keys, PRODUCTION } from '../domain/keys.js';
 import { isRedisUnavailable } from '../ops/outage.js';
 import type { RedisClient } from '../redis/client.js';
 import type { IntersectPool } from '../../workers/pool.js';
-import { bitmapWords, intersectDense } from '../../workers/intersect.js';
 import { decodeBuckets } from '../../workers/buckets.js';
 import { newSeqArray, type NearCache } from './near.js';
-import { digestBytes, digested, type Doc } from '../domain/digest.js';
+import { digested, type Doc } from '../domain/digest.js';
 import { nearLoadReply, NOT_INDEXED, replacementsReply, searchPage, serviceReply, type ReplacementsReply, type SearchPage, type ServiceRow } from '../redis/replies.js';
+import { cursorOf, lastSeq } from './pipeline/plan.js';
+import { FetchedSets, heldSets, nearSets } from './pipeline/sets.js';
+import { heavyPool, intersectDense } from './pipeline/intersect.js';
+import { joinPage, NULL_DOC, type PageBody } from './pipeline/join.js';
 
-/** a page for the worker pool to compute */
-type PoolTask = Parameters<IntersectPool['run']>[0];
+export type { PageBody } from './pipeline/join.js';
+
+/** What search.lua's planner hands the pool path: the page's sets at the version it read. */
+interface HeavyPage {
+  version: string;
+  verKey: string;
+  /** the filter sets' keys */
+  sets: string[];
+  docsKey: string;
+}
 
 /** The dimension fields of Filters (domain/dimensions.ts). */
 export type FilterSets = DimensionFilters;
@@ -25,16 +38,6 @@ export interface Page {
   more: boolean;
   /** seq to continue after, "" when none */
   last: string;
-}
-
-/** One page of a search as the bytes of its JSON array, and its documents' digests (pageEtag). */
-export interface PageBody {
-  body: Buffer;
-  more: boolean;
-  /** seq to continue after, "" when none */
-  last: string;
-  /** the documents' digests in page order, 16 bytes each (domain/digest.ts) */
-  digests: Uint8Array;
 }
 
 export function notIndexed(): ApiError {
@@ -70,6 +73,8 @@ export class Index {
    */
   private live: string | null = null;
   private turn = 0;
+  /** the pool path's sets, read from Redis by this thread (pipeline/sets.ts) */
+  private readonly fetched = new FetchedSets();
 
   constructor(
     readonly redis: RedisClient,
@@ -112,6 +117,11 @@ export class Index {
     return this.live;
   }
 
+  /** sets the pool path holds (read from Redis by this thread for its workers) */
+  get fetchedSets(): number {
+    return this.fetched.size;
+  }
+
   /** Re-read the live generation; returns it (null when the index is missing). */
   async refreshGen(): Promise<string | null> {
     this.live = await this.redis.get(this.keys.gen());
@@ -133,40 +143,37 @@ export class Index {
    * intersected from the cursor, smallest first, stopping at limit + 1; the documents from
    * memory (fetched on a miss). Null when the near cache cannot be sure of the answer (off,
    * this thread's own write not received yet, a write arrived during the page, the
-   * namespace not indexed): the Redis path answers then, as before.
+   * namespace not indexed): the Redis path answers then, as before. `joined`: the page as
+   * its body (searchBody), else as its documents (search).
    */
-  private async nearPage(ns: string, f: FilterSets, after: string, limit: number, signal?: AbortSignal, joined = false): Promise<{ seqs: Float64Array; docs: Doc[]; more: boolean; body?: Buffer; digests?: Uint8Array } | null> {
+  private async nearPage(ns: string, f: FilterSets, after: string, limit: number, signal: AbortSignal | undefined, joined: boolean): Promise<{ seqs: Float64Array; docs: Doc[]; more: boolean; body?: Buffer; digests?: Uint8Array } | null> {
     const near = this.near;
     const gen = this.gen;
     if (!near?.usable || !gen || !this.serving()) return null;
     const k = this.keys;
     const base = k.base(ns, gen);
     if (!near.fresh(base)) return null;
-    const verKey = k.ver(ns, gen);
+    // plan
     const suffixes = filterSuffixes(f);
-    const arrays = await Promise.all(
-      suffixes.map((suffix) =>
-        near.set(base, suffix, async () => {
-          // a pure read: a replica may answer it (a load older than the deltas this thread
-          // already has is brought up to date from its log, or refused: near.ts)
-          const r = nearLoadReply(await this.read((c) => c.nearLoadBuffer(verKey, base + suffix)));
-          if (!r) return null;
-          return { ver: r.ver, members: decodeBuckets(r.buckets, newSeqArray) };
-        }),
-      ),
-    );
-    if (arrays.some((a) => !a)) return null;
+    // sets: a pure read, a replica may answer it (a load older than the deltas this thread
+    // already has is brought up to date from its log, or refused: near.ts)
+    const verKey = k.ver(ns, gen);
+    const sets = await nearSets(near, base, suffixes, async (suffix) => {
+      const r = nearLoadReply(await this.read((c) => c.nearLoadBuffer(verKey, base + suffix)));
+      return r && { ver: r.ver, members: decodeBuckets(r.buckets, newSeqArray) };
+    });
+    if (!sets) return null;
     const epoch = near.epoch(base);
     if (!near.fresh(base)) return null;
-    const sets = arrays as Float64Array[];
-    const from = after === '' ? -1 : Number(after);
-    // heavy: in the pool, over the same shared memory (no copy, no Redis), unless its queue is full
-    const pool = this.heavyPool(sets);
+    // intersect: heavy in the pool, over the same shared memory (no copy, no Redis), unless its queue is full
+    const from = cursorOf(after);
+    const pool = heavyPool(sets, this.intersectPool, this.heavyThreshold);
     const dense = pool ? null : intersectDense(sets, from, limit + 1);
     if (dense?.built) near.account(base, suffixes); // a bitmap is held with its set: counted
     const hits = dense ? dense.hits : await pool!.intersect(sets, from, limit + 1, signal);
     const more = hits.length > limit;
     const seqs = more ? hits.subarray(0, limit) : hits;
+    // join: the documents from memory, the missing ones fetched (and kept)
     const docsKey = k.docs(ns, gen);
     const fetch = (missing: number[]) => this.redis.hmgetBuffer(docsKey, ...missing.map(String));
     if (joined && (await near.fill(base, seqs, fetch)) && near.epoch(base) === epoch) {
@@ -196,14 +203,11 @@ export class Index {
     if (!near?.usable || !gen || !this.serving()) return null;
     const base = this.keys.base(ns, gen);
     if (!near.fresh(base)) return null;
+    // plan, sets (held now), intersect (inline), join (from the chunks)
     const suffixes = filterSuffixes(f);
-    const sets: Float64Array[] = [];
-    for (const suffix of suffixes) {
-      const a = near.setNow(base, suffix);
-      if (!a) return null;
-      sets.push(a);
-    }
-    const dense = this.heavyPool(sets) ? null : intersectDense(sets, after === '' ? -1 : Number(after), limit + 1);
+    const sets = heldSets(near, base, suffixes);
+    if (!sets) return null;
+    const dense = heavyPool(sets, this.intersectPool, this.heavyThreshold) ? null : intersectDense(sets, cursorOf(after), limit + 1);
     if (!dense) return null;
     if (dense.built) near.account(base, suffixes); // a bitmap is held with its set: counted
     const hits = dense.hits;
@@ -212,21 +216,6 @@ export class Index {
     const page = near.joinNow(base, seqs);
     if (!page) return null;
     return { body: page.body, more, last: lastSeq(seqs), digests: page.digests };
-  }
-
-  /**
-   * The worker pool when an intersection of these sets is heavy enough for it (several sets,
-   * the smallest above the threshold) and its queue has room; null: intersect inline.
-   */
-  private heavyPool(sets: Float64Array[]): IntersectPool | null {
-    const pool = this.intersectPool;
-    if (sets.length < 2 || !pool || this.heavyThreshold <= 0 || pool.busy()) return null;
-    for (const a of sets) if (a.length <= this.heavyThreshold) return null;
-    // dense sets over a range up to ~1M seqs intersect inline as bitmaps (intersectDense): one
-    // AND per 32 seqs, 60-110 µs a page from a random cursor over 1,000,000 (at most ~220 µs,
-    // two disjoint sets), where the trip to the pool and back cost more than that at 1M (k2)
-    if (sets.every((a) => bitmapWords(a) <= INLINE_BITMAP_WORDS)) return null;
-    return pool;
   }
 
   /**
@@ -242,37 +231,64 @@ export class Index {
   }
 
   /**
-   * Run search.lua for one page (`buffers`: its seqs and documents as Buffers; the script's
-   * joined mode is not used: a page's ETag needs each document's digest). When the planner
-   * finds every set large (-2) the reply carries no page: `heavy` is the task to run in the
-   * worker pool instead.
+   * The Redis source: search.lua runs the sets, intersect and document stages for one page in
+   * one atomic call (`buffers`: its seqs and documents as Buffers). When its planner finds
+   * every set large (-2) the reply carries no page: the pool path computes it instead
+   * (poolPage), at the namespace version the planner read.
    */
-  private async runSearch<T extends string | Buffer>(ns: string, f: FilterSets, after: string, limit: number, buffers: boolean): Promise<{ page: SearchPage<T> & { heavy: false } } | { page: null; heavy: PoolTask }> {
+  private async runSearch<T extends string | Buffer>(ns: string, f: FilterSets, after: string, limit: number, buffers: boolean): Promise<{ page: SearchPage<T> & { heavy: false } } | { page: null; heavy: HeavyPage }> {
     const gen = this.liveGen();
     const k = this.keys;
     const sets = this.filterKeys(ns, gen, f);
-    const args = [2 + sets.length, k.ver(ns, gen), k.docs(ns, gen), ...sets, after, limit, 0, this.intersectPool ? this.heavyThreshold : 0, 0];
+    const args = [2 + sets.length, k.ver(ns, gen), k.docs(ns, gen), ...sets, after, limit, this.intersectPool ? this.heavyThreshold : 0];
     const run = () => this.read(async (r) => searchPage<T>(await (buffers ? r.searchBuffer(...args) : r.search(...args))));
     const r = await this.retryNamespace(ns, await run(), run);
     if (r === NOT_INDEXED) throw notIndexed();
     if (!r.heavy) return { page: r };
     // (the script hands over only when it was given a threshold, i.e. with a pool)
-    return { page: null, heavy: { version: r.version, sets, docsKey: k.docs(ns, gen), after: after === '' ? -1 : Number(after), limit } };
+    return { page: null, heavy: { version: r.version, verKey: k.ver(ns, gen), sets, docsKey: k.docs(ns, gen) } };
+  }
+
+  /**
+   * The pool source: the sets of a heavy page from this thread's FetchedSets (read from Redis
+   * on a miss, at the version the planner read or later: one read at another version is read
+   * again next time), intersected in a worker (which decodes the ones just read), and the
+   * page's documents fetched here. Workers open no connection of their own.
+   */
+  private async poolPage(h: HeavyPage, after: string, limit: number, signal?: AbortSignal): Promise<{ seqs: Float64Array; docs: Buffer[]; more: boolean }> {
+    const pool = this.intersectPool!;
+    const held = this.fetched.get(h.sets, h.version);
+    const missing: string[] = [];
+    for (let i = 0; i < held.length; i++) if (!held[i]) missing.push(h.sets[i]!);
+    const raw: [string, Buffer][][] = [];
+    const vers: string[] = [];
+    for (const r of await Promise.all(missing.map((key) => this.read(async (c) => nearLoadReply(await c.nearLoadBuffer(h.verKey, key)))))) {
+      if (!r) throw notIndexed(); // the generation went away since the planner read it
+      raw.push(r.buckets);
+      vers.push(String(r.ver));
+    }
+    const sets = held.filter((a): a is Float64Array => a !== null);
+    const { hits, decoded } = missing.length
+      ? await pool.intersectFetched({ sets, raw, after: cursorOf(after), max: limit + 1 }, signal)
+      : { hits: await pool.intersect(sets, cursorOf(after), limit + 1, signal), decoded: [] };
+    for (let i = 0; i < decoded.length; i++) this.fetched.keep(missing[i]!, vers[i]!, decoded[i]!);
+    const more = hits.length > limit;
+    const seqs = more ? hits.subarray(0, limit) : hits;
+    const got = seqs.length ? await this.redis.hmgetBuffer(h.docsKey, ...Array.from(seqs, String)) : [];
+    return { seqs, docs: got.map((d) => d ?? NULL_DOC), more };
   }
 
   /** One page of a search; `after` is an exclusive seq bound ("" for the start). */
   async search(ns: string, f: FilterSets, after: string, limit: number, signal?: AbortSignal): Promise<Page> {
-    const near = await this.nearPage(ns, f, after, limit, signal);
+    const near = await this.nearPage(ns, f, after, limit, signal, false);
     if (near) {
       const seqs = Array.from(near.seqs, String);
       return { seqs, docs: near.docs.map((d) => d.buf.toString()), more: near.more, last: lastSeq(near.seqs) };
     }
     const r = await this.runSearch<string>(ns, f, after, limit, false);
     if (!r.page) {
-      // the planner in search.lua found every set large: intersect in the worker pool
-      const p = await this.intersectPool!.run(r.heavy, signal);
-      const seqs = p.seqs.map(String);
-      return { seqs, docs: p.docs, more: p.more, last: lastSeq(p.seqs) };
+      const p = await this.poolPage(r.heavy, after, limit, signal);
+      return { seqs: Array.from(p.seqs, String), docs: p.docs.map(String), more: p.more, last: lastSeq(p.seqs) };
     }
     const { seqs, docs, more, last } = r.page;
     return { seqs, docs: docs.map(String), more, last };
@@ -280,9 +296,9 @@ export class Index {
 
   /**
    * One page of a search as the bytes of its JSON array, with its documents' digests: the
-   * documents come as bytes (from memory, Redis or the pool) and are joined, never parsed
-   * or re-encoded here. Every path gives the same digests for the same documents, so the
-   * page's ETag (pageEtag) does not depend on which one answered.
+   * documents come as bytes (from memory, Redis or fetched for the pool) and are joined,
+   * never parsed or re-encoded here. Every source gives the same digests for the same
+   * documents, so the page's ETag (pageEtag) does not depend on which one answered.
    */
   async searchBody(ns: string, f: FilterSets, after: string, limit: number, signal?: AbortSignal): Promise<PageBody> {
     const near = await this.nearPage(ns, f, after, limit, signal, true);
@@ -290,8 +306,8 @@ export class Index {
     if (near) return joinPage(near.docs, near.more, lastSeq(near.seqs));
     const r = await this.runSearch<Buffer>(ns, f, after, limit, true);
     if (!r.page) {
-      const p = await this.intersectPool!.runBody(r.heavy, signal);
-      return { body: p.body, more: p.more, last: lastSeq(p.seqs), digests: p.digests };
+      const p = await this.poolPage(r.heavy, after, limit, signal);
+      return joinPage(p.docs.map(digested), p.more, lastSeq(p.seqs));
     }
     // the documents as Buffers, digested here
     return joinPage(r.page.docs.map(digested), r.page.more, r.page.last);
@@ -327,39 +343,4 @@ export class Index {
     const gens = [await this.redis.get(this.keys.gen()), await this.redis.get(this.keys.building())];
     for (const g of gens) if (g) await this.redis.set(this.keys.ver(ns, g), '1', 'NX');
   }
-}
-
-/** Bitmaps at most this many words (2^15: a range of ~1M seqs) intersect inline, not in the pool. */
-const INLINE_BITMAP_WORDS = 2 ** 15;
-
-/** The seq a page's next one continues after: its last, "" for an empty page. */
-function lastSeq(seqs: ArrayLike<number>): string {
-  return seqs.length ? String(seqs[seqs.length - 1]) : '';
-}
-
-/** A page from its documents: their bytes joined into its JSON array, and their digests. */
-function joinPage(docs: Doc[], more: boolean, last: string): PageBody {
-  return { body: joinDocs(docs), more, last, digests: digestBytes(docs) };
-}
-
-/**
- * A page's JSON array from its documents' bytes: one allocation, no decoding. (The
- * synchronous path joins from the near cache's chunks instead: near-docs.ts.)
- */
-function joinDocs(docs: Doc[]): Buffer {
-  let n = 2 + Math.max(0, docs.length - 1);
-  for (const d of docs) n += d.buf.length;
-  const out = Buffer.allocUnsafe(n);
-  let at = 0;
-  out[at++] = 0x5b; // [
-  // TypedArray set(), not Buffer copy(): copy() checks its arguments in JS on every call,
-  // 6.7 % of a cold page's CPU in a profile (bench/README.md, "Cold path ... with wrk")
-  for (let i = 0; i < docs.length; i++) {
-    if (i) out[at++] = 0x2c; // ,
-    const d = docs[i]!.buf;
-    out.set(d, at);
-    at += d.length;
-  }
-  out[at] = 0x5d; // ]
-  return out;
 }

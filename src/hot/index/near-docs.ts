@@ -14,92 +14,12 @@
 // its bytes stay until the next rewrite or eviction (counted). Eviction is least recently
 // used by chunk, with a second chance for a chunk read since it was last passed over (CLOCK).
 import type { Doc } from '../domain/digest.js';
-import { DIGEST_BYTES } from '../domain/digest.js';
+import { entry, find, LAYOUT, lowerBound, PageJoin, sizeOf, toWord, type Chunk, type Incoming } from './near-chunk.js';
 
-const SLOTS = 256;
-/** measured shape of a chunk apart from its documents: the object, its arrays, its Set entry */
-export const CHUNK_OVERHEAD = 600;
-/**
- * per document slot: its index entry (M words), its view (a Uint8Array over the chunk's
- * bytes), its slot in `views`, and the heap's slack around them. Resident memory grew ~604 B a
- * document of 337 bytes over 400,000 (bench/overheads.ts): ~267 B beside its bytes, rounded
- * down to 256 because a chunk's bytes are counted with their room for more.
- */
-export const PER_DOC = 256;
-/**
- * A chunk's index: M 32-bit words per document, side by side, so that finding a document,
- * its bytes and its digest reads one cache line (four separate arrays were four misses a
- * document at 1M services): slot, start, end (its "," is at end), then its digest as four
- * words whose bytes in memory are the digest's 16 bytes (copied as words into a page's
- * digest list, which is those bytes: digestBytes()'s layout).
- */
-const M = 8;
-const SLOT = 0;
-const START = 1;
-const END = 2;
-const DIG = 3;
-/** the platform's byte order: a digest word is stored byte-swapped on a little-endian one */
-const LITTLE = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
-const swap = (x: number) => ((x & 0xff) << 24) | ((x & 0xff00) << 8) | ((x >>> 8) & 0xff00) | (x >>> 24);
-/** a digest integer (Doc.d0..d3) as the word whose memory is its big-endian bytes, and back */
-const toWord = LITTLE ? swap : (x: number) => x;
+// the chunk layout as module-local consts (folded by the optimiser: near-chunk.ts, LAYOUT)
+const { SLOTS, M, SLOT, START, END, DIG } = LAYOUT;
 
-interface Chunk {
-  /** namespace base id (NearCache.baseId) and chunk number (seq / 256) */
-  base: number;
-  no: number;
-  /** its namespace's reset count when filled: an older one is dead */
-  resets: number;
-  /**
-   * the documents, each followed by ",": in slot order when the chunk was last rewritten,
-   * later ones appended (and dead bytes of dropped or replaced ones); room after `fill`
-   */
-  bytes: Buffer;
-  /** bytes of `bytes` written */
-  fill: number;
-  /** documents held, and room in the index */
-  n: number;
-  cap: number;
-  /** the index: M words per document, in slot order (see M) */
-  meta: Int32Array;
-  /**
-   * each document with its comma, as a view of `bytes` made once: a page of a sparse set
-   * copies its documents one by one, and a view made per copy cost twice the copy
-   */
-  views: Uint8Array[];
-  /** read since eviction last passed it */
-  used: boolean;
-  /** bytes accounted for it */
-  size: number;
-}
-
-/** A document that joins a chunk: its seq, bytes and digest. */
-export interface Incoming {
-  seq: number;
-  doc: Doc;
-}
-
-const sizeOf = (c: Chunk) => CHUNK_OVERHEAD + c.bytes.length + c.cap * PER_DOC;
-
-/** First index from `from` on whose slot is >= `slot` (c.n when none). */
-function lowerBound(c: Chunk, slot: number, from: number): number {
-  const m = c.meta;
-  if (from < c.n && m[from * M + SLOT]! >= slot && (from === 0 || m[(from - 1) * M + SLOT]! < slot)) return from;
-  let lo = from;
-  let hi = c.n;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (m[mid * M + SLOT]! < slot) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
-/** Index of `slot` from `from` on, or -1: the next one first (a dense page), else by halving. */
-function find(c: Chunk, slot: number, from: number): number {
-  const i = lowerBound(c, slot, from);
-  return i < c.n && c.meta[i * M + SLOT] === slot ? i : -1;
-}
+export { CHUNK_OVERHEAD, PER_DOC, type Incoming } from './near-chunk.js';
 
 export class NearDocs {
   /** chunks by namespace base id, then by chunk number (an array: one read, where a Map was a hash look-up) */
@@ -109,13 +29,8 @@ export class NearDocs {
   bytes = 0;
   count = 0;
 
-  // scratch of join(): the page's runs (chunk, first index, last index + 1), its body and digests
-  private runChunk: (Chunk | null)[] = [];
-  private runFrom = new Int32Array(SLOTS);
-  private runTo = new Int32Array(SLOTS);
-  private body = Buffer.allocUnsafeSlow(64 * 1024);
-  private digs = Buffer.allocUnsafeSlow(SLOTS * DIGEST_BYTES);
-  private digs32 = new Int32Array(this.digs.buffer, this.digs.byteOffset, this.digs.length / 4);
+  /** joins a page from the chunks (its scratch memory: near-chunk.ts) */
+  private joiner = new PageJoin();
 
   private chunk(base: number, no: number, resets: number): Chunk | undefined {
     const c = this.byBase.get(base)?.[no];
@@ -143,7 +58,7 @@ export class NearDocs {
     c.used = true;
     const m = c.meta;
     const at = i * M;
-    return { buf: c.bytes.subarray(m[at + START]!, m[at + END]!), d0: toWord(m[at + DIG]!), d1: toWord(m[at + DIG + 1]!), d2: toWord(m[at + DIG + 2]!), d3: toWord(m[at + DIG + 3]!) };
+    return { buf: c.text.subarray(m[at + START]!, m[at + END]!), d0: toWord(m[at + DIG]!), d1: toWord(m[at + DIG + 1]!), d2: toWord(m[at + DIG + 2]!), d3: toWord(m[at + DIG + 3]!) };
   }
 
   /**
@@ -152,93 +67,7 @@ export class NearDocs {
    * memory, valid until the next call.
    */
   join(base: number, resets: number, seqs: Float64Array): { body: Buffer; digests: Buffer } | null {
-    const map = this.byBase.get(base);
-    if (!map && seqs.length) return null;
-    // pass 1: find every document, as runs of neighbours in one chunk; the body's length
-    let runs = 0;
-    let len = 2;
-    let c: Chunk | undefined;
-    let cno = -1;
-    let ci = 0;
-    for (let k = 0; k < seqs.length; k++) {
-      const seq = seqs[k]!;
-      const no = Math.floor(seq / SLOTS);
-      if (no !== cno) {
-        c = map![no];
-        if (!c || c.resets !== resets) return this.forget(runs);
-        c.used = true;
-        cno = no;
-        ci = 0;
-      }
-      const i = find(c!, seq - no * SLOTS, ci);
-      if (i < 0) return this.forget(runs);
-      ci = i + 1;
-      // the same run when the previous document of the page is this one's neighbour in its chunk
-      const m = c!.meta;
-      const st = m[i * M + START]!;
-      const en = m[i * M + END]!;
-      if (runs && this.runChunk[runs - 1] === c && this.runTo[runs - 1] === i && st === m[(i - 1) * M + END]! + 1) {
-        this.runTo[runs - 1] = i + 1;
-      } else {
-        if (runs === this.runFrom.length) this.growRuns();
-        this.runChunk[runs] = c!;
-        this.runFrom[runs] = i;
-        this.runTo[runs] = i + 1;
-        runs++;
-      }
-      len += en - st + 1;
-    }
-    if (seqs.length) len--; // n documents, n - 1 commas
-    // pass 2: copy each run (its commas included) and its digests
-    if (len > this.body.length) this.body = Buffer.allocUnsafeSlow(2 ** Math.ceil(Math.log2(len)));
-    if (seqs.length * DIGEST_BYTES > this.digs.length) {
-      this.digs = Buffer.allocUnsafeSlow(2 ** Math.ceil(Math.log2(seqs.length * DIGEST_BYTES)));
-      this.digs32 = new Int32Array(this.digs.buffer, this.digs.byteOffset, this.digs.length / 4);
-    }
-    const out = this.body;
-    const d32 = this.digs32;
-    let at = 0;
-    let dat = 0;
-    out[at++] = 0x5b; // [
-    for (let r = 0; r < runs; r++) {
-      const ch = this.runChunk[r]!;
-      const from = this.runFrom[r]!;
-      const to = this.runTo[r]!;
-      // through its last document's comma: the separator before the next run, or the "]" spot.
-      // (A Uint8Array over the chunk's memory: cheaper to make than a Buffer's subarray.)
-      const m = ch.meta;
-      const a = m[from * M + START]!;
-      const b = m[(to - 1) * M + END]! + 1;
-      out.set(to - from === 1 ? ch.views[from]! : new Uint8Array(ch.bytes.buffer, ch.bytes.byteOffset + a, b - a), at);
-      at += b - a;
-      // the digests: memory copied as words (the byte order stays as stored)
-      for (let k = from * M + DIG, e = to * M + DIG; k < e; k += M) {
-        d32[dat++] = m[k]!;
-        d32[dat++] = m[k + 1]!;
-        d32[dat++] = m[k + 2]!;
-        d32[dat++] = m[k + 3]!;
-      }
-      this.runChunk[r] = null; // (scratch keeps no chunk alive)
-    }
-    if (runs) at--; // the last comma
-    out[at++] = 0x5d; // ]
-    return { body: out.subarray(0, at), digests: this.digs.subarray(0, dat * 4) };
-  }
-
-  /** join()'s miss: its scratch keeps no chunk alive. */
-  private forget(runs: number): null {
-    for (let r = 0; r < runs; r++) this.runChunk[r] = null;
-    return null;
-  }
-
-  private growRuns(): void {
-    const n = this.runFrom.length * 2;
-    const f = new Int32Array(n);
-    f.set(this.runFrom);
-    const t = new Int32Array(n);
-    t.set(this.runTo);
-    this.runFrom = f;
-    this.runTo = t;
+    return this.joiner.join(this.byBase.get(base), resets, seqs);
   }
 
   /**
@@ -256,7 +85,7 @@ export class NearDocs {
       let len = docs[i]!.doc.buf.length + 1;
       while (j < docs.length && Math.floor(docs[j]!.seq / SLOTS) === no) len += docs[j++]!.doc.buf.length + 1;
       const c = this.chunk(base, no, resets);
-      if (c && (j - i) * 4 <= c.n && c.fill + len <= c.bytes.length && c.n + (j - i) <= c.cap) {
+      if (c && (j - i) * 4 <= c.n && c.fill + len <= c.text.length && c.n + (j - i) <= c.cap) {
         for (let k = i; k < j; k++) this.append(c, docs[k]!.seq - no * SLOTS, docs[k]!.doc);
       } else this.merge(base, no, resets, docs, i, j, maxBytes);
       i = j;
@@ -276,10 +105,10 @@ export class NearDocs {
     }
     const buf = doc.buf;
     const at = c.fill;
-    c.bytes.set(buf, at);
-    c.bytes[at + buf.length] = 0x2c; // ,
+    c.text.set(buf, at);
+    c.text[at + buf.length] = 0x2c; // ,
     c.fill = at + buf.length + 1;
-    c.views[i] = new Uint8Array(c.bytes.buffer, c.bytes.byteOffset + at, buf.length + 1);
+    c.views[i] = new Uint8Array(c.text.buffer, c.text.byteOffset + at, buf.length + 1);
     entry(m, i, slot, at, at + buf.length, doc);
   }
 
@@ -293,13 +122,13 @@ export class NearDocs {
     let oi = 0;
     let ni = from;
     while (oi < oldN || ni < to) {
-      const os = oi < oldN ? om![oi * M + SLOT]! : SLOTS;
-      const ns = ni < to ? docs[ni]!.seq - no * SLOTS : SLOTS;
-      if (ns <= os) {
+      const oldSlot = oi < oldN ? om![oi * M + SLOT]! : SLOTS;
+      const newSlot = ni < to ? docs[ni]!.seq - no * SLOTS : SLOTS;
+      if (newSlot <= oldSlot) {
         pick.push(-ni - 1);
         len += docs[ni]!.doc.buf.length + 1;
         ni++;
-        if (ns === os) oi++;
+        if (newSlot === oldSlot) oi++;
       } else {
         pick.push(oi);
         len += om![oi * M + END]! - om![oi * M + START]! + 1;
@@ -311,7 +140,7 @@ export class NearDocs {
     const more = Math.min(SLOTS - n, (n >>> 1) + 4);
     const cap = n + more;
     const room = Math.ceil((len / Math.max(1, n)) * more);
-    const bytes = Buffer.allocUnsafeSlow(len + room);
+    const text = Buffer.allocUnsafeSlow(len + room);
     const meta = new Int32Array(cap * M);
     const views = new Array<Uint8Array>(n);
     let at = 0;
@@ -321,26 +150,26 @@ export class NearDocs {
       if (p >= 0) {
         const a = om![p * M + START]!;
         const e = om![p * M + END]!;
-        bytes.set(new Uint8Array(old!.bytes.buffer, old!.bytes.byteOffset + a, e - a), at);
+        text.set(new Uint8Array(old!.text.buffer, old!.text.byteOffset + a, e - a), at);
         at += e - a;
         meta.set(om!.subarray(p * M, p * M + M), k * M);
         meta[k * M + START] = begin;
         meta[k * M + END] = at;
       } else {
         const d = docs[-p - 1]!;
-        bytes.set(d.doc.buf, at);
+        text.set(d.doc.buf, at);
         at += d.doc.buf.length;
         entry(meta, k, d.seq - no * SLOTS, begin, at, d.doc);
       }
-      bytes[at++] = 0x2c; // ,
-      views[k] = new Uint8Array(bytes.buffer, bytes.byteOffset + begin, at - begin);
+      text[at++] = 0x2c; // ,
+      views[k] = new Uint8Array(text.buffer, text.byteOffset + begin, at - begin);
     }
     if (old) {
       this.bytes -= old.size;
       this.count -= old.n;
     }
-    const c: Chunk = old ?? { base, no, resets, bytes, fill: 0, n: 0, cap: 0, meta, views, used: false, size: 0 };
-    c.bytes = bytes;
+    const c: Chunk = old ?? { base, no, resets, text, fill: 0, n: 0, cap: 0, meta, views, used: false, size: 0 };
+    c.text = text;
     c.fill = len;
     c.n = n;
     c.cap = cap;
@@ -408,16 +237,4 @@ export class NearDocs {
     this.bytes = 0;
     this.count = 0;
   }
-}
-
-/** Index entry i of `meta`: the document's slot, where its bytes are, and its digest. */
-function entry(meta: Int32Array, i: number, slot: number, start: number, end: number, d: Doc): void {
-  const at = i * M;
-  meta[at + SLOT] = slot;
-  meta[at + START] = start;
-  meta[at + END] = end;
-  meta[at + DIG] = toWord(d.d0);
-  meta[at + DIG + 1] = toWord(d.d1);
-  meta[at + DIG + 2] = toWord(d.d2);
-  meta[at + DIG + 3] = toWord(d.d3);
 }

@@ -27,119 +27,21 @@
 
 import { digested, type Doc } from '../domain/digest.js';
 import { NearDocs, type Incoming } from './near-docs.js';
-import { bitmapBytes } from '../../workers/intersect.js';
+import { applyTo, EMPTY, EmptySets, held, LOG_MAX, lostDelta, materialise, parseDelta, sizeOf, type Loader, type NsState, type SetEntry } from './near-state.js';
 
 export type { Doc } from '../domain/digest.js';
-
-type Loader = (suffix: string) => Promise<{ ver: number; members: Float64Array } | null>;
-
-interface SetEntry {
-  /** sorted, duplicate-free seqs (the last materialised state) */
-  arr: Float64Array;
-  /** seq -> present (true) or absent (false): deltas since `arr`, merged on the next read */
-  overlay: Map<number, boolean>;
-  /** namespace version it was loaded at: deltas up to it are in already */
-  loadedVer: number;
-  /** its namespace's reset count when stored: an older one is dead */
-  resets: number;
-  bytes: number;
-}
-
-interface Delta {
-  ver: number;
-  oldSeq: number | null;
-  oldMembers: string[];
-  newSeq: number | null;
-  newMembers: string[];
-}
-
-interface Ns {
-  /** the newest delta version received; every one before it was received too (0: none yet) */
-  latest: number;
-  /** the newest version this thread's own writes produced (read-your-writes) */
-  required: number;
-  /** bumped on every delta: documents fetched across one are not kept */
-  epoch: number;
-  /** bumped when a delta was lost: every set and document of the namespace is dead */
-  resets: number;
-  /** lowest version a set was loaded at before the first delta arrived */
-  minLoaded: number;
-  /** recent deltas (contiguous versions), to bring a set loaded at an older version up to date */
-  log: Delta[];
-  /** Redis's version when the last version check found this copy behind it (0: not behind) */
-  behind: number;
-}
-
-const LOG_MAX = 4096;
-/**
- * Measured in resident memory (bench/overheads.ts, docs/decisions.md): a held set apart from
- * its key's characters and its array's buffer: the entry object, its empty overlay Map, the
- * Float64Array and SharedArrayBuffer objects with the buffer's native backing store, its slot
- * in `sets`, and the heap's own slack around them. RSS grew ~900 B a set over 400,000
- * one-member sets (heapUsed: ~520 B): rounded up.
- */
-export const SET_OVERHEAD = 1024;
-/** an overlay entry (OrderedHashMap slot, heap number key); Maps double: at the worst */
-const OVERLAY_ENTRY = 48;
-/** a string's header; its characters are one byte each (keys are ASCII: canonical filters) */
-export const STRING_HEADER = 24;
-/** an entry of the empty-set pool apart from its key's characters: its object and Map slot (heapUsed: 120-250 B) */
-export const EMPTY_OVERHEAD = 256;
-/** how many empty sets the pool holds: enough for every real filter of a namespace that matches nothing now */
-export const EMPTY_MAX = 1024;
-/** the one empty array every empty set answers with (never written: no array is) */
-const EMPTY: Float64Array = newSeqArray(0);
-
-/** A Float64Array on shared memory: the worker pool reads it without a copy. */
-export function newSeqArray(n: number): Float64Array {
-  return new Float64Array(new SharedArrayBuffer(Math.max(1, n) * 8), 0, n);
-}
-
-/** Merge a set's overlay into its array: one pass. */
-function materialise(e: SetEntry): Float64Array {
-  if (!e.overlay.size) return e.arr;
-  const adds: number[] = [];
-  for (const [seq, present] of e.overlay) if (present) adds.push(seq);
-  adds.sort((a, b) => a - b);
-  const a = e.arr;
-  const out = newSeqArray(a.length + adds.length);
-  let n = 0;
-  let j = 0;
-  for (let i = 0; i < a.length; i++) {
-    const x = a[i]!;
-    while (j < adds.length && adds[j]! < x) out[n++] = adds[j++]!;
-    if (e.overlay.has(x)) continue; // absent now, or present and taken from adds
-    out[n++] = x;
-  }
-  while (j < adds.length) out[n++] = adds[j++]!;
-  e.arr = out.subarray(0, n);
-  e.overlay.clear();
-  return e.arr;
-}
-
-/** A key's bytes: its characters and its header, rounded up to words as the heap allocates. */
-export const keyBytes = (key: string) => (STRING_HEADER + key.length + 7) & ~7;
-
-/**
- * A set's bytes: its key, its array's whole buffer (a merged overlay leaves an array shorter
- * than its buffer), its overlay, and the bitmap built for its array if any (intersect.ts).
- */
-const sizeOf = (key: string, e: SetEntry) => SET_OVERHEAD + keyBytes(key) + e.arr.buffer.byteLength + e.overlay.size * OVERLAY_ENTRY + bitmapBytes(e.arr);
-
-/** An empty set held: what it was loaded with (a delta naming it drops it). */
-interface EmptyEntry {
-  resets: number;
-}
+export { EMPTY_MAX, EMPTY_OVERHEAD, keyBytes, newSeqArray, SET_OVERHEAD, STRING_HEADER } from './near-state.js';
 
 export class NearCache {
   private sets = new Map<string, SetEntry>();
-  /** empty sets (filters that match nothing), oldest first: at most EMPTY_MAX, their bytes in setBytes */
-  private empty = new Map<string, EmptyEntry>();
+  /** empty sets (filters that match nothing): at most EMPTY_MAX, counting their own bytes */
+  private empty = new EmptySets();
   /** documents, in chunks of consecutive seqs per namespace (near-docs.ts) */
   private docs = new NearDocs();
   /** small integer per namespace base (the documents' namespace key); forgotten with everything in clear() */
   private baseIds = new Map<string, number>();
-  private ns = new Map<string, Ns>();
+  /** what this thread knows of each namespace, by base */
+  private states = new Map<string, NsState>();
   private loading = new Map<string, Promise<SetEntry | null>>();
   /** bumped by clear(): loads and fetches that began before it keep nothing */
   private cleared = 0;
@@ -152,9 +54,9 @@ export class NearCache {
 
   constructor(readonly maxBytes: number) {}
 
-  /** bytes held, sets and documents */
+  /** bytes held, sets (empty ones too) and documents */
   get bytes(): number {
-    return this.setBytes + this.docs.bytes;
+    return this.setBytes + this.empty.bytes + this.docs.bytes;
   }
 
   get enabled(): boolean {
@@ -175,11 +77,11 @@ export class NearCache {
     this.live = true;
   }
 
-  private state(base: string): Ns {
-    let s = this.ns.get(base);
+  private state(base: string): NsState {
+    let s = this.states.get(base);
     if (!s) {
       s = { latest: 0, required: 0, epoch: 0, resets: 0, minLoaded: Number.POSITIVE_INFINITY, log: [], behind: 0 };
-      this.ns.set(base, s);
+      this.states.set(base, s);
     }
     return s;
   }
@@ -193,27 +95,20 @@ export class NearCache {
 
   /** Whether this thread's view of `base` includes its own writes (if not: ask Redis). */
   fresh(base: string): boolean {
-    const s = this.ns.get(base);
+    const s = this.states.get(base);
     return !s || s.latest >= s.required;
   }
 
   epoch(base: string): number {
-    return this.ns.get(base)?.epoch ?? 0;
+    return this.states.get(base)?.epoch ?? 0;
   }
 
   /** A delta message "delta\t<base>\t<ver>\t<oldSeq>\t<oldMem>\t<newSeq>\t<newMem>". */
   onDelta(msg: string): void {
     if (!this.enabled) return;
-    const f = msg.split('\t');
-    if (f.length !== 7) return;
-    const base = f[1]!;
-    const d: Delta = {
-      ver: Number(f[2]),
-      oldSeq: f[3] ? Number(f[3]) : null,
-      oldMembers: f[4] ? f[4].split('\n') : [],
-      newSeq: f[5] ? Number(f[5]) : null,
-      newMembers: f[6] ? f[6].split('\n') : [],
-    };
+    const parsed = parseDelta(msg);
+    if (!parsed) return;
+    const { base, delta: d } = parsed;
     this.stats.deltas++;
     const s = this.state(base);
     if (d.ver <= s.latest) return; // (a duplicate: never expected)
@@ -233,7 +128,7 @@ export class NearCache {
     if (d.newSeq !== null) this.docs.drop(this.baseId(base), d.newSeq);
     for (const suffix of new Set([...d.oldMembers, ...d.newMembers])) {
       const key = base + suffix;
-      if (this.empty.size) this.dropEmpty(key); // it may not be empty now: reloaded on next use
+      if (this.empty.size) this.empty.drop(key); // it may not be empty now: reloaded on next use
       const e = this.sets.get(key);
       if (!e) continue;
       if (e.resets !== s.resets) this.dropSet(key, e);
@@ -256,7 +151,7 @@ export class NearCache {
   setNow(base: string, suffix: string): Float64Array | null {
     const key = base + suffix;
     const hit = this.sets.get(key);
-    if (!hit || hit.resets !== (this.ns.get(base)?.resets ?? 0)) return this.emptyNow(base, key);
+    if (!hit || hit.resets !== (this.states.get(base)?.resets ?? 0)) return this.emptyNow(base, key);
     this.stats.setHits++;
     this.sets.delete(key); // least recently used goes first: re-insert at the end
     this.sets.set(key, hit);
@@ -278,31 +173,11 @@ export class NearCache {
     this.evict();
   }
 
-  /** The empty array when `key` is a held empty set (a hit, moved to the pool's end), else null. */
+  /** The empty array when `key` is a held empty set (a hit), else null. */
   private emptyNow(base: string, key: string): Float64Array | null {
-    const e = this.empty.get(key);
-    if (!e) return null;
-    this.empty.delete(key);
-    if (e.resets !== (this.ns.get(base)?.resets ?? 0)) {
-      this.setBytes -= EMPTY_OVERHEAD + keyBytes(key);
-      return null;
-    }
-    this.empty.set(key, e);
-    this.stats.emptyHits++;
-    return EMPTY;
-  }
-
-  private dropEmpty(key: string): void {
-    if (this.empty.delete(key)) this.setBytes -= EMPTY_OVERHEAD + keyBytes(key);
-  }
-
-  /** Hold `key` as an empty set: in the pool, the oldest one out when it is full. */
-  private keepEmpty(key: string, resets: number): void {
-    this.dropEmpty(key);
-    if (this.empty.size >= EMPTY_MAX) this.dropEmpty(this.empty.keys().next().value!);
-    this.empty.set(key, { resets });
-    this.setBytes += EMPTY_OVERHEAD + keyBytes(key);
-    this.evict();
+    const a = this.empty.get(key, this.states.get(base)?.resets ?? 0);
+    if (a) this.stats.emptyHits++;
+    return a;
   }
 
   /**
@@ -312,7 +187,7 @@ export class NearCache {
   async set(base: string, suffix: string, load: Loader): Promise<Float64Array | null> {
     const key = base + suffix;
     const hit = this.sets.get(key);
-    if (hit && hit.resets === (this.ns.get(base)?.resets ?? 0)) {
+    if (hit && hit.resets === (this.states.get(base)?.resets ?? 0)) {
       this.stats.setHits++;
       this.sets.delete(key); // least recently used goes first: re-insert at the end
       this.sets.set(key, hit);
@@ -352,13 +227,14 @@ export class NearCache {
     if (keep && !e.arr.length && !e.overlay.size) {
       // a filter that matches nothing: no set entry, a key in the pool of empty ones
       if (old) this.dropSet(key, old);
-      this.keepEmpty(key, e.resets);
+      this.empty.keep(key, e.resets);
+      this.evict();
       e.arr = EMPTY;
       return e;
     }
     e.bytes = sizeOf(key, e);
     if (!keep || e.bytes > this.maxBytes) return e; // usable for this search only
-    this.dropEmpty(key);
+    this.empty.drop(key);
     if (old) this.dropSet(key, old);
     this.sets.set(key, e);
     this.setBytes += e.bytes;
@@ -371,7 +247,7 @@ export class NearCache {
    * Misses are fetched in one call and kept unless a delta of the namespace arrived meanwhile.
    */
   async documents(base: string, seqs: Float64Array, fetch: (seqs: number[]) => Promise<(Buffer | null)[]>): Promise<(Doc | null)[]> {
-    const resets = this.ns.get(base)?.resets ?? 0;
+    const resets = this.states.get(base)?.resets ?? 0;
     const id = this.baseId(base);
     const out: (Doc | null)[] = new Array<Doc | null>(seqs.length).fill(null);
     const missing: number[] = [];
@@ -401,7 +277,7 @@ export class NearCache {
     const epoch = this.epoch(base);
     const cleared = this.cleared;
     const got = await fetch(missing);
-    const kept = this.epoch(base) === epoch && (this.ns.get(base)?.resets ?? 0) === resets && this.cleared === cleared;
+    const kept = this.epoch(base) === epoch && (this.states.get(base)?.resets ?? 0) === resets && this.cleared === cleared;
     const docs = missing.map((_, k) => {
       const d = got[k];
       return d ? digested(d) : null;
@@ -428,7 +304,7 @@ export class NearCache {
    * the sync one does).
    */
   async fill(base: string, seqs: Float64Array, fetch: (seqs: number[]) => Promise<(Buffer | null)[]>): Promise<boolean> {
-    const resets = this.ns.get(base)?.resets ?? 0;
+    const resets = this.states.get(base)?.resets ?? 0;
     const id = this.baseId(base);
     const missing: number[] = [];
     for (let i = 0; i < seqs.length; i++) if (!this.docs.has(id, resets, seqs[i]!)) missing.push(seqs[i]!);
@@ -448,7 +324,7 @@ export class NearCache {
    * fill(), which counted them).
    */
   joinNow(base: string, seqs: Float64Array, count = true): { body: Buffer; digests: Buffer } | null {
-    const page = this.docs.join(this.baseId(base), this.ns.get(base)?.resets ?? 0, seqs);
+    const page = this.docs.join(this.baseId(base), this.states.get(base)?.resets ?? 0, seqs);
     if (page && count) this.stats.docHits += seqs.length;
     return page;
   }
@@ -475,7 +351,7 @@ export class NearCache {
       const [k, e] = this.sets.entries().next().value!;
       this.dropSet(k, e);
     }
-    while (this.bytes > this.maxBytes && this.empty.size) this.dropEmpty(this.empty.keys().next().value!);
+    while (this.bytes > this.maxBytes && this.empty.dropOldest());
   }
 
   /**
@@ -489,7 +365,7 @@ export class NearCache {
    */
   async checkVersions(read: (bases: string[]) => Promise<(number | null)[]>): Promise<number> {
     const bases: string[] = [];
-    for (const [base, s] of this.ns) if (Number.isFinite(held(s))) bases.push(base);
+    for (const [base, s] of this.states) if (Number.isFinite(held(s))) bases.push(base);
     if (!bases.length) return 0;
     const cleared = this.cleared;
     const got = await read(bases);
@@ -497,19 +373,10 @@ export class NearCache {
     let dropped = 0;
     for (let i = 0; i < bases.length; i++) {
       const r = got[i];
-      const s = this.ns.get(bases[i]!);
-      if (r === null || r === undefined || !s) continue;
-      const h = held(s);
-      if (r <= h) s.behind = 0;
-      else if (s.behind && h < s.behind) {
-        this.stats.stale++;
-        dropped++;
-        s.resets++; // every set and document of it is dead; loads under way keep nothing
-        s.log = [];
-        s.epoch++;
-        s.latest = Math.max(s.latest, r); // reloads read Redis at r or later; deltas after r follow
-        s.behind = 0;
-      } else s.behind = r;
+      const s = this.states.get(bases[i]!);
+      if (r === null || r === undefined || !s || !lostDelta(s, r)) continue;
+      this.stats.stale++;
+      dropped++;
     }
     return dropped;
   }
@@ -521,7 +388,7 @@ export class NearCache {
     this.empty.clear();
     this.docs.clear();
     this.baseIds.clear();
-    this.ns.clear();
+    this.states.clear();
     this.setBytes = 0;
   }
 
@@ -537,20 +404,4 @@ export class NearCache {
   get docCount(): number {
     return this.docs.count;
   }
-}
-
-/**
- * The version a namespace's copy is consistent with: the newest delta received; before the
- * first delta, the oldest version a set was loaded at; and 0 when this thread's own write is
- * still awaited (Infinity: nothing held, nothing to check).
- */
-function held(s: Ns): number {
-  if (s.latest > 0 || s.required > 0) return s.latest;
-  return s.minLoaded;
-}
-
-/** One delta's effect on one set (suffix): the old seq leaves, the new one joins. */
-function applyTo(e: SetEntry, suffix: string, d: Delta): void {
-  if (d.oldSeq !== null && d.oldMembers.includes(suffix)) e.overlay.set(d.oldSeq, false);
-  if (d.newSeq !== null && d.newMembers.includes(suffix)) e.overlay.set(d.newSeq, true);
 }

@@ -51,7 +51,7 @@ export function searchReply<T extends string | Buffer>(r: unknown): (T | number)
 export type SearchPage<T extends string | Buffer> =
   | {
       heavy: false;
-      /** more results may follow: the script found one past the page, or its budget ran out first */
+      /** more results follow: the script found one past the page */
       more: boolean;
       /** seq to continue after ("" when none) */
       last: string;
@@ -62,21 +62,21 @@ export type SearchPage<T extends string | Buffer> =
   | { heavy: true; /** the namespace version the pool must read the sets at */ version: string };
 
 /**
- * search.lua (not joined): NOT_INDEXED, `{ HEAVY, version }`, or
- * `{ more, last, exhausted, seq1, doc1, seq2, doc2, ... }`, as a SearchPage.
+ * search.lua: NOT_INDEXED, `{ HEAVY, version }`, or `{ more, last, seq1, doc1, seq2, doc2, ... }`,
+ * as a SearchPage.
  */
 export function searchPage<T extends string | Buffer>(r: unknown): SearchPage<T> | typeof NOT_INDEXED {
   const a = searchReply<T>(r);
   if (a === NOT_INDEXED) return NOT_INDEXED;
   if (a[0] === HEAVY) return { heavy: true, version: String(a[1]) };
-  if (a.length < 3 || a.length % 2 === 0) throw new UnexpectedReply('search', `expected more, last, exhausted and (seq, doc) pairs, got ${a.length} fields`);
+  if (a.length < 2 || a.length % 2 === 1) throw new UnexpectedReply('search', `expected more, last and (seq, doc) pairs, got ${a.length} fields`);
   const seqs: string[] = [];
   const docs: T[] = [];
-  for (let i = 3; i < a.length; i += 2) {
+  for (let i = 2; i < a.length; i += 2) {
     seqs.push(String(a[i]));
     docs.push(a[i + 1] as T);
   }
-  return { heavy: false, more: a[0] === 1 || a[2] === 1, last: String(a[1]), seqs, docs };
+  return { heavy: false, more: a[0] === 1, last: String(a[1]), seqs, docs };
 }
 
 /** get-service's row (redis/get-service-1.lua): the service's seq, document and deprecation header data. */

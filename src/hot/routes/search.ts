@@ -7,7 +7,7 @@ import { JSON_TYPE, type Headers, type Reply, type Req } from '../http/route.js'
 import { PRODUCTION } from '../domain/keys.js';
 import { ownBuffer, type CachedResult } from '../cache/result-cache.js';
 import { etagOf, notModified } from '../http/conditional.js';
-import { pageEtag } from '../domain/digest.js';
+import { pageEtag } from '../index/pipeline/etag.js';
 import type { PageBody } from '../index/index.js';
 
 /** Paged queries parsed once per cursor-less form, per spec (CursorMemo). */
