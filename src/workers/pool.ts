@@ -42,14 +42,14 @@ export class IntersectPool {
   private async exec(task: Omit<IntersectTask, 'redisUrl' | 'clusterNodes'>, signal?: AbortSignal): Promise<Uint8Array> {
     const full: IntersectTask = { ...task, redisUrl: this.cfg.redisUrl, clusterNodes: this.cfg.redisClusterNodes };
     if (this.piscina.queueSize >= this.cfg.poolMaxQueue) {
-      throw new ApiError('OVERLOADED', 'too many heavy searches queued; try again shortly', { 'Retry-After': '1' });
+      throw new ApiError('SEARCH_QUEUE_FULL', [], { 'Retry-After': '1' });
     }
     try {
       return (await this.piscina.run(full, { signal })) as Uint8Array;
     } catch (err) {
-      if (signal?.aborted) throw new ApiError('BAD_REQUEST', 'the client went away');
+      if (signal?.aborted) throw new ApiError('CLIENT_GONE');
       if (/queue is at limit|Task queue/i.test(String((err as Error)?.message))) {
-        throw new ApiError('OVERLOADED', 'too many heavy searches queued; try again shortly', { 'Retry-After': '1' });
+        throw new ApiError('SEARCH_QUEUE_FULL', [], { 'Retry-After': '1' });
       }
       throw err;
     }
@@ -69,9 +69,9 @@ export class IntersectPool {
     try {
       return (await this.piscina.run({ sets, after, max }, { name: 'intersectShared', signal })) as Float64Array;
     } catch (err) {
-      if (signal?.aborted) throw new ApiError('BAD_REQUEST', 'the client went away');
+      if (signal?.aborted) throw new ApiError('CLIENT_GONE');
       if (/queue is at limit|Task queue/i.test(String((err as Error)?.message))) {
-        throw new ApiError('OVERLOADED', 'too many heavy searches queued; try again shortly', { 'Retry-After': '1' });
+        throw new ApiError('SEARCH_QUEUE_FULL', [], { 'Retry-After': '1' });
       }
       throw err;
     }

@@ -70,8 +70,8 @@ export async function expireMany(pool: Pool, ids: string[], now: number, confirm
 export async function rotateToken(pool: Pool, ns: string, id: string, hash: Buffer): Promise<WriteResult> {
   return withTx(pool, async (c) => {
     const r = await c.query<{ ttl: number | null }>('SELECT ttl FROM services WHERE id = $1 AND ns = $2 FOR UPDATE', [id, ns]);
-    if (!r.rows[0]) throw new ApiError('NOT_FOUND', 'no such service');
-    if (r.rows[0].ttl === null) throw new ApiError('CONFLICT', 'the service holds no lease (register or PATCH it with a "ttl")');
+    if (!r.rows[0]) throw new ApiError('SERVICE_NOT_FOUND');
+    if (r.rows[0].ttl === null) throw new ApiError('NO_LEASE');
     await c.query('UPDATE services SET hb_token_hash = $2 WHERE id = $1', [id, hash]);
     await bumpVersions(c, [id]);
     const o = await c.query<{ id: string }>('INSERT INTO outbox (ns, service_id) VALUES ($1, $2) RETURNING id', [ns, id]);

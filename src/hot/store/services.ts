@@ -73,7 +73,7 @@ export async function bumpVersionsWithText(c: Client, rows: { id: string; text: 
 /** Lock the row and check it is in `ns`; a service of another namespace is "not found". */
 async function lockService(c: Client, ns: string, id: string): Promise<{ locked: boolean; deprecated: boolean }> {
   const r = await c.query<{ locked: boolean; deprecated: boolean }>('SELECT locked, deprecated FROM services WHERE id = $1 AND ns = $2 FOR UPDATE', [id, ns]);
-  if (!r.rows[0]) throw new ApiError('NOT_FOUND', 'no such service');
+  if (!r.rows[0]) throw new ApiError('SERVICE_NOT_FOUND');
   return r.rows[0];
 }
 
@@ -91,7 +91,7 @@ export function deleteService(pool: Pool, ns: string, id: string): Promise<Write
       const listersOf = async () => (await c.query<{ service_id: string }>('SELECT service_id FROM replacements WHERE candidate_id = $1', [id])).rows.map((r) => r.service_id);
       const first = await listersOf();
       const locked = await c.query<{ id: string; ns: string }>('SELECT id, ns FROM services WHERE id = $1 OR id = ANY($2) ORDER BY id FOR UPDATE', [id, first]);
-      if (!locked.rows.some((r) => r.id === id && r.ns === ns)) throw new ApiError('NOT_FOUND', 'no such service');
+      if (!locked.rows.some((r) => r.id === id && r.ns === ns)) throw new ApiError('SERVICE_NOT_FOUND');
       // with the candidate's row locked no new listing can be inserted (its foreign key
       // check waits for this transaction): this list is final
       const listers = await listersOf();
@@ -116,9 +116,9 @@ export function deleteService(pool: Pool, ns: string, id: string): Promise<Write
 export async function addReplacement(pool: Pool, ns: string, id: string, candidateId: string): Promise<WriteResult> {
   return withTx(pool, async (c) => {
     await lockService(c, ns, id);
-    if (candidateId === id) throw new ApiError('VALIDATION_FAILED', 'a service cannot replace itself');
+    if (candidateId === id) throw new ApiError('SELF_REPLACEMENT');
     const cand = await c.query('SELECT 1 FROM services WHERE id = $1 AND ns = $2', [candidateId, ns]);
-    if (!cand.rowCount) throw new ApiError('VALIDATION_FAILED', 'serviceId does not name a service in this namespace');
+    if (!cand.rowCount) throw new ApiError('CANDIDATE_NOT_FOUND');
     const ins = await c
       .query(
         `INSERT INTO replacements (service_id, candidate_id, rank)
@@ -129,10 +129,10 @@ export async function addReplacement(pool: Pool, ns: string, id: string, candida
       .catch((err: unknown) => {
         // the candidate was deleted after the check above (its foreign key check waited for
         // that delete): it is no longer a service of this namespace
-        if ((err as { code?: string }).code === '23503') throw new ApiError('VALIDATION_FAILED', 'serviceId does not name a service in this namespace');
+        if ((err as { code?: string }).code === '23503') throw new ApiError('CANDIDATE_NOT_FOUND');
         throw err;
       });
-    if (!ins.rowCount) throw new ApiError('CONFLICT', 'that service is already a replacement candidate');
+    if (!ins.rowCount) throw new ApiError('CANDIDATE_EXISTS');
     // the candidates are not in the document, members or header: the stored index text stays
     await bumpVersions(c, [id]);
     const row = await outbox(c, ns, id);
