@@ -54,6 +54,8 @@ t.test('templates are filled in order; the error body has the contract shape', a
   t.equal(errorMessage('METHOD_NOT_ALLOWED', ['PUT', 'GET, POST']), 'PUT is not allowed here; use GET, POST');
   t.equal(errorMessage('BATCH_SIZE', [1000, 1001]), '/services must hold 1 to 1000 registrations, got 1001');
   t.equal(errorMessage('BATCH_SIZE', [1000]), '/services must hold 1 to 1000 registrations, got ?', 'a missing argument shows as "?"');
+  t.equal(errorMessage('BATCH_SIZE'), '/services must hold 1 to ? registrations, got ?', 'no arguments at all: "?" for each');
+  t.equal(errorBodyOf('BATCH_SIZE'), '{"error":{"code":"VALIDATION_FAILED","message":"/services must hold 1 to ? registrations, got ?"}}');
   t.equal(errorMessage('QUERY_INVALID', ['a %s in the text']), 'a %s in the text', 'an argument is not read as a template');
   const e = new ApiError('SANDBOX_NOT_FOUND', [], { 'X-A': '1' });
   t.match(e, { code: 'NOT_FOUND', status: 404, message: 'no such sandbox', headers: { 'X-A': '1' } });
@@ -94,11 +96,18 @@ t.test('the error-body memo is bounded, and answers the same body after it is em
   const first = errorBody('BAD_QUERY', 'm0');
   t.equal(errorBody('BAD_QUERY', 'm0'), first);
   let max = 0;
+  let full = -1;
   for (let i = 0; i < 3000; i++) {
     const body = errorBody('BAD_QUERY', `m${i}`);
     if (i % 500 === 0) t.equal(JSON.parse(body).error.message, `m${i}`);
     max = Math.max(max, errorBodiesHeld());
+    if (full < 0 && errorBodiesHeld() === 1024) {
+      full = i;
+      t.equal(errorBody('BAD_QUERY', `m${i}`), body, 'a body held when the memo is full');
+      t.equal(errorBodiesHeld(), 1024, 'is answered from it: a hit does not empty the memo');
+    }
   }
+  t.ok(full >= 0, 'the memo filled');
   t.equal(max, 1024, 'never more than 1024 bodies, and it fills to that');
   t.ok(errorBodiesHeld() < 1024, 'emptied when full, not evicted one by one');
   t.equal(errorBody('BAD_QUERY', 'm0'), first);
