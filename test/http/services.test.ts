@@ -147,14 +147,14 @@ t.test('invalid bodies: 400 with the error body and nothing partial written', as
     ['array body', [{ endpoint: 'https://bad.example.com', capability: 'a' }]],
     ['null body', null],
   ];
-  const before = [await count('services'), await count('service_capabilities'), await count('service_properties'), await count('iot_profiles'), await count('outbox')];
+  const before = [await count('services'), await count('service_capabilities'), await count('service_properties'), await count('iot_profiles'), await count('change_events')];
   for (const [what, body] of bad) {
     const r = await s.admin('POST', '/admin/api/services', body);
     await isError(t, r, 400, 'VALIDATION_FAILED', what);
   }
   const raw = await s.req('/admin/api/services', { method: 'POST', headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' }, body: '{"endpoint":' });
   await isError(t, raw, 400, undefined, 'broken JSON');
-  const after = [await count('services'), await count('service_capabilities'), await count('service_properties'), await count('iot_profiles'), await count('outbox')];
+  const after = [await count('services'), await count('service_capabilities'), await count('service_properties'), await count('iot_profiles'), await count('change_events')];
   t.same(after, before, 'no row in any table');
   t.same(await ids(await s.req('/services?capability=a')), [], 'nothing searchable');
 
