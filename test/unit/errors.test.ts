@@ -115,8 +115,11 @@ t.test('the error-body memo is bounded, and answers the same body after it is em
 
 // The registry both ways, over the source. A key raised in src is a literal first argument
 // of ApiError, reply.error, errorBodyOf or errorMessage; no throw site writes a message.
-t.test('every key raised in src is registered, and every registered key is raised', async (t) => {
-  const src = files(join(ROOT, 'src'), '.ts').filter((f) => !f.endsWith(join('domain', 'errors.ts')));
+// (skipped only where the sources are instrumented: Stryker's sandbox rewrites the mutated
+// files' literals, so the scan cannot read them there)
+const src = files(join(ROOT, 'src'), '.ts').filter((f) => !f.endsWith(join('domain', 'errors.ts')));
+const instrumented = src.some((f) => readFileSync(f, 'utf8').includes('stryMutAct_9fa48'));
+t.test('every key raised in src is registered, and every registered key is raised', { skip: instrumented && 'instrumented sources (Stryker sandbox)' }, async (t) => {
   const used = new Set<string>();
   for (const f of src) {
     const text = readFileSync(f, 'utf8');
