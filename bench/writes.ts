@@ -8,7 +8,13 @@
 // /proc/<pid>/stat deltas. The server is the real one (dist/src/hot/main.js, WORKERS=1,
 // fresh database, its own Redis key prefix); the load comes from this process.
 //
-//   node dist/bench/writes.js [--duration 5] [--rounds 1] [--skip pgbench,w16,w64,wb]
+//   node dist/bench/writes.js [--duration 5] [--rounds 1] [--skip pgbench,w16,w64,wb] [--perf DIR]
+//
+// Also per write: the CPU of this process (autocannon: is the load generator the bound?)
+// and of Redis (REDIS_PIDFILE, default .local/redis/redis.pid). --perf DIR: a system-wide
+// `perf record -g` for the length of each w/wb row into DIR/<row>.data (PostgreSQL's
+// profile: perf report --comm postgres); BENCH_SERVER_CPU_PROF=DIR: the server's
+// --cpu-prof (bench/procs.ts).
 //
 // DATABASE_URL and REDIS_URL from .local/env.sh. PostgreSQL's pid from its postmaster.pid
 // (PG_PIDFILE, default .local/pg/data/postmaster.pid): this machine runs other PostgreSQL
@@ -30,6 +36,7 @@ const arg = (name: string, def: string) => {
 const DURATION = Number(arg('duration', '5'));
 const ROUNDS = Number(arg('rounds', '1'));
 const SKIP = new Set(arg('skip', '').split(',').filter(Boolean));
+const PERF = arg('perf', '');
 const ADMIN = 'bench-admin-key-0123456789abcdef';
 const TICK = 100; // jiffies per second (USER_HZ)
 
@@ -95,6 +102,9 @@ interface Row {
   p99: number | null;
   nodeMsPerWrite: number | null;
   pgMsPerWrite: number;
+  /** this process (the load generator) and Redis, CPU ms per write */
+  benchMsPerWrite: number | null;
+  redisMsPerWrite: number | null;
   load: string;
   errors: number;
 }
@@ -145,12 +155,15 @@ async function runPgbench(url: string, postmaster: number): Promise<Row> {
   if (Number.isNaN(tps)) console.error('pgbench said:\n' + out);
   const lat = Number(/latency average = ([\d.]+) ms/.exec(out)?.[1] ?? 'NaN');
   const done = Number(/number of transactions actually processed: (\d+)/.exec(out)?.[1] ?? '0');
-  return { name: 'pgbench', writers: 64, rate: tps, p50: null, p99: null, nodeMsPerWrite: null, pgMsPerWrite: ((pgSecs ?? 0) * 1000) / Math.max(1, done), load: `${load}; avg ${lat} ms`, errors: 0 };
+  return { name: 'pgbench', writers: 64, rate: tps, p50: null, p99: null, nodeMsPerWrite: null, pgMsPerWrite: ((pgSecs ?? 0) * 1000) / Math.max(1, done), benchMsPerWrite: null, redisMsPerWrite: null, load: `${load}; avg ${lat} ms`, errors: 0 };
 }
-async function runCannon(name: string, url: string, writers: number, body: string, perRequest: number, server: number, postmaster: number): Promise<Row> {
+async function runCannon(name: string, url: string, writers: number, body: string, perRequest: number, server: number, postmaster: number, redis = 0): Promise<Row> {
   const load = loadavg().map((x) => x.toFixed(2)).join(' ');
   const n0 = jiffies(server);
+  const r0 = redis ? jiffies(redis) : 0;
+  const b0 = process.cpuUsage();
   const cpu = pgCpu(postmaster);
+  const perf = PERF && name !== 'warm' ? spawn('perf', ['record', '-a', '-g', '-F', '499', '-o', join(PERF, `${name}.data`), '--', 'sleep', String(DURATION)], { stdio: 'ignore' }) : null;
   const r = await autocannon({
     url,
     method: 'POST',
@@ -163,6 +176,9 @@ async function runCannon(name: string, url: string, writers: number, body: strin
   });
   const pgS = cpu.stop();
   const nodeS = (jiffies(server) - n0) / TICK;
+  const redisS = redis ? (jiffies(redis) - r0) / TICK : null;
+  const b = process.cpuUsage(b0);
+  if (perf) await new Promise((resolve) => (perf.exitCode !== null ? resolve(null) : perf.once('exit', resolve)));
   const ok = r['2xx'];
   const writes = ok * perRequest;
   return {
@@ -173,6 +189,8 @@ async function runCannon(name: string, url: string, writers: number, body: strin
     p99: r.latency.p99,
     nodeMsPerWrite: (nodeS * 1000) / Math.max(1, writes),
     pgMsPerWrite: (pgS * 1000) / Math.max(1, writes),
+    benchMsPerWrite: (b.user + b.system) / 1000 / Math.max(1, writes),
+    redisMsPerWrite: redisS === null ? null : (redisS * 1000) / Math.max(1, writes),
     load,
     errors: r.non2xx + r.errors + r.timeouts,
   };
@@ -184,6 +202,12 @@ async function main(): Promise<void> {
   if (!base || !redisUrl) throw new Error('DATABASE_URL and REDIS_URL must be set (source .local/env.sh)');
   const pidfile = process.env.PG_PIDFILE ?? '.local/pg/data/postmaster.pid';
   const postmaster = Number(readFileSync(pidfile, 'utf8').split('\n', 1)[0]);
+  let redisPid = 0;
+  try {
+    redisPid = Number(readFileSync(process.env.REDIS_PIDFILE ?? '.local/redis/redis.pid', 'utf8').trim());
+  } catch {
+    /* not ours to measure */
+  }
   const db = 'bench_writes_' + randomBytes(4).toString('hex');
   const admin = new pg.Client({ connectionString: base });
   await admin.connect();
@@ -213,9 +237,9 @@ async function main(): Promise<void> {
     for (let round = 0; round < ROUNDS; round++) {
       // alternated in one run: the ratio is what this shared machine allows at that moment
       if (!SKIP.has('pgbench')) rows.push(await runPgbench(url, postmaster));
-      if (!SKIP.has('w16')) rows.push(await runCannon('w16', `http://127.0.0.1:${port}/admin/api/services`, 16, BODY, 1, pid, postmaster));
-      if (!SKIP.has('w64')) rows.push(await runCannon('w', `http://127.0.0.1:${port}/admin/api/services`, 64, BODY, 1, pid, postmaster));
-      if (!SKIP.has('wb')) rows.push(await runCannon('wb', `http://127.0.0.1:${port}/admin/api/services/batch`, 4, BATCH, 1000, pid, postmaster));
+      if (!SKIP.has('w16')) rows.push(await runCannon('w16', `http://127.0.0.1:${port}/admin/api/services`, 16, BODY, 1, pid, postmaster, redisPid));
+      if (!SKIP.has('w64')) rows.push(await runCannon('w', `http://127.0.0.1:${port}/admin/api/services`, 64, BODY, 1, pid, postmaster, redisPid));
+      if (!SKIP.has('wb')) rows.push(await runCannon('wb', `http://127.0.0.1:${port}/admin/api/services/batch`, 4, BATCH, 1000, pid, postmaster, redisPid));
     }
   } finally {
     await server.stop();
@@ -226,10 +250,10 @@ async function main(): Promise<void> {
   const tps = pgb.length ? pgb.reduce((a, r) => a + r.rate, 0) / pgb.length : NaN;
   const f = (x: number | null, d = 1) => (x === null || Number.isNaN(x) ? '–' : x.toFixed(d));
   console.log(`\nwrites bench: ${DURATION} s per row, ${ROUNDS} round(s), ${new Date().toISOString()}, git ${execFileSync('git', ['rev-parse', '--short', 'HEAD']).toString().trim()}\n`);
-  console.log('| row | writers | writes/s | × pgbench tps | p50 ms | p99 ms | Node CPU ms/write | PostgreSQL CPU ms/write | non-2xx+errors | load average at start |');
-  console.log('|---|--:|--:|--:|--:|--:|--:|--:|--:|---|');
+  console.log('| row | writers | writes/s | × pgbench tps | p50 ms | p99 ms | Node CPU ms/write | PostgreSQL CPU ms/write | bench (autocannon) CPU ms/write | Redis CPU ms/write | non-2xx+errors | load average at start |');
+  console.log('|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|');
   for (const r of rows) {
-    console.log(`| ${r.name} | ${r.writers} | ${f(r.rate, 0)} | ${f(r.rate / tps, 3)} | ${f(r.p50)} | ${f(r.p99)} | ${f(r.nodeMsPerWrite, 3)} | ${f(r.pgMsPerWrite, 3)} | ${r.errors} | ${r.load} |`);
+    console.log(`| ${r.name} | ${r.writers} | ${f(r.rate, 0)} | ${f(r.rate / tps, 3)} | ${f(r.p50)} | ${f(r.p99)} | ${f(r.nodeMsPerWrite, 3)} | ${f(r.pgMsPerWrite, 3)} | ${f(r.benchMsPerWrite, 3)} | ${f(r.redisMsPerWrite, 3)} | ${r.errors} | ${r.load} |`);
   }
 }
 

@@ -3,7 +3,7 @@
 // and a handful of located sandboxes for the dashboard. Deterministic (seeded PRNG) and
 // idempotent: it does nothing when production already has services.
 import type { Pool } from '../hot/store/pool.js';
-import { addReplacement } from '../hot/store/services.js';
+import { addReplacement } from '../hot/store/write-functions.js';
 import { createService, patchService } from '../hot/store/writes.js';
 import { insertSandbox } from '../hot/store/sandboxes.js';
 import { hashKey, newSandboxKey } from '../hot/sandbox/keys.js';

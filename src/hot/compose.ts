@@ -91,6 +91,11 @@ export interface ThreadHooks {
   sweeperOwner?: string;
   /** false: no periodic lease sweep (tests call app.sweeper.sweepOnce()) */
   sweep?: boolean;
+  /**
+   * Sees each near-cache delta this thread receives before the near cache does; `apply`
+   * passes it on (tests lose deltas on purpose by not calling it)
+   */
+  delta?: (msg: string, apply: (msg: string) => void) => void;
 }
 
 /**
@@ -163,7 +168,10 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
   const leaseNow = hooks.leaseNow ?? Date.now;
   const liveness: Liveness = new Liveness(pg, writer, keys, projector, { now: leaseNow, indexReady: () => state.ready });
   const sweeper = new LeaseSweeper(pg, writer, keys, projector, log, { intervalMs: cfg.leaseSweepMs, lockMs: cfg.leaseLockMs, now: leaseNow, owner: hooks.sweeperOwner });
-  const commits = new GroupCommitter(pg, { windowMs: cfg.groupCommitWindowMs, maxBatch: cfg.groupCommitMaxBatch, concurrency: cfg.groupCommitConcurrency });
+  // each batch's registrations are applied to the index together, before they are answered
+  const commits = new GroupCommitter(pg, { windowMs: cfg.groupCommitWindowMs, maxBatch: cfg.groupCommitMaxBatch, concurrency: cfg.groupCommitConcurrency }, (done) =>
+    projector.applyCommitted(done),
+  );
   const auth = new SandboxAuth(pg, redis, keys, cfg.tiers, {
     flushMs: cfg.rateCountFlushMs,
     now: hooks.now,
@@ -183,7 +191,7 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
       countProjectorFailure('invalidate');
       log.warn({ err: String(err) }, what);
     },
-    delta: (msg) => near.onDelta(msg),
+    delta: hooks.delta ? (msg) => hooks.delta!(msg, (m) => near.onDelta(m)) : (msg) => near.onDelta(msg),
     subscribed: (live) => (live ? near.resume() : near.pause()),
     cleared: () => near.clear(),
   });

@@ -1,21 +1,24 @@
-// Issue 13: a lost *final* delta. The near cache follows per-write deltas, and a gap in their
+// A lost *final* delta. The near cache follows per-write deltas, and a gap in their
 // versions is seen by the next delta; when the last delta of a namespace is lost and no write
 // follows, only the periodic version check (NEAR_CHECK_MS) can see the copy is behind Redis.
-// Two reader nodes lose the same delta on purpose (their delta handler swallows it): one with
+// Two reader nodes lose the same delta on purpose (a thread hook swallows it): one with
 // the check converges, the one without it (NEAR_CHECK_MS=0) keeps the stale page, which
 // shows the loss was real.
 import t from 'tap';
 import { registerProduction, startTestServer, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/processes.js';
 
-/** Swallow this node's deltas while `on`; count what was swallowed. */
-function loseDeltas(s: TestServer) {
-  const near = s.app.index.near!;
-  const apply = near.onDelta.bind(near);
-  const h = { on: false, lost: 0 };
-  near.onDelta = (msg: string) => {
-    if (h.on) h.lost++;
-    else apply(msg);
+/** A thread hook that swallows the node's deltas while `on` and counts what it swallowed. */
+function deltaLoser() {
+  const h = {
+    on: false,
+    lost: 0,
+    hooks: {
+      delta: (msg: string, apply: (msg: string) => void) => {
+        if (h.on) h.lost++;
+        else apply(msg);
+      },
+    },
   };
   return h;
 }
@@ -24,13 +27,14 @@ t.test('a lost final delta: the version check drops the stale namespace, the nex
   const env = { RESULT_CACHE_ENTRIES: '0' };
   const a = await startTestServer({ env: { ...env, NEAR_CHECK_MS: '0' } });
   t.teardown(() => a.close());
-  const node = async (check: string) => {
-    const n = await startTestServer({ env: { ...env, NEAR_CHECK_MS: check }, databaseUrl: a.cfg.databaseUrl, redisKeyPrefix: a.cfg.redisKeyPrefix });
+  const lose = [deltaLoser(), deltaLoser()];
+  const node = async (check: string, loser: ReturnType<typeof deltaLoser>) => {
+    const n = await startTestServer({ env: { ...env, NEAR_CHECK_MS: check }, databaseUrl: a.cfg.databaseUrl, redisKeyPrefix: a.cfg.redisKeyPrefix, hooks: loser.hooks });
     t.teardown(() => n.stop());
     return n;
   };
-  const checked = await node('50');
-  const unchecked = await node('0');
+  const checked = await node('50', lose[0]!);
+  const unchecked = await node('0', lose[1]!);
 
   const ids: string[] = [];
   for (let i = 0; i < 4; i++) ids.push((await registerProduction(a, { endpoint: `https://lost${i}.example.com`, capability: 'lostx' })).id);
@@ -41,7 +45,6 @@ t.test('a lost final delta: the version check drops the stale namespace, the nex
     t.ok(s.app.index.near!.setCount > 0, 'the reader holds the set');
   }
 
-  const lose = [loseDeltas(checked), loseDeltas(unchecked)];
   for (const h of lose) h.on = true;
   const p = await a.admin('PATCH', `/admin/api/services/${ids[0]}`, { capabilities: ['lostz'] });
   t.equal(p.status, 200);

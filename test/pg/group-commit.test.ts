@@ -20,19 +20,29 @@ t.test('concurrent registrations: one statement; a constraint violation fails th
     await db.drop();
   });
   // a window long enough that every write below is in the batch, whatever the machine's load
-  const gc = new GroupCommitter(pool, { windowMs: 200, maxBatch: 100, concurrency: 2 });
+  // the index apply of each batch (the projector's, in the server): recorded, and checked
+  // to come before each write is answered
+  const applied: string[][] = [];
+  const gc = new GroupCommitter(pool, { windowMs: 200, maxBatch: 100, concurrency: 2 }, async (done) => {
+    await new Promise(setImmediate); // an apply takes time: a write answered before it ends is caught
+    applied.push(done.map((c) => c.id));
+  });
+  const answered = <C extends { id: string }>(p: Promise<C>) => p.then((c) => (applied.some((b) => b.includes(c.id)) ? c : Promise.reject(new Error(`${c.id} answered before it was applied`))));
 
-  const ok = await Promise.all(Array.from({ length: 8 }, (_, i) => gc.create({ ns: PRODUCTION, input: input(i) })));
+  const ok = await Promise.all(Array.from({ length: 8 }, (_, i) => answered(gc.create({ ns: PRODUCTION, input: input(i) }))));
   t.same(gc.stats, { batches: 1, writes: 8, isolated: 0 }, 'eight concurrent writes, one statement');
+  t.same(applied, [ok.map((c) => c.id)], 'applied to the index as one batch, before any was answered');
   const states = await loadIndexStates(pool, ok.map((c) => c.id));
   for (const c of ok) t.same(states.get(c.id)?.record, c.state.record, `${c.id}: the state returned is the state committed`);
 
   const taken = await createService(pool, PRODUCTION, input(100));
-  const results = await Promise.allSettled(Array.from({ length: 8 }, (_, i) => gc.create({ ns: PRODUCTION, input: input(200 + i), id: i === 3 ? taken.id : undefined })));
+  const results = await Promise.allSettled(Array.from({ length: 8 }, (_, i) => answered(gc.create({ ns: PRODUCTION, input: input(200 + i), id: i === 3 ? taken.id : undefined }))));
   t.equal(results[3]!.status, 'rejected', 'the write reusing an existing id fails');
   t.equal(((results[3] as PromiseRejectedResult).reason as { code?: string }).code, '23505', 'with the unique violation');
   t.equal(results.filter((r) => r.status === 'fulfilled').length, 7, 'its seven neighbours commit');
   t.equal(gc.stats.isolated, 1, 'the batch was retried write by write');
+  t.equal(applied.length, 2, 'the seven that committed alone applied together');
+  t.same(applied[1]!.sort(), results.flatMap((r) => (r.status === 'fulfilled' ? [r.value.id] : [])).sort(), 'and only they (the failed write is not applied)');
   const n = await pool.query<{ n: string }>("SELECT count(*) AS n FROM services WHERE endpoint LIKE 'https://g2__.example.com/'");
   t.equal(Number(n.rows[0]!.n), 7, 'seven rows of that batch exist, once each');
   const ev = await pool.query<{ n: string }>("SELECT count(*) AS n FROM change_events WHERE data LIKE '%g2__.example.com%'");

@@ -19,7 +19,10 @@ import { createPool, type Pool } from '../../src/hot/store/pool.js';
 import { createService, patchService } from '../../src/hot/store/writes.js';
 import { migrate } from '../../src/hot/store/migrator.js';
 import { MEMBER_RULE } from '../../src/hot/domain/dimensions.js';
-import { addReplacement, backfillIndexText, deleteService, loadIndexPage, loadIndexStates, newServiceId } from '../../src/hot/store/services.js';
+import { loadIndexStates, newServiceId } from '../../src/hot/store/services.js';
+import { addReplacement, deleteService } from '../../src/hot/store/write-functions.js';
+import { loadIndexPage } from '../../src/hot/store/index-pages.js';
+import { backfillIndexText } from '../../src/hot/store/index-text.js';
 import { seedServices } from '../helpers/processes.js';
 import { freshDatabase } from '../helpers/server.js';
 // the same hostile bodies as test/pg/rebuild-bytes.test.ts

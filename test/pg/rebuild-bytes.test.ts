@@ -1,9 +1,9 @@
 // The bulk rebuild writes exactly the bytes the write path writes. The write path serialises
-// a service in this process (serializeService, memberSuffixes, headerData: projector.ts,
+// a service in this process (serializeService, memberSuffixes, headerData: apply-args.ts,
 // apply-service.lua) and stores those strings with the state (services.idx_*); the rebuild
 // reads the stored strings, or computes them with indexText() for a row found without (the
 // migrator fills such rows, but one may be written by hand since: loadIndexPage in
-// store/services.ts; index-page.lua). fast-check generates
+// store/index-pages.ts; index-page-1.lua). fast-check generates
 // services with hostile strings (unicode beyond the BMP, quotes, backslashes, U+2028, DEL,
 // maximal lengths, keys that are array indices or "__proto__", IoT or none, deprecation,
 // sunset dates, replacements, patches, deletions), writes them through the API, NULLs the

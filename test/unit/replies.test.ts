@@ -2,7 +2,7 @@
 // shapes its script answers and refuses any other with an error naming the script.
 import t from 'tap';
 import { decodeBuckets, encodeSets } from '../../src/workers/buckets.js';
-import { HEAVY, indexPageReply, integer, nearLoadReply, NOT_INDEXED, pollReply, rateLimitReply, rowReply, searchPage, searchReply, UnexpectedReply } from '../../src/hot/redis/replies.js';
+import { HEAVY, indexPageReply, integer, nearLoadReply, NOT_INDEXED, pollReply, rateLimitReply, replacementsReply, searchPage, searchReply, serviceReply, UnexpectedReply } from '../../src/hot/redis/replies.js';
 
 t.test('integers', async (t) => {
   t.equal(integer(3, 'count'), 3);
@@ -32,10 +32,19 @@ t.test('search, named: not indexed, heavy, a page, more, an exhausted budget', a
 });
 
 t.test('rows: get-service and replacements', async (t) => {
-  t.equal(rowReply(-1, 'get-service'), NOT_INDEXED);
-  t.equal(rowReply(0, 'get-service'), 0);
-  t.same(rowReply(['1', '{}', ''], 'get-service'), ['1', '{}', '']);
-  t.throws(() => rowReply(2, 'replacements'), /replacements\.lua/);
+  t.equal(serviceReply(-1), NOT_INDEXED);
+  t.equal(serviceReply(0), null, 'no such service');
+  t.same(serviceReply(['1', '{}', '']), { seq: '1', doc: '{}', hdr: '' });
+  t.throws(() => serviceReply(['1', '{}']), /get-service\.lua/, 'a field missing');
+  t.throws(() => serviceReply(2), /get-service\.lua/);
+  t.equal(replacementsReply(-1), NOT_INDEXED);
+  t.equal(replacementsReply(0), null);
+  t.same(replacementsReply(['HIT', '[]', '"e"', '1700000000000', 'dep']), { status: 'HIT', body: '[]', etag: '"e"', storedAt: 1700000000000, hdr: 'dep' });
+  t.same(replacementsReply(['MISS', '[{}]', '"f"', '5', '']), { status: 'MISS', body: '[{}]', etag: '"f"', storedAt: 5, hdr: '' });
+  t.throws(() => replacementsReply(['HOT', '[]', '"e"', '5', '']), /replacements\.lua/, 'an unknown status');
+  t.throws(() => replacementsReply(['HIT', '[]', '"e"', 'x', '']), /replacements\.lua/, 'a stored-at time that is not a number');
+  t.throws(() => replacementsReply(['HIT', '[]', '"e"', '5']), /replacements\.lua/, 'the header field missing');
+  t.throws(() => replacementsReply(2), /replacements\.lua/);
 });
 
 t.test('near-load and index-page', async (t) => {

@@ -9,7 +9,7 @@ import { Keys } from '../../hot/domain/keys.js';
 import { ApiError } from '../../hot/domain/errors.js';
 import { createPool } from '../../hot/store/pool.js';
 import { migrate } from '../../hot/store/migrator.js';
-import { backfillIndexText } from '../../hot/store/services.js';
+import { backfillIndexText } from '../../hot/store/index-text.js';
 import { numberOption, parseArgs, progressBar, UsageError } from './args.js';
 import { lazyRedis, printStats, reindex, sandboxCreate, tierSet, type Ctx } from './commands.js';
 import { dropOutbox, exportServices, importServices } from './transfer.js';

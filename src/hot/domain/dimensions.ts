@@ -27,7 +27,8 @@ export interface Dimension {
   readonly set: string;
   /**
    * Where the service's document (serviceObject(), the JSON stored in Redis) holds it: an
-   * array of tokens (token kinds), an object of string values (property), any value (flag).
+   * array of tokens or one string (token kinds), an object of string values (property), any
+   * value (flag).
    */
   readonly path: readonly string[];
   /** flag: the values at `path` that make a service a member */
@@ -124,15 +125,16 @@ function at(doc: unknown, path: readonly string[]): unknown {
  * dimension's. The order carries no meaning. memberRuleLua() is the same rule in Lua;
  * keys.ts memberSuffixes() applies it to a service record.
  */
-export function documentMembers(doc: object): string[] {
+export function documentMembers(doc: object, dimensions: readonly Dimension[] = DIMENSIONS): string[] {
   const out = ['all'];
-  for (const d of DIMENSIONS as readonly Dimension[]) {
+  for (const d of dimensions) {
     const v = at(doc, d.path);
     if (d.kind === 'flag') {
       if (d.oneOf!.includes(v as string | boolean)) out.push(d.set);
     } else if (d.kind === 'property') {
       if (v !== null && typeof v === 'object') for (const [k, x] of Object.entries(v)) out.push(d.set + ':' + k + ':' + (x as string));
     } else if (Array.isArray(v)) for (const t of v) out.push(d.set + ':' + (t as string));
+    else if (typeof v === 'string') out.push(d.set + ':' + v); // a token kind over one value (e.g. a property's)
   }
   return out;
 }
@@ -153,7 +155,7 @@ function luaValue(v: string | boolean): string {
  * included into apply-service-1.lua (`--@include dimensions.lua`, redis/client.ts), which
  * derives the sets a previous state is in from its stored document.
  */
-export function memberRuleLua(): string {
+export function memberRuleLua(dimensions: readonly Dimension[] = DIMENSIONS): string {
   const lines = [
     '-- generated from src/hot/domain/dimensions.ts (memberRuleLua): the sets a stored document is in',
     'local function memberSuffixes(doc)',
@@ -167,12 +169,12 @@ export function memberRuleLua(): string {
     '  end',
     '  local v',
   ];
-  for (const d of DIMENSIONS as readonly Dimension[]) {
+  for (const d of dimensions) {
     lines.push(`  v = at({ ${d.path.map(luaString).join(', ')} }) -- ${d.param}`);
     const set = luaString(d.set + ':');
     if (d.kind === 'flag') lines.push(`  if ${d.oneOf!.map((x) => 'v == ' + luaValue(x)).join(' or ')} then out[#out + 1] = ${luaString(d.set)} end`);
     else if (d.kind === 'property') lines.push(`  if type(v) == 'table' then for k, x in pairs(v) do out[#out + 1] = ${set} .. k .. ':' .. x end end`);
-    else lines.push(`  if type(v) == 'table' then for _, x in ipairs(v) do out[#out + 1] = ${set} .. x end end`);
+    else lines.push(`  if type(v) == 'table' then for _, x in ipairs(v) do out[#out + 1] = ${set} .. x end elseif type(v) == 'string' then out[#out + 1] = ${set} .. v end`);
   }
   lines.push('  return out', 'end', '');
   return lines.join('\n');

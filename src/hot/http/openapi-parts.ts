@@ -9,6 +9,13 @@ export const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 export const json = (schema: Obj) => ({ content: { 'application/json': { schema } } });
 export const arrayOf = (name: string) => ({ type: 'array', items: ref(name) });
 
+/** An operation's security requirement by who may call it. */
+export const security: Record<'public' | 'keyed' | 'admin', Obj[]> = {
+  public: [], // no credentials
+  keyed: [{ sandboxKey: [] }],
+  admin: [{ adminKey: [] }, { adminSession: [] }],
+};
+
 // ---- parameters ----
 
 export const UUID_PATTERN = '^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$';

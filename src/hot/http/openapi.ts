@@ -19,10 +19,12 @@ import {
   params as P,
   ref,
   searchResponses,
+  security,
   serviceIdParam,
   uuidParam,
   type Obj,
 } from './openapi-parts.js';
+import { heartbeatOp, serviceWrites } from './openapi-namespace.js';
 
 const strip = ({ $id: _id, ...rest }: Obj) => rest;
 
@@ -31,159 +33,6 @@ export interface OpenApiOptions {
   tiers?: readonly string[];
 }
 
-const PUBLIC: Obj[] = []; // no credentials
-const KEYED: Obj[] = [{ sandboxKey: [] }];
-const ADMIN: Obj[] = [{ adminKey: [] }, { adminSession: [] }];
-
-/** The write routes of a namespace: `/sandbox/{uuid}/services…` (keyed) or `/admin/api/services…`. */
-function serviceWrites(base: string, kind: 'sandbox' | 'admin'): Obj {
-  const sandbox = kind === 'sandbox';
-  const security = sandbox ? KEYED : ADMIN;
-  const tags = [sandbox ? 'sandbox' : 'admin'];
-  const op = (name: string) => `${name}${sandbox ? 'InSandbox' : 'InProduction'}`;
-  const pre = sandbox ? [uuidParam] : [];
-  // (sent on every answer to an admitted keyed request, except while Redis is unreachable:
-  // the limiter then fails open, without them)
-  const rate = sandbox ? H.rate(false) : {};
-  // answers of the admin write routes: cookie callers need the CSRF token (403); wrong
-  // Bearer admin keys count against LOGIN_FAILURES_PER_MINUTE (429)
-  const authErr = sandbox ? [401, 429] : [401, 403, 429];
-  const e = (statuses: number[]) => errors([...statuses, 414, 503], { rate: sandbox });
-  const body = [400, 413, 415];
-  // from a registration to its reads (OpenAPI links: a generated client can follow them)
-  const links = sandbox
-    ? {
-        readService: { operationId: 'getServiceInSandbox', parameters: { uuid: '$request.path.uuid', id: '$response.body#/id' }, description: 'read the service back (keyed)' },
-        readReplacements: { operationId: 'listReplacementsInSandbox', parameters: { uuid: '$request.path.uuid', id: '$response.body#/id' }, description: 'its replacement candidates (keyed)' },
-      }
-    : {
-        readService: { operationId: 'getService', parameters: { id: '$response.body#/id' }, description: 'the public read of the new production service' },
-        readReplacements: { operationId: 'getReplacements', parameters: { id: '$response.body#/id' }, description: 'its replacement candidates (public, cached)' },
-      };
-  const out: Obj = {
-    [base]: {
-      post: {
-        operationId: op('registerService'),
-        security,
-        tags,
-        summary: 'Register a service (with `ttl`: a lease; the 201 then carries `heartbeatToken`, shown once)',
-        description: 'The endpoint is stored and returned in its WHATWG URL serialisation. Acknowledged after PostgreSQL committed.',
-        parameters: pre,
-        requestBody: { required: true, ...json(ref('ServiceCreate')) },
-        responses: {
-          201: ok('created', ref('Service'), { ...H.cacheControl('no-store'), ...H.location('the new service'), ...H.deprecation, ...rate }, { links }),
-          ...e([...body, ...authErr]),
-        },
-      },
-    },
-    [`${base}/batch`]: {
-      post: {
-        operationId: op('registerServices'),
-        security,
-        tags,
-        summary: 'Register 1-1000 services at once: all or nothing (one transaction), answered in order',
-        description:
-          'Its own body limit (MAX_BATCH_BODY_BYTES, default 4 MiB). ' +
-          (sandbox ? 'Counts as one request per service against the rate limit; when the window has no room for all of them: 429 and nothing written.' : 'Not rate-limited.'),
-        parameters: pre,
-        requestBody: { required: true, ...json({ type: 'object', additionalProperties: false, required: ['services'], properties: { services: { type: 'array', minItems: 1, maxItems: 1000, items: ref('ServiceCreate') } } }) },
-        responses: {
-          201: ok('created: the services, in the order of the request', { type: 'object', additionalProperties: false, required: ['services'], properties: { services: arrayOf('Service') } }, { ...H.cacheControl('no-store'), ...rate }),
-          ...e([...body, ...authErr]),
-          400: { ...e([400])[400], description: 'invalid body: the message names the index of the first invalid entry (`/services/<i>…`); nothing written' },
-        },
-      },
-    },
-    [`${base}/{id}`]: {
-      parameters: [...pre, serviceIdParam],
-      patch: {
-        operationId: op('patchService'),
-        security,
-        tags,
-        summary:
-          'Change a service (deprecated, locked, sunset_date, properties, iot, endpoint, capabilities, ttl, deregisterAfter; `"ttl": null` drops the lease; a ttl on a service without a token returns `heartbeatToken`)',
-        requestBody: { required: true, ...json(ref('ServicePatch')) },
-        responses: { 200: ok('changed', ref('Service'), { ...H.cacheControl('no-store'), ...H.deprecation, ...rate }), ...e([...body, ...authErr, 404]) },
-      },
-      delete: {
-        operationId: op('deleteService'),
-        security,
-        tags,
-        summary: 'Delete a service (it leaves every replacement list)',
-        responses: { 204: empty('deleted', { ...H.cacheControl('no-store'), ...rate }), ...e([400, 413, ...authErr, 404]) },
-      },
-    },
-    [`${base}/{id}/heartbeat-token`]: {
-      parameters: [...pre, serviceIdParam],
-      post: {
-        operationId: op('issueHeartbeatToken'),
-        security,
-        tags,
-        summary: 'Issue a new heartbeat token for a leased service (the previous one stops working)',
-        responses: { 201: ok('the new token, shown once', ref('HeartbeatToken'), { ...H.cacheControl('no-store'), ...rate }), ...e([400, 413, ...authErr, 404, 409]) },
-      },
-    },
-    [`${base}/{id}/replacements`]: {
-      parameters: [...pre, serviceIdParam],
-      get: {
-        operationId: op('listReplacements'),
-        security,
-        tags,
-        summary: 'Replacement candidates, ranked as registered',
-        responses: { 200: ok('ranked candidates (`[]` when none)', arrayOf('Service'), { ...H.cacheControl('no-store'), ...rate }), ...e([...authErr.filter((s) => s !== 403), 404]) },
-      },
-      post: {
-        operationId: op('addReplacement'),
-        security,
-        tags,
-        summary: 'Add a replacement candidate from the same namespace',
-        requestBody: { required: true, ...json(ref('ReplacementAdd')) },
-        responses: { 201: ok('the candidates after the addition', arrayOf('Service'), { ...H.cacheControl('no-store'), ...rate }), ...e([...body, ...authErr, 404, 409]) },
-      },
-    },
-  };
-  if (sandbox) {
-    (out[base] as Obj).get = {
-      operationId: 'searchSandbox',
-      security,
-      tags,
-      summary: 'List or search the sandbox (same filters, paging and body as /services)',
-      description: canonicalNote + ' The key is checked first; a 302 counts as one request.' + conditionalNote,
-      parameters: [uuidParam, ...openApiParameters('services'), P.ifNoneMatch],
-      responses: { ...searchResponses('Service', { vary: true, rate: true, extraErrors: [], varyOnErrors: false }), ...errors([401]), ...errors([429], { rate: true }) },
-    };
-    (out[`${base}/{id}`] as Obj).get = {
-      operationId: 'getServiceInSandbox',
-      security,
-      tags,
-      summary: 'Read a sandbox service',
-      responses: { 200: ok('the service', ref('Service'), { ...H.cacheControl('private, no-store'), ...H.deprecation, ...rate }), ...e([401, 429, 404]) },
-    };
-  }
-  return out;
-}
-
-/** PUT …/services/{id}/heartbeat: the service's heartbeat token is its only credential. */
-function heartbeatOp(kind: 'sandbox' | 'production'): Obj {
-  const sandbox = kind === 'sandbox';
-  return {
-    operationId: sandbox ? 'heartbeatInSandbox' : 'heartbeat',
-    security: [{ heartbeatToken: [] }],
-    tags: [sandbox ? 'sandbox' : 'public'],
-    summary: "Heartbeat: renew the service's lease (optional body: the status it reports, default passing)",
-    description:
-      'A heartbeat that does not change the status writes nothing durable and changes no document, ETag or cached page. ' +
-      'One that changes it (critical → passing, or a reported `critical`) is a write like any other (change feed `service.updated`). ' +
-      "Anything but this service's heartbeat token (a sandbox key, another service's token, a service without a lease) is 401 and changes nothing." +
-      (sandbox ? " Counts against the sandbox's rate limit once the token is verified." : ''),
-    requestBody: { required: false, ...json(ref('Heartbeat')) },
-    responses: {
-      204: empty('renewed', sandbox ? H.rate(false) : {}),
-      ...errors([400, 401, 413, 414, 415, 503], { rate: false }),
-      ...(sandbox ? errors([429], { rate: true }) : {}),
-    },
-  };
-}
 
 export function openApiDocument(version: string, opts: OpenApiOptions = {}): Obj {
   const tiers = [...(opts.tiers ?? ['free', 'pro', 'enterprise'])];
@@ -320,7 +169,7 @@ export function openApiDocument(version: string, opts: OpenApiOptions = {}): Obj
         parameters: [serviceIdParam],
         get: {
           operationId: 'getService',
-          security: PUBLIC,
+          security: security.public,
           tags: ['public'],
           summary: 'One production service; ignores credentials',
           parameters: [P.ifNoneMatch],
@@ -335,7 +184,7 @@ export function openApiDocument(version: string, opts: OpenApiOptions = {}): Obj
         parameters: [serviceIdParam],
         get: {
           operationId: 'getReplacements',
-          security: PUBLIC,
+          security: security.public,
           tags: ['public'],
           summary: 'Replacement candidates, through the shared public cache (key: the path alone); ignores credentials',
           parameters: [P.ifNoneMatch],
@@ -362,7 +211,7 @@ export function openApiDocument(version: string, opts: OpenApiOptions = {}): Obj
       '/devices': {
         get: {
           operationId: 'searchDevices',
-          security: PUBLIC,
+          security: security.public,
           tags: ['public'],
           summary: 'Device bindings of production IoT profiles: one per (service, deviceClass, protocol)',
           description: canonicalNote + conditionalNote,
@@ -373,7 +222,7 @@ export function openApiDocument(version: string, opts: OpenApiOptions = {}): Obj
       '/sandboxes': {
         post: {
           operationId: 'createSandbox',
-          security: PUBLIC,
+          security: security.public,
           tags: ['sandbox'],
           summary: 'Create a sandbox (throttled per client address); the API key is shown once',
           requestBody: { required: true, ...json(ref('SandboxCreate')) },
@@ -387,7 +236,7 @@ export function openApiDocument(version: string, opts: OpenApiOptions = {}): Obj
         parameters: [uuidParam],
         get: {
           operationId: 'getDashboard',
-          security: PUBLIC,
+          security: security.public,
           tags: ['sandbox'],
           summary: 'Sandbox dashboard data: name, tier, rateLimit, serviceCount, location, counters',
           responses: { 200: ok('dashboard data', ref('Dashboard'), H.cacheControl('no-store')), ...publicErrors([404]) },
@@ -397,7 +246,7 @@ export function openApiDocument(version: string, opts: OpenApiOptions = {}): Obj
         parameters: [uuidParam],
         get: {
           operationId: 'pollSandbox',
-          security: PUBLIC,
+          security: security.public,
           tags: ['sandbox'],
           summary: 'Request counters for live charts; JSON whatever Accept says; not counted against the limit',
           responses: { 200: ok('counters', ref('Poll'), H.cacheControl('no-store')), ...publicErrors([404]) },
@@ -408,7 +257,7 @@ export function openApiDocument(version: string, opts: OpenApiOptions = {}): Obj
       '/admin/session': {
         post: {
           operationId: 'logIn',
-          security: PUBLIC,
+          security: security.public,
           tags: ['admin'],
           summary: 'Log in with the admin key; sets the HttpOnly session cookie',
           requestBody: { required: true, ...json(ref('AdminLogin')) },
@@ -426,19 +275,19 @@ export function openApiDocument(version: string, opts: OpenApiOptions = {}): Obj
         },
         delete: {
           operationId: 'logOut',
-          security: ADMIN,
+          security: security.admin,
           tags: ['admin'],
           summary: 'Log out (cookie callers send X-CSRF-Token)',
           responses: { 204: empty('logged out; the cookie is cleared', { ...H.cacheControl('no-store'), ...H.setCookie('clears the session cookie') }), ...adminErrors([400, 403, 413]) },
         },
       },
       '/admin/api/stats': {
-        get: { operationId: 'getStats', security: ADMIN, tags: ['admin'], summary: 'Global statistics', responses: { 200: ok('statistics', ref('Stats'), H.cacheControl('no-store')), ...adminErrors([]) } },
+        get: { operationId: 'getStats', security: security.admin, tags: ['admin'], summary: 'Global statistics', responses: { 200: ok('statistics', ref('Stats'), H.cacheControl('no-store')), ...adminErrors([]) } },
       },
       '/admin/api/sandboxes': {
         get: {
           operationId: 'listSandboxes',
-          security: ADMIN,
+          security: security.admin,
           tags: ['admin'],
           summary: 'A page of sandbox summaries, every paging field computed on the server',
           parameters: [
@@ -451,7 +300,7 @@ export function openApiDocument(version: string, opts: OpenApiOptions = {}): Obj
       '/admin/api/locations': {
         get: {
           operationId: 'listLocations',
-          security: ADMIN,
+          security: security.admin,
           tags: ['admin'],
           summary: 'Located sandboxes for the overview map (newest 2000)',
           responses: { 200: ok('located sandboxes', { type: 'array', items: ref('LocatedSandbox') }, H.cacheControl('no-store')), ...adminErrors([]) },
@@ -459,13 +308,13 @@ export function openApiDocument(version: string, opts: OpenApiOptions = {}): Obj
       },
       '/admin/api/sandboxes/{uuid}': {
         parameters: [uuidParam],
-        get: { operationId: 'getSandboxDetail', security: ADMIN, tags: ['admin'], summary: 'Sandbox detail', responses: { 200: ok('detail', ref('SandboxDetail'), H.cacheControl('no-store')), ...adminErrors([404]) } },
+        get: { operationId: 'getSandboxDetail', security: security.admin, tags: ['admin'], summary: 'Sandbox detail', responses: { 200: ok('detail', ref('SandboxDetail'), H.cacheControl('no-store')), ...adminErrors([404]) } },
       },
       '/admin/api/sandboxes/{uuid}/tier': {
         parameters: [uuidParam],
         post: {
           operationId: 'changeTier',
-          security: ADMIN,
+          security: security.admin,
           tags: ['admin'],
           summary: 'Change the tier; the new limit applies to the next request',
           requestBody: { required: true, ...json(ref('TierChange')) },
@@ -475,19 +324,19 @@ export function openApiDocument(version: string, opts: OpenApiOptions = {}): Obj
       '/openapi.json': {
         get: {
           operationId: 'getOpenApi',
-          security: PUBLIC,
+          security: security.public,
           tags: ['meta'],
           summary: 'This document',
           responses: { 200: ok('OpenAPI 3.1', { type: 'object', required: ['openapi', 'info', 'paths'], properties: { openapi: { const: '3.1.0' }, info: { type: 'object' }, paths: { type: 'object' } } }, H.cacheControl()), ...errors([414]) },
         },
       },
       '/livez': {
-        get: { operationId: 'getLiveness', security: PUBLIC, tags: ['meta'], summary: 'Liveness', responses: { 200: ok('alive', ref('Liveness'), H.cacheControl('no-store')), ...errors([414]) } },
+        get: { operationId: 'getLiveness', security: security.public, tags: ['meta'], summary: 'Liveness', responses: { 200: ok('alive', ref('Liveness'), H.cacheControl('no-store')), ...errors([414]) } },
       },
       '/readyz': {
         get: {
           operationId: 'getReadiness',
-          security: PUBLIC,
+          security: security.public,
           tags: ['meta'],
           summary: 'Readiness: 503 until PostgreSQL has answered and a complete Redis index is live; 503 while the index is rebuilt, while Redis is unreachable and from the moment a shutdown begins',
           description: 'A PostgreSQL outage after start-up keeps readiness at 200 with `"postgres": false` in the body: reads go on from Redis, writes answer 503 with Retry-After.',

@@ -11,7 +11,7 @@ import { bitmapWords, intersectDense } from '../../workers/intersect.js';
 import { decodeBuckets } from '../../workers/buckets.js';
 import { newSeqArray, type NearCache } from './near.js';
 import { digestBytes, digested, type Doc } from '../domain/digest.js';
-import { nearLoadReply, NOT_INDEXED, rowReply, searchPage, type SearchPage } from '../redis/replies.js';
+import { nearLoadReply, NOT_INDEXED, replacementsReply, searchPage, serviceReply, type ReplacementsReply, type SearchPage, type ServiceRow } from '../redis/replies.js';
 
 /** a page for the worker pool to compute */
 type PoolTask = Parameters<IntersectPool['run']>[0];
@@ -59,15 +59,7 @@ export async function markNamespace(redis: RedisClient, keys: Keys, ns: string, 
 }
 
 /** An entry of the shared public replacements cache, and whether this call hit it. */
-export interface Replacements {
-  status: 'HIT' | 'MISS';
-  body: string;
-  etag: string;
-  /** when the shared cache stored it (ms): the Age field */
-  storedAt: number;
-  /** the service's deprecation header data ("" when not deprecated) */
-  hdr: string;
-}
+export type Replacements = ReplacementsReply;
 
 export class Index {
   /**
@@ -305,13 +297,12 @@ export class Index {
     return joinPage(r.page.docs.map(digested), r.page.more, r.page.last);
   }
 
-  async getService(ns: string, id: string): Promise<{ seq: string; doc: string; hdr: string } | null> {
+  async getService(ns: string, id: string): Promise<ServiceRow | null> {
     const gen = this.liveGen();
-    const run = () => this.read(async (r) => rowReply(await r.getService(this.keys.ver(ns, gen), this.keys.base(ns, gen), id), 'get-service'));
+    const run = () => this.read(async (r) => serviceReply(await r.getService(this.keys.ver(ns, gen), this.keys.base(ns, gen), id)));
     const r = await this.retryNamespace(ns, await run(), run);
     if (r === NOT_INDEXED) throw notIndexed();
-    if (r === 0) return null;
-    return { seq: r[0]!, doc: r[1]!, hdr: r[2]! };
+    return r;
   }
 
   async replacements(
@@ -320,10 +311,9 @@ export class Index {
     ttlSeconds: number,
   ): Promise<Replacements | null> {
     const gen = this.liveGen();
-    const r = rowReply(await this.redis.replacements(this.keys.ver(ns, gen), this.keys.base(ns, gen), id, ttlSeconds, Date.now()), 'replacements');
+    const r = replacementsReply(await this.redis.replacements(this.keys.ver(ns, gen), this.keys.base(ns, gen), id, ttlSeconds, Date.now()));
     if (r === NOT_INDEXED) throw notIndexed();
-    if (r === 0) return null;
-    return { status: r[0] as 'HIT' | 'MISS', body: r[1]!, etag: r[2]!, storedAt: Number(r[3]), hdr: r[4]! };
+    return r;
   }
 
   /** Version counter of a namespace: changes on every applied write. */

@@ -1,7 +1,7 @@
 // Keeps Redis in step with PostgreSQL. Every write commits an outbox row; right after COMMIT
 // the writer calls sync(), which reads the committed state together with its revision (the
 // service's version, or its tombstone's; a sandbox row's version) in one statement and
-// applies both (apply-service.lua / apply-sandbox.lua ignore a revision older than the one
+// applies both (apply-service-1.lua / apply-sandbox-1.lua ignore a revision older than the one
 // in place). Outbox rows are deleted only once applied, and a sweeper re-applies any row
 // left behind (a crash between COMMIT and Redis, or Redis away), so the two never disagree
 // for good. The rule, and why the revision must come from the same snapshot as the state:
@@ -9,16 +9,14 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { Keys } from '../domain/keys.js';
-import { memberSuffixes } from '../domain/keys.js';
-import { headerData, serializeService, type ServiceRecord } from '../domain/service.js';
 import type { RedisClient } from '../redis/client.js';
 import type { Pool } from '../store/pool.js';
 import { writeSandboxMeta } from '../store/sandbox-meta.js';
 import { loadSandboxMeta, type SandboxRow } from '../store/sandboxes.js';
-import { loadIndexStates, type IndexPageRow, type IndexState } from '../store/services.js';
+import { loadIndexStates, type IndexState } from '../store/services.js';
+import { applyArgs } from './apply-args.js';
 import { markNamespace } from './index.js';
 import { integer, NOT_INDEXED } from '../redis/replies.js';
-import { encodeSets } from '../../workers/buckets.js';
 
 /** One outbox row: a committed write whose index (or sandbox metadata) update is pending. */
 export interface OutboxEntry {
@@ -28,59 +26,6 @@ export interface OutboxEntry {
   /** the service id, or the sandbox uuid for kind "sandbox" */
   id: string;
   kind?: 'service' | 'sandbox';
-}
-
-/**
- * apply-service.lua's arguments, in its ARGV order (the one place that knows it): the state's
- * seq, document, header data, members and replacement seqs already serialised ("" each when
- * the service is gone).
- */
-function applyScriptArgs(keys: Keys, gen: string, ns: string, id: string, rev: number | string, seq: string, doc: string, hdr: string, members: string, repl: string, channel: string): (string | number)[] {
-  return [keys.ver(ns, gen), keys.base(ns, gen), id, rev, seq, doc, hdr, members, repl, channel];
-}
-
-/** `channel`: where to publish the write's delta for near caches ("" none: a generation nobody reads yet) */
-export function applyArgs(keys: Keys, gen: string, ns: string, id: string, rev: number, s: ServiceRecord | null | undefined, channel = ''): (string | number)[] {
-  if (!s) return applyScriptArgs(keys, gen, ns, id, rev, '', '', '', '', '', channel);
-  return applyScriptArgs(keys, gen, ns, id, rev, String(s.seq), serializeService(s), headerData(s), memberSuffixes(s).join('\n'), s.replacementSeqs.join(','), channel);
-}
-
-/**
- * Arguments of index-page-1.lua: services of one namespace (in seq order) for a generation
- * being built, each with the version it was read with (the rebuild's revision rule lives
- * in that script). The rows come from PostgreSQL already serialised (loadIndexPage); their
- * members are grouped here per set and encoded per bucket (encodeSets), so that the
- * script does no work per member: Lua is Redis's one thread, this process has time to spare.
- */
-export function pageArgs(keys: Keys, gen: string, ns: string, page: IndexPageRow[]): (string | Buffer)[] {
-  const ids: string[] = [keys.ver(ns, gen), keys.base(ns, gen), String(page.length)];
-  const docs: string[] = [];
-  const hdrs: string[] = [];
-  const repls: string[] = [];
-  const sets = new Map<string, number[]>();
-  let n = 0;
-  for (const [id, , version, seq, doc, members, hdr, repl] of page) {
-    ids.push(id, seq + ':' + version);
-    docs.push(seq, doc);
-    if (hdr) hdrs.push(seq, hdr);
-    if (repl) repls.push(seq, repl);
-    const q = Number(seq);
-    for (const m of members.split('\n')) {
-      if (!m) continue;
-      const l = sets.get(m);
-      if (!l) sets.set(m, [q]);
-      else if (l[l.length - 1] !== q) l.push(q); // rows come in seq order: a repeat is this row's
-      else continue;
-      n++;
-    }
-  }
-  const { index, blob } = encodeSets(sets, n);
-  return (ids as (string | Buffer)[]).concat(docs, String(hdrs.length / 2), hdrs, String(repls.length / 2), repls, index, blob);
-}
-
-/** applyArgs() of a rebuild page's row: the same values, already serialised by PostgreSQL. */
-export function pageRowApplyArgs(keys: Keys, gen: string, [id, ns, version, seq, doc, members, hdr, repl]: IndexPageRow): (string | number)[] {
-  return applyScriptArgs(keys, gen, ns, id, version, seq, doc, hdr, members, repl, '');
 }
 
 /** A sync that failed after loading its states: carries the revisions it was applying (for the log). */

@@ -9,13 +9,13 @@ import { randomBytes } from 'node:crypto';
 import type { Keys } from '../domain/keys.js';
 import { PRODUCTION } from '../domain/keys.js';
 import { reseedLeases } from '../liveness/redis-lease.js';
-import { applyArgs, pageArgs, pageRowApplyArgs } from './projector.js';
+import { applyArgs, pageArgs, pageRowApplyArgs } from './apply-args.js';
 import type { RedisClient } from '../redis/client.js';
 import type { Pool } from '../store/pool.js';
-import { loadIndexPage, loadTombstonePage, type IndexPageRow } from '../store/services.js';
+import { loadIndexPage, loadTombstonePage, type IndexPageRow } from '../store/index-pages.js';
 import { writeSandboxMeta } from '../store/sandbox-meta.js';
 import type { TierConfig } from '../config.js';
-import { indexPageReply, NOT_INDEXED } from '../redis/replies.js';
+import { ifEqualReply, indexPageReply, NOT_INDEXED } from '../redis/replies.js';
 
 export interface RebuildResult {
   gen: string;
@@ -69,7 +69,13 @@ export async function rebuildIndex(
   let lost = false;
   const heartbeat = setInterval(() => {
     redis.pexpireIfEqual(keys.rebuildLock(), token, LOCK_MS).then(
-      (r) => (lost ||= r !== 1),
+      (r) => {
+        try {
+          lost ||= !ifEqualReply(r, 'pexpire-if-equal');
+        } catch {
+          lost = true; // a reply of another shape: the lock is not known to be ours
+        }
+      },
       () => undefined, // Redis away: the next command of the rebuild fails too
     );
   }, RENEW_MS);
@@ -198,7 +204,7 @@ export async function dropStaleBuild(redis: RedisClient, keys: Keys): Promise<st
   const stale = await redis.get(keys.building());
   if (!stale || (await redis.exists(keys.rebuildLock())) === 1) return null;
   // compare-and-delete: a rebuild that just started has put its own generation there
-  if ((await redis.delIfEqual(keys.building(), stale)) !== 1) return null;
+  if (!ifEqualReply(await redis.delIfEqual(keys.building(), stale), 'del-if-equal')) return null;
   if (stale !== (await redis.get(keys.gen()))) await dropGeneration(redis, keys, stale);
   return stale;
 }

@@ -13,7 +13,7 @@ import type { RedisClient } from '../redis/client.js';
 import { leaseSweepReply, stringArray, type LeaseRecord } from '../redis/replies.js';
 import { expireMany, loadLease } from '../store/leases.js';
 import type { Pool } from '../store/pool.js';
-import { deleteService } from '../store/services.js';
+import { deleteService } from '../store/write-functions.js';
 import { applyLease } from './redis-lease.js';
 
 export interface SweeperOptions {

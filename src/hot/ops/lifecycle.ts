@@ -7,6 +7,7 @@
 import type { App } from '../app.js';
 import { dropGeneration, dropStaleBuild, rebuildIndex } from '../index/rebuild.js';
 import { PRODUCTION } from '../domain/keys.js';
+import { ifEqualReply } from '../redis/replies.js';
 
 export interface Watchers {
   /** start the periodic checks; resolves after the first round (and the rebuild it started) */
@@ -71,7 +72,7 @@ export function createWatchers(app: App, intervalMs = 500): Watchers {
     if ((await within(app.redis.exists(app.keys.ver(PRODUCTION, gen)), PROBE_MS, 'Redis')) === 1) return gen;
     // broken: drop the live pointer so that a rebuild starts — unless a rebuild switched to
     // a new generation meanwhile (and is dropping the old one we just looked at)
-    if ((await app.redis.delIfEqual(app.keys.gen(), gen)) === 1) {
+    if (ifEqualReply(await app.redis.delIfEqual(app.keys.gen(), gen), 'del-if-equal')) {
       app.log.warn({ gen }, 'the live index generation lost its keys (Redis emptied?) or is of another index format or member rule; rebuilding');
       // what is left of it (all of it when it was built in another format: INDEX_FORMAT in
       // keys.ts) is dropped like a retired generation; nothing reads it any more

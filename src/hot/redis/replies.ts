@@ -28,6 +28,13 @@ export function integer(r: unknown, script: string): number {
   return r;
 }
 
+/** del-if-equal / pexpire-if-equal: whether the key held the value (and was deleted or extended). */
+export function ifEqualReply(r: unknown, script: 'del-if-equal' | 'pexpire-if-equal'): boolean {
+  const n = integer(r, script);
+  if (n !== 0 && n !== 1) throw new UnexpectedReply(script, `expected 0 or 1, got ${n}`);
+  return n === 1;
+}
+
 /** An array reply, or NOT_INDEXED. */
 function arrayOrNotIndexed<T>(r: unknown, script: string): T[] | typeof NOT_INDEXED {
   if (r === NOT_INDEXED) return NOT_INDEXED;
@@ -72,10 +79,53 @@ export function searchPage<T extends string | Buffer>(r: unknown): SearchPage<T>
   return { heavy: false, more: a[0] === 1 || a[2] === 1, last: String(a[1]), seqs, docs };
 }
 
-/** get-service / replacements: NOT_INDEXED, 0 (no such service), or the row's fields. */
-export function rowReply(r: unknown, script: string): string[] | 0 | typeof NOT_INDEXED {
+/** get-service's row (redis/get-service-1.lua): the service's seq, document and deprecation header data. */
+export interface ServiceRow {
+  seq: string;
+  doc: string;
+  /** the service's deprecation header data ("" when not deprecated) */
+  hdr: string;
+}
+
+/** An array of exactly `n` strings, or 0 (no such service), or NOT_INDEXED. */
+function row(r: unknown, script: string, n: number): string[] | 0 | typeof NOT_INDEXED {
   if (r === 0) return 0;
-  return arrayOrNotIndexed<string>(r, script);
+  const a = arrayOrNotIndexed<unknown>(r, script);
+  if (a === NOT_INDEXED) return NOT_INDEXED;
+  if (a.length !== n || !a.every((v) => typeof v === 'string')) throw new UnexpectedReply(script, `expected ${n} strings, got ${a.length} fields`);
+  return a as string[];
+}
+
+/** get-service: NOT_INDEXED, null (no such service) or the service's row. */
+export function serviceReply(r: unknown): ServiceRow | null | typeof NOT_INDEXED {
+  const a = row(r, 'get-service', 3);
+  if (a === NOT_INDEXED) return NOT_INDEXED;
+  if (a === 0) return null;
+  return { seq: a[0]!, doc: a[1]!, hdr: a[2]! };
+}
+
+/** replacements' answer (redis/replacements-1.lua): an entry of the shared replacements cache. */
+export interface ReplacementsReply {
+  /** whether this call hit the shared cache (MISS: it computed and stored the entry) */
+  status: 'HIT' | 'MISS';
+  body: string;
+  etag: string;
+  /** when the shared cache stored it (ms): the Age field */
+  storedAt: number;
+  /** the service's deprecation header data ("" when not deprecated) */
+  hdr: string;
+}
+
+/** replacements: NOT_INDEXED, null (no such service) or the cache entry. */
+export function replacementsReply(r: unknown): ReplacementsReply | null | typeof NOT_INDEXED {
+  const a = row(r, 'replacements', 5);
+  if (a === NOT_INDEXED) return NOT_INDEXED;
+  if (a === 0) return null;
+  const [status, body, etag, storedAt, hdr] = a as [string, string, string, string, string];
+  if (status !== 'HIT' && status !== 'MISS') throw new UnexpectedReply('replacements', `expected HIT or MISS, got ${status}`);
+  const t = Number(storedAt);
+  if (!Number.isFinite(t)) throw new UnexpectedReply('replacements', 'bad stored-at time');
+  return { status, body, etag, storedAt: t, hdr };
 }
 
 /**

@@ -12,7 +12,8 @@ import { route, type Headers, type Reply, type Req, type RouteOptions } from '..
 import { bearerKey } from '../sandbox/auth.js';
 import { newHeartbeatToken, tokenWellFormed } from '../sandbox/heartbeat-tokens.js';
 import { hashKey } from '../sandbox/keys.js';
-import { rotateToken, tokenPrefix } from '../store/leases.js';
+import { tokenPrefix } from '../store/leases.js';
+import { rotateToken } from '../store/write-functions.js';
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const NO_STORE: Headers = [['Cache-Control', 'no-store']];
@@ -42,8 +43,7 @@ async function heartbeat(app: App, ns: string | null, id: string, req: Req, repl
 /** POST …/services/{id}/heartbeat-token: a new token (the old one stops working). */
 export async function heartbeatTokenHandler(app: App, ns: string, id: string, reply: Reply, extra: Headers): Promise<void> {
   const { token, hash } = newHeartbeatToken(await tokenPrefix(app.pg, ns));
-  const w = await rotateToken(app.pg, ns, id, hash);
-  await app.projector.syncQuietly([w]);
+  await app.projector.applyCommitted([await rotateToken(app.pg, ns, id, hash)]);
   reply.json(201, JSON.stringify({ heartbeatToken: token }), [...NO_STORE, ...extra]);
 }
 

@@ -7,7 +7,8 @@ import { deprecationHeaders, serviceObject } from '../domain/service.js';
 import { parseServiceCreate, parseServicePatch, check, validators, type ServiceInput } from '../domain/validation.js';
 import { type Headers, type Reply, type Req } from '../http/route.js';
 import { parseJson } from '../http/body.js';
-import { addReplacement, deleteService, loadReplacements } from '../store/services.js';
+import { loadReplacements } from '../store/services.js';
+import { addReplacement, deleteService } from '../store/write-functions.js';
 import { createServices, patchService } from '../store/writes.js';
 import { leaseToken, withToken } from './liveness.js';
 import { newHeartbeatToken } from '../sandbox/heartbeat-tokens.js';
@@ -22,8 +23,8 @@ export async function createHandler(app: App, ns: string, base: Base, req: Req, 
   // statement returned the state, so Redis and the response are built from it, not read
   // a lease comes with its heartbeat token, shown once (only its hash is stored)
   const tok = input.ttl != null ? await leaseToken(app, ns) : null;
+  // (applied to the index with its batch before it resolves: GroupCommitter's `apply`)
   const c = await app.commits.create({ ns, input, tokenHash: tok?.hash ?? null });
-  await app.projector.applyCommitted([c]);
   reply.json(201, withToken(c.doc, tok?.token ?? null), [['Location', `${base}/${c.id}`], ['Cache-Control', 'no-store'], ...deprecationHeaders(c.hdr, `${base}/${c.id}/replacements`), ...extra]);
 }
 
@@ -76,17 +77,17 @@ export async function patchHandler(app: App, ns: string, base: Base, id: string,
 }
 
 export async function deleteHandler(app: App, ns: string, id: string, reply: Reply, extra: Headers): Promise<void> {
-  // re-index the deleted service and every service that listed it as a candidate
-  const writes = await deleteService(app.pg, ns, id);
-  await app.projector.syncQuietly(writes);
+  // re-index the deleted service and every service that listed it as a candidate, from
+  // the states the statement returned
+  await app.projector.applyCommitted(await deleteService(app.pg, ns, id));
   reply.send(204, [['Cache-Control', 'no-store'], ...extra]);
 }
 
 export async function addReplacementHandler(app: App, ns: string, id: string, req: Req, reply: Reply, body: Buffer | null, extra: Headers): Promise<void> {
   const { serviceId } = check(validators.replacementAdd, parseJson(req, body));
   const w = await addReplacement(app.pg, ns, id, serviceId);
-  await app.projector.syncQuietly([{ row: w.row, ns, id }]);
-  await listReplacementsHandler(app, ns, id, reply, extra, 201);
+  await app.projector.applyCommitted([w]);
+  reply.json(201, JSON.stringify(w.candidates.map(serviceObject)), [['Cache-Control', 'no-store'], ...extra]);
 }
 
 export async function listReplacementsHandler(app: App, ns: string, id: string, reply: Reply, extra: Headers, status = 200): Promise<void> {

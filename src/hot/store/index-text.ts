@@ -4,8 +4,8 @@
 // written once. Run by migrate() after the SQL migrations, under its lock, on every start:
 // with nothing to do it is one read of index_text_rule and one probe of a partial index.
 import { MEMBER_RULE } from '../domain/dimensions.js';
-import type { Client } from './pool.js';
-import { backfillIndexText } from './services.js';
+import type { Client, Pool } from './pool.js';
+import { indexText, loadStatesWhere } from './services.js';
 
 /**
  * Fill the rows without index text; when the member rule the stored text was computed under
@@ -25,4 +25,32 @@ export async function ensureIndexText(c: Client, log: (msg: string) => void = ()
   if (missing.rowCount) n += await backfillIndexText(c, 2000);
   if (n) log(`index text: ${n} rows written`);
   return n;
+}
+
+/**
+ * Store the index text (indexText()) of rows that have none — written before migration 0004,
+ * or straight into the tables — or, with `all`, of every row (the member rule changed:
+ * index-text.ts), in seq order, a page of `n` per statement pair. A row is written only while
+ * it is still at the version its state was read at (a write meanwhile stored its own text).
+ * Returns the rows written.
+ */
+export async function backfillIndexText(pool: Client | Pool, n = 2000, progress: (seen: number, filled: number) => void = () => undefined, all = false): Promise<number> {
+  let after = 0;
+  let seen = 0;
+  let filled = 0;
+  for (;;) {
+    const page = await loadStatesWhere(pool, `WHERE s.seq > $1 ${all ? '' : 'AND s.idx_doc IS NULL'} ORDER BY s.seq LIMIT $2`, [after, n]);
+    if (!page.length) return filled;
+    after = page[page.length - 1]!.seq;
+    seen += page.length;
+    const texts = page.map(indexText);
+    const r = await pool.query(
+      `UPDATE services s SET idx_doc = t.d, idx_members = t.m, idx_hdr = t.h
+         FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[]) AS t(id, v, d, m, h)
+        WHERE s.id = t.id AND s.version = t.v`,
+      [page.map((x) => x.id), page.map((x) => x.version), texts.map((x) => x.doc), texts.map((x) => x.members), texts.map((x) => x.hdr)],
+    );
+    filled += r.rowCount ?? 0;
+    progress(seen, filled);
+  }
 }

@@ -3,10 +3,9 @@
 // services.ts (row lock, new version, stored index text, outbox row, change event), so the
 // projector carries it to the index and to the lease in Redis.
 import { appendChanges } from '../changes/events.js';
-import { ApiError } from '../domain/errors.js';
 import { PRODUCTION } from '../domain/keys.js';
 import { serializeService } from '../domain/service.js';
-import { bumpVersions, bumpVersionsWithText, indexText, loadStatesWhere, type WriteResult } from './services.js';
+import { bumpVersionsWithText, indexText, loadStatesWhere, type WriteResult } from './services.js';
 import { withTx, type Pool } from './pool.js';
 
 /**
@@ -62,22 +61,7 @@ export async function expireMany(pool: Pool, ids: string[], now: number, confirm
   });
 }
 
-/**
- * A new heartbeat token hash for a leased service (the old one stops working once the
- * projector applied this write). The document does not change: no change event; the new
- * version carries the token to Redis.
- */
-export async function rotateToken(pool: Pool, ns: string, id: string, hash: Buffer): Promise<WriteResult> {
-  return withTx(pool, async (c) => {
-    const r = await c.query<{ ttl: number | null }>('SELECT ttl FROM services WHERE id = $1 AND ns = $2 FOR UPDATE', [id, ns]);
-    if (!r.rows[0]) throw new ApiError('SERVICE_NOT_FOUND');
-    if (r.rows[0].ttl === null) throw new ApiError('NO_LEASE');
-    await c.query('UPDATE services SET hb_token_hash = $2 WHERE id = $1', [id, hash]);
-    await bumpVersions(c, [id]);
-    const o = await c.query<{ id: string }>('INSERT INTO outbox (ns, service_id) VALUES ($1, $2) RETURNING id', [ns, id]);
-    return { id, ns, row: Number(o.rows[0]!.id) };
-  });
-}
+// (a new heartbeat token: rotateToken(), write-functions.ts: one round trip)
 
 /** The key prefix heartbeat tokens of a namespace start with (the sandbox key's; `prod`). */
 export async function tokenPrefix(pool: Pool, ns: string): Promise<string> {
