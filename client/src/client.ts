@@ -15,12 +15,23 @@ import type {
   ServiceCreate,
   ServicePatch,
 } from './types.js';
+import type { components } from './types.js';
 
 export type ClientOptions = TransportOptions;
 type Q = Readonly<Record<string, QueryValue>>;
 
 export type CreatedSandbox = JsonResponse<'/sandboxes', 'post', 201>;
 export type SandboxPoll = JsonResponse<'/sandbox/{uuid}/poll', 'get', 200>;
+/** What a heartbeat reports (`passing` when none is given). */
+export type HeartbeatStatus = NonNullable<components['schemas']['Heartbeat']['status']>;
+/** A new heartbeat token (201 of the token routes). */
+export type HeartbeatTokenBody = components['schemas']['HeartbeatToken'];
+
+/** `PUT …/heartbeat` with the service's heartbeat token: 204, or an ApiError (401 wrong token, 429 over the sandbox's limit). */
+async function beat(t: Transport, path: string, token: string, status: HeartbeatStatus | undefined, o?: CallOptions): Promise<void> {
+  const res = await t.request('PUT', path, { ...o, key: token, body: status === undefined ? undefined : { status } });
+  await res.body?.cancel();
+}
 
 const seg = (s: string) => encodeURIComponent(s);
 
@@ -86,6 +97,19 @@ export class RegistryClient {
     return new SandboxClient(this.transport, uuid, apiKey);
   }
 
+  /** Production writes with the admin key (a script's calls: `Authorization: Bearer <admin key>`). */
+  admin(adminKey: string): AdminClient {
+    return new AdminClient(this.transport, adminKey);
+  }
+
+  /**
+   * Heartbeat of a leased production service, with the `heartbeatToken` its registration
+   * returned (no other key): it stays or turns `passing`, or `critical` when `status` says so.
+   */
+  heartbeat(id: string, heartbeatToken: string, status?: HeartbeatStatus, o?: CallOptions): Promise<void> {
+    return beat(this.transport, `/services/${seg(id)}/heartbeat`, heartbeatToken, status, o);
+  }
+
   /** Request counters of a sandbox (public, not counted against its limit). */
   sandboxPoll(uuid: string, o?: CallOptions): Promise<SandboxPoll> {
     return this.transport.json('GET', `/sandbox/${seg(uuid)}/poll`, o);
@@ -134,6 +158,16 @@ export class SandboxClient {
     return this.t.json('POST', `${this.base}/${seg(id)}/replacements`, { ...o, key: this.apiKey, body: { serviceId } });
   }
 
+  /** Heartbeat of a leased service of this sandbox (its `heartbeatToken`; counts against the sandbox's limit). */
+  heartbeat(id: string, heartbeatToken: string, status?: HeartbeatStatus, o?: CallOptions): Promise<void> {
+    return beat(this.t, `${this.base}/${seg(id)}/heartbeat`, heartbeatToken, status, o);
+  }
+
+  /** A new heartbeat token for a leased service; the previous one stops working. */
+  rotateHeartbeatToken(id: string, o?: CallOptions): Promise<HeartbeatTokenBody> {
+    return this.t.json('POST', `${this.base}/${seg(id)}/heartbeat-token`, { ...o, key: this.apiKey });
+  }
+
   /** Pages of the sandbox's services matching `query`. */
   searchPages(query: SandboxSearchQuery = {}, o?: PageOptions): AsyncGenerator<Page<Service>> {
     return pages<Service>(this.t, withQuery(this.base, query as Q), this.apiKey, o);
@@ -146,5 +180,34 @@ export class SandboxClient {
   /** Conditional polling of a sandbox search (every poll, 304s included, counts against the limit). */
   poller(query: SandboxSearchQuery = {}, o: { maxPages?: number } = {}): Poller<Service> {
     return new Poller<Service>(this.t, withQuery(this.base, query as Q), this.apiKey, o.maxPages);
+  }
+}
+
+/** Production registry writes under `/admin/api/services`, with the admin key. */
+export class AdminClient {
+  private readonly base = '/admin/api/services';
+
+  constructor(
+    private readonly t: Transport,
+    private readonly adminKey: string,
+  ) {}
+
+  /** Registers a production service (with `ttl`: a lease, and the 201 carries `heartbeatToken` once). */
+  register(body: ServiceCreate, o?: CallOptions): Promise<JsonResponse<'/admin/api/services', 'post', 201>> {
+    return this.t.json('POST', this.base, { ...o, key: this.adminKey, body });
+  }
+
+  patch(id: string, body: ServicePatch, o?: CallOptions): Promise<JsonResponse<'/admin/api/services/{id}', 'patch', 200>> {
+    return this.t.json('PATCH', `${this.base}/${seg(id)}`, { ...o, key: this.adminKey, body });
+  }
+
+  async delete(id: string, o?: CallOptions): Promise<void> {
+    const res = await this.t.request('DELETE', `${this.base}/${seg(id)}`, { ...o, key: this.adminKey });
+    await res.body?.cancel();
+  }
+
+  /** A new heartbeat token for a leased production service; the previous one stops working. */
+  rotateHeartbeatToken(id: string, o?: CallOptions): Promise<HeartbeatTokenBody> {
+    return this.t.json('POST', `${this.base}/${seg(id)}/heartbeat-token`, { ...o, key: this.adminKey });
   }
 }

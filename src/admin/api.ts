@@ -47,7 +47,7 @@ export function registerAdminApi(uws: TemplatedApp, app: App, o: RouteOptions): 
     await requireAdmin(app, req);
     const uuid = req.params[0]!;
     const s = UUID_RE.test(uuid) ? await getSandbox(app.pg, uuid) : null;
-    if (!s) throw new ApiError('NOT_FOUND', 'no such sandbox');
+    if (!s) throw new ApiError('SANDBOX_NOT_FOUND');
     const [serviceCount, health, history, poll] = await Promise.all([
       countServices(app.pg, s.uuid),
       healthCounts(app.pg, s.uuid),
@@ -73,10 +73,10 @@ export function registerAdminApi(uws: TemplatedApp, app: App, o: RouteOptions): 
     const { tier } = check(validators.tierChange, parseJson(req, body));
     const limit = app.cfg.tiers[tier];
     if (!Object.hasOwn(app.cfg.tiers, tier) || limit === undefined) {
-      throw new ApiError('VALIDATION_FAILED', `unknown tier "${tier}"; one of ${Object.keys(app.cfg.tiers).join(', ')}`);
+      throw new ApiError('UNKNOWN_TIER', [tier, Object.keys(app.cfg.tiers).join(', ')]);
     }
     const uuid = req.params[0]!;
-    if (!UUID_RE.test(uuid)) throw new ApiError('NOT_FOUND', 'no such sandbox');
+    if (!UUID_RE.test(uuid)) throw new ApiError('SANDBOX_NOT_FOUND');
     // committed with an outbox row, then applied like every other write: with the row's
     // version (a slower, older change never overwrites it) and swept if this apply fails;
     // the rate-limit script reads the limit from Redis, so it holds from the next request
@@ -95,6 +95,6 @@ export function registerAdminApi(uws: TemplatedApp, app: App, o: RouteOptions): 
   // Unknown /admin/api/* paths: 401 first (nothing is revealed to strangers), then 404.
   route(uws, 'any', '/admin/api/*', async (req, reply) => {
     await requireAdmin(app, req);
-    reply.error('NOT_FOUND', `no route for ${req.method} ${req.path}`);
+    reply.error('ROUTE_NOT_FOUND', [req.method, req.path]);
   }, o);
 }

@@ -41,7 +41,7 @@ export async function checkAdminKey(app: App, remote: string, key: string): Prom
   const limit = app.cfg.loginFailuresPerMinute;
   const refuse = () => {
     const retry = String(Math.max(1, Math.ceil(((minute + 1) * 60_000 - Date.now()) / 1000)));
-    return new ApiError('RATE_LIMITED', 'too many failed admin key attempts from this address; try again later', { 'Retry-After': retry });
+    return new ApiError('ADMIN_KEY_THROTTLED', [], { 'Retry-After': retry });
   };
   try {
     if (Number((await app.redis.get(failures)) ?? 0) >= limit) throw refuse();
@@ -72,11 +72,11 @@ export async function requireAdmin(app: App, req: Req): Promise<AdminPrincipal> 
   const key = bearerKey(req.authorization);
   if (key && (await checkAdminKey(app, req.remote, key))) return { by: 'admin-api-key', via: 'bearer' };
   const s = await sessionFromCookie(app, req.cookie);
-  if (!s) throw new ApiError('UNAUTHORIZED', 'admin key or session required', { 'WWW-Authenticate': 'Bearer' });
+  if (!s) throw new ApiError('ADMIN_AUTH_REQUIRED', [], { 'WWW-Authenticate': 'Bearer' });
   if (req.method !== 'GET' && req.method !== 'HEAD') {
     const sent = Buffer.from(req.csrf || '');
     const want = Buffer.from(s.csrf);
-    if (sent.length !== want.length || !timingSafeEqual(sent, want)) throw new ApiError('CSRF_FAILED', 'missing or wrong X-CSRF-Token');
+    if (sent.length !== want.length || !timingSafeEqual(sent, want)) throw new ApiError('CSRF_FAILED');
   }
   return { by: `session:${s.id.slice(0, 8)}`, via: 'cookie' };
 }

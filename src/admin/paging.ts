@@ -15,7 +15,7 @@ export const MAX_PAGE = 1_000_000;
 
 function one(v: unknown, name: string): string | undefined {
   if (v === undefined) return undefined;
-  if (Array.isArray(v)) throw new ApiError('BAD_QUERY', `give "${name}" at most once`);
+  if (Array.isArray(v)) throw new ApiError('QUERY_PARAM_REPEATED', [name]);
   return String(v);
 }
 
@@ -25,16 +25,16 @@ export function parseListQuery(qs: string | null, tiers: Record<string, number>)
   try {
     q = parseQs(qs ?? '') as Record<string, unknown>;
   } catch {
-    throw new ApiError('BAD_QUERY', 'the query string does not decode');
+    throw new ApiError('QUERY_UNDECODABLE');
   }
   const tierRaw = one(q.tier, 'tier') ?? '';
   const pageRaw = one(q.page, 'page') ?? '';
   if (tierRaw !== '' && !Object.hasOwn(tiers, tierRaw)) {
-    throw new ApiError('BAD_QUERY', `unknown tier "${tierRaw.slice(0, 40)}"; one of ${Object.keys(tiers).join(', ')}`);
+    throw new ApiError('QUERY_UNKNOWN_TIER', [tierRaw.slice(0, 40), Object.keys(tiers).join(', ')]);
   }
-  if (pageRaw !== '' && !/^\d{1,7}$/.test(pageRaw)) throw new ApiError('BAD_QUERY', 'page must be a whole number from 0');
+  if (pageRaw !== '' && !/^\d{1,7}$/.test(pageRaw)) throw new ApiError('QUERY_PAGE_NOT_NUMBER');
   const page = pageRaw === '' ? 0 : Number(pageRaw);
-  if (page > MAX_PAGE) throw new ApiError('BAD_QUERY', `page must be at most ${MAX_PAGE}`);
+  if (page > MAX_PAGE) throw new ApiError('QUERY_PAGE_TOO_LARGE', [MAX_PAGE]);
   return { tier: tierRaw === '' ? null : tierRaw, page };
 }
 

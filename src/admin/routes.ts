@@ -20,7 +20,7 @@ export function registerAdmin(uws: TemplatedApp, app: App, routeOptions: RouteOp
     // a missing, empty or mistyped key is as wrong as a wrong one: 401, not a schema error
     const apiKey = b && typeof b === 'object' && typeof b.apiKey === 'string' ? b.apiKey : '';
     // throttled per address (checkAdminKey: 429 beyond LOGIN_FAILURES_PER_MINUTE failures)
-    if (!(await checkAdminKey(app, req.remote, apiKey))) throw new ApiError('UNAUTHORIZED', 'wrong admin key');
+    if (!(await checkAdminKey(app, req.remote, apiKey))) throw new ApiError('ADMIN_KEY_WRONG');
     const { session, cookie } = await createSession(app);
     reply.json(200, JSON.stringify({ csrfToken: session.csrf }), [['Set-Cookie', cookie], ['Cache-Control', 'no-store']]);
   }, ob);
@@ -30,7 +30,7 @@ export function registerAdmin(uws: TemplatedApp, app: App, routeOptions: RouteOp
   // token fetched with the cookie safe to hand out.
   route(uws, 'get', '/admin/session', async (req, reply) => {
     const s = await sessionFromCookie(app, req.cookie);
-    if (!s) throw new ApiError('UNAUTHORIZED', 'no admin session', { 'WWW-Authenticate': 'Bearer' });
+    if (!s) throw new ApiError('ADMIN_SESSION_MISSING', [], { 'WWW-Authenticate': 'Bearer' });
     reply.json(200, JSON.stringify({ csrfToken: s.csrf }), [['Cache-Control', 'no-store']]);
   }, o);
 

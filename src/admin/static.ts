@@ -98,11 +98,11 @@ export function registerStatic(uws: TemplatedApp, app: App, o: RouteOptions, dir
 
   const serve: Parameters<typeof route>[3] = (req, reply) => {
     const fs = current();
-    if (!fs) return reply.error('UNAVAILABLE', 'the dashboard is not built: run `make build` (or `npx vite build web`)', [['Retry-After', '5']]);
+    if (!fs) return reply.error('DASHBOARD_NOT_BUILT', [], [['Retry-After', '5']]);
     let rel = req.path.slice('/admin/'.length);
     if (rel === '') rel = 'index.html';
     const f = fs.get(rel);
-    if (!f) return reply.error('NOT_FOUND', `no file ${req.path}`);
+    if (!f) return reply.error('FILE_NOT_FOUND', [req.path]);
     const headers: Headers = [
       ['Content-Type', f.type],
       ['Cache-Control', ASSET_CACHE],

@@ -68,8 +68,8 @@ export function buildUws(app: App, routes: RegisterRoutes[], hooks: Partial<Pick
   for (const register of routes) register(uws, app, o);
   route(uws, 'any', '/*', (req, reply) => {
     const allow = allowedMethods(uws, req.path);
-    if (allow.length) return reply.error('METHOD_NOT_ALLOWED', `${req.method} is not allowed here; use ${allow.join(', ')}`, [['Allow', allow.join(', ')]]);
-    reply.error('NOT_FOUND', `no route for ${req.method} ${req.path}`);
+    if (allow.length) return reply.error('METHOD_NOT_ALLOWED', [req.method, allow.join(', ')], [['Allow', allow.join(', ')]]);
+    reply.error('ROUTE_NOT_FOUND', [req.method, req.path]);
   }, o);
   return uws;
 }

@@ -51,14 +51,14 @@ export class IntersectPool {
 
   private async exec(task: IntersectTask, name: string, signal?: AbortSignal): Promise<unknown> {
     if (this.piscina.queueSize >= this.cfg.poolMaxQueue) {
-      throw new ApiError('OVERLOADED', 'too many heavy searches queued; try again shortly', { 'Retry-After': '1' });
+      throw new ApiError('SEARCH_QUEUE_FULL', [], { 'Retry-After': '1' });
     }
     try {
       return await this.piscina.run(task, { name, signal });
     } catch (err) {
-      if (signal?.aborted) throw new ApiError('BAD_REQUEST', 'the client went away');
+      if (signal?.aborted) throw new ApiError('CLIENT_GONE');
       if (/queue is at limit|Task queue/i.test(String((err as Error)?.message))) {
-        throw new ApiError('OVERLOADED', 'too many heavy searches queued; try again shortly', { 'Retry-After': '1' });
+        throw new ApiError('SEARCH_QUEUE_FULL', [], { 'Retry-After': '1' });
       }
       throw err;
     }

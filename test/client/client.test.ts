@@ -190,3 +190,59 @@ t.test('the admin key works as a key too (no admin helpers needed)', async (t) =
   t.equal(r.status, 200);
   await r.body?.cancel();
 });
+
+t.test('heartbeats: a sandbox fleet with leases, token rotation, production through the admin key', async (t) => {
+  const { fetch, sent } = recordingFetch();
+  const client = new RegistryClient({ baseUrl: s.url, fetch });
+  const created = await client.createSandbox({ name: 'fleet-hb' });
+  await s.admin('POST', `/admin/api/sandboxes/${created.uuid}/tier`, { tier: 'pro' });
+  const sb = client.sandbox(created.uuid, created.apiKey!);
+  const dev = await sb.register({ endpoint: 'https://hb.example.com', capability: 'hb', ttl: 60 });
+  const token = dev.heartbeatToken!;
+  t.match(token, /^[a-z0-9]{1,16}_hb_[0-9A-Za-z]+$/, 'a lease: the 201 carries the heartbeat token');
+  t.equal(dev.health.status, 'passing');
+
+  await sb.heartbeat(dev.id, token, 'critical');
+  t.equal((await sb.get(dev.id)).health.status, 'critical', 'a heartbeat reporting critical');
+  await sb.heartbeat(dev.id, token);
+  t.equal((await sb.get(dev.id)).health.status, 'passing', 'no status: passing');
+  const beats = sent.filter((r) => r.method === 'PUT');
+  t.same(beats.map((r) => [r.url.slice(s.url.length), r.status]), [[`/sandbox/${created.uuid}/services/${dev.id}/heartbeat`, 204], [`/sandbox/${created.uuid}/services/${dev.id}/heartbeat`, 204]]);
+
+  const wrongKey = await sb.heartbeat(dev.id, created.apiKey!).catch((e: unknown) => e);
+  t.ok(isApiError(wrongKey, 'UNAUTHORIZED'), 'the sandbox key is not a heartbeat token');
+  t.equal((wrongKey as ApiError).status, 401);
+
+  const rotated = await sb.rotateHeartbeatToken(dev.id);
+  t.not(rotated.heartbeatToken, token, 'a new token');
+  const old = await sb.heartbeat(dev.id, token, 'critical').catch((e: unknown) => e);
+  t.ok(isApiError(old, 'UNAUTHORIZED'), 'the previous token stops working');
+  t.equal((await sb.get(dev.id)).health.status, 'passing', 'and changed nothing');
+  await sb.heartbeat(dev.id, rotated.heartbeatToken, 'critical');
+  t.equal((await sb.get(dev.id)).health.status, 'critical', 'the new one works');
+
+  const noLease = await sb.register({ endpoint: 'https://nolease.example.com', capability: 'hb' });
+  t.equal(noLease.heartbeatToken, undefined, 'no ttl, no token');
+  const conflict = await sb.rotateHeartbeatToken(noLease.id).catch((e: unknown) => e);
+  t.ok(isApiError(conflict, 'CONFLICT'), 'no lease: no token to rotate (409)');
+
+  // production: registered and rotated with the admin key, heartbeats with the token alone
+  const admin = client.admin(ADMIN_KEY);
+  const prod = await admin.register({ endpoint: 'https://prod-hb.example.com', capability: 'hb-prod', ttl: 30 });
+  await client.heartbeat(prod.id, prod.heartbeatToken!, 'critical');
+  t.equal((await client.getService(prod.id)).health.status, 'critical');
+  const prodRotated = await admin.rotateHeartbeatToken(prod.id);
+  t.ok(isApiError(await client.heartbeat(prod.id, prod.heartbeatToken!).catch((e: unknown) => e), 'UNAUTHORIZED'), 'the old production token stops working');
+  await client.heartbeat(prod.id, prodRotated.heartbeatToken);
+  t.equal((await client.getService(prod.id)).health.status, 'passing');
+  await admin.delete(prod.id);
+  t.ok(isApiError(await client.getService(prod.id).catch((e: unknown) => e), 'NOT_FOUND'), 'deleted through the admin client');
+});
+
+t.test('typed errors: a code outside the registry does not compile', async (t) => {
+  const e: unknown = new ApiError(404, 'NOT_FOUND', 'no such service');
+  t.ok(isApiError(e, 'NOT_FOUND'));
+  t.notOk(isApiError(e, 'CONFLICT'));
+  // @ts-expect-error 'NO_SUCH_CODE' is not one of the document's error codes
+  t.notOk(isApiError(e, 'NO_SUCH_CODE'));
+});

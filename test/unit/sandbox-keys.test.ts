@@ -1,6 +1,7 @@
 // Sandbox key format: <prefix>_sb_<32 base62 random><6 base62 CRC32 of the rest>.
 import t from 'tap';
-import { crc32, keyChecksum, keyShape, KEY_RE, LEGACY_KEY_RE, newSandboxKey } from '../../src/hot/sandbox/keys.js';
+import { createHash } from 'node:crypto';
+import { crc32, hashKey, keyChecksum, keyPrefix, keyShape, KEY_RE, LEGACY_KEY_RE, newSandboxKey } from '../../src/hot/sandbox/keys.js';
 
 t.test('crc32 is the IEEE/zlib one', async (t) => {
   t.equal(crc32('123456789'), 0xcbf43926, 'the standard check value');
@@ -77,4 +78,36 @@ t.test('every checksum character flipped in case is refused (the checksum is cas
     }
   }
   t.ok(flipped >= 60, `${flipped} flipped characters checked`);
+});
+
+t.test('the key regexes are anchored: a key inside other text is not a key', async (t) => {
+  const { key } = newSandboxKey('anchors');
+  t.ok(KEY_RE.test(key));
+  t.notOk(KEY_RE.test(`-${key}`), 'text before');
+  t.notOk(KEY_RE.test(`${key}x`), 'text after');
+  const legacy = `anchors_sb_${'a'.repeat(32)}`;
+  t.equal(keyShape(legacy), 'legacy');
+  t.equal(keyShape(`-${legacy}`), 'invalid', 'a legacy key with text before is no key');
+  t.equal(keyShape(`${legacy}-`), 'invalid', 'nor with text after');
+  t.notOk(LEGACY_KEY_RE.test(`-${legacy}`));
+});
+
+t.test('the prefix: the name folded to [a-z0-9], at most 16 characters, "sandbox" when nothing is left', async (t) => {
+  t.equal(keyPrefix('My Lab!'), 'mylab');
+  t.equal(keyPrefix('Ünïcødé Fleet'), 'unicdefleet', 'accents dropped by NFKD (ø has no decomposition)');
+  t.equal(keyPrefix('abcdefghijklmnopqrstuvwxyz'), 'abcdefghijklmnop', 'cut at 16');
+  t.equal(keyPrefix('—— ✓ ——'), 'sandbox', 'nothing left');
+  t.equal(keyPrefix(''), 'sandbox');
+  const { key, prefix } = newSandboxKey('—');
+  t.equal(prefix, 'sandbox');
+  t.ok(key.startsWith('sandbox_sb_'));
+});
+
+t.test('hashKey: the SHA-256 of the key text, 32 bytes (only this is stored)', async (t) => {
+  const k = 'lab_sb_0123456789abcdefghijABCDEFGHIJ0123456789';
+  const h = hashKey(k);
+  t.ok(Buffer.isBuffer(h));
+  t.equal(h.length, 32);
+  t.equal(h.toString('hex'), createHash('sha256').update(k, 'utf8').digest('hex'));
+  t.equal(hashKey('').toString('hex'), 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855', 'the SHA-256 of nothing');
 });

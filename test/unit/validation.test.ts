@@ -109,3 +109,19 @@ t.test('other bodies', async (t) => {
   refused(t, () => check(validators.sandboxCreate, { name: 'n', location: { lat: 0, lon: -181 } }), 'lon -181');
   refused(t, () => check(validators.sandboxCreate, { name: 'n', location: { lat: 0 } }), 'no lon');
 });
+
+t.test('a schema refusal names where and what, in the words a client sees', async (t) => {
+  const msg = (v: Parameters<typeof check>[0], body: unknown) => {
+    try {
+      check(v, body);
+      return 'accepted';
+    } catch (e) {
+      return (e as ApiError).code + ': ' + (e as Error).message;
+    }
+  };
+  t.equal(msg(validators.serviceCreate, { endpoint: 'https://a.example', capability: 'x', zzz: 1 }), 'VALIDATION_FAILED: (body): unknown field "zzz"');
+  t.equal(msg(validators.serviceCreate, { capability: 'x' }), "VALIDATION_FAILED: (body) must have required property 'endpoint'");
+  t.equal(msg(validators.serviceCreate, { endpoint: 'https://a.example', capabilities: [] }), 'VALIDATION_FAILED: /capabilities must NOT have fewer than 1 items');
+  t.equal(msg(validators.tierChange, {}), "VALIDATION_FAILED: (body) must have required property 'tier'");
+  t.equal(msg(validators.tierChange, { tier: 'free' }), 'accepted');
+});

@@ -20,11 +20,11 @@ export function parseLastEventId(header: string, query: string | null): number |
       raw = m ? decodeURIComponent(m[1]!.replace(/\+/g, ' ')) : '';
     } catch {
       // a malformed % escape or bytes that are not UTF-8: client input, so a 400
-      throw new ApiError('BAD_REQUEST', 'lastEventId is not a well-formed percent-encoded value');
+      throw new ApiError('LAST_EVENT_ID_UNDECODABLE');
     }
   }
   if (!raw) return null;
-  if (!/^\d{1,15}$/.test(raw)) throw new ApiError('BAD_REQUEST', 'Last-Event-ID must be an event id from this feed');
+  if (!/^\d{1,15}$/.test(raw)) throw new ApiError('LAST_EVENT_ID_INVALID');
   return Number(raw);
 }
 
@@ -35,14 +35,14 @@ export function registerChanges(uws: TemplatedApp, app: App, o: RouteOptions): v
     const hub = app.hub;
     // refusals come before the key is counted against its rate limit; while draining, a
     // stream opened now would only be cut again
-    if (hub.isClosed()) throw new ApiError('UNAVAILABLE', 'the server is shutting down; reconnect', { 'Retry-After': '1' });
+    if (hub.isClosed()) throw new ApiError('SHUTTING_DOWN', [], { 'Retry-After': '1' });
     // the slot is taken now, synchronously, before any await (concurrent opens never hold
     // one more than a cap), and given back on every way out: refusal, error, client gone,
     // stream ended (attach() resolves then)
     const release = hub.shares.reserve(req.remote);
-    if (release === 'total') throw new ApiError('RATE_LIMITED', 'too many open change streams on this server; try again later', { 'Retry-After': '5' });
+    if (release === 'total') throw new ApiError('STREAMS_FULL', [], { 'Retry-After': '5' });
     if (release === 'address') {
-      throw new ApiError('RATE_LIMITED', `at most ${hub.shares.perAddress} open change streams per client address; close one or try again later`, { 'Retry-After': '5' });
+      throw new ApiError('STREAMS_PER_ADDRESS', [hub.shares.perAddress], { 'Retry-After': '5' });
     }
     try {
       const after = parseLastEventId(req.extra?.['last-event-id'] ?? '', req.query);

@@ -53,7 +53,7 @@ function describe(errors: ErrorObject[] | null | undefined): string {
 
 /** Validate with one of the compiled validators; throws a 400 ApiError. */
 export function check<T>(v: ValidateFunction<T>, body: unknown): T {
-  if (!v(body)) throw new ApiError('VALIDATION_FAILED', describe(v.errors));
+  if (!v(body)) throw new ApiError('BODY_INVALID', [describe(v.errors)]);
   return body;
 }
 
@@ -68,7 +68,7 @@ function validDate(s: string): boolean {
 
 function normEndpoint(s: string): string {
   const r = normaliseEndpoint(s);
-  if (!r.ok) throw new ApiError('VALIDATION_FAILED', r.reason);
+  if (!r.ok) throw new ApiError('BODY_INVALID', [r.reason]);
   return r.href;
 }
 
@@ -78,7 +78,7 @@ function normProps(p: Record<string, string>): Record<string, string> {
   const out = Object.create(null) as Record<string, string>;
   for (const [k, v] of Object.entries(p)) {
     const key = k.toLowerCase();
-    if (Object.hasOwn(out, key)) throw new ApiError('VALIDATION_FAILED', `/properties has the key "${key}" twice (keys are case-insensitive)`);
+    if (Object.hasOwn(out, key)) throw new ApiError('PROPERTY_KEY_TWICE', [key]);
     out[key] = v;
   }
   return out;
@@ -104,7 +104,7 @@ export interface ServiceInput {
 
 export function parseServiceCreate(body: unknown): ServiceInput {
   const b = check(validators.serviceCreate, body);
-  if (b.sunset_date && !validDate(b.sunset_date)) throw new ApiError('VALIDATION_FAILED', '/sunset_date is not a valid date');
+  if (b.sunset_date && !validDate(b.sunset_date)) throw new ApiError('SUNSET_DATE_INVALID');
   return {
     endpoint: normEndpoint(b.endpoint),
     capabilities: uniqLower(b.capabilities ?? [b.capability!]),
@@ -122,7 +122,7 @@ export type ServiceChange = Partial<ServiceInput>;
 
 export function parseServicePatch(body: unknown): ServiceChange {
   const b = check(validators.servicePatch, body);
-  if (b.sunset_date && !validDate(b.sunset_date)) throw new ApiError('VALIDATION_FAILED', '/sunset_date is not a valid date');
+  if (b.sunset_date && !validDate(b.sunset_date)) throw new ApiError('SUNSET_DATE_INVALID');
   const c: ServiceChange = {};
   if (b.endpoint !== undefined) c.endpoint = normEndpoint(b.endpoint);
   if (b.capabilities !== undefined) c.capabilities = uniqLower(b.capabilities);

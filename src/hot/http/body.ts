@@ -55,22 +55,22 @@ export function jsonDepthExceeds(text: Buffer, limit: number): boolean {
  */
 export function parseJson(req: Req, body: Buffer | null): unknown {
   if (req.contentType && !/^application\/([a-z0-9.+-]*\+)?json\s*(;|$)/i.test(req.contentType)) {
-    throw new ApiError('UNSUPPORTED_MEDIA_TYPE', 'send the body as application/json');
+    throw new ApiError('BODY_NOT_JSON_TYPE');
   }
-  if (!body || body.length === 0) throw new ApiError('BAD_JSON', 'the request needs a JSON body');
+  if (!body || body.length === 0) throw new ApiError('BODY_MISSING');
   const limit = req.maxJsonDepth ?? DEFAULT_JSON_DEPTH;
   if (jsonDepthExceeds(body, limit)) {
-    throw new ApiError('BAD_JSON', `the body nests arrays and objects deeper than the limit of ${limit} levels`);
+    throw new ApiError('BODY_TOO_DEEP', [limit]);
   }
   let v: unknown;
   try {
     v = JSON.parse(body.toString('utf8'));
   } catch {
-    throw new ApiError('BAD_JSON', 'the body is not valid JSON');
+    throw new ApiError('BODY_NOT_JSON');
   }
   // An escaped lone surrogate ("\ud800") is valid JSON but not Unicode: PostgreSQL's UTF-8
   // would store it as U+FFFD, silently other than what was sent. Refused instead.
-  if (!wellFormed(v)) throw new ApiError('BAD_JSON', 'the body holds a string that is not valid Unicode (an unpaired surrogate escape)');
+  if (!wellFormed(v)) throw new ApiError('BODY_BAD_UNICODE');
   return v;
 }
 

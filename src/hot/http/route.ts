@@ -2,7 +2,7 @@
 // everything from `req` synchronously, attach onAborted before any await, write later
 // responses inside cork() and only if the client is still there (bodies: body.ts).
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
-import { ApiError, ERRORS, errorBody, STATUS_TEXT, type ErrorCode } from '../domain/errors.js';
+import { ApiError, ERRORS, errorBody, errorMessage, REGISTRY, STATUS_TEXT, type ErrorArg, type ErrorCode, type ErrorKey } from '../domain/errors.js';
 import { outageError } from '../ops/outage.js';
 import { readBody } from './body.js';
 import type { Headers, Req } from './types.js';
@@ -69,10 +69,19 @@ export class Reply {
     this.send(status, [['Content-Type', JSON_TYPE], ...headers], body);
   }
 
-  error(code: ErrorCode, message: string, headers: Headers = [], close = false): void {
+  /** The registry's error `key` (its template filled by `args`): no ApiError (an object and a stack-trace guard) per answer. */
+  error(key: ErrorKey, args: readonly ErrorArg[] = [], headers: Headers = [], close = false): void {
+    this.errorAnswer(REGISTRY[key].code, errorMessage(key, args), headers, close);
+  }
+
+  /** A thrown ApiError as the contract's error body, with its headers. */
+  fail(e: ApiError): void {
+    this.errorAnswer(e.code, e.message, Object.entries(e.headers));
+  }
+
+  private errorAnswer(code: ErrorCode, message: string, headers: Headers, close = false): void {
     // no-store unless the caller chose a Cache-Control (never two of them)
     const cc: Headers = headers.some(([k]) => k.toLowerCase() === 'cache-control') ? [] : [['Cache-Control', 'no-store']];
-    // the status from the registry: no ApiError (an object and a stack-trace guard) per answer
     this.send(ERRORS[code], [['Content-Type', JSON_TYPE], ...cc, ...headers], errorBody(code, message), close);
   }
 
@@ -196,10 +205,10 @@ export function sendError(reply: Reply, err: unknown, onError: (err: unknown) =>
   // an unreachable PostgreSQL or Redis is a 503 with Retry-After wherever it surfaces
   const e = err instanceof ApiError ? err : outageError(err);
   if (e) {
-    reply.error(e.code, e.message, Object.entries(e.headers));
+    reply.fail(e);
   } else {
     onError(err);
-    reply.error('INTERNAL', 'internal error');
+    reply.error('INTERNAL');
   }
 }
 
@@ -262,16 +271,16 @@ export function route(app: TemplatedApp, method: 'get' | 'post' | 'put' | 'patch
     reply.head = req.method === 'HEAD';
     if (o.draining?.()) reply.closeAfter = true;
     if (req.path.length + (req.query?.length ?? 0) > MAX_URL_BYTES) {
-      return reply.error('URI_TOO_LONG', `the URL is longer than ${MAX_URL_BYTES} bytes`, [], true);
+      return reply.error('URL_TOO_LONG', [MAX_URL_BYTES], [], true);
     }
     if (!o.body) return run(handler, req, reply, null, o);
-    if (req.contentLength === -2) return reply.error('BAD_REQUEST', 'Content-Length is not a number', [], true);
+    if (req.contentLength === -2) return reply.error('CONTENT_LENGTH_INVALID', [], [], true);
     if (req.contentLength > o.maxBody) {
       // refuse before reading a byte of it, and close: the rest is not worth receiving
-      return reply.error('PAYLOAD_TOO_LARGE', `the body is larger than ${o.maxBody} bytes`, [], true);
+      return reply.error('BODY_TOO_LARGE', [o.maxBody], [], true);
     }
     readBody(res, o.maxBody, (body) => {
-      if (body === null) return reply.error('PAYLOAD_TOO_LARGE', `the body is larger than ${o.maxBody} bytes`, [], true);
+      if (body === null) return reply.error('BODY_TOO_LARGE', [o.maxBody], [], true);
       run(handler, req, reply, body, o);
     });
   });

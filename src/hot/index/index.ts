@@ -41,7 +41,7 @@ export interface Page {
 }
 
 export function notIndexed(): ApiError {
-  return new ApiError('UNAVAILABLE', 'the search index is being rebuilt; try again shortly', { 'Retry-After': '2' });
+  return new ApiError('INDEX_REBUILDING', [], { 'Retry-After': '2' });
 }
 
 /**

@@ -58,7 +58,7 @@ export function backendOf(err: unknown): 'redis' | 'postgres' | null {
 
 /** The 503 an outage error maps to, or null when `err` is not an outage. */
 export function outageError(err: unknown): ApiError | null {
-  if (isRedisUnavailable(err)) return new ApiError('UNAVAILABLE', 'a backing service is unavailable; try again shortly', { 'Retry-After': '2' });
-  if (isPgUnavailable(err)) return new ApiError('UNAVAILABLE', 'the database is unavailable; try again shortly', { 'Retry-After': '5' });
+  if (isRedisUnavailable(err)) return new ApiError('REDIS_UNAVAILABLE', [], { 'Retry-After': '2' });
+  if (isPgUnavailable(err)) return new ApiError('PG_UNAVAILABLE', [], { 'Retry-After': '5' });
   return null;
 }

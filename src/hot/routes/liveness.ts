@@ -19,7 +19,7 @@ const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 const NO_STORE: Headers = [['Cache-Control', 'no-store']];
 
 function unauthorized(): ApiError {
-  return new ApiError('UNAUTHORIZED', "this service's heartbeat token is required (Authorization: Bearer <heartbeatToken>)", { 'WWW-Authenticate': 'Bearer' });
+  return new ApiError('HEARTBEAT_TOKEN_REQUIRED', [], { 'WWW-Authenticate': 'Bearer' });
 }
 
 /** The wanted status of a heartbeat body: none (or empty) is "passing". */
@@ -36,7 +36,7 @@ async function heartbeat(app: App, ns: string | null, id: string, req: Req, repl
   const admit = sandbox ? async () => (rl = await app.auth.limitOrThrow(ns)) : undefined;
   const r = await app.liveness.heartbeat(ns, id, hashKey(token).toString('hex'), want, admit);
   if (r === 'unauthorized') throw unauthorized();
-  if (r === 'unavailable') throw new ApiError('UNAVAILABLE', 'leases are being restored after a loss of Redis; try again shortly', { 'Retry-After': '1' });
+  if (r === 'unavailable') throw new ApiError('LEASES_RESTORING', [], { 'Retry-After': '1' });
   reply.send(204, [...NO_STORE, ...rl]);
 }
 

@@ -7,7 +7,7 @@
 // listener and the per-request accounting off.
 import { createServer, type Server as HttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { errorBody } from '../domain/errors.js';
+import { errorBodyOf } from '../domain/errors.js';
 import { observeRequest } from '../ops/metrics.js';
 
 export interface MetricsListener {
@@ -27,16 +27,16 @@ export async function startMetricsListener(host: string, port: number, scrape: (
       if (path === '/metrics') observeRequest('/metrics', method, status, (performance.now() - t0) / 1000);
     };
     const json = 'application/json; charset=utf-8';
-    if (path !== '/metrics') return answer(404, json, errorBody('NOT_FOUND', 'this listener serves only GET /metrics'));
-    if (method !== 'GET' && method !== 'HEAD') return answer(405, json, errorBody('METHOD_NOT_ALLOWED', `${method} is not allowed here; use GET, HEAD`), { Allow: 'GET, HEAD' });
+    if (path !== '/metrics') return answer(404, json, errorBodyOf('METRICS_ONLY'));
+    if (method !== 'GET' && method !== 'HEAD') return answer(405, json, errorBodyOf('METHOD_NOT_ALLOWED', [method, 'GET, HEAD']), { Allow: 'GET, HEAD' });
     scrape().then(
       (m) => answer(200, m.contentType, m.body),
-      () => answer(503, json, errorBody('UNAVAILABLE', 'metrics could not be collected'), { 'Retry-After': '1' }),
+      () => answer(503, json, errorBodyOf('METRICS_FAILED'), { 'Retry-After': '1' }),
     );
   });
   // a malformed request line or header: 400 with the contract's error body, then close
   srv.on('clientError', (_err, socket) => {
-    const body = errorBody('BAD_REQUEST', 'malformed HTTP request');
+    const body = errorBodyOf('MALFORMED_REQUEST');
     if (socket.writable) socket.end(`HTTP/1.1 400 Bad Request\r\nContent-Type: application/json; charset=utf-8\r\nConnection: close\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
     else socket.destroy();
   });

@@ -4,7 +4,7 @@
 import type { TemplatedApp } from 'uWebSockets.js';
 import type { App } from '../app.js';
 import { PRODUCTION } from '../domain/keys.js';
-import { ApiError, errorMessage } from '../domain/errors.js';
+import { ApiError } from '../domain/errors.js';
 import { deprecationHeaders } from '../domain/service.js';
 import type { Replacements } from '../index/index.js';
 import { route, type Headers, type Reply, type Req, type RouteOptions } from '../http/route.js';
@@ -50,8 +50,8 @@ export function registerPublic(uws: TemplatedApp, app: App, o: RouteOptions): vo
     const known = key ? app.auth.resolvedNow(key) : undefined;
     const refused = known ? app.auth.refusedNow(known) : null;
     if (refused) {
-      const [message, headers] = app.auth.refusal(refused);
-      return reply.error('RATE_LIMITED', message, [...headers, ['Vary', 'Authorization'], ['Cache-Control', 'private, no-store']]);
+      const [args, headers] = app.auth.refusal(refused);
+      return reply.error('SANDBOX_RATE_LIMITED', args, [...headers, ['Vary', 'Authorization'], ['Cache-Control', 'private, no-store']]);
     }
     return keyedSearch(req, reply, key);
   };
@@ -74,7 +74,7 @@ export function registerPublic(uws: TemplatedApp, app: App, o: RouteOptions): vo
   route(uws, 'get', '/services/:id', async (req, reply) => {
     const id = req.params[0]!;
     const s = ID_RE.test(id) ? await app.index.getService(PRODUCTION, id) : null;
-    if (!s) return reply.error('NOT_FOUND', errorMessage('NOT_FOUND', 'service'));
+    if (!s) return reply.error('SERVICE_NOT_FOUND');
     const etag = etagOf(s.doc);
     const headers: Headers = [
       ['Cache-Control', `public, max-age=${app.cfg.discoveryMaxAge}`],
@@ -87,7 +87,7 @@ export function registerPublic(uws: TemplatedApp, app: App, o: RouteOptions): vo
 
   route(uws, 'get', '/services/:id/replacements', async (req, reply) => {
     const id = req.params[0]!;
-    if (!ID_RE.test(id)) return reply.error('NOT_FOUND', errorMessage('NOT_FOUND', 'service'));
+    if (!ID_RE.test(id)) return reply.error('SERVICE_NOT_FOUND');
     const maxAge = app.cfg.discoveryMaxAge;
     const path = `/services/${id}/replacements`;
     // An in-process copy of the shared cache's entry: a HIT answered without Redis, dropped
@@ -97,7 +97,7 @@ export function registerPublic(uws: TemplatedApp, app: App, o: RouteOptions): vo
     if (copy) return sendCached(reply, req, copy, maxAge, path);
     const version = app.replacements.version(PRODUCTION);
     const r = await app.index.replacements(PRODUCTION, id, maxAge);
-    if (!r) return reply.error('NOT_FOUND', errorMessage('NOT_FOUND', 'service'));
+    if (!r) return reply.error('SERVICE_NOT_FOUND');
     const left = r.storedAt + maxAge * 1000 - Date.now();
     if (left > 0) app.replacements.set(id, PRODUCTION, version, { ...r, status: 'HIT' }, left);
     sendCached(reply, req, r, maxAge, path);

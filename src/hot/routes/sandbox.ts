@@ -22,7 +22,7 @@ const PRIVATE: Headers = [['Cache-Control', 'private, no-store']];
 /** Make sure Redis knows a sandbox that PostgreSQL has (after Redis lost it). */
 async function sandboxOr404(app: App, uuid: string): Promise<SandboxRow> {
   const s = UUID_RE.test(uuid) ? await getSandbox(app.pg, uuid) : null;
-  if (!s) throw ApiError.of('NOT_FOUND', ['sandbox']);
+  if (!s) throw new ApiError('SANDBOX_NOT_FOUND');
   return s;
 }
 
@@ -34,13 +34,13 @@ export function registerSandbox(uws: TemplatedApp, app: App, o: RouteOptions): v
     // use up its allowance
     const b = check(validators.sandboxCreate, parseJson(req, body));
     const name = b.name.trim();
-    if (!name) throw new ApiError('VALIDATION_FAILED', '/name must not be blank');
+    if (!name) throw new ApiError('SANDBOX_NAME_BLANK');
     const minute = Math.floor(Date.now() / 60_000);
     const tk = app.keys.createThrottle(req.remote, minute);
     const n = integer(await app.redis.count(tk, 120), 'count');
     if (n > app.cfg.sandboxCreatePerMinute) {
       const retry = String(Math.max(1, Math.ceil(((minute + 1) * 60_000 - Date.now()) / 1000)));
-      throw new ApiError('RATE_LIMITED', `at most ${app.cfg.sandboxCreatePerMinute} sandboxes a minute from one address`, { 'Retry-After': retry });
+      throw new ApiError('SANDBOX_CREATE_THROTTLED', [app.cfg.sandboxCreatePerMinute], { 'Retry-After': retry });
     }
     const { key, prefix } = newSandboxKey(name);
     const hash = hashKey(key);
@@ -84,7 +84,7 @@ export function registerSandbox(uws: TemplatedApp, app: App, o: RouteOptions): v
       const s = await sandboxOr404(app, uuid);
       await writeSandboxMeta(app.redis, app.keys, s, app.cfg.tiers[s.tier] ?? 0, '');
       p = await pollData(app.redis, app.keys, uuid, undefined, app.auth);
-      if (!p) throw ApiError.of('NOT_FOUND', ['sandbox']);
+      if (!p) throw new ApiError('SANDBOX_NOT_FOUND');
     }
     const window = p.buckets.slice(-12).reduce((a, b) => a + b, 0);
     reply.json(
@@ -140,7 +140,7 @@ export function registerSandbox(uws: TemplatedApp, app: App, o: RouteOptions): v
   keyedRoute('get', '/sandbox/:uuid/services/:id', o, async (req, reply, _body, rl) => {
     const id = req.params[1]!;
     const s = await app.index.getService(ns(req), id);
-    if (!s) throw ApiError.of('NOT_FOUND', ['service']);
+    if (!s) throw new ApiError('SERVICE_NOT_FOUND');
     reply.json(200, s.doc, [...PRIVATE, ...deprecationHeaders(s.hdr, `${base(req)}/${id}/replacements`), ...rl]);
   });
 

@@ -1,7 +1,7 @@
 // Search and device queries, shared by GET /services (anonymous or keyed),
 // GET /sandbox/{uuid}/services and GET /devices.
 import { canonicalize, CursorMemo, DEVICES_SPEC, nextQueryOf, SEARCH_SPEC, toFilters, type Canonical, type Filters } from '../domain/canonical.js';
-import { errorBody } from '../domain/errors.js';
+import { errorBodyOf } from '../domain/errors.js';
 import type { App } from '../app.js';
 import { JSON_TYPE, type Headers, type Reply, type Req } from '../http/route.js';
 import { PRODUCTION } from '../domain/keys.js';
@@ -22,7 +22,7 @@ const memos = new Map([
  * result, and one to a request with Authorization stays private (contract, "Search").
  */
 function badQuery(reply: Reply, message: string, common: Headers): void {
-  reply.send(400, [['Content-Type', JSON_TYPE], ...common], errorBody('BAD_QUERY', message));
+  reply.send(400, [['Content-Type', JSON_TYPE], ...common], errorBodyOf('QUERY_INVALID', [message]));
 }
 
 /** Canonical check: answers 302/400 itself and returns null, or returns the filters. */

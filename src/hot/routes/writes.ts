@@ -37,20 +37,18 @@ export const MAX_BATCH = 1000;
  */
 export function parseBatch(req: Req, body: Buffer | null): ServiceInput[] {
   const b = parseJson(req, body);
-  if (!b || typeof b !== 'object' || Array.isArray(b)) throw new ApiError('VALIDATION_FAILED', '(body) must be an object {"services": [...]}');
+  if (!b || typeof b !== 'object' || Array.isArray(b)) throw new ApiError('BATCH_NOT_OBJECT');
   const unknown = Object.keys(b).find((k) => k !== 'services');
-  if (unknown !== undefined) throw new ApiError('VALIDATION_FAILED', `(body): unknown field ${JSON.stringify(unknown)}`);
+  if (unknown !== undefined) throw new ApiError('BATCH_UNKNOWN_FIELD', [JSON.stringify(unknown)]);
   const list = (b as { services?: unknown }).services;
-  if (!Array.isArray(list)) throw new ApiError('VALIDATION_FAILED', '/services must be an array of registrations');
-  if (list.length < 1 || list.length > MAX_BATCH) throw new ApiError('VALIDATION_FAILED', `/services must hold 1 to ${MAX_BATCH} registrations, got ${list.length}`);
+  if (!Array.isArray(list)) throw new ApiError('BATCH_NOT_ARRAY');
+  if (list.length < 1 || list.length > MAX_BATCH) throw new ApiError('BATCH_SIZE', [MAX_BATCH, list.length]);
   return list.map((x, i) => {
     try {
       return parseServiceCreate(x);
     } catch (err) {
       if (!(err instanceof ApiError)) throw err;
-      // "/endpoint is ..." → "/services/3/endpoint is ...", "(body) must ..." → "/services/3 must ..."
-      const m = err.message.startsWith('/') ? err.message : err.message.replace(/^\(body\)/, '');
-      throw new ApiError(err.code, `/services/${i}${m.startsWith('/') || m.startsWith(' ') || m.startsWith(':') ? '' : ' '}${m}`, err.headers);
+      throw err.at(`/services/${i}`);
     }
   });
 }
@@ -94,6 +92,6 @@ export async function addReplacementHandler(app: App, ns: string, id: string, re
 
 export async function listReplacementsHandler(app: App, ns: string, id: string, reply: Reply, extra: Headers, status = 200): Promise<void> {
   const list = await loadReplacements(app.pg, ns, id);
-  if (!list) throw ApiError.of('NOT_FOUND', ['service']);
+  if (!list) throw new ApiError('SERVICE_NOT_FOUND');
   reply.json(status, JSON.stringify(list.map(serviceObject)), [['Cache-Control', 'no-store'], ...extra]);
 }

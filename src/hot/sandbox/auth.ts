@@ -178,10 +178,10 @@ export class SandboxAuth {
   }
 
   /** A refusal's 429, counted in the metric: its message, and its RateLimit and Retry-After fields. */
-  refusal(r: RateResult): [message: string, headers: Headers] {
+  refusal(r: RateResult): [args: [limit: number, retryAfter: number], headers: Headers] {
     // the script reports the limit, not the tier: the tier is the one with that limit
     countRateLimited(Object.keys(this.tiers).find((t) => this.tiers[t] === r.limit) ?? 'unknown');
-    return [`rate limit of ${r.limit} requests per minute exceeded; retry in ${r.retryAfter} s`, [...rateHeaders(r), ['Retry-After', String(r.retryAfter)]]];
+    return [[r.limit, r.retryAfter], [...rateHeaders(r), ['Retry-After', String(r.retryAfter)]]];
   }
 
   /**
@@ -291,7 +291,7 @@ export class SandboxAuth {
     const key = bearerKey(authorization);
     const owner = key ? await this.resolve(key) : null;
     if (!owner || owner !== uuid.toLowerCase()) {
-      throw new ApiError('UNAUTHORIZED', 'a valid API key of this sandbox is required (Authorization: Bearer <key>)', { 'WWW-Authenticate': 'Bearer' });
+      throw new ApiError('SANDBOX_KEY_REQUIRED', [], { 'WWW-Authenticate': 'Bearer' });
     }
     return this.limitOrThrow(owner);
   }
@@ -305,7 +305,7 @@ export class SandboxAuth {
     const key = bearerKey(authorization);
     const owner = key ? await this.resolve(key) : null;
     if (!owner || owner !== uuid.toLowerCase()) {
-      throw new ApiError('UNAUTHORIZED', 'a valid API key of this sandbox is required (Authorization: Bearer <key>)', { 'WWW-Authenticate': 'Bearer' });
+      throw new ApiError('SANDBOX_KEY_REQUIRED', [], { 'WWW-Authenticate': 'Bearer' });
     }
     let r: RateResult;
     try {
@@ -315,8 +315,8 @@ export class SandboxAuth {
       throw err;
     }
     if (!r.admitted) {
-      const [message, headers] = this.refusal(r);
-      throw new ApiError('RATE_LIMITED', n > 1 ? `${message} (this batch counts as ${n} requests)` : message, Object.fromEntries(headers));
+      const [args, headers] = this.refusal(r);
+      throw (n > 1 ? new ApiError('BATCH_RATE_LIMITED', [...args, n], Object.fromEntries(headers)) : new ApiError('SANDBOX_RATE_LIMITED', args, Object.fromEntries(headers)));
     }
     return rateHeaders(r);
   }
@@ -329,10 +329,10 @@ export class SandboxAuth {
     let r = await run();
     if (r === NOT_INDEXED) {
       const row = await getSandbox(this.pool, uuid);
-      if (!row) throw new ApiError('UNAUTHORIZED', 'unknown sandbox');
+      if (!row) throw new ApiError('SANDBOX_UNKNOWN');
       await writeSandboxMeta(this.redis, this.keys, row, this.tiers[row.tier] ?? 0, '');
       r = await run();
-      if (r === NOT_INDEXED) throw new ApiError('UNAVAILABLE', 'the rate-limit index is being rebuilt; try again', { 'Retry-After': '1' });
+      if (r === NOT_INDEXED) throw new ApiError('RATE_INDEX_REBUILDING', [], { 'Retry-After': '1' });
     }
     return r;
   }
@@ -356,8 +356,8 @@ export class SandboxAuth {
       throw err;
     }
     if (!r.admitted) {
-      const [message, headers] = this.refusal(r);
-      throw new ApiError('RATE_LIMITED', message, Object.fromEntries(headers));
+      const [args, headers] = this.refusal(r);
+      throw new ApiError('SANDBOX_RATE_LIMITED', args, Object.fromEntries(headers));
     }
     return rateHeaders(r);
   }

@@ -60,7 +60,7 @@ export async function countServices(pool: Pool, ns: string): Promise<number> {
 export async function setTier(pool: Pool, uuid: string, tier: string, by: string): Promise<SandboxRow & { outbox: number | null }> {
   return withTx(pool, async (c) => {
     const cur = await c.query<SandboxRow>(`SELECT ${COLS} FROM sandboxes WHERE uuid = $1 FOR UPDATE`, [uuid]);
-    if (!cur.rows[0]) throw new ApiError('NOT_FOUND', 'no such sandbox');
+    if (!cur.rows[0]) throw new ApiError('SANDBOX_NOT_FOUND');
     // nothing changes, so nothing is recorded in the audit trail (the call still succeeds)
     if (cur.rows[0].tier === tier) return { ...cur.rows[0], outbox: null };
     const r = await c.query<SandboxRow>(`UPDATE sandboxes SET tier = $2, version = version + 1 WHERE uuid = $1 RETURNING ${COLS}`, [uuid, tier]);

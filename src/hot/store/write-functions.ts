@@ -5,7 +5,7 @@
 // them, reading nothing after COMMIT. A single statement outside BEGIN/COMMIT is its own
 // transaction: everything or nothing.
 import { CHANGE_LOCK_ID, deletedData } from '../changes/events.js';
-import { ApiError } from '../domain/errors.js';
+import { ApiError, type ErrorKey } from '../domain/errors.js';
 import type { ServiceRecord } from '../domain/service.js';
 import { query, retrying, type Pool } from './pool.js';
 import { stateRecord, type IndexState, type StateRow, type WriteResult } from './services.js';
@@ -25,19 +25,19 @@ interface FnRow {
 }
 
 /** Call a function of migration 0008; its RAISEd errors become the contract's. */
-async function call(pool: Pool, name: string, text: string, params: unknown[], conflict = ''): Promise<FnRow[]> {
+async function call(pool: Pool, name: string, text: string, params: unknown[], conflict: ErrorKey = 'CANDIDATE_EXISTS'): Promise<FnRow[]> {
   try {
     return (await query<FnRow>(pool, { name, text }, params)).rows;
   } catch (err) {
     switch ((err as { code?: string }).code) {
       case 'RG404':
-        throw new ApiError('NOT_FOUND', 'no such service');
+        throw new ApiError('SERVICE_NOT_FOUND');
       case 'RG400':
-        throw new ApiError('VALIDATION_FAILED', 'a service cannot replace itself');
+        throw new ApiError('SELF_REPLACEMENT');
       case 'RG422':
-        throw new ApiError('VALIDATION_FAILED', 'serviceId does not name a service in this namespace');
+        throw new ApiError('CANDIDATE_NOT_FOUND');
       case 'RG409':
-        throw new ApiError('CONFLICT', conflict);
+        throw new ApiError(conflict);
       default:
         throw err;
     }
@@ -67,7 +67,7 @@ export function deleteService(pool: Pool, ns: string, id: string): Promise<Commi
  */
 export async function addReplacement(pool: Pool, ns: string, id: string, candidateId: string): Promise<CommittedWrite & { candidates: ServiceRecord[] }> {
   const rows = await retrying(() =>
-    call(pool, 'add-replacement', 'SELECT * FROM registry_add_replacement($1, $2, $3, $4)', [id, ns, candidateId, CHANGE_LOCK_ID], 'that service is already a replacement candidate'),
+    call(pool, 'add-replacement', 'SELECT * FROM registry_add_replacement($1, $2, $3, $4)', [id, ns, candidateId, CHANGE_LOCK_ID], 'CANDIDATE_EXISTS'),
   );
   return { ...committed(rows[0]!), candidates: rows.slice(1).map((r) => stateRecord(r.o_state!)) };
 }
@@ -78,6 +78,6 @@ export async function addReplacement(pool: Pool, ns: string, id: string, candida
  * version carries the token to Redis. 404 without the service, 409 without a lease.
  */
 export async function rotateToken(pool: Pool, ns: string, id: string, hash: Buffer): Promise<CommittedWrite> {
-  const rows = await call(pool, 'rotate-token', 'SELECT * FROM registry_rotate_token($1, $2, $3)', [id, ns, hash], 'the service holds no lease (register or PATCH it with a "ttl")');
+  const rows = await call(pool, 'rotate-token', 'SELECT * FROM registry_rotate_token($1, $2, $3)', [id, ns, hash], 'NO_LEASE');
   return committed(rows[0]!);
 }

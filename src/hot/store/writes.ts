@@ -208,7 +208,7 @@ SELECT u.seq::text, u.version::text, ob.id::text AS row FROM u, ob`;
 export async function patchService(pool: Pool, ns: string, id: string, ch: ServiceChange, nowSec = Math.floor(Date.now() / 1000), tokenHash: Buffer | null = null): Promise<Committed & { issued: boolean }> {
   for (;;) {
     const cur = await loadService(pool, ns, id);
-    if (!cur) throw new ApiError('NOT_FOUND', 'no such service');
+    if (!cur) throw new ApiError('SERVICE_NOT_FOUND');
     // the lease: "ttl": null drops it (and its token), a ttl starts one (passing, with
     // `tokenHash` when it has no token) or changes it
     const ttl = ch.ttl !== undefined ? ch.ttl : (cur.health?.ttl ?? null);
