@@ -78,7 +78,14 @@ export interface CommittedEntry {
   row: number;
   id: string;
   state: IndexState;
+  /**
+   * a registration: a new id, so Redis holds no lease of it — one without a lease needs no
+   * lease apply (half of a registration's Redis scripts before; bench/README "Writes")
+   */
+  created?: true;
 }
+
+const NONE: ReadonlySet<string> = new Set();
 
 export class Projector {
   private timer: NodeJS.Timeout | null = null;
@@ -142,14 +149,15 @@ export class Projector {
     const entries = committed.map((c) => ({ row: c.row, ns: c.state.ns, id: c.id }));
     try {
       const states = new Map(committed.map((c) => [c.id, c.state]));
-      return (await this.apply(entries, [...states.keys()], [], states, new Map(), true)).length === entries.length;
+      const noLease = new Set(committed.filter((c) => c.created && !c.state.record?.lease).map((c) => c.id));
+      return (await this.apply(entries, [...states.keys()], [], states, new Map(), true, noLease)).length === entries.length;
     } catch (err) {
       this.failed('write', err, entries);
       return false;
     }
   }
 
-  private async apply(entries: OutboxEntry[], svcIds: string[], sbIds: string[], states: Map<string, IndexState>, sandboxes: Map<string, SandboxRow & { key_hash: Buffer }>, ackLater: boolean): Promise<OutboxEntry[]> {
+  private async apply(entries: OutboxEntry[], svcIds: string[], sbIds: string[], states: Map<string, IndexState>, sandboxes: Map<string, SandboxRow & { key_hash: Buffer }>, ackLater: boolean, noLease: ReadonlySet<string> = NONE): Promise<OutboxEntry[]> {
     if (this.beforeApply) await this.beforeApply([...svcIds, ...sbIds]);
     const revisions = new Map<string, number>([...states].map(([id, st]) => [id, st.version]));
     try {
@@ -161,7 +169,7 @@ export class Projector {
         applied.add('sandbox:' + uuid);
       }
       const touched = new Set<string>();
-      if (svcIds.length) await this.applyServices(entries, states, applied, touched);
+      if (svcIds.length) await this.applyServices(entries, states, applied, touched, noLease);
       const done = entries.filter((e) => applied.has((e.kind ?? 'service') + ':' + e.id));
       if (touched.size && this.replicaWait) await this.replicaWait().catch(() => 0);
       if (done.length) {
@@ -175,7 +183,7 @@ export class Projector {
     }
   }
 
-  private async applyServices(entries: OutboxEntry[], states: Map<string, IndexState>, applied: Set<string>, touched: Set<string>): Promise<void> {
+  private async applyServices(entries: OutboxEntry[], states: Map<string, IndexState>, applied: Set<string>, touched: Set<string>, noLease: ReadonlySet<string>): Promise<void> {
     // The two pointers in one consistent view: a rebuild switches by SET gen, then DEL
     // building. Read between those two steps, "live = old, building = none" would apply this
     // write to the retired generation only, and the new live one (built from pages read
@@ -229,7 +237,7 @@ export class Projector {
     }
     // leases follow the states applied (liveness/): a failure keeps the outbox rows
     const lease = this.events.lease;
-    if (lease) await Promise.all(todo.filter(([id]) => appliedLive.has(id)).map(([id, , st]) => lease(id, st)));
+    if (lease) await Promise.all(todo.filter(([id]) => appliedLive.has(id) && !noLease.has(id)).map(([id, , st]) => lease(id, st)));
     for (const [id, ns] of todo) {
       if (!appliedLive.has(id)) continue;
       applied.add('service:' + id);

@@ -32,6 +32,8 @@ export interface Committed {
   /** serializeService(record): the response body, the change event's data and idx_doc */
   doc: string;
   hdr: string;
+  /** a new service (registration): nothing of it can be in Redis yet, no lease to remove */
+  created?: true;
 }
 
 // (column types spelled out: a prepared statement is planned once for every batch size)
@@ -153,7 +155,7 @@ export async function createServices(pool: Pool, items: NewService[], nowSec = M
     const x = byId.get(rec.id)!;
     rec.seq = Number(x.seq);
     rec.version = Number(x.version);
-    return { row: Number(x.row), id: rec.id, state: { ns: rec.ns, version: rec.version, record: rec }, doc: docs[i]!, hdr: hdrs[i]! };
+    return { row: Number(x.row), id: rec.id, state: { ns: rec.ns, version: rec.version, record: rec }, doc: docs[i]!, hdr: hdrs[i]!, created: true };
   });
 }
 
