@@ -105,9 +105,11 @@ typecheck: deps
 	@if [[ -f web/tsconfig.json ]]; then echo "npx tsc -p web/tsconfig.json --noEmit"; npx tsc -p web/tsconfig.json --noEmit; fi
 
 bench: build services
+	scripts/services.sh wrk >/dev/null
 	$(WITH_ENV) node dist/bench/run.js
 
 bench-quick: build services
+	scripts/services.sh wrk >/dev/null
 	$(WITH_ENV) node dist/bench/run.js --quick
 
 # Mutation testing (StrykerJS, stryker.config.mjs) of src/hot/domain, src/hot/sandbox/keys.ts

@@ -7,6 +7,7 @@
 #   scripts/services.sh down          stop what `up` / `cluster-up` started from this repo
 #   scripts/services.sh chromium      install Debian's chromium if missing, print its path
 #   scripts/services.sh nginx         install Debian's nginx if missing, print its path
+#   scripts/services.sh wrk           install Debian's wrk if missing (the bench's load generator), print its path
 #   scripts/services.sh cluster-up    start (or reuse) a 3-primary Redis Cluster
 #   scripts/services.sh cluster-down  stop it
 #
@@ -381,6 +382,17 @@ cmd_chromium() {
   printf '%s\n' "$p"
 }
 
+cmd_wrk() {
+  local p
+  p=$(command -v wrk || true)
+  if [[ -z $p ]]; then
+    apt_install ' (the load generator of make bench; autocannon saturates first)' wrk
+    p=$(command -v wrk || true)
+    [[ -n $p ]] || die "wrk installed but not found"
+  fi
+  echo "$p"
+}
+
 cmd_nginx() {
   local p
   p=$(command -v nginx || true)
@@ -440,6 +452,7 @@ case ${1:-} in
   down) cmd_down ;;
   chromium) cmd_chromium ;;
   nginx) cmd_nginx ;;
+  wrk) cmd_wrk ;;
   cluster-up) cmd_cluster_up ;;
   cluster-down) cluster_stop_all ;;
   *) usage ;;
