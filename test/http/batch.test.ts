@@ -10,7 +10,7 @@ import { parseServiceCreate } from '../../src/hot/domain/validation.js';
 import { PRODUCTION } from '../../src/hot/domain/keys.js';
 import { serviceBody } from '../helpers/arbitraries.js';
 import { nearService } from '../helpers/hostile.js';
-import { createSandbox, startTestServer, type TestServer } from '../helpers/server.js';
+import { ADMIN_KEY, createSandbox, startTestServer, type TestServer } from '../helpers/server.js';
 
 type Svc = { id: string; endpoint: string; capabilities: string[] };
 
@@ -161,4 +161,24 @@ t.test('hostile batches: never a 5xx; 201 exactly when every entry is valid, and
     { numRuns: 150 },
   );
   t.ok(created > 0, `${created} services registered by valid batches among the hostile ones`);
+});
+
+t.test('another method on …/services/batch is a 405 with Allow: POST, before its body is looked at (not the service route\'s answer to an id "batch")', async (t) => {
+  const s = await startTestServer();
+  t.teardown(() => s.close());
+  const sb = await createSandbox(s, 'Batch Methods');
+  const cases: [string, Record<string, string>][] = [
+    [`/sandbox/${sb.uuid}/services/batch`, { authorization: `Bearer ${sb.apiKey}` }],
+    ['/admin/api/services/batch', { authorization: `Bearer ${ADMIN_KEY}` }],
+  ];
+  for (const [path, auth] of cases) {
+    for (const method of ['PATCH', 'DELETE']) {
+      const r = await s.req(path, { method, headers: { ...auth, 'content-type': 'text/plain' }, body: method === 'PATCH' ? '[[[' : undefined });
+      t.equal(r.status, 405, `${method} ${path}`);
+      t.equal(r.headers.get('allow'), 'POST', 'Allow names the one method');
+      t.equal(((await r.json()) as { error: { code: string } }).error.code, 'METHOD_NOT_ALLOWED');
+    }
+  }
+  const svcRoute = await s.req(`/sandbox/${sb.uuid}/services/not-a-service`, { method: 'PATCH', headers: { authorization: `Bearer ${sb.apiKey}`, 'content-type': 'text/plain' }, body: '{}' });
+  t.equal(svcRoute.status, 415, 'the service route itself still checks its body type first');
 });

@@ -249,6 +249,42 @@ export function allowedMethods(app: TemplatedApp, path: string): string[] {
   return [...out];
 }
 
+/**
+ * Concrete patterns that shadow a templated one: `/sandbox/:uuid/services/batch` shadows
+ * `/sandbox/:uuid/services/:id` (as in OpenAPI, a concrete path is matched before a templated
+ * one). A request of the templated route's method on a path of a concrete pattern that lacks
+ * that method is a 405 with that pattern's methods, answered before a byte of body is read —
+ * not whatever the templated route would make of `batch` (a 415 for its body, say).
+ * Computed on a route's first request, when every route is registered; usually empty.
+ */
+const shadowTable = new WeakMap<TemplatedApp, Map<string, { re: RegExp; allow: string }[]>>();
+
+function shadowing(app: TemplatedApp, pattern: string): { re: RegExp; allow: string }[] {
+  let byPattern = shadowTable.get(app);
+  if (!byPattern) shadowTable.set(app, (byPattern = new Map()));
+  let out = byPattern.get(pattern);
+  if (out) return out;
+  const segs = pattern.split('/');
+  const found = new Map<string, { re: RegExp; methods: Set<string> }>();
+  for (const r of routeTable.get(app) ?? []) {
+    const rs = r.pattern.split('/');
+    if (r.pattern === pattern || rs.length !== segs.length) continue;
+    let same = true;
+    let concrete = false;
+    for (let i = 0; i < segs.length && same; i++) {
+      if (segs[i]!.startsWith(':')) concrete ||= !rs[i]!.startsWith(':') && rs[i] !== '*';
+      else same = rs[i] === segs[i];
+    }
+    if (!same || !concrete) continue;
+    const f = found.get(r.pattern) ?? { re: r.re, methods: new Set<string>() };
+    f.methods.add(r.method);
+    found.set(r.pattern, f);
+  }
+  out = [...found.values()].map((f) => ({ re: f.re, allow: [...f.methods].join(', ') }));
+  byPattern.set(pattern, out);
+  return out;
+}
+
 const METHOD_NAME = { get: 'GET', post: 'POST', put: 'PUT', patch: 'PATCH', del: 'DELETE' } as const;
 
 /** Register a handler; `pattern` uses uWS's :param syntax. A GET route answers HEAD too. */
@@ -272,6 +308,11 @@ export function route(app: TemplatedApp, method: 'get' | 'post' | 'put' | 'patch
     if (o.draining?.()) reply.closeAfter = true;
     if (req.path.length + (req.query?.length ?? 0) > MAX_URL_BYTES) {
       return reply.error('URL_TOO_LONG', [MAX_URL_BYTES], [], true);
+    }
+    if (nParams) {
+      for (const sh of shadowing(app, pattern)) {
+        if (sh.re.test(req.path) && !sh.allow.split(', ').includes(req.method)) return reply.error('METHOD_NOT_ALLOWED', [req.method, sh.allow], [['Allow', sh.allow]]);
+      }
     }
     if (!o.body) return run(handler, req, reply, null, o);
     if (req.contentLength === -2) return reply.error('CONTENT_LENGTH_INVALID', [], [], true);
