@@ -249,21 +249,23 @@ export function allowedMethods(app: TemplatedApp, path: string): string[] {
   return [...out];
 }
 
+/** A concrete pattern shadowing a templated one, and its methods. */
+interface Shadow {
+  re: RegExp;
+  methods: string[];
+  allow: string;
+}
+
 /**
  * Concrete patterns that shadow a templated one: `/sandbox/:uuid/services/batch` shadows
  * `/sandbox/:uuid/services/:id` (as in OpenAPI, a concrete path is matched before a templated
  * one). A request of the templated route's method on a path of a concrete pattern that lacks
  * that method is a 405 with that pattern's methods, answered before a byte of body is read —
  * not whatever the templated route would make of `batch` (a 415 for its body, say).
- * Computed on a route's first request, when every route is registered; usually empty.
+ * Computed on a route's first request (every route is registered by then), kept by the
+ * route; usually empty.
  */
-const shadowTable = new WeakMap<TemplatedApp, Map<string, { re: RegExp; allow: string }[]>>();
-
-function shadowing(app: TemplatedApp, pattern: string): { re: RegExp; allow: string }[] {
-  let byPattern = shadowTable.get(app);
-  if (!byPattern) shadowTable.set(app, (byPattern = new Map()));
-  let out = byPattern.get(pattern);
-  if (out) return out;
+function shadowing(app: TemplatedApp, pattern: string): Shadow[] {
   const segs = pattern.split('/');
   const found = new Map<string, { re: RegExp; methods: Set<string> }>();
   for (const r of routeTable.get(app) ?? []) {
@@ -280,9 +282,7 @@ function shadowing(app: TemplatedApp, pattern: string): { re: RegExp; allow: str
     f.methods.add(r.method);
     found.set(r.pattern, f);
   }
-  out = [...found.values()].map((f) => ({ re: f.re, allow: [...f.methods].join(', ') }));
-  byPattern.set(pattern, out);
-  return out;
+  return [...found.values()].map((f) => ({ re: f.re, methods: [...f.methods], allow: [...f.methods].join(', ') }));
 }
 
 const METHOD_NAME = { get: 'GET', post: 'POST', put: 'PUT', patch: 'PATCH', del: 'DELETE' } as const;
@@ -298,6 +298,7 @@ export function route(app: TemplatedApp, method: 'get' | 'post' | 'put' | 'patch
     if (method === 'get') table.push({ method: 'HEAD', re, pattern });
   }
   const withRemote = !o.anonymous && !!(o.body || o.remote);
+  let shadows: Shadow[] | null = null;
   const register = (m: 'get' | 'post' | 'put' | 'patch' | 'del' | 'any' | 'head') => app[m](pattern, (res: HttpResponse, r: HttpRequest) => {
     const req = readReq(r, res, nParams, withRemote, o.trustedProxies);
     if (o.headers) req.extra = Object.fromEntries(o.headers.map((h) => [h, r.getHeader(h)]));
@@ -310,8 +311,9 @@ export function route(app: TemplatedApp, method: 'get' | 'post' | 'put' | 'patch
       return reply.error('URL_TOO_LONG', [MAX_URL_BYTES], [], true);
     }
     if (nParams) {
-      for (const sh of shadowing(app, pattern)) {
-        if (sh.re.test(req.path) && !sh.allow.split(', ').includes(req.method)) return reply.error('METHOD_NOT_ALLOWED', [req.method, sh.allow], [['Allow', sh.allow]]);
+      shadows ??= shadowing(app, pattern);
+      for (const sh of shadows) {
+        if (sh.re.test(req.path) && !sh.methods.includes(req.method)) return reply.error('METHOD_NOT_ALLOWED', [req.method, sh.allow], [['Allow', sh.allow]]);
       }
     }
     if (!o.body) return run(handler, req, reply, null, o);
