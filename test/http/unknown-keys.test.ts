@@ -6,6 +6,7 @@
 import t from 'tap';
 import { keyed, serve } from '../helpers/checks.js';
 import { createSandbox } from '../helpers/server.js';
+import { waitFor } from '../helpers/processes.js';
 import { newSandboxKey } from '../../src/hot/sandbox/keys.js';
 import { PRODUCTION } from '../../src/hot/domain/keys.js';
 
@@ -69,7 +70,14 @@ t.test('while the index is incomplete, an unknown key is looked up once, then re
     await r2.body?.cancel();
   }
   t.equal(lookups - before, 1, 'one PostgreSQL look-up for 40 requests');
-  const ok = await s.req(`/sandbox/${known.uuid}/services`, keyed(known.apiKey));
+  // The readiness watcher may notice the missing marker at any moment and rebuild: until
+  // the rebuild is done, searches rightly answer 503 whoever asks. The key is resolved before
+  // that (a 401 would come first), so wait out a rebuild, then the search must answer 200.
+  const ok = await waitFor('the index complete again', async () => {
+    const r = await s.req(`/sandbox/${known.uuid}/services`, keyed(known.apiKey));
+    if (r.status === 503) { await r.body?.cancel(); return null; }
+    return r;
+  });
   t.equal(ok.status, 200, 'the real key still works');
   await ok.body?.cancel();
 });
