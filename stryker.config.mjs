@@ -12,9 +12,12 @@ export default {
   testRunner: 'tap',
   tap: {
     // the unit tests of the mutated modules (others import the web build or spawn processes);
-    // digest, service, dimensions, schemas, response-schemas, rate-window and domain/keys have
-    // no unit test file of their own (their mutants show as NoCoverage)
-    testFiles: ['dist/test/unit/{canonical,client-address,endpoint,errors,paging,sandbox-keys,tokens,validation}.test.js'],
+    // dimensions, schemas, response-schemas and rate-window have no unit test file of their
+    // own (their mutants show as NoCoverage)
+    testFiles: [
+      'dist/test/unit/{canonical,client-address,endpoint,errors,paging,sandbox-keys,tokens,validation}.test.js',
+      'dist/test/unit/{digest,domain-keys,service}.test.js',
+    ],
     nodeArgs: ['-r', '{{hookFile}}', '{{testFile}}'],
   },
   buildCommand: 'npx tsc -p tsconfig.stryker.json',
