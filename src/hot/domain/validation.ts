@@ -42,18 +42,23 @@ export const validators = {
   adminLogin: compile<{ apiKey: string }>(S.adminLogin),
 };
 
-function describe(errors: ErrorObject[] | null | undefined): string {
+function describe(errors: ErrorObject[] | null | undefined, body: unknown): string {
   const e = errors?.[0];
   if (!e) return 'the body does not match the schema';
   const where = e.instancePath || '(body)';
+  // ajv tries a body's top-level oneOf (serviceCreate: capabilities xor capability) before its
+  // `type` and lists the branches' errors first, so a body that is no object, and one with
+  // both fields, would both read "(body) must NOT be valid"
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return '(body) must be object';
   if (e.keyword === 'additionalProperties') return `${where}: unknown field "${(e.params as { additionalProperty: string }).additionalProperty}"`;
-  if (e.keyword === 'oneOf' && where === '(body)') return 'give either "capabilities" (array) or "capability" (string), not both';
+  // a branch's `not` failed: the other field was given too
+  if (e.keyword === 'not' && where === '(body)') return 'give either "capabilities" (array) or "capability" (string), not both';
   return `${where} ${e.message ?? 'is invalid'}`;
 }
 
 /** Validate with one of the compiled validators; throws a 400 ApiError. */
 export function check<T>(v: ValidateFunction<T>, body: unknown): T {
-  if (!v(body)) throw new ApiError('BODY_INVALID', [describe(v.errors)]);
+  if (!v(body)) throw new ApiError('BODY_INVALID', [describe(v.errors, body)]);
   return body;
 }
 
