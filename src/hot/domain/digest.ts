@@ -52,12 +52,11 @@ export function pageEtag(digests: Uint8Array, link: string): string {
   const n = digests.length;
   // into scratch memory (hashed at once, never kept): no buffer per page
   const need = n + 1 + link.length * 3;
-  // Stryker disable next-line ConditionalExpression,EqualityOperator: growing the scratch more often (always, or also at an exact fit) hashes the same bytes; only the allocations differ
   if (need > etagScratch.length) etagScratch = Buffer.allocUnsafeSlow(2 ** Math.ceil(Math.log2(need)));
   const buf = etagScratch;
   buf.set(digests, 0);
   buf[n] = 0x0a; // \n
-  // Stryker disable next-line StringLiteral: Buffer#write with an empty encoding name writes UTF-8, the same bytes
+  // Stryker disable next-line StringLiteral: Buffer#write takes an empty encoding name for its default, UTF-8: the same bytes
   const len = n + 1 + buf.write(link, n + 1, 'utf8');
   return '"' + hash('sha256', buf.subarray(0, len), 'base64url').slice(0, 22) + '"';
 }

@@ -68,7 +68,6 @@ export function serializeService(s: ServiceRecord): string {
 /** "<deprecatedAtSec>|<Sunset HTTP-date>", "" when neither header applies. */
 export function headerData(s: ServiceRecord): string {
   const dep = s.deprecated ? String(s.deprecatedAt ?? 0) : '';
-  // Stryker disable next-line StringLiteral: Date reads a date-only ISO string ("2030-02-28") as UTC midnight too
   const sun = s.sunsetDate ? new Date(s.sunsetDate + 'T00:00:00Z').toUTCString() : '';
   return dep || sun ? dep + '|' + sun : '';
 }
@@ -78,7 +77,6 @@ export function headerData(s: ServiceRecord): string {
  * successor-version Link to its replacements.
  */
 export function deprecationHeaders(hdr: string, replacementsPath: string): [string, string][] {
-  // Stryker disable next-line ConditionalExpression: without the shortcut "" splits into two empty parts and yields no header either
   if (!hdr) return [];
   const i = hdr.indexOf('|');
   const dep = hdr.slice(0, i);
