@@ -266,3 +266,10 @@ t.test('schema texts: the first error, where it is and what it wants', async (t)
   t.strictSame(check(validators.adminLogin, { apiKey: 'k' }), { apiKey: 'k' });
   t.equal(refusal(() => check(validators.adminLogin, {})), "BODY_INVALID: (body) must have required property 'apiKey'");
 });
+
+t.test('the validators stop at the first error (ajv allErrors: false, as advised for untrusted input)', async (t) => {
+  const body = { endpoint: 'https://a.example', capabilities: ['a'], deprecated: 'x', locked: 'y', properties: { k: 1 } };
+  t.notOk(validators.serviceCreate(body));
+  t.equal(validators.serviceCreate.errors?.length, 1, 'one error reported, not every one');
+  t.equal(refusal(() => parseServiceCreate(body)), 'BODY_INVALID: /properties/k must be string');
+});
