@@ -28,6 +28,8 @@ t.test('serialisation: scheme and host lower-cased, punycode, default port dropp
     ['https://api.example.com/v1', 'https://api.example.com/v1'],
     ['http://a.example/b@c', 'http://a.example/b@c'],
     ['http://a.example?x=@y', 'http://a.example/?x=@y'],
+    ['http://a.example/x:y@z', 'http://a.example/x:y@z'],
+    ['https://a.example/p?u=a:b@c#d:e@f', 'https://a.example/p?u=a:b@c#d:e@f'],
   ];
   for (const [input, want] of cases) t.equal(href(input), want, input);
 });
@@ -42,6 +44,12 @@ t.test('refused: user info, control characters, whitespace, non-http, too long',
     t.ok(!r.ok && /control/.test(r.reason), `${JSON.stringify(s)}: refused`);
   }
   for (const s of ['ftp://h.example/', 'javascript:alert(1)', '/relative', 'http://', 'http://[::1/']) t.notOk(normaliseEndpoint(s).ok, `${s} refused`);
+  t.strictSame(normaliseEndpoint('ftp://h.example/'), { ok: false, reason: '/endpoint must be http or https' });
+  t.strictSame(normaliseEndpoint('/relative'), { ok: false, reason: '/endpoint is not an absolute URL' });
+  t.strictSame(normaliseEndpoint('http://u@h.example/'), { ok: false, reason: '/endpoint must not contain user info (user:password@)' });
+  t.strictSame(normaliseEndpoint('http://h.example/\u0001'), { ok: false, reason: '/endpoint must not contain whitespace or control characters' });
+  t.strictSame(normaliseEndpoint('http://h.example/' + 'ä'.repeat(700)), { ok: false, reason: '/endpoint must not be longer than 2048 characters once normalised' });
+  t.strictSame(normaliseEndpoint('HTTP://H.example'), { ok: true, href: 'http://h.example/' });
   // 2040 characters of input that grow past the limit once percent-encoded
   t.notOk(normaliseEndpoint('http://h.example/' + 'ä'.repeat(700)).ok, 'too long once normalised');
   t.ok(normaliseEndpoint('http://h.example/' + 'a'.repeat(ENDPOINT_MAX - 17)).ok, 'exactly the limit');
