@@ -13,7 +13,6 @@ export function normalizeAddress(raw: string): string {
   if (isIP(a) === 6) {
     try {
       a = new URL(`http://[${a}]/`).hostname.slice(1, -1);
-      // Stryker disable next-line BlockStatement: only a zone id ("fe80::1%eth0") fails here, and matches neither pattern below: it is returned unchanged either way
     } catch {
       return a;
     }
