@@ -48,8 +48,9 @@ export function encodeValue(s: string): string {
       out += s[i];
     } else {
       // encodeURIComponent gives upper-case hex of the UTF-8 bytes; it leaves !'()* alone
+      // (0x21-0x2a: always two hex digits, nothing to pad)
       const e = encodeURIComponent(String.fromCodePoint(s.codePointAt(i)!));
-      out += e.length === 1 ? '%' + c.toString(16).toUpperCase().padStart(2, '0') : e;
+      out += e.length === 1 ? '%' + c.toString(16).toUpperCase() : e;
       if (c >= 0xd800 && c <= 0xdbff) i++;
     }
   }
