@@ -98,7 +98,10 @@ export function canonicalize(path: string, raw: string | null, spec: QuerySpec):
   // a lone UTF-16 surrogate has no UTF-8 form (encodeValue would throw); uWS never makes one,
   // but this function must not throw whoever calls it
   if (hasLoneSurrogate(raw)) return { kind: 'error', message: 'the query string is not valid UTF-8' };
-  // Stryker disable next-line ConditionalExpression,StringLiteral: only saves work — without a '%' BAD_ESCAPE cannot match and decodeURIComponent cannot throw
+  // only saves work: without a '%' BAD_ESCAPE cannot match and decodeURIComponent cannot throw
+  // (so `if (true)` is an equivalent mutant, left surviving: disabling ConditionalExpression
+  // would also hide `if (false)`, which the tests kill)
+  // Stryker disable next-line StringLiteral: includes("") is the same as `if (true)` above
   if (raw.includes('%')) {
     if (BAD_ESCAPE.test(raw)) return { kind: 'error', message: 'the query string has a malformed percent-escape' };
     try {
@@ -121,7 +124,8 @@ export function canonicalize(path: string, raw: string | null, spec: QuerySpec):
       const n = normalise(kind, v);
       if (n !== null) vals.add(n);
     }
-    // Stryker disable next-line ConditionalExpression: a name whose every value was dropped is not in `canonical`, so the answer is a redirect (whose params nobody reads) either way
+    // (`if (true)` here is an equivalent mutant, left surviving: a name whose every value was
+    // dropped is not in `canonical`, so the answer is a redirect, whose params nobody reads)
     if (vals.size) params.set(name, [...vals].sort(compareCodePoints));
   }
   const canonical = serialize(params);
