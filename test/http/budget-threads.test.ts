@@ -44,13 +44,15 @@ t.test('two uWS threads share one budget: the process total never passes NEAR_CA
   t.teardown(() => db.drop());
   const prefix = 'tbt' + randomBytes(4).toString('hex') + ':';
   const port = await freePort();
-  const metricsPort = await freePort();
+  // METRICS_PORT=0: the listener takes a free port and the banner names it (a port found
+  // free beforehand can be taken by a parallel test before the server binds it)
+  let metricsPort = 0;
   const env: Record<string, string | undefined> = {
     ...baseEnv(),
     DATABASE_URL: db.url,
     REDIS_KEY_PREFIX: prefix,
     PORT: String(port),
-    METRICS_PORT: String(metricsPort),
+    METRICS_PORT: '0',
     WORKERS: '2',
     NEAR_CACHE_MB: '1',
     RESULT_CACHE_MB: '1',
@@ -71,7 +73,11 @@ t.test('two uWS threads share one budget: the process total never passes NEAR_CA
   await new Promise<void>((resolve, reject) => {
     child.stdout.on('data', (b: Buffer) => {
       out += b.toString();
-      if (/listening on .*\(2 uWS threads\)/.test(out)) resolve();
+      const m = /listening on .*\(2 uWS threads\)[^]*metrics: +http:\/\/[^\s]+:(\d+)\/metrics/.exec(out);
+      if (m) {
+        metricsPort = Number(m[1]);
+        resolve();
+      }
     });
     void exited.then((code) => reject(new Error(`server exited (${code}): ${err}`)));
     // a start-up that hangs fails here with what the server said, not at tap's timeout

@@ -34,8 +34,10 @@ t.test('two threads, one total', async (t) => {
   t.teardown(() => db.drop());
   const prefix = 'tmt' + randomBytes(4).toString('hex') + ':';
   const port = await freePort();
-  const metricsPort = await freePort();
-  const env: Record<string, string | undefined> = { ...baseEnv(), DATABASE_URL: db.url, REDIS_KEY_PREFIX: prefix, PORT: String(port), METRICS_PORT: String(metricsPort), WORKERS: '2', ADMIN_API_KEY: ADMIN_KEY, HEAVY_INTERSECTION_THRESHOLD: '0' };
+  // METRICS_PORT=0: the listener takes a free port and the banner names it (a port found
+  // free beforehand can be taken by a parallel test before the server binds it)
+  let metricsPort = 0;
+  const env: Record<string, string | undefined> = { ...baseEnv(), DATABASE_URL: db.url, REDIS_KEY_PREFIX: prefix, PORT: String(port), METRICS_PORT: '0', WORKERS: '2', ADMIN_API_KEY: ADMIN_KEY, HEAVY_INTERSECTION_THRESHOLD: '0' };
   const child = spawn(process.execPath, ['dist/src/hot/main.js'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
@@ -52,7 +54,11 @@ t.test('two threads, one total', async (t) => {
   await new Promise<void>((resolve, reject) => {
     child.stdout.on('data', (b: Buffer) => {
       out += b.toString();
-      if (/listening on .*\(2 uWS threads\)/.test(out)) resolve();
+      const m = /listening on .*\(2 uWS threads\)[^]*metrics: +http:\/\/[^\s]+:(\d+)\/metrics/.exec(out);
+      if (m) {
+        metricsPort = Number(m[1]);
+        resolve();
+      }
     });
     void exited.then((code) => reject(new Error(`server exited (${code}): ${err}`)));
   });
