@@ -265,6 +265,11 @@ export function preparePatch(cur: ServiceRecord, ch: ServiceChange, nowSec: numb
     lease: undefined,
     ...lease,
   };
+  // no lease: no keys at all (as a state read from PostgreSQL has none)
+  if (ttl === null) {
+    delete rec.health;
+    delete rec.lease;
+  }
   return {
     id: cur.id,
     ns: cur.ns,
