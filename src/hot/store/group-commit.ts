@@ -143,8 +143,9 @@ export class GroupCommitter {
         if (freed) return;
         freed = true;
         this.inFlight--;
-        // a slot for whichever lane waits (this one first)
-        for (const l of [lane as unknown as Lane<never, unknown>, ...this.lanes]) if (l.queue.length && !l.timer) this.schedule(l);
+        // the slot goes to whatever waits (this lane first), at once: it waited while every
+        // slot was busy, which is the window it was given
+        for (const l of [lane as unknown as Lane<never, unknown>, ...this.lanes]) if (l.queue.length) this.flush(l);
       };
       void this.run(lane, batch, free).finally(free);
       // (items held back by their key go with a later batch, normally once this one committed)
