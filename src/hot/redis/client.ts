@@ -33,6 +33,7 @@ declare module 'ioredis' {
     heartbeat: Cmd;
     leaseSweep: Cmd;
     leaseExpire: Cmd;
+    healthFlip: Cmd;
   }
 }
 
