@@ -39,6 +39,8 @@ const sarg = (name: string, d: string) => {
 const PART = sarg('part', 'all');
 /** concurrent registration loops during the expiry (and for a while before it, as the baseline) */
 const WRITERS = arg('writers', 4);
+/** --profile: CPU seconds of this process, Redis and PostgreSQL's top statements (pg_stat_statements, when preloaded) over the expiry */
+const PROFILE = process.argv.includes('--profile');
 const GEN = sarg('generator', 'autocannon');
 
 /** wrk (C, one thread: does not saturate before a one-core uWS server) with the same request */
@@ -143,6 +145,12 @@ try {
   const idle = await writes(() => Date.now() >= idleUntil);
   while (Date.now() < first - 250) await new Promise((ok) => setTimeout(ok, 50));
   const sweeper = new LeaseSweeper(s.app.pg, s.app.redis, s.app.keys, s.app.projector, s.app.log, { intervalMs: 250, lockMs: 1500, batch: s.cfg.leaseSweepBatch, parallel: s.cfg.leaseSweepParallel, now: Date.now, onExpired: (ms) => lags.push(ms), onDurable: (ms) => durable.push(ms) });
+  const redisCpu = async () => {
+    const info = await s.app.redis.info('cpu');
+    return Number(/used_cpu_user:([\d.]+)/.exec(info)![1]) + Number(/used_cpu_sys:([\d.]+)/.exec(info)![1]);
+  };
+  const cpu0 = { node: process.cpuUsage(), redis: await redisCpu() };
+  if (PROFILE) await s.app.pg.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements').then(() => s.app.pg.query('SELECT pg_stat_statements_reset()')).catch(() => undefined);
   sweeper.start();
   const deadline = last + 90_000;
   let visibleAt = 0;
@@ -162,6 +170,14 @@ try {
   console.log(`  visible (index: documents, healthy=true) − deadline: p50 ${pct(lags, 50)} ms, p99 ${pct(lags, 99)} ms, max ${lags[lags.length - 1]} ms; all visible ${visibleAt - first} ms after the first deadline`);
   console.log(`  durable (PostgreSQL + change feed, applied) − deadline: p50 ${pct(durable, 50)} ms, p99 ${pct(durable, 99)} ms, max ${durable[durable.length - 1]} ms; all durable ${drained - first} ms after the first deadline (${Math.round(N / ((drained - first) / 1000))} expiries/s)`);
   const ms = (x: number) => x.toFixed(1);
+  if (PROFILE) {
+    const node = process.cpuUsage(cpu0.node);
+    console.log(`  CPU over the expiry (${((drained - first) / 1000).toFixed(1)} s from the first deadline): this process ${((node.user + node.system) / 1e6).toFixed(1)} s, Redis ${((await redisCpu()) - cpu0.redis).toFixed(1)} s`);
+    const top = await s.app.pg
+      .query<{ q: string; calls: string; total: number; mean: number }>("SELECT left(regexp_replace(query, '\\s+', ' ', 'g'), 90) AS q, calls::text, total_exec_time AS total, mean_exec_time AS mean FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) ORDER BY total_exec_time DESC LIMIT 8")
+      .catch(() => null);
+    for (const r of top?.rows ?? []) console.log(`  pg ${r.total.toFixed(0)} ms in ${r.calls} calls (${r.mean.toFixed(2)} ms each): ${r.q}`);
+  }
   console.log(`  registrations before the expiry: ${idle.length}, p50 ${ms(pct(idle, 50))} ms, p99 ${ms(pct(idle, 99))} ms; during it: ${during.length}, p50 ${ms(pct(during, 50))} ms, p99 ${ms(pct(during, 99))} ms, max ${ms(during[during.length - 1] ?? 0)} ms (load ${await load()})`);
   await s.app.projector.flushAcks();
   gc();

@@ -30,8 +30,10 @@ function gatedSweeper(owner: string, o: { batch?: number; parallel?: number } = 
   let waiting = 0;
   let held = 0;
   let most = 0;
-  // the connection is taken first: a held write holds it, as a slow transaction would
-  const connect = async () => {
+  // the connection is taken first: a held write holds it, as a slow transaction would.
+  // (pool.query() calls connect(callback): not a transaction, passed through ungated)
+  const connect = async (cb?: unknown) => {
+    if (typeof cb === 'function') return s.app.pg.connect(cb as (err: Error | undefined, client: unknown, done: () => void) => void);
     const c = await s.app.pg.connect();
     most = Math.max(most, ++held);
     const release = c.release;

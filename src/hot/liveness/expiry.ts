@@ -8,15 +8,16 @@
 //                  revision stays; redis/README.md, "Revisions");
 //   applyExpired() after the expiry committed: the committed revision recorded (a document
 //                  already flipped is not written again: no second delta or ETag change), the
-//                  leases given their committed record, the outbox rows acknowledged. Ids the
-//                  script cannot patch go through the projector's general path.
+//                  leases given their committed record (lease-settle-2.lua, a page per
+//                  shard), the outbox rows acknowledged. Ids the scripts cannot patch go
+//                  through the projector's general path (or lease-apply).
 import { EXPIRY_PATCH } from '../domain/expiry-patch.js';
 import type { Keys } from '../domain/keys.js';
 import type { Projector } from '../index/projector.js';
 import type { RedisClient } from '../redis/client.js';
-import { healthFlipReply } from '../redis/replies.js';
+import { healthFlipReply, stringArray } from '../redis/replies.js';
 import type { ExpiredEntry } from '../store/leases.js';
-import { applyLease } from './redis-lease.js';
+import { applyLease, shardOf } from './redis-lease.js';
 
 /** services per health-flip call (one Lua call holds Redis for its page: ~10 µs a service) */
 const PAGE = 250;
@@ -98,7 +99,32 @@ export async function applyExpired(redis: RedisClient, keys: Keys, projector: Pr
   const fast = done.filter((e) => !slow.has(e));
   // the general path loads the committed state again and applies index and lease together
   const ok = general.length ? await projector.syncQuietly(general.map(entry)) : true;
-  await Promise.all(fast.map((e) => applyLease(redis, keys, e.id, e.ns, e.version, e.lease, now)));
+  await settleLeases(redis, keys, fast, now);
   projector.ack(fast.map((e) => e.row));
   return ok;
+}
+
+/** The committed leases: lease-settle per shard page; a record it cannot settle gets a full lease-apply. */
+async function settleLeases(redis: RedisClient, keys: Keys, done: ExpiredEntry[], now: number): Promise<void> {
+  const byShard = new Map<number, ExpiredEntry[]>();
+  for (const e of done) {
+    const s = shardOf(e.id);
+    const l = byShard.get(s);
+    if (l) l.push(e);
+    else byShard.set(s, [e]);
+  }
+  const byId = new Map(done.map((e) => [e.id, e]));
+  const rest: ExpiredEntry[] = [];
+  await Promise.all(
+    [...byShard].flatMap(([shard, list]) => {
+      const calls: Promise<void>[] = [];
+      for (let i = 0; i < list.length; i += PAGE) {
+        const args: (string | number)[] = [keys.leases(shard), keys.deadlines(shard)];
+        for (const e of list.slice(i, i + PAGE)) args.push(e.id, e.from, e.version, e.lease.criticalSince ?? now);
+        calls.push(redis.leaseSettle(...args).then((r) => void rest.push(...stringArray(r, 'lease-settle').map((id) => byId.get(id)!))));
+      }
+      return calls;
+    }),
+  );
+  await Promise.all(rest.map((e) => applyLease(redis, keys, e.id, e.ns, e.version, e.lease, now)));
 }

@@ -58,6 +58,13 @@ const RECHECK_MS = 30_000;
 /** expiries queued for their durable write, at most this many batches (beyond: the recheck picks them up) */
 const QUEUE_BATCHES = 200;
 
+/**
+ * While the periodic passes keep finding expiries (a mass expiry whose deadlines are still
+ * coming in), durable writes wait, up to this long for the oldest queued one (ms, real
+ * time): visibility first, and a steady stream of expiries cannot starve durability.
+ */
+const DURABLE_YIELD_MS = 5000;
+
 /** A due lease handed to the durable workers. */
 interface Task {
   id: string;
@@ -69,6 +76,8 @@ interface Task {
   crit: number;
   /** its index already shows it (lag observed) */
   visible: boolean;
+  /** performance.now() when queued */
+  queued: number;
 }
 
 export class LeaseSweeper {
@@ -87,6 +96,8 @@ export class LeaseSweeper {
   private idle: (() => void)[] = [];
   /** leases acted on (expiries committed, deregistrations), for sweepOnce()'s count */
   private acted = 0;
+  /** the last periodic pass flipped leases: more are probably coming (durable writes wait) */
+  private flipping = false;
 
   constructor(
     readonly pool: Pool,
@@ -106,6 +117,7 @@ export class LeaseSweeper {
     this.running ??= (async () => {
       const before = this.acted;
       await this.flipPass();
+      this.flipping = false; // no next pass to wait for: the durable writes go now
       await this.drained();
       return this.acted - before;
     })().finally(() => (this.running = null));
@@ -120,26 +132,29 @@ export class LeaseSweeper {
   /** Every shard at once (Redis calls only): each lists and flips its due leases batch by batch. */
   private async flipAll(): Promise<void> {
     let leased = 0;
+    let flipped = 0;
     const gen = await liveGeneration(this.redis, this.keys);
     await Promise.all(
       Array.from({ length: LEASE_SHARDS }, async (_, shard) => {
         for (let count = true; ; count = false) {
           const turn = await this.flipShard(shard, count, gen);
           leased += turn.leased;
+          flipped += turn.flipped;
           if (!turn.more) return;
         }
       }),
     );
     if (this.held.size) setLeasedServices(leased);
+    this.flipping = flipped > 0;
   }
 
   /** One batch of one shard's due leases, if this node holds (or now takes) its lock. */
-  private async flipShard(shard: number, count: boolean, gen: string | null): Promise<{ leased: number; more: boolean }> {
+  private async flipShard(shard: number, count: boolean, gen: string | null): Promise<{ leased: number; flipped: number; more: boolean }> {
     const now = this.o.now();
     const due = leaseSweepReply(await this.redis.leaseSweep(this.keys.sweepLock(shard), this.keys.deadlines(shard), this.keys.leases(shard), this.owner, this.o.lockMs, now, this.batch));
     if (!due) {
       this.held.delete(shard);
-      return { leased: 0, more: false };
+      return { leased: 0, flipped: 0, more: false };
     }
     this.held.add(shard);
     const leased = count ? await this.redis.hlen(this.keys.leases(shard)) : 0;
@@ -150,7 +165,7 @@ export class LeaseSweeper {
       // still passing and past the deadline (no heartbeat came since the listing): critical
       // in Redis now, due again RECHECK_MS on unless the durable write puts the real schedule
       const flipped = new Set(stringArray(await this.redis.leaseExpire(this.keys.leases(shard), this.keys.deadlines(shard), now, RECHECK_MS, ...passing.map((d) => d.id)), 'lease-expire'));
-      const mine = passing.filter((d) => flipped.has(d.id)).map((d): Task => ({ id: d.id, due: d.due, lease: d.lease, flipped: true, crit: now, visible: false }));
+      const mine = passing.filter((d) => flipped.has(d.id)).map((d): Task => ({ id: d.id, due: d.due, lease: d.lease, flipped: true, crit: now, visible: false, queued: performance.now() }));
       if (mine.length && gen) {
         try {
           await flipIndex(this.redis, this.keys, gen, mine.map((t) => ({ id: t.id, ns: t.lease.ns, from: t.lease.rev, to: t.lease.rev })));
@@ -166,10 +181,10 @@ export class LeaseSweeper {
       }
       tasks.push(...mine);
     }
-    for (const d of fresh) if (d.lease.status === 'critical') tasks.push({ id: d.id, due: d.due, lease: d.lease, flipped: false, crit: d.lease.criticalSince ?? now, visible: true });
+    for (const d of fresh) if (d.lease.status === 'critical') tasks.push({ id: d.id, due: d.due, lease: d.lease, flipped: false, crit: d.lease.criticalSince ?? now, visible: true, queued: performance.now() });
     this.enqueue(tasks);
     // a full batch: more may be due (not when every one listed was already queued)
-    return { leased, more: due.length >= this.batch && fresh.length > 0 };
+    return { leased, flipped: tasks.filter((t) => t.flipped).length, more: due.length >= this.batch && fresh.length > 0 };
   }
 
   private observe(lagMs: number): void {
@@ -203,9 +218,14 @@ export class LeaseSweeper {
   private async work(): Promise<void> {
     while (this.queue.length) {
       // flips first: while a pass is under way its backlog is what visibility waits on, and
-      // durable writes would take the CPU (PostgreSQL's above all) from it
+      // durable writes would take the CPU (PostgreSQL's above all) from it; while passes keep
+      // finding expiries, more are coming: wait for a quiet pass (or DURABLE_YIELD_MS)
       if (this.pass) {
         await this.pass.catch(() => undefined);
+        continue;
+      }
+      if (this.flipping && performance.now() - this.queue[0]!.queued < DURABLE_YIELD_MS) {
+        await new Promise((ok) => setTimeout(ok, Math.max(10, Math.min(50, this.o.intervalMs / 4))));
         continue;
       }
       const tasks = this.queue.splice(0, this.batch);

@@ -34,6 +34,7 @@ declare module 'ioredis' {
     leaseSweep: Cmd;
     leaseExpire: Cmd;
     healthFlip: Cmd;
+    leaseSettle: Cmd;
   }
 }
 
