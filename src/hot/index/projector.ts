@@ -286,6 +286,11 @@ export class Projector {
     }
   }
 
+  /** Outbox rows another path applied (the lease sweeper's expiries, liveness/expiry.ts): deleted by the next ack flush. */
+  ack(rows: number[]): void {
+    if (rows.length) this.ackLater(rows);
+  }
+
   private ackLater(rows: number[]): void {
     for (const r of rows) this.acks.push(r);
     this.ackTimer ??= setTimeout(() => void this.flushAcks(), this.ackMs).unref();

@@ -34,6 +34,8 @@ declare module 'ioredis' {
     heartbeat: Cmd;
     leaseSweep: Cmd;
     leaseExpire: Cmd;
+    healthFlip: Cmd;
+    leaseSettle: Cmd;
   }
 }
 

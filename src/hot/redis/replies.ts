@@ -243,3 +243,11 @@ export function stringArray(r: unknown, script: string): string[] {
   if (!Array.isArray(r) || !r.every((x) => typeof x === 'string')) throw new UnexpectedReply(script, 'expected an array of strings');
   return r as string[];
 }
+
+/** health-flip-1.lua: null when the namespace is not indexed, else how many documents changed and the ids left to apply-service. */
+export function healthFlipReply(r: unknown): { changed: number; left: string[] } | null {
+  const a = arrayOrNotIndexed<unknown>(r, 'health-flip');
+  if (a === NOT_INDEXED) return null;
+  if (!isInt(a[0]) || !a.slice(1).every((x) => typeof x === 'string')) throw new UnexpectedReply('health-flip', 'expected a count, then ids');
+  return { changed: a[0], left: a.slice(1) as string[] };
+}
