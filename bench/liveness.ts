@@ -2,14 +2,17 @@
 // expiry lag of N leased services that stop heartbeating, on real Redis and PostgreSQL.
 //
 //   node --expose-gc dist/bench/liveness.js [--services N] [--ttl S] [--duration S] [--connections C]
-//        [--part all|heartbeats|expiry] [--generator autocannon|wrk]
+//        [--part all|heartbeats|expiry] [--generator autocannon|wrk] [--writers W]
 //
 // Heartbeats: one leased service, autocannon or wrk (a child process: its own core) sends PUT
 // /services/{id}/heartbeat with its token for --duration seconds, alternated with the same
 // load against the ceiling (A B A B; the ratio uses each side's better run). Expiry: N
 // services registered in one statement with ttl S, leases seeded by the rebuild (a fresh
 // ttl each), then one sweeper (LEASE_SWEEP_MS 250) until all are critical; the lag of each
-// expiry is its commit time minus its deadline. Memory: Redis bytes of the lease shards
+// expiry is the time it became visible in the index (documents, healthy=true) minus its
+// deadline, and apart from it the time its durable write was committed and applied. W loops
+// register services over HTTP meanwhile (and for up to 3 s before the first deadline, the
+// baseline): their latency says whether the mass expiry starves ordinary writes. Memory: Redis bytes of the lease shards
 // (MEMORY USAGE) per leased service, and this process's RSS before and after seeding.
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -17,6 +20,7 @@ import uWS from 'uWebSockets.js';
 import { registerProduction, startTestServer } from '../test/helpers/server.js';
 import { LEASE_SHARDS } from '../src/hot/domain/keys.js';
 import { rebuildIndex } from '../src/hot/index/rebuild.js';
+import { backfillIndexText } from '../src/hot/store/index-text.js';
 import { LeaseSweeper } from '../src/hot/liveness/sweeper.js';
 
 const run = promisify(execFile);
@@ -33,6 +37,10 @@ const sarg = (name: string, d: string) => {
   return i >= 0 ? process.argv[i + 1]! : d;
 };
 const PART = sarg('part', 'all');
+/** concurrent registration loops during the expiry (and for a while before it, as the baseline) */
+const WRITERS = arg('writers', 4);
+/** --profile: CPU seconds of this process, Redis and PostgreSQL's top statements (pg_stat_statements, when preloaded) over the expiry */
+const PROFILE = process.argv.includes('--profile');
 const GEN = sarg('generator', 'autocannon');
 
 /** wrk (C, one thread: does not saturate before a one-core uWS server) with the same request */
@@ -98,6 +106,8 @@ try {
        FROM generate_series(1, $1) g`,
     [N, TTL],
   );
+  // the index text every write path stores with the row (the migrator backfills older rows)
+  await backfillIndexText(s.app.pg);
   const r = await rebuildIndex(s.app.pg, s.app.redis, s.app.keys, s.cfg.tiers);
   if (!r) throw new Error('rebuild lock taken');
   await s.app.index.refreshGen();
@@ -112,15 +122,63 @@ try {
   }
   console.log(`seeded ${N} leases (ttl ${TTL} s) in ${seeded - t0} ms (insert + rebuild); deadlines spread over ${last - first} ms; Redis ${(bytes / (N + 1)).toFixed(0)} bytes per leased service (lease hashes + deadline sets)`);
   const lags: number[] = [];
+  const durable: number[] = [];
   await s.app.sweeper.stop();
-  const sweeper = new LeaseSweeper(s.app.pg, s.app.redis, s.app.keys, s.app.projector, s.app.log, { intervalMs: 250, lockMs: 1500, batch: s.cfg.leaseSweepBatch, parallel: s.cfg.leaseSweepParallel, now: Date.now, onExpired: (ms) => lags.push(ms) });
+  // registrations through the same server (its event loop also runs the sweeper)
+  let wrote = 0;
+  const writes = async (until: () => boolean): Promise<number[]> => {
+    const lat: number[] = [];
+    await Promise.all(
+      Array.from({ length: WRITERS }, async () => {
+        while (!until()) {
+          const t = performance.now();
+          const r = await s.admin('POST', '/admin/api/services', { endpoint: `https://bench-w${wrote++}.example.com`, capability: 'bench-write' });
+          await r.arrayBuffer();
+          if (r.status !== 201) throw new Error(`registration during the expiry: ${r.status}`);
+          lat.push(performance.now() - t);
+        }
+      }),
+    );
+    return lat.sort((a, b) => a - b);
+  };
+  const idleUntil = Math.min(first - 500, Date.now() + 3000);
+  const idle = await writes(() => Date.now() >= idleUntil);
+  while (Date.now() < first - 250) await new Promise((ok) => setTimeout(ok, 50));
+  const sweeper = new LeaseSweeper(s.app.pg, s.app.redis, s.app.keys, s.app.projector, s.app.log, { intervalMs: 250, lockMs: 1500, batch: s.cfg.leaseSweepBatch, parallel: s.cfg.leaseSweepParallel, now: Date.now, onExpired: (ms) => lags.push(ms), onDurable: (ms) => durable.push(ms) });
+  const redisCpu = async () => {
+    const info = await s.app.redis.info('cpu');
+    return Number(/used_cpu_user:([\d.]+)/.exec(info)![1]) + Number(/used_cpu_sys:([\d.]+)/.exec(info)![1]);
+  };
+  const cpu0 = { node: process.cpuUsage(), redis: await redisCpu() };
+  if (PROFILE) await s.app.pg.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements').then(() => s.app.pg.query('SELECT pg_stat_statements_reset()')).catch(() => undefined);
   sweeper.start();
   const deadline = last + 90_000;
-  while (lags.length < N && Date.now() < deadline) await new Promise((ok) => setTimeout(ok, 250));
+  let visibleAt = 0;
+  let done = false;
+  const busy = writes(() => done);
+  while ((lags.length < N || durable.length < N) && Date.now() < deadline) {
+    await new Promise((ok) => setTimeout(ok, 50));
+    if (!visibleAt && lags.length >= N) visibleAt = Date.now();
+  }
   const drained = Date.now();
+  done = true;
+  const during = await busy;
   await sweeper.stop();
   lags.sort((a, b) => a - b);
-  console.log(`expiries: ${lags.length} of ${N} (LEASE_SWEEP_BATCH ${s.cfg.leaseSweepBatch}, LEASE_SWEEP_PARALLEL ${s.cfg.leaseSweepParallel}); lag (visible − deadline) p50 ${pct(lags, 50)} ms, p99 ${pct(lags, 99)} ms, max ${lags[lags.length - 1]} ms; first deadline to last expiry ${drained - first} ms (load ${await load()})`);
+  durable.sort((a, b) => a - b);
+  console.log(`expiries: ${lags.length} visible, ${durable.length} durable of ${N} (LEASE_SWEEP_BATCH ${s.cfg.leaseSweepBatch}, LEASE_SWEEP_PARALLEL ${s.cfg.leaseSweepParallel}, ${WRITERS} registration loops)`);
+  console.log(`  visible (index: documents, healthy=true) − deadline: p50 ${pct(lags, 50)} ms, p99 ${pct(lags, 99)} ms, max ${lags[lags.length - 1]} ms; all visible ${visibleAt - first} ms after the first deadline`);
+  console.log(`  durable (PostgreSQL + change feed, applied) − deadline: p50 ${pct(durable, 50)} ms, p99 ${pct(durable, 99)} ms, max ${durable[durable.length - 1]} ms; all durable ${drained - first} ms after the first deadline (${Math.round(N / ((drained - first) / 1000))} expiries/s)`);
+  const ms = (x: number) => x.toFixed(1);
+  if (PROFILE) {
+    const node = process.cpuUsage(cpu0.node);
+    console.log(`  CPU over the expiry (${((drained - first) / 1000).toFixed(1)} s from the first deadline): this process ${((node.user + node.system) / 1e6).toFixed(1)} s, Redis ${((await redisCpu()) - cpu0.redis).toFixed(1)} s`);
+    const top = await s.app.pg
+      .query<{ q: string; calls: string; total: number; mean: number }>("SELECT left(regexp_replace(query, '\\s+', ' ', 'g'), 90) AS q, calls::text, total_exec_time AS total, mean_exec_time AS mean FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) ORDER BY total_exec_time DESC LIMIT 8")
+      .catch(() => null);
+    for (const r of top?.rows ?? []) console.log(`  pg ${r.total.toFixed(0)} ms in ${r.calls} calls (${r.mean.toFixed(2)} ms each): ${r.q}`);
+  }
+  console.log(`  registrations before the expiry: ${idle.length}, p50 ${ms(pct(idle, 50))} ms, p99 ${ms(pct(idle, 99))} ms; during it: ${during.length}, p50 ${ms(pct(during, 50))} ms, p99 ${ms(pct(during, 99))} ms, max ${ms(during[during.length - 1] ?? 0)} ms (load ${await load()})`);
   await s.app.projector.flushAcks();
   gc();
   const rss1 = process.memoryUsage().rss;

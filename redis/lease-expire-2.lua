@@ -1,10 +1,9 @@
--- lease-expire: the sweeper's confirmation, inside the PostgreSQL transaction that turns a
--- shard's due services critical (holding their row locks): each lease is still passing and
--- still past its deadline (no heartbeat came since the sweep saw it). Those records turn
--- critical at once, so a heartbeat from now on asks for the durable change back (and waits
--- for the row lock); their due time moves recheckMs on, so that a transaction that then
--- fails is looked at again (the projector's apply of the committed state puts the real
--- schedule).
+-- lease-expire: the sweeper's flip of a shard's due leases (src/hot/liveness/sweeper.ts):
+-- each lease still passing and still past its deadline (no heartbeat came since the sweep
+-- listed it) turns critical at once, so that a heartbeat from now on asks for the durable
+-- change back (and meets the expiry's row locks, or revokes it: liveness.ts). Its due time
+-- moves recheck ms on: the durable write, normally within a second, puts the real schedule;
+-- a flip it never made durable (the node died, PostgreSQL away) is due again then.
 -- KEYS[1]  lv:{shard}:l
 -- KEYS[2]  lv:{shard}:d
 -- ARGV[1]  now (ms)

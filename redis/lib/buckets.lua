@@ -138,3 +138,61 @@ local function setRemove(key, seq)
     redis.call('HSET', key, b, string.sub(s, 1, 2 * at - 2) .. string.sub(s, 2 * at + 1))
   end
 end
+-- remove seqs (numbers, any order) from the set at key: each bucket read and written once
+-- (setRemove() per seq copies its bucket each time: a mass expiry takes thousands of members
+-- out of one set in one call)
+local function setRemoveMany(key, seqs)
+  local groups, order = {}, {}
+  for _, q in ipairs(seqs) do
+    local b = math.floor(q / BW)
+    local g = groups[b]
+    if not g then
+      g = {}
+      groups[b] = g
+      order[#order + 1] = b
+    end
+    g[q - b * BW] = true
+  end
+  if #order == 0 then return end
+  local fields = {}
+  for i, b in ipairs(order) do fields[i] = tostring(b) end
+  local cur = redis.call('HMGET', key, unpack(fields))
+  local removed, emptied, sets = 0, {}, {}
+  for i, b in ipairs(order) do
+    local s = cur[i]
+    if s then
+      local drop = groups[b]
+      local parts, from, k = {}, 1, #s / 2
+      for j = 1, k do
+        if drop[boff(s, j)] then
+          if j > from then parts[#parts + 1] = string.sub(s, 2 * from - 1, 2 * j - 2) end
+          from = j + 1
+          removed = removed + 1
+        end
+      end
+      if from <= k then parts[#parts + 1] = string.sub(s, 2 * from - 1) end
+      local left = table.concat(parts)
+      if left == '' then emptied[#emptied + 1] = fields[i]
+      elseif #left ~= #s then
+        sets[#sets + 1] = fields[i]
+        sets[#sets + 1] = left
+      end
+    end
+  end
+  if removed == 0 then return end
+  if redis.call('HINCRBY', key, 'n', -removed) <= 0 then
+    redis.call('DEL', key)
+    return
+  end
+  if #sets > 0 then redis.call('HSET', key, unpack(sets)) end
+  if #emptied > 0 then
+    redis.call('HDEL', key, unpack(emptied))
+    -- keep hi exact (a rebuild of the same members writes the same hash)
+    local top = -1
+    for _, f in ipairs(redis.call('HKEYS', key)) do
+      local x = tonumber(f)
+      if x and x > top then top = x end
+    end
+    redis.call('HSET', key, 'hi', top)
+  end
+end

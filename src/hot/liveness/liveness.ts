@@ -9,7 +9,7 @@ import { countHeartbeat, countTransition } from '../ops/metrics.js';
 import type { RedisClient } from '../redis/client.js';
 import { integer } from '../redis/replies.js';
 import type { IndexState } from '../store/services.js';
-import { loadLease, setHealth } from '../store/leases.js';
+import { loadLease, renewVersion, setHealth } from '../store/leases.js';
 import type { Pool } from '../store/pool.js';
 import { applyLease, leaseKeys, leaseOf } from './redis-lease.js';
 
@@ -72,10 +72,17 @@ export class Liveness {
       await this.projector.syncQuietly([wr]);
       countTransition(want, 'heartbeat');
     } else {
-      // PostgreSQL already has that status (a sweeper's expiry whose commit failed left
-      // Redis ahead of it): make Redis agree with PostgreSQL again
-      const row = await loadLease(this.pool, id);
-      if (row) await applyLease(this.redis, this.keys, id, row.ns, row.version, row, now);
+      // PostgreSQL already has that status: Redis is ahead of it. Passing there while the
+      // lease here is critical is the sweeper's expiry not durable yet (or never: its commit
+      // failed), already visible in the index: a new version revokes it durably (the
+      // expiry, made from the old one, then commits nothing) and its apply puts index and
+      // lease back (sweeper.ts). Otherwise make the lease agree with PostgreSQL again.
+      const renewed = want === 'passing' ? await renewVersion(this.pool, ns, id, want) : null;
+      if (renewed) await this.projector.syncQuietly([renewed]);
+      else {
+        const row = await loadLease(this.pool, id);
+        if (row) await applyLease(this.redis, this.keys, id, row.ns, row.version, row, now);
+      }
     }
     countHeartbeat('transition');
     return 'changed';

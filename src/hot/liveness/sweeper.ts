@@ -1,9 +1,20 @@
 // Finds expired leases and deregistration deadlines. Every node runs one; each of the
-// LEASE_SHARDS shards is swept by one node at a time (several shards at once per node), the holder of its lock (a Redis key
+// LEASE_SHARDS shards is swept by one node at a time, the holder of its lock (a Redis key
 // with a TTL that lease-sweep-3.lua renews on every call): when the holder dies the lock
-// lapses and another node's next tick takes the shard over. An expiry is a durable write
-// (store/leases.ts setHealth) made only after lease-expire-2.lua confirmed, under the row
-// lock, that no heartbeat renewed the lease meanwhile; a deregistration is DELETE's write.
+// lapses and another node's next tick takes the shard over.
+//
+// An expiry is made visible first and durable second (docs/decisions.md, "Liveness": a mass
+// expiry of 100,000 leases): every period, for each shard it holds, the sweeper lists the
+// due leases, turns the passing ones critical in Redis (lease-expire-2.lua: still passing
+// and past the deadline, checked atomically against heartbeats) and at once in the index
+// (health-flip-1.lua, liveness/expiry.ts: documents and the healthy set, the revision
+// unchanged). Then, apart from the periodic pass, at most `parallel` workers make the
+// expiries durable in set-based transactions (store/leases.ts expireMany: only a service
+// still at the version its lease was made from; a heartbeat or write since then drew a newer
+// one, which stands) and record the committed revisions and leases in Redis. A lease
+// flipped but not made durable (the node died, PostgreSQL was away) is due again RECHECK_MS
+// later as a critical lease; the holder of its shard then finishes the expiry. A
+// deregistration is DELETE's write.
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { LEASE_SHARDS, type Keys } from '../domain/keys.js';
@@ -14,6 +25,7 @@ import { leaseSweepReply, stringArray, type LeaseRecord } from '../redis/replies
 import { expireMany, loadLease } from '../store/leases.js';
 import type { Pool } from '../store/pool.js';
 import { deleteService } from '../store/write-functions.js';
+import { applyExpired, flipIndex, liveGeneration } from './expiry.js';
 import { applyLease } from './redis-lease.js';
 
 export interface SweeperOptions {
@@ -21,29 +33,71 @@ export interface SweeperOptions {
   intervalMs: number;
   /** the sweep lock's TTL: how long a dead holder keeps its shards (LEASE_LOCK_MS) */
   lockMs: number;
-  /** due leases handled per shard and turn: one transaction each (LEASE_SWEEP_BATCH) */
+  /** due leases listed per shard and call, and expiries per durable transaction (LEASE_SWEEP_BATCH) */
   batch?: number;
-  /** shards swept at once: at most this many PostgreSQL connections (LEASE_SWEEP_PARALLEL) */
+  /** durable transactions at once: at most this many PostgreSQL connections (LEASE_SWEEP_PARALLEL) */
   parallel?: number;
   /** the clock of deadlines (shared with Liveness) */
   now: () => number;
   /** this node's lock token (tests play two nodes) */
   owner?: string;
-  /** each committed expiry's lag past its deadline, ms (bench/liveness.ts) */
+  /** each expiry's lag past its deadline when it became visible, ms (bench/liveness.ts) */
   onExpired?: (lagMs: number) => void;
+  /** each expiry's lag past its deadline when it was committed and applied, ms (bench/liveness.ts) */
+  onDurable?: (lagMs: number) => void;
 }
 
-/** A due lease that PostgreSQL has not turned critical yet waits this long before it is looked at again. */
-const RECHECK_MS = 5000;
+/**
+ * A lease turned critical in Redis but not (yet) in PostgreSQL is due again this long after
+ * the flip: the durable write normally comes within a second and puts the real schedule; this
+ * is for a node that died or a PostgreSQL that was away meanwhile. Long enough that a
+ * backlog of durable writes (a mass expiry) is not listed again while still queued.
+ */
+const RECHECK_MS = 30_000;
+
+/** expiries queued for their durable write, at most this many batches (beyond: the recheck picks them up) */
+const QUEUE_BATCHES = 200;
+
+/**
+ * While the periodic passes keep finding expiries (a mass expiry whose deadlines are still
+ * coming in), durable writes wait, up to this long for the oldest queued one (ms, real
+ * time): visibility first, and a steady stream of expiries cannot starve durability.
+ */
+const DURABLE_YIELD_MS = 5000;
+
+/** A due lease handed to the durable workers. */
+interface Task {
+  id: string;
+  due: number;
+  lease: LeaseRecord;
+  /** the flip this sweep made (passing lease turned critical), or a critical lease found due */
+  flipped: boolean;
+  /** ms since when it is critical */
+  crit: number;
+  /** its index already shows it (lag observed) */
+  visible: boolean;
+  /** performance.now() when queued */
+  queued: number;
+}
 
 export class LeaseSweeper {
   private timer: NodeJS.Timeout | null = null;
+  private pass: Promise<void> | null = null;
   private running: Promise<number> | null = null;
   readonly owner: string;
   private readonly batch: number;
   private readonly parallel: number;
   /** shards this node held at its last sweep (tests, the takeover) */
   held = new Set<number>();
+  /** leases queued or in a durable write (not listed again meanwhile) */
+  private readonly pending = new Set<string>();
+  private queue: Task[] = [];
+  private workers = 0;
+  private idle: (() => void)[] = [];
+  /** leases acted on (expiries committed, deregistrations), for sweepOnce()'s count */
+  private acted = 0;
+  /** the last periodic pass flipped leases: more are probably coming (durable writes wait) */
+  private flipping = false;
 
   constructor(
     readonly pool: Pool,
@@ -58,93 +112,168 @@ export class LeaseSweeper {
     this.parallel = o.parallel ?? 4;
   }
 
-  /** One sweep of every shard this node holds or can take; returns the leases acted on. */
+  /** One sweep of every shard this node holds or can take, its durable writes included; returns the leases acted on. */
   sweepOnce(): Promise<number> {
-    this.running ??= this.sweep().finally(() => (this.running = null));
+    this.running ??= (async () => {
+      const before = this.acted;
+      await this.flipPass();
+      this.flipping = false; // no next pass to wait for: the durable writes go now
+      await this.drained();
+      return this.acted - before;
+    })().finally(() => (this.running = null));
     return this.running;
   }
 
-  /**
-   * The shards are swept `parallel` at a time (each under its own lock), a batch each turn;
-   * a shard whose batch came back full goes to the back of the queue for another turn in
-   * the same sweep, so a mass expiry drains at the speed of its transactions, not one batch
-   * per period, and never holds more than `parallel` PostgreSQL connections (writes keep
-   * the rest of the pool).
-   */
-  private async sweep(): Promise<number> {
-    let acted = 0;
-    let leased = 0;
-    const queue = Array.from({ length: LEASE_SHARDS }, (_, i) => i);
-    const counted = new Set<number>();
-    const worker = async () => {
-      for (let shard = queue.shift(); shard !== undefined; shard = queue.shift()) {
-        const turn = await this.sweepShard(shard, !counted.has(shard));
-        counted.add(shard);
-        acted += turn.acted;
-        leased += turn.leased;
-        if (turn.full) queue.push(shard);
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(this.parallel, LEASE_SHARDS) }, worker));
-    if (this.held.size) setLeasedServices(leased);
-    return acted;
+  private flipPass(): Promise<void> {
+    this.pass ??= this.flipAll().finally(() => (this.pass = null));
+    return this.pass;
   }
 
-  /** One batch of one shard: its due leases, if this node holds (or now takes) its lock. */
-  private async sweepShard(shard: number, count: boolean): Promise<{ acted: number; leased: number; full: boolean }> {
+  /** Every shard at once (Redis calls only): each lists and flips its due leases batch by batch. */
+  private async flipAll(): Promise<void> {
+    let leased = 0;
+    let flipped = 0;
+    const gen = await liveGeneration(this.redis, this.keys);
+    await Promise.all(
+      Array.from({ length: LEASE_SHARDS }, async (_, shard) => {
+        for (let count = true; ; count = false) {
+          const turn = await this.flipShard(shard, count, gen);
+          leased += turn.leased;
+          flipped += turn.flipped;
+          if (!turn.more) return;
+        }
+      }),
+    );
+    if (this.held.size) setLeasedServices(leased);
+    this.flipping = flipped > 0;
+  }
+
+  /** One batch of one shard's due leases, if this node holds (or now takes) its lock. */
+  private async flipShard(shard: number, count: boolean, gen: string | null): Promise<{ leased: number; flipped: number; more: boolean }> {
     const now = this.o.now();
     const due = leaseSweepReply(await this.redis.leaseSweep(this.keys.sweepLock(shard), this.keys.deadlines(shard), this.keys.leases(shard), this.owner, this.o.lockMs, now, this.batch));
     if (!due) {
       this.held.delete(shard);
-      return { acted: 0, leased: 0, full: false };
+      return { leased: 0, flipped: 0, more: false };
     }
     this.held.add(shard);
-    let acted = 0;
     const leased = count ? await this.redis.hlen(this.keys.leases(shard)) : 0;
-    // passing leases past their deadline: expired together, one transaction per batch
-    const passing = due.filter((d) => d.lease.status === 'passing');
-    let failed = false;
+    const fresh = due.filter((d) => !this.pending.has(d.id));
+    const tasks: Task[] = [];
+    const passing = fresh.filter((d) => d.lease.status === 'passing');
     if (passing.length) {
+      // still passing and past the deadline (no heartbeat came since the listing): critical
+      // in Redis now, due again RECHECK_MS on unless the durable write puts the real schedule
+      const flipped = new Set(stringArray(await this.redis.leaseExpire(this.keys.leases(shard), this.keys.deadlines(shard), now, RECHECK_MS, ...passing.map((d) => d.id)), 'lease-expire'));
+      const mine = passing.filter((d) => flipped.has(d.id)).map((d): Task => ({ id: d.id, due: d.due, lease: d.lease, flipped: true, crit: now, visible: false, queued: performance.now() }));
+      if (mine.length && gen) {
+        try {
+          await flipIndex(this.redis, this.keys, gen, mine.map((t) => ({ id: t.id, ns: t.lease.ns, from: t.lease.rev, to: t.lease.rev })));
+          const seen = this.o.now();
+          for (const t of mine) {
+            t.visible = true;
+            this.observe(seen - t.due);
+          }
+        } catch (err) {
+          // the durable write makes them visible
+          this.log.warn({ err: String(err), shard, leases: mine.length }, 'expiry flip of the index failed; the durable write will apply it');
+        }
+      }
+      tasks.push(...mine);
+    }
+    for (const d of fresh) if (d.lease.status === 'critical') tasks.push({ id: d.id, due: d.due, lease: d.lease, flipped: false, crit: d.lease.criticalSince ?? now, visible: true, queued: performance.now() });
+    this.enqueue(tasks);
+    // a full batch: more may be due (not when every one listed was already queued)
+    return { leased, flipped: tasks.filter((t) => t.flipped).length, more: due.length >= this.batch && fresh.length > 0 };
+  }
+
+  private observe(lagMs: number): void {
+    observeExpiryLag(lagMs / 1000);
+    this.o.onExpired?.(lagMs);
+  }
+
+  private enqueue(tasks: Task[]): void {
+    for (const t of tasks) {
+      // beyond the bound the lease waits in Redis for its recheck
+      if (this.queue.length >= QUEUE_BATCHES * this.batch) break;
+      this.pending.add(t.id);
+      this.queue.push(t);
+    }
+    while (this.workers < this.parallel && this.queue.length) {
+      this.workers++;
+      void this.work().finally(() => {
+        this.workers--;
+        if (!this.workers) for (const f of this.idle.splice(0)) f();
+      });
+    }
+  }
+
+  /** Resolves once no durable write is queued or under way. */
+  private drained(): Promise<void> {
+    if (!this.workers) return Promise.resolve();
+    return new Promise((ok) => this.idle.push(ok));
+  }
+
+  /** A durable worker: batches from the queue until it is empty. */
+  private async work(): Promise<void> {
+    while (this.queue.length) {
+      // flips first: while a pass is under way its backlog is what visibility waits on, and
+      // durable writes would take the CPU (PostgreSQL's above all) from it; while passes keep
+      // finding expiries, more are coming: wait for a quiet pass (or DURABLE_YIELD_MS)
+      if (this.pass) {
+        await this.pass.catch(() => undefined);
+        continue;
+      }
+      if (this.flipping && performance.now() - this.queue[0]!.queued < DURABLE_YIELD_MS) {
+        await new Promise((ok) => setTimeout(ok, Math.max(10, Math.min(50, this.o.intervalMs / 4))));
+        continue;
+      }
+      const tasks = this.queue.splice(0, this.batch);
       try {
-        acted += await this.expire(shard, passing);
+        await this.settle(tasks);
       } catch (err) {
-        // PostgreSQL or Redis away: the leases stay due, the next sweep tries again
-        failed = true;
-        this.log.warn({ err: String(err), shard, leases: passing.length }, 'lease expiry failed; will retry');
+        // PostgreSQL or Redis away: the leases stay due in Redis, the recheck tries again;
+        // the rest of the queue would fail the same way
+        this.log.warn({ err: String(err), leases: tasks.length + this.queue.length }, 'lease expiry failed; will retry');
+        for (const t of this.queue.splice(0)) this.pending.delete(t.id);
+      } finally {
+        for (const t of tasks) this.pending.delete(t.id);
       }
     }
-    for (const { id, due: at, lease } of due) {
-      if (lease.status === 'passing') continue;
+  }
+
+  /** One batch made durable: the expiries in one transaction, then Redis; critical leases found due are checked one by one. */
+  private async settle(tasks: Task[]): Promise<void> {
+    const now = this.o.now();
+    // a critical lease found due may be a flip whose durable write never came: finished here too
+    const done = await expireMany(this.pool, tasks.map((t) => ({ id: t.id, rev: t.lease.rev, crit: t.crit })));
+    const byId = new Map(tasks.map((t) => [t.id, t]));
+    if (done.length) {
+      await applyExpired(this.redis, this.keys, this.projector, done, now);
+      const seen = this.o.now();
+      for (const e of done) {
+        const t = byId.get(e.id)!;
+        countTransition('critical', 'expiry');
+        if (!t.visible) this.observe(seen - t.due);
+        this.o.onDurable?.(seen - t.due);
+      }
+      this.acted += done.length;
+    }
+    // a flip not committed: a newer version (heartbeat, write) stands, and its apply put the
+    // index and the lease back. A critical lease: deregistration, or Redis out of step
+    const committed = new Set(done.map((e) => e.id));
+    for (const t of tasks) {
+      if (t.flipped || committed.has(t.id)) continue;
       try {
-        if (await this.act(id, at, lease)) acted++;
+        if (await this.act(t.id, t.lease)) this.acted++;
       } catch (err) {
         // PostgreSQL or Redis away: the lease stays due, the next sweep tries again
-        this.log.warn({ err: String(err), serviceId: id }, 'lease sweep failed for a service; will retry');
+        this.log.warn({ err: String(err), serviceId: t.id }, 'lease sweep failed for a service; will retry');
       }
     }
-    // a full batch: more may be due (not after a failure: that waits for the next period)
-    return { acted, leased, full: !failed && due.length >= this.batch };
   }
 
-  /** Expire a shard's due passing leases (a batch): returns how many turned critical. */
-  private async expire(shard: number, items: { id: string; due: number }[]): Promise<number> {
-    const now = this.o.now();
-    const dueOf = new Map(items.map((x) => [x.id, x.due]));
-    const done = await expireMany(this.pool, [...dueOf.keys()], now, async (ids) => stringArray(await this.redis.leaseExpire(this.keys.leases(shard), this.keys.deadlines(shard), now, RECHECK_MS, ...ids), 'lease-expire'));
-    if (!done.length) return 0;
-    // the committed states as the transaction made them: applied in pipelined pages, no read back
-    await this.projector.applyCommitted(done);
-    const seen = this.o.now();
-    for (const w of done) {
-      const lag = seen - dueOf.get(w.id)!;
-      countTransition('critical', 'expiry');
-      observeExpiryLag(lag / 1000);
-      this.o.onExpired?.(lag);
-    }
-    return done.length;
-  }
-
-  private async act(id: string, _at: number, l: LeaseRecord): Promise<boolean> {
+  private async act(id: string, l: LeaseRecord): Promise<boolean> {
     const now = this.o.now();
     // critical and due: deregistration, if PostgreSQL agrees it has stayed critical that long
     const row = await loadLease(this.pool, id);
@@ -164,8 +293,9 @@ export class LeaseSweeper {
   }
 
   start(): void {
+    // the periodic pass flips; the durable writes it queues run on without holding it up
     this.timer = setInterval(() => {
-      this.sweepOnce().catch((err: unknown) => this.log.warn({ err: String(err) }, 'lease sweep failed; will retry'));
+      this.flipPass().catch((err: unknown) => this.log.warn({ err: String(err) }, 'lease sweep failed; will retry'));
     }, this.o.intervalMs);
     this.timer.unref();
   }
@@ -174,6 +304,8 @@ export class LeaseSweeper {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
     await this.running?.catch(() => undefined);
+    await this.pass?.catch(() => undefined);
+    await this.drained();
     // hand the shards over now rather than after lockMs
     await Promise.all([...this.held].map((s) => this.redis.delIfEqual(this.keys.sweepLock(s), this.owner).catch(() => undefined)));
     this.held.clear();

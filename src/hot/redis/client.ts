@@ -15,6 +15,7 @@ type Cmd = (...args: (string | number | Buffer)[]) => Promise<unknown>;
 declare module 'ioredis' {
   interface RedisCommander {
     applyService: Cmd;
+    applyServices: Cmd;
     indexPage: Cmd;
     applySandbox: Cmd;
     count: Cmd;
@@ -33,6 +34,8 @@ declare module 'ioredis' {
     heartbeat: Cmd;
     leaseSweep: Cmd;
     leaseExpire: Cmd;
+    healthFlip: Cmd;
+    leaseSettle: Cmd;
   }
 }
 

@@ -28,6 +28,16 @@ export function integer(r: unknown, script: string): number {
   return r;
 }
 
+/**
+ * apply-services: NOT_INDEXED (the namespace has no marker in that generation: nothing was
+ * written), or per state sent, the namespace version after it (>= 2) or 0 (stale).
+ */
+export function applyServicesReply(r: unknown, states: number): number[] | typeof NOT_INDEXED {
+  if (r === NOT_INDEXED) return NOT_INDEXED;
+  if (!Array.isArray(r) || r.length !== states || !r.every(isInt)) throw new UnexpectedReply('apply-services', `expected ${states} integers or ${NOT_INDEXED}, got ${String(r)}`);
+  return r as number[];
+}
+
 /** del-if-equal / pexpire-if-equal: whether the key held the value (and was deleted or extended). */
 export function ifEqualReply(r: unknown, script: 'del-if-equal' | 'pexpire-if-equal'): boolean {
   const n = integer(r, script);
@@ -232,4 +242,12 @@ export function leaseSweepReply(r: unknown): { id: string; due: number; lease: L
 export function stringArray(r: unknown, script: string): string[] {
   if (!Array.isArray(r) || !r.every((x) => typeof x === 'string')) throw new UnexpectedReply(script, 'expected an array of strings');
   return r as string[];
+}
+
+/** health-flip-1.lua: null when the namespace is not indexed, else how many documents changed and the ids left to apply-service. */
+export function healthFlipReply(r: unknown): { changed: number; left: string[] } | null {
+  const a = arrayOrNotIndexed<unknown>(r, 'health-flip');
+  if (a === NOT_INDEXED) return null;
+  if (!isInt(a[0]) || !a.slice(1).every((x) => typeof x === 'string')) throw new UnexpectedReply('health-flip', 'expected a count, then ids');
+  return { changed: a[0], left: a.slice(1) as string[] };
 }

@@ -2,11 +2,12 @@
 // the pages a rebuild reseeds Redis from. Every write here is a write like the ones of
 // services.ts (row lock, new version, stored index text, outbox row, change event), so the
 // projector carries it to the index and to the lease in Redis.
-import { appendChanges } from '../changes/events.js';
+import { appendChanges, CHANGE_LOCK_ID } from '../changes/events.js';
+import { EXPIRY_PATCH } from '../domain/expiry-patch.js';
 import { PRODUCTION } from '../domain/keys.js';
 import type { ServiceRecord } from '../domain/service.js';
-import { bumpVersionsWithText, indexText, loadStatesWhere, type IndexState, type WriteResult } from './services.js';
-import { withTx, type Pool } from './pool.js';
+import { bumpVersionsWithText, indexText, loadStatesWhere, type WriteResult } from './services.js';
+import { withTx, type Client, type Pool } from './pool.js';
 
 /**
  * Set a leased service's status (a heartbeat that reports a change, or the sweeper). Null
@@ -31,59 +32,123 @@ export async function setHealth(pool: Pool, ns: string, id: string, status: 'pas
   });
 }
 
-/** An expiry committed by expireMany(): the projector's CommittedEntry (applied without a read back). */
+/** A lease the sweeper turned critical in Redis, to be made durable by expireMany(). */
+export interface ExpiryItem {
+  id: string;
+  /** the version the lease was made from (its record's revision): only that state expires */
+  rev: number;
+  /** ms since when it is critical (the sweeper's flip: critical_since) */
+  crit: number;
+}
+
+/** An expiry committed by expireMany(): what the index and the lease in Redis need, without a read back. */
 export interface ExpiredEntry {
   /** outbox row */
   row: number;
   id: string;
-  state: IndexState & { record: ServiceRecord };
+  ns: string;
+  /** the version it expired from, and the one the expiry committed */
+  from: number;
+  version: number;
+  /** the lease as committed (critical) */
+  lease: Pick<LeaseRow, 'ttl' | 'deregisterAfter' | 'status' | 'criticalSince' | 'tokenHash'>;
+}
+
+type ExpiredRaw = { row: string; id: string; ns: string; from_rev: string; version: string; ttl: number; deregister_after: number | null; crit: string; tok: string | null };
+
+/**
+ * Make the sweeper's expiries durable, in one transaction: each of `items` whose service is
+ * still passing at exactly the version its lease was made from turns critical (a heartbeat
+ * or a write since then drew a newer version: that one stands, and its own apply restores
+ * the index and the lease). The rows are locked in id order first; then ONE statement
+ * changes the rows, their stored index text (EXPIRY_PATCH: the document's health and the
+ * health-dependent member lines, the rest as stored), draws their versions and inserts their
+ * outbox rows and change events (the change feed's ordering lock taken in it, as
+ * appendChanges() does). A row without stored index text goes the general way (its state
+ * read, indexText()). Returns what committed, for the expiry's own apply to Redis.
+ */
+export async function expireMany(pool: Pool, items: ExpiryItem[]): Promise<ExpiredEntry[]> {
+  if (!items.length) return [];
+  return withTx(pool, async (c) => {
+    // lock first (id order, as every multi-row writer); the next statement reads in a new snapshot
+    const locked = await c.query<{ id: string }>("SELECT id FROM services WHERE id = ANY($1) AND ttl IS NOT NULL AND health_status = 'passing' ORDER BY id FOR UPDATE", [items.map((x) => x.id)]);
+    if (!locked.rowCount) return [];
+    const r = await c.query<ExpiredRaw>(
+      `WITH t AS (SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS t(id, rev, crit)),
+       u AS (
+         UPDATE services s
+            SET health_status = 'critical', critical_since = t.crit, updated_at = now(), version = nextval('service_version_seq'),
+                idx_doc = replace(s.idx_doc, $4, $5),
+                idx_members = array_to_string(ARRAY(SELECT x.m FROM unnest(string_to_array(s.idx_members, E'\\n')) WITH ORDINALITY AS x(m, i) WHERE x.m <> ALL($6::text[]) ORDER BY x.i), E'\\n')
+           FROM t
+          WHERE s.id = t.id AND s.version = t.rev AND s.ttl IS NOT NULL AND s.health_status = 'passing'
+            AND s.idx_doc IS NOT NULL AND strpos(s.idx_doc, $4) > 0
+         RETURNING s.id, s.ns, t.rev::text AS from_rev, s.version::text AS version, s.idx_doc AS doc, s.ttl, s.deregister_after, s.critical_since::text AS crit, encode(s.hb_token_hash, 'hex') AS tok
+       ),
+       o AS (INSERT INTO outbox (ns, service_id) SELECT ns, id FROM u RETURNING id, service_id),
+       e AS (
+         INSERT INTO change_events (id, ns, service_id, type, data)
+         SELECT nextval('change_events_id_seq'), u.ns, u.id, 'service.updated', u.doc FROM (SELECT pg_advisory_xact_lock($7)) l, u
+       )
+       SELECT o.id::text AS row, u.id, u.ns, u.from_rev, u.version, u.ttl, u.deregister_after, u.crit, u.tok FROM u JOIN o ON o.service_id = u.id`,
+      [items.map((x) => x.id), items.map((x) => x.rev), items.map((x) => x.crit), EXPIRY_PATCH.oldTail, EXPIRY_PATCH.newTail, EXPIRY_PATCH.left, CHANGE_LOCK_ID],
+    );
+    const out = r.rows.map(
+      (x): ExpiredEntry => ({
+        row: Number(x.row),
+        id: x.id,
+        ns: x.ns,
+        from: Number(x.from_rev),
+        version: Number(x.version),
+        lease: { ttl: x.ttl, deregisterAfter: x.deregister_after, status: 'critical', criticalSince: Number(x.crit), tokenHash: x.tok ?? '' },
+      }),
+    );
+    if (out.length === locked.rowCount) return out;
+    // the rest: a newer version (nothing to do), or no stored index text (the general way)
+    const done = new Set(out.map((x) => x.id));
+    const rest = items.filter((x) => !done.has(x.id));
+    return out.concat(await expireByState(c, rest));
+  });
+}
+
+/** expireMany() for rows whose index text is not stored: their state read, indexText() of the critical one. */
+async function expireByState(c: Client, items: ExpiryItem[]): Promise<ExpiredEntry[]> {
+  const want = new Map(items.map((x) => [x.id, x]));
+  const states = (await loadStatesWhere(c, "WHERE s.id = ANY($1) AND s.ttl IS NOT NULL AND s.hs = 'passing' ORDER BY s.id", [items.map((x) => x.id)]))
+    .filter((r) => r.version === want.get(r.id)!.rev)
+    .map((r): ServiceRecord => ({ ...r, health: { status: 'critical', ttl: r.health!.ttl }, lease: { ...r.lease!, criticalSince: want.get(r.id)!.crit } }));
+  if (!states.length) return [];
+  const texts = states.map(indexText);
+  const v = await c.query<{ id: string; version: string }>(
+    `UPDATE services s SET health_status = 'critical', critical_since = t.crit, updated_at = now(),
+            version = nextval('service_version_seq'), idx_doc = t.d, idx_members = t.m, idx_hdr = t.h
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[]) AS t(id, d, m, h, crit) WHERE s.id = t.id
+     RETURNING s.id, s.version::text`,
+    [states.map((s) => s.id), texts.map((t) => t.doc), texts.map((t) => t.members), texts.map((t) => t.hdr), states.map((s) => s.lease!.criticalSince)],
+  );
+  const version = new Map(v.rows.map((r) => [r.id, Number(r.version)]));
+  const o = await c.query<{ id: string; service_id: string }>('INSERT INTO outbox (ns, service_id) SELECT * FROM unnest($1::text[], $2::text[]) RETURNING id, service_id', [states.map((s) => s.ns), states.map((s) => s.id)]);
+  await appendChanges(c, states.map((s, i) => ({ ns: s.ns, serviceId: s.id, type: 'service.updated' as const, data: texts[i]!.doc })));
+  const byId = new Map(states.map((s) => [s.id, s]));
+  return o.rows.map((r) => {
+    const s = byId.get(r.service_id)!;
+    return { row: Number(r.id), id: s.id, ns: s.ns, from: s.version!, version: version.get(s.id)!, lease: { ttl: s.health!.ttl!, deregisterAfter: s.lease!.deregisterAfter, status: 'critical', criticalSince: s.lease!.criticalSince, tokenHash: s.lease!.tokenHash } };
+  });
 }
 
 /**
- * Turn the leased services among `ids` that are still passing critical, in one
- * transaction (the sweeper's set-based expiry: a shard's due batch). Their rows are locked
- * and read in id order in one statement; `confirm` (run holding the locks, before anything
- * is written) returns the ids whose leases are still past their deadline (lease-expire-2.lua).
- * The new state is made here from the one read (only `health` and `critical_since` change)
- * and written in one statement with its index text and a new version, which it returns:
- * the caller applies the committed states to Redis without reading them back
- * (Projector.applyCommitted). Then one statement each for the outbox rows and the change
- * events. `now`: ms on the caller's clock (critical_since).
+ * A new version of a leased service that still has `status`, with an outbox row and no other
+ * change: a passing heartbeat found PostgreSQL passing while Redis said critical (the
+ * sweeper's provisional flip, not yet durable, or one whose commit failed). The new version
+ * makes the pending expiry (made from the old one) a no-op, and its apply puts the index
+ * and the lease back to the state PostgreSQL holds. Null: the status is no longer that one.
  */
-export async function expireMany(pool: Pool, ids: string[], now: number, confirm: (ids: string[]) => Promise<string[]>): Promise<ExpiredEntry[]> {
-  if (!ids.length) return [];
+export async function renewVersion(pool: Pool, ns: string, id: string, status: 'passing' | 'critical'): Promise<WriteResult | null> {
   return withTx(pool, async (c) => {
-    // lock first, then read in a new snapshot (READ COMMITTED: a statement that waited for a
-    // lock would otherwise read what it started with); service_state is a view with an outer
-    // join, which FOR UPDATE cannot lock through
-    const ids2 = (await c.query<{ id: string }>("SELECT id FROM services WHERE id = ANY($1) AND ttl IS NOT NULL AND health_status = 'passing' ORDER BY id FOR UPDATE", [ids])).rows.map((r) => r.id);
-    if (!ids2.length) return [];
-    const locked = await loadStatesWhere(c, "WHERE s.id = ANY($1) AND s.ttl IS NOT NULL AND s.hs = 'passing' ORDER BY s.id", [ids2]);
-    if (!locked.length) return [];
-    const ok = new Set(await confirm(locked.map((r) => r.id)));
-    const states = locked
-      .filter((r) => ok.has(r.id))
-      .map((r): ServiceRecord => ({ ...r, health: { status: 'critical', ttl: r.health!.ttl }, lease: { ...r.lease!, criticalSince: now } }));
-    if (!states.length) return [];
-    const texts = states.map(indexText);
-    const v = await c.query<{ id: string; version: string }>(
-      `UPDATE services s SET health_status = 'critical', critical_since = $5, updated_at = now(),
-              version = nextval('service_version_seq'), idx_doc = t.d, idx_members = t.m, idx_hdr = t.h
-         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS t(id, d, m, h) WHERE s.id = t.id
-       RETURNING s.id, s.version::text`,
-      [states.map((s) => s.id), texts.map((t) => t.doc), texts.map((t) => t.members), texts.map((t) => t.hdr), now],
-    );
-    const version = new Map(v.rows.map((r) => [r.id, Number(r.version)]));
-    const o = await c.query<{ id: string; service_id: string }>(
-      'INSERT INTO outbox (ns, service_id) SELECT * FROM unnest($1::text[], $2::text[]) RETURNING id, service_id',
-      [states.map((s) => s.ns), states.map((s) => s.id)],
-    );
-    await appendChanges(c, states.map((s, i) => ({ ns: s.ns, serviceId: s.id, type: 'service.updated' as const, data: texts[i]!.doc })));
-    const byId = new Map(states.map((s) => [s.id, s]));
-    return o.rows.map((r) => {
-      const record = { ...byId.get(r.service_id)!, version: version.get(r.service_id)! };
-      return { row: Number(r.id), id: r.service_id, state: { ns: record.ns, version: record.version, record } };
-    });
+    const u = await c.query("UPDATE services SET version = nextval('service_version_seq'), updated_at = now() WHERE id = $1 AND ns = $2 AND ttl IS NOT NULL AND health_status = $3", [id, ns, status]);
+    if (!u.rowCount) return null;
+    const o = await c.query<{ id: string }>('INSERT INTO outbox (ns, service_id) VALUES ($1, $2) RETURNING id', [ns, id]);
+    return { id, ns, row: Number(o.rows[0]!.id) };
   });
 }
 
