@@ -92,7 +92,8 @@ t.test('a flood of forged tokens: the memory stays within its budget, real token
       await r.body?.cancel();
     }
   }));
-  t.ok(s.app.heartbeatTokens.bytes() <= BUDGET, `the maps hold ${s.app.heartbeatTokens.bytes()} bytes, within ${BUDGET}`);
+  // the refused tokens' quarter of the budget, plus the few accepted tokens of this file
+  t.ok(s.app.heartbeatTokens.bytes() <= BUDGET / 4 + 4096, `the maps hold ${s.app.heartbeatTokens.bytes()} bytes, within ${BUDGET / 4} + the accepted ones`);
   t.equal(s.app.heartbeatTokens.stats.hashed - hashed0, N, 'every forged token was new to the memory');
   t.equal(pgWork() - pg0, 0, 'PostgreSQL saw none of them');
   const hashed1 = s.app.heartbeatTokens.stats.hashed;
