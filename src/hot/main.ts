@@ -115,6 +115,9 @@ async function main(): Promise<void> {
   }
   const workers: Worker[] = [];
   let listening = 0;
+  let stopping = false;
+  /** serving threads that ended on their own (a failure): the process then exits 1 */
+  let failed = 0;
   // per-process caps (change streams) count on this shared memory, whatever the thread count
   const shared = processShared();
   for (let i = 0; i < cfg.uwsThreads; i++) {
@@ -127,18 +130,29 @@ async function main(): Promise<void> {
       console.error(`worker ${i} failed: ${err.message}`);
       process.exit(1);
     });
+    // A serving thread that fails (its start-up threw: it printed why and called
+    // process.exit, which in a worker ends only that thread) must take the process down: else
+    // the others serve on without it, or, before the banner, the process waits for a
+    // 'listening' that never comes. Threads never end on their own otherwise (see stop()).
+    // (the others drain and report first: a process.exit under a live uWS thread aborts)
+    w.on('exit', (code) => {
+      if (stopping && code === 0) return;
+      console.error(`serving thread ${i} ended (exit code ${code}); stopping the process`);
+      failed++;
+      if (stopping) settled();
+      else stop();
+    });
     workers.push(w);
   }
   // SIGTERM reaches the main thread only: forward it to every serving thread; each drains
   // within the grace period, and the process exits when the last thread has, or at the
   // deadline whatever happens
-  let stopping = false;
   let drained = 0;
   let overdue = 0;
   const settled = () => {
-    if (!stopping || drained + overdue < workers.length) return;
+    if (!stopping || drained + overdue + failed < workers.length) return;
     console.log(`stopped: ${drained} of ${workers.length} threads drained their requests and closed their pools`);
-    process.exit(overdue ? 1 : 0);
+    process.exit(overdue || failed ? 1 : 0);
   };
   for (const w of workers) {
     w.on('message', (m: { type: string }) => {

@@ -33,6 +33,8 @@ function call(port: number, method: string, path: string, body?: unknown): Promi
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
     });
     r.on('error', reject);
+    // no answer within 60 s is a hang: fail with the request named, not at tap's timeout
+    r.setTimeout(60_000, () => r.destroy(new Error(`no answer to ${method} ${path} within 60 s`)));
     r.end(data);
   });
 }
@@ -42,13 +44,15 @@ t.test('two uWS threads share one budget: the process total never passes NEAR_CA
   t.teardown(() => db.drop());
   const prefix = 'tbt' + randomBytes(4).toString('hex') + ':';
   const port = await freePort();
-  const metricsPort = await freePort();
+  // METRICS_PORT=0: the listener takes a free port and the banner names it (a port found
+  // free beforehand can be taken by a parallel test before the server binds it)
+  let metricsPort = 0;
   const env: Record<string, string | undefined> = {
     ...baseEnv(),
     DATABASE_URL: db.url,
     REDIS_KEY_PREFIX: prefix,
     PORT: String(port),
-    METRICS_PORT: String(metricsPort),
+    METRICS_PORT: '0',
     WORKERS: '2',
     NEAR_CACHE_MB: '1',
     RESULT_CACHE_MB: '1',
@@ -69,9 +73,15 @@ t.test('two uWS threads share one budget: the process total never passes NEAR_CA
   await new Promise<void>((resolve, reject) => {
     child.stdout.on('data', (b: Buffer) => {
       out += b.toString();
-      if (/listening on .*\(2 uWS threads\)/.test(out)) resolve();
+      const m = /listening on .*\(2 uWS threads\)[^]*metrics: +http:\/\/[^\s]+:(\d+)\/metrics/.exec(out);
+      if (m) {
+        metricsPort = Number(m[1]);
+        resolve();
+      }
     });
     void exited.then((code) => reject(new Error(`server exited (${code}): ${err}`)));
+    // a start-up that hangs fails here with what the server said, not at tap's timeout
+    setTimeout(() => reject(new Error(`no "listening (2 uWS threads)" within 120 s; stdout: ${out.slice(-4000)} stderr: ${err.slice(-4000)}`)), 120_000).unref();
   });
   for (let i = 0; i < 100 && (await call(port, 'GET', '/readyz')).status !== 200; i++) await new Promise((r) => setTimeout(r, 50));
 
@@ -99,8 +109,8 @@ t.test('two uWS threads share one budget: the process total never passes NEAR_CA
   // 16 at a time, each on a keep-alive connection of fetch's pool (the connections spread over both threads)
   const base = `http://127.0.0.1:${port}`;
   const one = async (i: number) => {
-    const known = await fetch(`${base}/services?capability=${cap(i)}`);
-    const unknown = await fetch(`${base}/services?capability=u${i}x${randomBytes(4).toString('hex')}`);
+    const known = await fetch(`${base}/services?capability=${cap(i)}`, { signal: AbortSignal.timeout(60_000) });
+    const unknown = await fetch(`${base}/services?capability=u${i}x${randomBytes(4).toString('hex')}`, { signal: AbortSignal.timeout(60_000) });
     if (known.status !== 200 || ((await known.json()) as unknown[]).length !== 1) wrong++;
     if (unknown.status !== 200 || (await unknown.text()) !== '[]') wrong++;
   };

@@ -3,7 +3,7 @@
 // them over both threads); every scrape, whichever thread answers it, shows the totals of
 // the whole process.
 import { spawn } from 'node:child_process';
-import { request } from 'node:http';
+import { createServer, request } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
@@ -11,7 +11,7 @@ import t from 'tap';
 import { loadConfig } from '../../src/hot/config.js';
 import { ADMIN_KEY, baseEnv, freshDatabase } from '../helpers/server.js';
 import { parseProm, sample } from '../helpers/metrics-util.js';
-import { freePort } from '../helpers/processes.js';
+import { dropRedisPrefix, freePort } from '../helpers/processes.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 
@@ -34,8 +34,10 @@ t.test('two threads, one total', async (t) => {
   t.teardown(() => db.drop());
   const prefix = 'tmt' + randomBytes(4).toString('hex') + ':';
   const port = await freePort();
-  const metricsPort = await freePort();
-  const env: Record<string, string | undefined> = { ...baseEnv(), DATABASE_URL: db.url, REDIS_KEY_PREFIX: prefix, PORT: String(port), METRICS_PORT: String(metricsPort), WORKERS: '2', ADMIN_API_KEY: ADMIN_KEY, HEAVY_INTERSECTION_THRESHOLD: '0' };
+  // METRICS_PORT=0: the listener takes a free port and the banner names it (a port found
+  // free beforehand can be taken by a parallel test before the server binds it)
+  let metricsPort = 0;
+  const env: Record<string, string | undefined> = { ...baseEnv(), DATABASE_URL: db.url, REDIS_KEY_PREFIX: prefix, PORT: String(port), METRICS_PORT: '0', WORKERS: '2', ADMIN_API_KEY: ADMIN_KEY, HEAVY_INTERSECTION_THRESHOLD: '0' };
   const child = spawn(process.execPath, ['dist/src/hot/main.js'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
@@ -52,7 +54,11 @@ t.test('two threads, one total', async (t) => {
   await new Promise<void>((resolve, reject) => {
     child.stdout.on('data', (b: Buffer) => {
       out += b.toString();
-      if (/listening on .*\(2 uWS threads\)/.test(out)) resolve();
+      const m = /listening on .*\(2 uWS threads\)[^]*metrics: +http:\/\/[^\s]+:(\d+)\/metrics/.exec(out);
+      if (m) {
+        metricsPort = Number(m[1]);
+        resolve();
+      }
     });
     void exited.then((code) => reject(new Error(`server exited (${code}): ${err}`)));
   });
@@ -70,4 +76,35 @@ t.test('two threads, one total', async (t) => {
     t.equal(sample(p, 'registry_http_requests_total', { route: '/livez', method: 'GET', status: '200' }), N, `scrape ${k}: every request counted once`);
     t.equal(sample(p, 'registry_http_requests_total', { route: '/metrics', method: 'GET', status: '200' }), k || undefined, `scrape ${k}: the earlier scrapes`);
   }
+});
+
+t.test('a serving thread that cannot start takes the process down (exit 1), not a process that never listens', async (t) => {
+  const db = await freshDatabase();
+  t.teardown(() => db.drop());
+  const prefix = 'tmf' + randomBytes(4).toString('hex') + ':';
+  // thread 0 serves /metrics: its port is taken, so thread 0's start-up fails
+  const taken = createServer();
+  await new Promise<void>((r) => taken.listen(0, '127.0.0.1', r));
+  t.teardown(() => taken.close());
+  const metricsPort = (taken.address() as { port: number }).port;
+  const port = await freePort();
+  const env: Record<string, string | undefined> = { ...baseEnv(), DATABASE_URL: db.url, REDIS_KEY_PREFIX: prefix, PORT: String(port), METRICS_PORT: String(metricsPort), WORKERS: '2', ADMIN_API_KEY: ADMIN_KEY };
+  const child = spawn(process.execPath, ['dist/src/hot/main.js'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (b: Buffer) => (out += b.toString()));
+  child.stderr.on('data', (b: Buffer) => (err += b.toString()));
+  t.teardown(async () => {
+    child.kill('SIGKILL');
+    await dropRedisPrefix(loadConfig(env).redisUrl, prefix);
+  });
+  // before the fix the process lived on with one thread dead and never printed its banner
+  const code = await new Promise<number | null>((resolve) => {
+    child.once('exit', (c, signal) => resolve(signal ? -1 : c));
+    setTimeout(() => resolve(null), 60_000).unref();
+  });
+  t.equal(code, 1, 'the process exits with 1 (null: still running after 60 s)');
+  t.match(err, /cannot listen for \/metrics/, 'it says why');
+  t.match(err, /serving thread 0 ended/, 'and which thread ended');
+  t.notMatch(out, /listening on/, 'no banner: it never claimed to serve');
 });

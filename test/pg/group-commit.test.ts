@@ -1,13 +1,16 @@
-// Group commit (issue 22): concurrent registrations share one statement, each resolved
-// only after it committed; a write that violates a constraint fails alone and its
-// neighbours of the same batch commit (real PostgreSQL, a fresh database).
+// Group commit (issue 22): concurrent registrations, patches and deletions share one
+// statement per kind, each resolved only after it committed; a write that violates a
+// constraint fails alone and its neighbours of the same batch commit; a patch whose service
+// moved on and a deletion of a missing id get their own answer without failing the
+// statement (real PostgreSQL, a fresh database).
 import t from 'tap';
 import { PRODUCTION } from '../../src/hot/domain/keys.js';
 import { parseServiceCreate } from '../../src/hot/domain/validation.js';
 import { GroupCommitter } from '../../src/hot/store/group-commit.js';
 import { createPool } from '../../src/hot/store/pool.js';
-import { loadIndexStates } from '../../src/hot/store/services.js';
-import { createService } from '../../src/hot/store/writes.js';
+import { loadIndexStates, loadService } from '../../src/hot/store/services.js';
+import { addReplacement } from '../../src/hot/store/write-functions.js';
+import { createService, patchService, preparePatch } from '../../src/hot/store/writes.js';
 import { freshDatabase } from '../helpers/server.js';
 
 const input = (i: number) => parseServiceCreate({ endpoint: `https://g${i}.example.com/`, capabilities: ['group', `n${i}`], properties: { i: String(i) } });
@@ -67,4 +70,97 @@ t.test('a full batch goes at once; the rest waits for a connection', async (t) =
   t.ok(gc.stats.batches >= 3, `at most 5 a statement: ${gc.stats.batches} statements`);
   const n = await pool.query<{ n: string }>('SELECT count(*) AS n FROM services');
   t.equal(Number(n.rows[0]!.n), 12);
+});
+
+t.test('concurrent patches: one statement; a service that moved on answers alone; a violation fails alone', async (t) => {
+  const db = await freshDatabase();
+  const pool = createPool(db.url, 4);
+  t.teardown(async () => {
+    await pool.end();
+    await db.drop();
+  });
+  const applied: string[][] = [];
+  const gc = new GroupCommitter(pool, { windowMs: 200, maxBatch: 100, concurrency: 2 }, async (done) => {
+    applied.push(done.map((c) => c.id));
+  });
+  const made = await Promise.all(Array.from({ length: 6 }, (_, i) => createService(pool, PRODUCTION, input(i))));
+  const cur = await Promise.all(made.map((c) => loadService(pool, PRODUCTION, c.id)));
+  // service 2 moves on after its state was read: its patch must find no row and say so
+  await patchService(pool, PRODUCTION, made[2]!.id, { properties: { moved: 'yes' } });
+  const patches = cur.map((s, i) =>
+    // service 4's patch breaks the ttl CHECK (the route's validation would have refused it)
+    preparePatch(s!, i === 4 ? { ttl: 1 } : { properties: { round: String(i) }, capabilities: ['group', 'patched'] }, 1_700_000_000, null),
+  );
+  const r = await Promise.allSettled(patches.map((p) => gc.patch(p)));
+  t.equal(r[2]!.status === 'fulfilled' && r[2]!.value, null, 'the service that moved on: null (read it again)');
+  t.equal(r[4]!.status, 'rejected', 'the violating patch fails');
+  t.equal(((r[4] as PromiseRejectedResult).reason as { code?: string }).code, '23514', 'with the check violation');
+  const ok = [0, 1, 3, 5];
+  for (const i of ok) t.ok(r[i]!.status === 'fulfilled' && r[i]!.value, `patch ${i} committed`);
+  t.equal(gc.stats.isolated, 1, 'the batch was retried write by write (the violation)');
+  t.same(applied.flat().sort(), ok.map((i) => made[i]!.id).sort(), 'only the committed patches were applied');
+  const states = await loadIndexStates(pool, made.map((c) => c.id));
+  for (const i of ok) {
+    const c = (r[i] as PromiseFulfilledResult<Awaited<ReturnType<typeof gc.patch>>>).value!;
+    t.same(states.get(made[i]!.id)?.record, c.state.record, `patch ${i}: the state returned is the state committed`);
+    t.same(states.get(made[i]!.id)?.record?.capabilities, ['group', 'patched'], `patch ${i}: capabilities replaced`);
+  }
+  t.same(states.get(made[2]!.id)?.record?.properties, { moved: 'yes' }, 'the moved service keeps its own write');
+  t.equal(states.get(made[4]!.id)?.record?.health, undefined, 'the violating patch wrote nothing');
+  const ev = await pool.query<{ n: string }>("SELECT count(*) AS n FROM change_events WHERE type = 'service.updated'");
+  t.equal(Number(ev.rows[0]!.n), 1 + ok.length, 'one change event per committed patch');
+});
+
+t.test('patches of one service from many callers: never in one statement, every one applied in turn', async (t) => {
+  const db = await freshDatabase();
+  const pool = createPool(db.url, 4);
+  t.teardown(async () => {
+    await pool.end();
+    await db.drop();
+  });
+  const gc = new GroupCommitter(pool, { windowMs: 20, maxBatch: 100, concurrency: 2 });
+  const s = await createService(pool, PRODUCTION, input(1));
+  const other = await createService(pool, PRODUCTION, input(2));
+  const done = await Promise.all([
+    ...Array.from({ length: 6 }, (_, i) => patchService(pool, PRODUCTION, s.id, { properties: { [`k${i}`]: 'v' } }, undefined, null, (p) => gc.patch(p))),
+    patchService(pool, PRODUCTION, other.id, { locked: true }, undefined, null, (p) => gc.patch(p)),
+  ]);
+  t.equal(new Set(done.map((c) => c.state.version)).size, 7, 'seven commits, seven versions');
+  t.equal(gc.stats.isolated, 0, 'no statement failed (a statement may not update one row twice)');
+  const ev = await pool.query<{ n: string }>('SELECT count(*) AS n FROM change_events WHERE service_id = $1 AND type = $2', [s.id, 'service.updated']);
+  t.equal(Number(ev.rows[0]!.n), 6, 'six change events of the service');
+  const last = done.slice(0, 6).reduce((a, b) => (a.state.version > b.state.version ? a : b));
+  const st = await loadIndexStates(pool, [s.id]);
+  t.same(st.get(s.id)?.record, last.state.record, 'the newest commit is the state in PostgreSQL');
+});
+
+t.test('concurrent deletions: one statement; a missing id answers 404 alone', async (t) => {
+  const db = await freshDatabase();
+  const pool = createPool(db.url, 4);
+  t.teardown(async () => {
+    await pool.end();
+    await db.drop();
+  });
+  const applied: { id: string; gone: boolean }[][] = [];
+  const gc = new GroupCommitter(pool, { windowMs: 200, maxBatch: 100, concurrency: 2 }, async (done) => {
+    applied.push(done.map((c) => ({ id: c.id, gone: c.state.record === null })));
+  });
+  const made = await Promise.all(Array.from({ length: 5 }, (_, i) => createService(pool, PRODUCTION, input(i))));
+  // service 0 lists service 1 as a candidate: deleting 1 re-indexes 0
+  await addReplacement(pool, PRODUCTION, made[0]!.id, made[1]!.id);
+  const ids = [made[1]!.id, 'no-such-service', made[3]!.id, made[4]!.id];
+  const r = await Promise.all(ids.map((id) => gc.delete({ ns: PRODUCTION, id })));
+  t.equal(r[1], null, 'the missing id: null (404)');
+  t.same(gc.stats, { batches: 1, writes: 4, isolated: 0 }, 'one statement, not retried write by write');
+  t.same(r[0]!.map((w) => [w.id, w.state.record === null]), [[made[1]!.id, true], [made[0]!.id, false]], 'a deletion returns its tombstone and the service that listed it');
+  t.same(r[0]![1]!.state.record?.replacementSeqs, [], 'which lists it no more');
+  t.same(applied, [[{ id: made[1]!.id, gone: true }, { id: made[0]!.id, gone: false }, { id: made[3]!.id, gone: true }, { id: made[4]!.id, gone: true }]], 'applied as one batch');
+  const left = await pool.query<{ id: string }>('SELECT id FROM services ORDER BY id');
+  t.same(left.rows.map((x) => x.id).sort(), [made[0]!.id, made[2]!.id].sort(), 'exactly the three are gone');
+  const ev = await pool.query<{ n: string }>("SELECT count(*) AS n FROM change_events WHERE type = 'service.deleted'");
+  t.equal(Number(ev.rows[0]!.n), 3, 'three deletion events');
+  // the same id twice: never in one statement; the second finds it gone
+  const again = await Promise.all([gc.delete({ ns: PRODUCTION, id: made[2]!.id }), gc.delete({ ns: PRODUCTION, id: made[2]!.id })]);
+  t.same(again.map((x) => x === null), [false, true], 'one deletes it, the other answers 404');
+  t.equal(gc.stats.isolated, 0, 'without a failed statement');
 });

@@ -14,9 +14,9 @@ import type { Pool } from '../store/pool.js';
 import { writeSandboxMeta } from '../store/sandbox-meta.js';
 import { loadSandboxMeta, type SandboxRow } from '../store/sandboxes.js';
 import { loadIndexStates, type IndexState } from '../store/services.js';
-import { applyArgs } from './apply-args.js';
+import { applyManyArgs, type ServiceText, type StateToApply } from './apply-args.js';
 import { markNamespace } from './index.js';
-import { integer, NOT_INDEXED } from '../redis/replies.js';
+import { applyServicesReply, NOT_INDEXED } from '../redis/replies.js';
 
 /** One outbox row: a committed write whose index (or sandbox metadata) update is pending. */
 export interface OutboxEntry {
@@ -53,8 +53,11 @@ export interface ProjectorEvents {
   lease?: (id: string, st: IndexState) => Promise<unknown>;
 }
 
-/** scripts per page when applying many writes at once (a batch, a group commit) */
-const APPLY_PAGE = 500;
+/**
+ * states per apply-services call (a batch, a group commit): one call holds Redis's thread
+ * for its length (~10-20 µs per state), calls are sent without waiting for each other
+ */
+const APPLY_PAGE = 250;
 
 export type FailureStage = 'write' | 'sweep' | 'missing';
 
@@ -83,9 +86,12 @@ export interface CommittedEntry {
    * lease apply (half of a registration's Redis scripts before; bench/README "Writes")
    */
   created?: true;
+  /** the state's serialised strings, when the write made them (its stored index text): not made again */
+  text?: ServiceText;
 }
 
 const NONE: ReadonlySet<string> = new Set();
+const NO_TEXT: ReadonlyMap<string, ServiceText> = new Map();
 
 export class Projector {
   private timer: NodeJS.Timeout | null = null;
@@ -148,16 +154,35 @@ export class Projector {
     if (!committed.length) return true;
     const entries = committed.map((c) => ({ row: c.row, ns: c.state.ns, id: c.id }));
     try {
-      const states = new Map(committed.map((c) => [c.id, c.state]));
+      // an id written twice in one group (a delete's listing service deleted by the next
+      // write): its newest revision is the one that counts (the revision rule)
+      const states = new Map<string, IndexState>();
+      const texts = new Map<string, ServiceText>();
+      for (const c of committed) {
+        const had = states.get(c.id);
+        if (had && had.version >= c.state.version) continue;
+        states.set(c.id, c.state);
+        if (c.text) texts.set(c.id, c.text);
+        else texts.delete(c.id);
+      }
       const noLease = new Set(committed.filter((c) => c.created && !c.state.record?.lease).map((c) => c.id));
-      return (await this.apply(entries, [...states.keys()], [], states, new Map(), true, noLease)).length === entries.length;
+      return (await this.apply(entries, [...states.keys()], [], states, new Map(), true, noLease, texts)).length === entries.length;
     } catch (err) {
       this.failed('write', err, entries);
       return false;
     }
   }
 
-  private async apply(entries: OutboxEntry[], svcIds: string[], sbIds: string[], states: Map<string, IndexState>, sandboxes: Map<string, SandboxRow & { key_hash: Buffer }>, ackLater: boolean, noLease: ReadonlySet<string> = NONE): Promise<OutboxEntry[]> {
+  private async apply(
+    entries: OutboxEntry[],
+    svcIds: string[],
+    sbIds: string[],
+    states: Map<string, IndexState>,
+    sandboxes: Map<string, SandboxRow & { key_hash: Buffer }>,
+    ackLater: boolean,
+    noLease: ReadonlySet<string> = NONE,
+    texts: ReadonlyMap<string, ServiceText> = NO_TEXT,
+  ): Promise<OutboxEntry[]> {
     if (this.beforeApply) await this.beforeApply([...svcIds, ...sbIds]);
     const revisions = new Map<string, number>([...states].map(([id, st]) => [id, st.version]));
     try {
@@ -169,7 +194,7 @@ export class Projector {
         applied.add('sandbox:' + uuid);
       }
       const touched = new Set<string>();
-      if (svcIds.length) await this.applyServices(entries, states, applied, touched, noLease);
+      if (svcIds.length) await this.applyServices(entries, states, applied, touched, noLease, texts);
       const done = entries.filter((e) => applied.has((e.kind ?? 'service') + ':' + e.id));
       if (touched.size && this.replicaWait) await this.replicaWait().catch(() => 0);
       if (done.length) {
@@ -183,18 +208,19 @@ export class Projector {
     }
   }
 
-  private async applyServices(entries: OutboxEntry[], states: Map<string, IndexState>, applied: Set<string>, touched: Set<string>, noLease: ReadonlySet<string>): Promise<void> {
+  private async applyServices(entries: OutboxEntry[], states: Map<string, IndexState>, applied: Set<string>, touched: Set<string>, noLease: ReadonlySet<string>, texts: ReadonlyMap<string, ServiceText>): Promise<void> {
     // The two pointers in one consistent view: a rebuild switches by SET gen, then DEL
     // building. Read between those two steps, "live = old, building = none" would apply this
     // write to the retired generation only, and the new live one (built from pages read
     // before the write committed) would miss it for good. Re-reading `gen` after `building`
     // catches that: a changed live pointer means a switch went by, so read both again.
     // (Found by test/pg/near-property.test.ts: a patch racing a reindex, stale after quiescence.)
+    // (The first read of `gen` may go with the read of `building`, in one write to Redis:
+    // only the re-read must come after `building` was read. Two round trips, not three.)
     let live: string | null;
     let building: string | null;
     do {
-      live = await this.redis.get(this.keys.gen());
-      building = await this.redis.get(this.keys.building());
+      [live, building] = await Promise.all([this.redis.get(this.keys.gen()), this.redis.get(this.keys.building())]);
     } while ((await this.redis.get(this.keys.gen())) !== live);
     const gens = [live, building].filter((g): g is string => !!g);
     if (!gens.length) return;
@@ -215,26 +241,41 @@ export class Projector {
       applied.add('service:' + id);
     }
     const appliedLive = new Set<string>();
-    // pages of scripts sent without waiting for each other's reply: the client's
-    // auto-pipelining writes a page in one go (a batch of 1,000 is a few round trips, not
-    // 1,000); the ids differ, so their order does not matter
-    for (let i = 0; i < todo.length; i += APPLY_PAGE) {
-      const page = todo.slice(i, i + APPLY_PAGE);
-      await Promise.all(
-        page.flatMap(([id, ns, st]) =>
-          // the building generation's deltas too: the switch may come between reading the
-          // pointers and this apply, and a silent change to a live generation would leave
-          // near caches that loaded it stale (found by test/pg/near-property.test.ts)
-          gens.map(async (gen) => {
-            const r = integer(await this.redis.applyService(...applyArgs(this.keys, gen, ns, id, st.version, st.record, this.keys.invalidationChannel())), 'apply-service');
-            // -1: that generation has no such namespace (Redis was emptied): keep the row
-            if (gen === live && r !== NOT_INDEXED) appliedLive.add(id);
-            // this thread's near cache must not answer from sets older than its own write
-            if (r > 0) this.events.version?.(this.keys.base(ns, gen), r);
-          }),
-        ),
-      );
+    // one apply-services call per namespace, generation and page of APPLY_PAGE states (each
+    // set the page's states join is read and written once), all sent without waiting for
+    // each other: the ids differ, so their order does not matter
+    const byNs = new Map<string, StateToApply[]>();
+    for (const [id, ns, st] of todo) {
+      let l = byNs.get(ns);
+      if (!l) byNs.set(ns, (l = []));
+      l.push({ id, rev: st.version, record: st.record, text: texts.get(id) });
     }
+    const calls: Promise<void>[] = [];
+    for (const [ns, list] of byNs) {
+      for (let i = 0; i < list.length; i += APPLY_PAGE) {
+        const page = list.slice(i, i + APPLY_PAGE);
+        // the building generation's deltas too: the switch may come between reading the
+        // pointers and this apply, and a silent change to a live generation would leave
+        // near caches that loaded it stale (found by test/pg/near-property.test.ts)
+        for (const gen of gens) {
+          calls.push(
+            (async () => {
+              const r = applyServicesReply(await this.redis.applyServices(...applyManyArgs(this.keys, gen, ns, page, this.keys.invalidationChannel())), page.length);
+              // NOT_INDEXED: that generation has no such namespace (Redis was emptied): keep the rows
+              if (r === NOT_INDEXED) return;
+              let top = 0;
+              page.forEach((x, j) => {
+                if (gen === live) appliedLive.add(x.id);
+                if (r[j]! > top) top = r[j]!;
+              });
+              // this thread's near cache must not answer from sets older than its own writes
+              if (top > 0) this.events.version?.(this.keys.base(ns, gen), top);
+            })(),
+          );
+        }
+      }
+    }
+    await Promise.all(calls);
     // leases follow the states applied (liveness/): a failure keeps the outbox rows
     const lease = this.events.lease;
     if (lease) await Promise.all(todo.filter(([id]) => appliedLive.has(id) && !noLease.has(id)).map(([id, , st]) => lease(id, st)));

@@ -15,6 +15,7 @@ type Cmd = (...args: (string | number | Buffer)[]) => Promise<unknown>;
 declare module 'ioredis' {
   interface RedisCommander {
     applyService: Cmd;
+    applyServices: Cmd;
     indexPage: Cmd;
     applySandbox: Cmd;
     count: Cmd;

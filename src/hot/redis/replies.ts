@@ -28,6 +28,16 @@ export function integer(r: unknown, script: string): number {
   return r;
 }
 
+/**
+ * apply-services: NOT_INDEXED (the namespace has no marker in that generation: nothing was
+ * written), or per state sent, the namespace version after it (>= 2) or 0 (stale).
+ */
+export function applyServicesReply(r: unknown, states: number): number[] | typeof NOT_INDEXED {
+  if (r === NOT_INDEXED) return NOT_INDEXED;
+  if (!Array.isArray(r) || r.length !== states || !r.every(isInt)) throw new UnexpectedReply('apply-services', `expected ${states} integers or ${NOT_INDEXED}, got ${String(r)}`);
+  return r as number[];
+}
+
 /** del-if-equal / pexpire-if-equal: whether the key held the value (and was deleted or extended). */
 export function ifEqualReply(r: unknown, script: 'del-if-equal' | 'pexpire-if-equal'): boolean {
   const n = integer(r, script);

@@ -8,7 +8,7 @@ import { parseServiceCreate, parseServicePatch, check, validators, type ServiceI
 import { type Headers, type Reply, type Req } from '../http/route.js';
 import { parseJson } from '../http/body.js';
 import { loadReplacements } from '../store/services.js';
-import { addReplacement, deleteService } from '../store/write-functions.js';
+import { addReplacement } from '../store/write-functions.js';
 import { createServices, patchService } from '../store/writes.js';
 import { leaseToken, withToken } from './liveness.js';
 import { newHeartbeatToken } from '../sandbox/heartbeat-tokens.js';
@@ -71,15 +71,15 @@ export async function patchHandler(app: App, ns: string, base: Base, id: string,
   // the statement returned the state it committed: Redis and the response are built from it
   // a patch that starts a lease on a service without a token issues one
   const tok = typeof change.ttl === 'number' ? await leaseToken(app, ns) : null;
-  const c = await patchService(app.pg, ns, id, change, undefined, tok?.hash ?? null);
-  await app.projector.applyCommitted([c]);
+  // (committed with other patches and applied to the index with its batch: GroupCommitter)
+  const c = await patchService(app.pg, ns, id, change, undefined, tok?.hash ?? null, (p) => app.commits.patch(p));
   reply.json(200, withToken(c.doc, c.issued ? tok!.token : null), [['Cache-Control', 'no-store'], ...deprecationHeaders(c.hdr, `${base}/${id}/replacements`), ...extra]);
 }
 
 export async function deleteHandler(app: App, ns: string, id: string, reply: Reply, extra: Headers): Promise<void> {
-  // re-index the deleted service and every service that listed it as a candidate, from
-  // the states the statement returned
-  await app.projector.applyCommitted(await deleteService(app.pg, ns, id));
+  // committed with other deletions; the deleted service and every service that listed it
+  // as a candidate are re-indexed with the batch, from the states the statement returned
+  if (!(await app.commits.delete({ ns, id }))) throw new ApiError('SERVICE_NOT_FOUND');
   reply.send(204, [['Cache-Control', 'no-store'], ...extra]);
 }
 

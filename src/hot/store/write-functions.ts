@@ -61,6 +61,42 @@ export function deleteService(pool: Pool, ns: string, id: string): Promise<Commi
   );
 }
 
+// Deletions of many services in one statement (group commit: group-commit.ts): the same
+// function per service, in order, in one transaction. Services not in their namespace (as
+// of the statement's snapshot) are left out, so that a missing id answers 404 alone instead
+// of failing its neighbours; one deleted by a concurrent write after that snapshot makes the
+// function raise RG404, which fails the statement (the caller then runs each alone).
+const DELETE_SERVICES = `
+WITH x AS MATERIALIZED (
+  SELECT x.id, x.ns, x.data, x.i FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS x(id, ns, data, i)
+   WHERE EXISTS (SELECT 1 FROM services s WHERE s.id = x.id AND s.ns = x.ns) ORDER BY x.i)
+SELECT x.i::int AS i, r.* FROM x CROSS JOIN LATERAL registry_delete_service(x.id, x.ns, $4, x.data) r`;
+
+/** One deletion to commit with others: the service `id` of namespace `ns`. */
+export interface DeleteItem {
+  ns: string;
+  id: string;
+}
+
+/**
+ * Delete services (distinct ids) in one statement: per item, in order, its writes (as
+ * deleteService's) or null when the service is not in its namespace (404). Throws as
+ * deleteService when the statement fails; a deadlock is retried.
+ */
+export async function deleteServices(pool: Pool, items: DeleteItem[]): Promise<(CommittedWrite[] | null)[]> {
+  const rows = await retrying(async () => {
+    try {
+      return (await query<FnRow & { i: number }>(pool, { name: 'delete-services', text: DELETE_SERVICES }, [items.map((d) => d.id), items.map((d) => d.ns), items.map((d) => deletedData(d.id)), CHANGE_LOCK_ID])).rows;
+    } catch (err) {
+      if ((err as { code?: string }).code === 'RG404') throw new ApiError('SERVICE_NOT_FOUND');
+      throw err;
+    }
+  });
+  const out: (CommittedWrite[] | null)[] = items.map(() => null);
+  for (const r of rows) (out[r.i - 1] ??= []).push(committed(r));
+  return out;
+}
+
 /**
  * List `candidateId` as the last-ranked replacement of `id`. Returns the write and the
  * candidates as they stand after it, ranked (the response).
