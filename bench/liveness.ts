@@ -17,7 +17,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import uWS from 'uWebSockets.js';
-import { registerProduction, startTestServer } from '../test/helpers/server.js';
+import { createSandbox, registerProduction, startTestServer } from '../test/helpers/server.js';
 import { LEASE_SHARDS } from '../src/hot/domain/keys.js';
 import { rebuildIndex } from '../src/hot/index/rebuild.js';
 import { backfillIndexText } from '../src/hot/store/index-text.js';
@@ -71,19 +71,28 @@ async function cannon(url: string, token: string, method = 'PUT'): Promise<numbe
 const pct = (xs: number[], p: number) => xs[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
 const load = async () => (await import('node:fs/promises')).readFile('/proc/loadavg', 'utf8').then((s) => s.split(' ').slice(0, 3).join(' '));
 
-const s = await startTestServer({ hooks: { sweep: false } });
+// a tier whose limit a bench cannot reach: the sandbox row measures the rate limit's cost, not 429s
+const s = await startTestServer({ hooks: { sweep: false }, env: { TIERS: 'free=60,pro=600,enterprise=6000,bench=999999999' } });
 try {
   // ---- heartbeats against the ceiling ----
   if (PART !== 'expiry') {
   const svc = (await registerProduction(s, { endpoint: 'https://bench-hb.example.com', capability: 'bench', ttl: 60 })) as unknown as { id: string; heartbeatToken: string };
+  // the sandbox row: the same heartbeat counted against its sandbox's rate limit
+  const sb = await createSandbox(s, 'Bench');
+  if ((await s.admin('POST', `/admin/api/sandboxes/${sb.uuid}/tier`, { tier: 'bench' })).status !== 200) throw new Error('tier');
+  const sr = await s.req(`/sandbox/${sb.uuid}/services`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${sb.apiKey}` }, body: JSON.stringify({ endpoint: 'https://bench-hb-sb.example.com', capability: 'bench', ttl: 60 }) });
+  const sbSvc = (await sr.json()) as { id: string; heartbeatToken: string };
   const ceiling = uWS.App().put('/*', (res) => void res.writeStatus('204 No Content').end()).any('/*', (res) => void res.writeStatus('404 Not Found').end());
   let listenSocket: uWS.us_listen_socket | null = null;
   const cport = await new Promise<number>((ok) => ceiling.listen('127.0.0.1', 0, (sock) => ok(uWS.us_socket_local_port((listenSocket = sock)))));
   const hb: number[] = [];
   const ce: number[] = [];
   const lz: number[] = [];
+  const sh: number[] = [];
+  const batch0 = { ...s.app.liveness.batch.stats };
   for (let i = 0; i < 2; i++) {
     hb.push(await cannon(`${s.url}/services/${svc.id}/heartbeat`, svc.heartbeatToken));
+    sh.push(await cannon(`${s.url}/sandbox/${sb.uuid}/services/${sbSvc.id}/heartbeat`, sbSvc.heartbeatToken));
     ce.push(await cannon(`http://127.0.0.1:${cport}/services/${svc.id}/heartbeat`, svc.heartbeatToken));
     // the same server's cheapest route (no Redis): what the machine lets the server do at all
     lz.push(await cannon(`${s.url}/livez`, svc.heartbeatToken, 'GET'));
@@ -92,6 +101,9 @@ try {
   const bestHb = Math.max(...hb);
   const bestCe = Math.max(...ce);
   console.log(`heartbeats (${GEN}, ${CONN} connections): ${hb.map(Math.round).join(', ')} req/s; ceiling 204: ${ce.map(Math.round).join(', ')} req/s; ratio ${(bestHb / bestCe).toFixed(2)} (load ${await load()})`);
+  console.log(`sandbox heartbeats (rate limit counted): ${sh.map(Math.round).join(', ')} req/s; ratio ${(Math.max(...sh) / bestCe).toFixed(2)}`);
+  const b = s.app.liveness.batch.stats;
+  console.log(`heartbeat-2.lua calls: ${b.calls - batch0.calls} carrying ${b.beats - batch0.beats} heartbeats (${((b.beats - batch0.beats) / Math.max(1, b.calls - batch0.calls)).toFixed(1)} a call); token memory: ${s.app.heartbeatTokens.stats.hashed} hashed`);
   if (listenSocket) uWS.us_listen_socket_close(listenSocket);
   }
   if (PART !== 'heartbeats') {

@@ -12,6 +12,7 @@ import type { MetricsAggregation } from './ops/metrics-threads.js';
 import type { AppState } from './ops/state.js';
 import type { RedisClient } from './redis/client.js';
 import type { SandboxAuth } from './sandbox/auth.js';
+import type { HeartbeatTokenMemory } from './sandbox/token-memory.js';
 import type { Pool } from './store/pool.js';
 import type { GroupCommitter } from './store/group-commit.js';
 import type { ResultCache } from './cache/result-cache.js';
@@ -48,6 +49,8 @@ export interface App {
   liveness: Liveness;
   /** this thread's lease sweeper (one node sweeps each shard at a time) */
   sweeper: LeaseSweeper;
+  /** this thread's memory of heartbeat tokens Redis accepted or refused */
+  heartbeatTokens: HeartbeatTokenMemory;
 }
 
 /** Log redaction: no key, cookie or Authorization value ever reaches a log line. */

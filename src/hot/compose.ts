@@ -25,6 +25,7 @@ import { countBackendError, countProjectorFailure } from './ops/metrics.js';
 import { MetricsAggregation } from './ops/metrics-threads.js';
 import { AppState } from './ops/state.js';
 import { connectRedis, createRedis, createReplicas, replicaWaiter } from './redis/client.js';
+import { HeartbeatTokenMemory } from './sandbox/token-memory.js';
 import { SandboxAuth } from './sandbox/auth.js';
 import { createServer, type Server } from './server.js';
 import { startMetricsListener, type MetricsListener } from './routes/metrics.js';
@@ -167,6 +168,7 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
   }, replicaWait, { beforeApply: hooks.beforeApply });
   const leaseNow = hooks.leaseNow ?? Date.now;
   const liveness: Liveness = new Liveness(pg, writer, keys, projector, { now: leaseNow, indexReady: () => state.ready });
+  const heartbeatTokens = new HeartbeatTokenMemory(threadShare(cfg.heartbeatTokenCacheBytes, cfg.uwsThreads), leaseNow);
   const sweeper = new LeaseSweeper(pg, writer, keys, projector, log, { intervalMs: cfg.leaseSweepMs, lockMs: cfg.leaseLockMs, batch: cfg.leaseSweepBatch, parallel: cfg.leaseSweepParallel, now: leaseNow, owner: hooks.sweeperOwner });
   // each batch's registrations are applied to the index together, before they are answered
   const commits = new GroupCommitter(pg, { windowMs: cfg.groupCommitWindowMs, maxBatch: cfg.groupCommitMaxBatch, concurrency: cfg.groupCommitConcurrency }, (done) =>
@@ -211,7 +213,7 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
     nearCache: () => (near.enabled ? { ...near.stats, bytes: near.bytes } : null),
   });
 
-  const app: App = { cfg, pg, redis, keys, index, projector, commits, auth, hub, metrics, log, state, version, ...caches, intersectPool, liveness, sweeper };
+  const app: App = { cfg, pg, redis, keys, index, projector, commits, auth, hub, metrics, log, state, version, ...caches, intersectPool, liveness, sweeper, heartbeatTokens };
   const watchers = createWatchers(app);
   const server = createServer(app, { port: at.port, host: at.host, routes: [registerAdmin] });
   let metricsListener: MetricsListener | null = null;

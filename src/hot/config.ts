@@ -99,6 +99,8 @@ export interface Config {
   changesStreamsPerAddress: number;
   /** sandbox key maps (known and unknown key hashes), bytes per process, split evenly across uWS threads */
   sandboxKeyCacheBytes: number;
+  /** heartbeat token memory (accepted and refused tokens), bytes per process, split evenly across uWS threads */
+  heartbeatTokenCacheBytes: number;
   /** Piscina: intersections whose smallest set exceeds this run in the worker pool */
   heavyIntersectionThreshold: number;
   poolMaxQueue: number;
@@ -290,6 +292,10 @@ export function loadConfig(env: Env = process.env): Config {
     // per process (each uWS thread gets an equal share): ~200 bytes a known key, ~130 an
     // unknown one (docs/decisions.md), so 16 MiB remember ~45,000 known keys a thread of 2
     sandboxKeyCacheBytes: int(env, 'SANDBOX_KEY_CACHE_MB', 16, 1, 65_536) * 1024 * 1024,
+    // per process (each uWS thread gets an equal share): ~260 bytes an accepted token (its
+    // service, namespace and hash), so 16 MiB remember ~24,000 tokens a thread of 2; a token
+    // not remembered costs a SHA-256, and a sandbox heartbeat one more script entry
+    heartbeatTokenCacheBytes: int(env, 'HEARTBEAT_TOKEN_CACHE_MB', 16, 1, 65_536) * 1024 * 1024,
     heavyIntersectionThreshold: int(env, 'HEAVY_INTERSECTION_THRESHOLD', 5_000, 0, 100_000_000), // 0 disables the pool
     poolMaxQueue: int(env, 'POOL_MAX_QUEUE', 64, 1, 100_000),
     poolThreads: int(env, 'POOL_THREADS', 1, 1, 64),

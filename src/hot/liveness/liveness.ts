@@ -1,17 +1,18 @@
 // Leases and heartbeats of one serving thread (contract "Liveness"). A heartbeat is one
-// Lua call (heartbeat-2.lua) that checks the token's hash against the lease record in Redis
-// and renews the deadline: no PostgreSQL, no document, no cache touched. Only a heartbeat
+// entry of a batched Lua call (heartbeat-2.lua through heartbeat-batch.ts) that checks the
+// token's hash against the lease record in Redis and renews the deadline: no PostgreSQL, no
+// document, no cache touched. Only a heartbeat
 // that changes the status writes, through the normal write path (store/leases.ts setHealth,
 // then the projector, which also carries the new lease state to Redis: lease-apply-2.lua).
 import type { Keys } from '../domain/keys.js';
 import type { Projector } from '../index/projector.js';
 import { countHeartbeat, countTransition } from '../ops/metrics.js';
 import type { RedisClient } from '../redis/client.js';
-import { integer } from '../redis/replies.js';
 import type { IndexState } from '../store/services.js';
 import { loadLease, renewVersion, setHealth } from '../store/leases.js';
 import type { Pool } from '../store/pool.js';
-import { applyLease, leaseKeys, leaseOf } from './redis-lease.js';
+import { HeartbeatBatch } from './heartbeat-batch.js';
+import { applyLease, leaseOf } from './redis-lease.js';
 
 export type HeartbeatResult = 'renewed' | 'changed' | 'unauthorized' | 'unavailable';
 
@@ -25,6 +26,8 @@ export interface LivenessOptions {
 export class Liveness {
   readonly now: () => number;
   private readonly indexReady: () => boolean;
+  /** this thread's heartbeats of the current event-loop turn, one script call per shard */
+  readonly batch: HeartbeatBatch;
 
   constructor(
     readonly pool: Pool,
@@ -35,6 +38,7 @@ export class Liveness {
   ) {
     this.now = o.now ?? Date.now;
     this.indexReady = o.indexReady ?? (() => true);
+    this.batch = new HeartbeatBatch(redis, keys, this.now);
   }
 
   /** The projector's hook: the lease of a state it applied to the index. */
@@ -44,17 +48,17 @@ export class Liveness {
 
   /**
    * One heartbeat of service `id` in `ns` with a token whose sha256 is `tokenHash` (hex).
-   * `admit` (sandboxes: the rate limit) runs once the token is known good and before
-   * anything changes; it throws to refuse.
+   * `admit` (sandboxes: the rate limit) runs before anything changes; it throws to refuse.
+   * A token this thread has not seen accepted (`known` false) is checked first, so a forged
+   * one never uses up the sandbox's quota; a known one is admitted, then checked and renewed
+   * in one call (a token rotated since counts once against the limit before its 401).
    */
-  async heartbeat(ns: string, id: string, tokenHash: string, want: 'passing' | 'critical', admit?: () => Promise<unknown>): Promise<HeartbeatResult> {
-    const [l, d] = leaseKeys(this.keys, id);
+  async heartbeat(ns: string, id: string, tokenHash: string, want: 'passing' | 'critical', admit?: () => Promise<unknown>, known = false): Promise<HeartbeatResult> {
     const w = want === 'passing' ? 'p' : 'c';
-    const call = async (checkOnly: boolean) => integer(await this.redis.heartbeat(l, d, id, tokenHash, this.now(), w, checkOnly ? '1' : '0', ns), 'heartbeat');
-    let r = admit ? await call(true) : 0;
+    let r = admit && !known ? await this.batch.beat(ns, id, tokenHash, w, true) : 0;
     if (r >= 0) {
       if (admit) await admit();
-      r = await call(false);
+      r = await this.batch.beat(ns, id, tokenHash, w, false);
     }
     if (r === -1 && !this.indexReady()) return 'unavailable';
     if (r < 0) {

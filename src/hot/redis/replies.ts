@@ -251,3 +251,10 @@ export function healthFlipReply(r: unknown): { changed: number; left: string[] }
   if (!isInt(a[0]) || !a.slice(1).every((x) => typeof x === 'string')) throw new UnexpectedReply('health-flip', 'expected a count, then ids');
   return { changed: a[0], left: a.slice(1) as string[] };
 }
+
+/** heartbeat-2.lua: one result per heartbeat sent (0 renewed, 1 change, -1 no lease, -2 not its token). */
+export function heartbeatReplies(r: unknown, n: number): number[] {
+  if (!Array.isArray(r) || r.length !== n) throw new UnexpectedReply('heartbeat', `expected an array of ${n}, got ${Array.isArray(r) ? r.length : typeof r}`);
+  for (const v of r) if (!isInt(v) || v < -2 || v > 1) throw new UnexpectedReply('heartbeat', `expected -2..1, got ${String(v)}`);
+  return r as number[];
+}

@@ -2,6 +2,8 @@
 // and heartbeat-token rotation (contract "Liveness"). A heartbeat's credential is the
 // service's heartbeat token, nothing else: a token of the wrong shape is refused from its
 // text, any other mismatch by the lease record in Redis; no PostgreSQL look-up either way.
+// The thread's token memory (sandbox/token-memory.ts) spares a known token its hashing and a
+// refused one its Redis call; a heartbeat without a body reads none (route.ts).
 import type { TemplatedApp } from 'uWebSockets.js';
 import type { App } from '../app.js';
 import { ApiError } from '../domain/errors.js';
@@ -10,8 +12,7 @@ import { check, validators } from '../domain/validation.js';
 import { parseJson } from '../http/body.js';
 import { route, type Headers, type Reply, type Req, type RouteOptions } from '../http/route.js';
 import { bearerKey } from '../sandbox/auth.js';
-import { newHeartbeatToken, tokenWellFormed } from '../sandbox/heartbeat-tokens.js';
-import { hashKey } from '../sandbox/keys.js';
+import { newHeartbeatToken } from '../sandbox/heartbeat-tokens.js';
 import { tokenPrefix } from '../store/leases.js';
 import { rotateToken } from '../store/write-functions.js';
 
@@ -30,14 +31,20 @@ function wanted(req: Req, body: Buffer | null): 'passing' | 'critical' {
 
 async function heartbeat(app: App, ns: string | null, id: string, req: Req, reply: Reply, body: Buffer | null, sandbox: boolean): Promise<void> {
   const token = bearerKey(req.authorization);
-  if (!ns || !tokenWellFormed(token)) throw unauthorized();
+  if (!ns || !token) throw unauthorized();
   const want = wanted(req, body);
-  let rl: Headers = [];
+  const m = app.heartbeatTokens.look(ns, id, token);
+  if (m.refused) throw unauthorized();
+  let rl: Headers | null = null;
   const admit = sandbox ? async () => (rl = await app.auth.limitOrThrow(ns)) : undefined;
-  const r = await app.liveness.heartbeat(ns, id, hashKey(token).toString('hex'), want, admit);
-  if (r === 'unauthorized') throw unauthorized();
+  const r = await app.liveness.heartbeat(ns, id, m.hash, want, admit, m.known);
+  if (r === 'unauthorized') {
+    app.heartbeatTokens.refuse(ns, id, token);
+    throw unauthorized();
+  }
   if (r === 'unavailable') throw new ApiError('LEASES_RESTORING', [], { 'Retry-After': '1' });
-  reply.send(204, [...NO_STORE, ...rl]);
+  if (!m.known) app.heartbeatTokens.accept(ns, id, token, m.hash);
+  reply.send(204, rl ? [...NO_STORE, ...(rl as Headers)] : NO_STORE);
 }
 
 /** POST …/services/{id}/heartbeat-token: a new token (the old one stops working). */
@@ -58,7 +65,8 @@ export function withToken(doc: string, token: string | null): string {
 }
 
 export function registerLiveness(uws: TemplatedApp, app: App, o: RouteOptions): void {
-  const ob = { ...o, body: true };
+  // the handlers never read the client address (the access log may still want it)
+  const ob = { ...o, body: true, addressFree: true };
   route(uws, 'put', '/services/:id/heartbeat', (req, reply, body) => heartbeat(app, PRODUCTION, req.params[0]!, req, reply, body, false), ob);
   route(uws, 'put', '/sandbox/:uuid/services/:id/heartbeat', (req, reply, body) => {
     const uuid = req.params[0]!.toLowerCase();
