@@ -7,6 +7,8 @@
 import { memberSuffixes } from './keys.js';
 import { serializeService, type HealthStatus, type ServiceRecord } from './service.js';
 
+// Stryker disable all: only the sample's health reaches the patch (withStatus replaces it);
+// its other values could be any valid record's (the unit test applies the patch to another)
 const SAMPLE: ServiceRecord = {
   id: 'expiry-sample',
   ns: 'production',
@@ -23,20 +25,9 @@ const SAMPLE: ServiceRecord = {
   health: { status: 'passing', ttl: 5 },
   lease: { tokenHash: '', deregisterAfter: null, criticalSince: null },
 };
+// Stryker restore all
 
 const withStatus = (status: HealthStatus): ServiceRecord => ({ ...SAMPLE, health: { status, ttl: 5 } });
-
-/** the document's health up to its ttl: `,"health":{"status":"passing","ttl":` (health is the document's last field) */
-function healthTail(status: HealthStatus): string {
-  const doc = serializeService(withStatus(status));
-  const at = doc.lastIndexOf(',"health":');
-  if (at < 0 || !doc.endsWith('5}}')) throw new Error('expiry-patch: the health field is no longer the last of the document');
-  return doc.slice(at, -3);
-}
-
-function setsOf(status: HealthStatus): string[] {
-  return memberSuffixes(withStatus(status));
-}
 
 export interface ExpiryPatch {
   /** a passing document ends with this, then its ttl and `}}` */
@@ -49,14 +40,28 @@ export interface ExpiryPatch {
   joined: string[];
 }
 
-function derive(): ExpiryPatch {
-  const before = setsOf('passing');
-  const after = setsOf('critical');
+/**
+ * The patch, from a serialiser and a member rule (the real ones by default; tests hand in
+ * others to reach the guards): the document's health up to its ttl (health must be its last
+ * field), the sets a critical service leaves, and none it may join.
+ */
+export function derivePatch(
+  serialize: (s: ServiceRecord) => string = serializeService,
+  members: (s: ServiceRecord) => string[] = memberSuffixes,
+): ExpiryPatch {
+  const tail = (status: HealthStatus): string => {
+    const doc = serialize(withStatus(status));
+    const at = doc.lastIndexOf(',"health":');
+    if (at < 0 || !doc.endsWith('5}}')) throw new Error('expiry-patch: the health field is no longer the last of the document');
+    return doc.slice(at, -3);
+  };
+  const before = members(withStatus('passing'));
+  const after = members(withStatus('critical'));
   const left = before.filter((m) => !after.includes(m));
   const joined = after.filter((m) => !before.includes(m));
   // the SQL copy removes lines of the stored member text: a set joined would need its place
   if (joined.length) throw new Error(`expiry-patch: a critical service joins sets (${joined.join(', ')}); store/leases.ts expireMany cannot add them`);
-  return { oldTail: healthTail('passing'), newTail: healthTail('critical'), left, joined };
+  return { oldTail: tail('passing'), newTail: tail('critical'), left, joined };
 }
 
-export const EXPIRY_PATCH: Readonly<ExpiryPatch> = derive();
+export const EXPIRY_PATCH: Readonly<ExpiryPatch> = derivePatch();
