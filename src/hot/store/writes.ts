@@ -69,6 +69,37 @@ ev AS (
 SELECT svc.id, svc.seq::text, svc.version::text, ob.id::text AS row FROM svc JOIN ob ON ob.service_id = svc.id`;
 
 /**
+ * The capability and property rows of a multi-row statement, as column arrays (unnest):
+ * `caps(id, list)` adds a service's capabilities in their order (1-based), `props(id, map)`
+ * its properties. Registrations and patches send them the same way.
+ */
+function detailRows() {
+  const capSid: string[] = [];
+  const caps: string[] = [];
+  const capOrd: number[] = [];
+  const propSid: string[] = [];
+  const propKey: string[] = [];
+  const propVal: string[] = [];
+  return {
+    capSid, caps, capOrd, propSid, propKey, propVal,
+    addCaps(id: string, list: readonly string[]): void {
+      list.forEach((c, i) => {
+        capSid.push(id);
+        caps.push(c);
+        capOrd.push(i + 1);
+      });
+    },
+    addProps(id: string, map: Readonly<Record<string, string>>): void {
+      for (const k of Object.keys(map)) {
+        propSid.push(id);
+        propKey.push(k);
+        propVal.push(map[k]!);
+      }
+    },
+  };
+}
+
+/**
  * Commit new services in one statement: all of them or none. Returns them in input order.
  * A deprecated registration's deprecation time is this process's clock (seconds), so that
  * its header is known before the write.
@@ -84,12 +115,7 @@ export async function createServices(pool: Pool, items: NewService[], nowSec = M
   const docs: string[] = [];
   const mems: string[] = [];
   const hdrs: string[] = [];
-  const capSid: string[] = [];
-  const caps: string[] = [];
-  const capOrd: number[] = [];
-  const propSid: string[] = [];
-  const propKey: string[] = [];
-  const propVal: string[] = [];
+  const d = detailRows();
   const iotSid: string[] = [];
   const iotDc: string[] = [];
   const iotPr: string[] = [];
@@ -132,16 +158,8 @@ export async function createServices(pool: Pool, items: NewService[], nowSec = M
     docs.push(text.doc);
     mems.push(text.members);
     hdrs.push(text.hdr);
-    s.capabilities.forEach((c, i) => {
-      capSid.push(id);
-      caps.push(c);
-      capOrd.push(i + 1);
-    });
-    for (const k of Object.keys(s.properties)) {
-      propSid.push(id);
-      propKey.push(k);
-      propVal.push(s.properties[k]!);
-    }
+    d.addCaps(id, s.capabilities);
+    d.addProps(id, s.properties);
     if (s.iot) {
       // tokens are [a-z0-9._-]: a comma never occurs in one
       iotSid.push(id);
@@ -152,7 +170,7 @@ export async function createServices(pool: Pool, items: NewService[], nowSec = M
   const r = await query<{ id: string; seq: string; version: string; row: string }>(
     pool,
     { name: 'create-services', text: CREATE_SERVICES },
-    [ids, nss, eps, deps, depAts, lockeds, suns, docs, mems, hdrs, capSid, caps, capOrd, propSid, propKey, propVal, iotSid, iotDc, iotPr, CHANGE_LOCK_ID, ttls, deregs, toks],
+    [ids, nss, eps, deps, depAts, lockeds, suns, docs, mems, hdrs, d.capSid, d.caps, d.capOrd, d.propSid, d.propKey, d.propVal, iotSid, iotDc, iotPr, CHANGE_LOCK_ID, ttls, deregs, toks],
   );
   const byId = new Map(r.rows.map((x) => [x.id, x]));
   return recs.map((rec, i) => {
@@ -296,25 +314,10 @@ export type CommittedPatch = Committed & { issued: boolean };
  * (another write committed since, or it was deleted): read it again.
  */
 export async function patchServices(pool: Pool, items: PreparedPatch[]): Promise<(CommittedPatch | null)[]> {
-  const capSid: string[] = [];
-  const caps: string[] = [];
-  const capOrd: number[] = [];
-  const propSid: string[] = [];
-  const propKey: string[] = [];
-  const propVal: string[] = [];
+  const d = detailRows();
   for (const p of items) {
-    if (p.capsChanged)
-      p.rec.capabilities.forEach((c, i) => {
-        capSid.push(p.id);
-        caps.push(c);
-        capOrd.push(i + 1);
-      });
-    if (p.propsChanged)
-      for (const k of Object.keys(p.rec.properties)) {
-        propSid.push(p.id);
-        propKey.push(k);
-        propVal.push(p.rec.properties[k]!);
-      }
+    if (p.capsChanged) d.addCaps(p.id, p.rec.capabilities);
+    if (p.propsChanged) d.addProps(p.id, p.rec.properties);
   }
   const col = <T>(f: (p: PreparedPatch) => T): T[] => items.map(f);
   const r = await query<{ id: string; seq: string; version: string; row: string }>(pool, { name: 'patch-services', text: PATCH_SERVICES }, [
@@ -339,12 +342,12 @@ export async function patchServices(pool: Pool, items: PreparedPatch[]): Promise
     col((p) => p.status),
     col((p) => p.rec.lease?.criticalSince ?? null),
     col((p) => p.tok),
-    capSid,
-    caps,
-    capOrd,
-    propSid,
-    propKey,
-    propVal,
+    d.capSid,
+    d.caps,
+    d.capOrd,
+    d.propSid,
+    d.propKey,
+    d.propVal,
     CHANGE_LOCK_ID,
   ]);
   const byId = new Map(r.rows.map((x) => [x.id, x]));
