@@ -83,8 +83,9 @@ local function setAddEncoded(key, fields, adds, absent)
   out[#out + 1] = hi
   redis.call('HSET', key, unpack(out))
 end
--- add seqs (numbers, any order) to the set at key
-local function setAdd(key, seqs)
+-- seqs (numbers, any order) by bucket: groups[b] lists the offsets in bucket b (as they come,
+-- repeats kept), order the buckets as first seen
+local function byBucket(seqs)
   local groups, order = {}, {}
   for _, q in ipairs(seqs) do
     local b = math.floor(q / BW)
@@ -96,6 +97,11 @@ local function setAdd(key, seqs)
     end
     g[#g + 1] = q - b * BW
   end
+  return groups, order
+end
+-- add seqs (numbers, any order) to the set at key
+local function setAdd(key, seqs)
+  local groups, order = byBucket(seqs)
   if #order == 0 then return 0 end
   local fields, adds = {}, {}
   for i, b in ipairs(order) do
@@ -142,17 +148,7 @@ end
 -- (setRemove() per seq copies its bucket each time: a mass expiry takes thousands of members
 -- out of one set in one call)
 local function setRemoveMany(key, seqs)
-  local groups, order = {}, {}
-  for _, q in ipairs(seqs) do
-    local b = math.floor(q / BW)
-    local g = groups[b]
-    if not g then
-      g = {}
-      groups[b] = g
-      order[#order + 1] = b
-    end
-    g[q - b * BW] = true
-  end
+  local groups, order = byBucket(seqs)
   if #order == 0 then return end
   local fields = {}
   for i, b in ipairs(order) do fields[i] = tostring(b) end
@@ -161,7 +157,8 @@ local function setRemoveMany(key, seqs)
   for i, b in ipairs(order) do
     local s = cur[i]
     if s then
-      local drop = groups[b]
+      local drop = {}
+      for _, o in ipairs(groups[b]) do drop[o] = true end
       local parts, from, k = {}, 1, #s / 2
       for j = 1, k do
         if drop[boff(s, j)] then
