@@ -2,10 +2,10 @@
 // real Redis and PostgreSQL. Deadlines run on an injected clock (ThreadHooks.now) and the
 // sweeper is driven by hand (sweepOnce): no test sleeps through a ttl.
 import t from 'tap';
-import { Redis } from 'ioredis';
 import { ids, isError, jsonBody, keyed, serve } from '../helpers/checks.js';
 import { createSandbox, registerProduction } from '../helpers/server.js';
 import { waitFor } from '../helpers/processes.js';
+import { monitorRedis } from '../helpers/redis-monitor.js';
 import { PRODUCTION } from '../../src/hot/domain/keys.js';
 import { rebuildIndex } from '../../src/hot/index/rebuild.js';
 
@@ -39,22 +39,16 @@ t.test('registration with a ttl: passing, a heartbeat token once; without one: u
 t.test('a registration without a lease sends no lease script to Redis; one with a lease does', async (t) => {
   // MONITOR sees every command in the order Redis ran it: once the leased registration's
   // lease-apply shows, one of the earlier registration would have shown before it
-  const base = new Redis(process.env.REDIS_URL!);
-  const mon = await base.monitor();
-  t.teardown(() => {
-    mon.disconnect();
-    base.disconnect();
-  });
-  const leaseCalls: string[][] = [];
-  const leaseKey = /lv:\{\d+\}:l$/;
-  mon.on('monitor', (_time: string, args: string[]) => {
-    if (String(args[0]).toLowerCase() === 'evalsha' && args.some((a) => leaseKey.test(a))) leaseCalls.push(args);
-  });
+  const mon = await monitorRedis(process.env.REDIS_URL!);
+  t.teardown(() => mon.close());
+  // a line: +<time> [<db> <client>] "evalsha" "<sha>" "<numkeys>" "<key>" ...
+  const leaseKey = /"[^"]*lv:\{\d+\}:l"/;
+  const leaseCalls = () => mon.lines.filter((l) => /^\+\S+ \[[^\]]*\] "evalsha" /i.test(l) && leaseKey.test(l));
   await new Promise((r) => setTimeout(r, 50));
   const bare = (await registerProduction(s, { endpoint: 'https://no-lease-apply.example.com', capability: 'lease-apply-count' })) as unknown as Svc;
   const leased = (await registerProduction(s, { endpoint: 'https://lease-apply.example.com', capability: 'lease-apply-count', ttl: 30 })) as unknown as Svc;
-  await waitFor('the leased registration\'s lease-apply is seen', () => leaseCalls.some((a) => a.includes(leased.id)), 10_000, 20);
-  t.same(leaseCalls.filter((a) => a.includes(bare.id)), [], 'no lease script for the service without a lease');
+  await waitFor('the leased registration\'s lease-apply is seen', () => leaseCalls().some((l) => l.includes(leased.id)), 10_000, 20);
+  t.same(leaseCalls().filter((l) => l.includes(bare.id)), [], 'no lease script for the service without a lease');
   t.same(await health(leased.id), { status: 'passing', ttl: 30 }, 'the leased one holds its lease');
 });
 
