@@ -208,7 +208,7 @@ export interface ServerProcess {
  * (a port found free beforehand can be taken by a parallel test before the server binds it,
  * and uWS binds with SO_REUSEPORT, so two servers could even share it without an error).
  */
-export async function spawnServer(env: Record<string, string | undefined>, timeoutMs = 30_000): Promise<ServerProcess> {
+export async function spawnServer(env: Record<string, string | undefined>, timeoutMs = 60_000): Promise<ServerProcess> {
   const proc = spawn(process.execPath, [join(ROOT, 'dist/src/hot/main.js')], {
     env: { ...process.env, NODE_ENV: 'test', HOST: '127.0.0.1', METRICS_PORT: '0', PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
