@@ -66,6 +66,8 @@ export interface ListenAt {
   host: string;
   /** this thread serves the process's /metrics listener (main.ts: thread 0; default true) */
   metrics?: boolean;
+  /** with port 0: other threads will listen on the port this one gets (main.ts, WORKERS > 1) */
+  sharePort?: boolean;
 }
 
 /**
@@ -215,7 +217,7 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
 
   const app: App = { cfg, pg, redis, keys, index, projector, commits, auth, hub, metrics, log, state, version, ...caches, intersectPool, liveness, sweeper, heartbeatTokens };
   const watchers = createWatchers(app);
-  const server = createServer(app, { port: at.port, host: at.host, routes: [registerAdmin] });
+  const server = createServer(app, { port: at.port, host: at.host, sharePort: at.sharePort, routes: [registerAdmin] });
   let metricsListener: MetricsListener | null = null;
   const serveMetrics = (at.metrics ?? true) && cfg.metricsEnabled;
 

@@ -30,9 +30,11 @@ const CLOSE_MS = 250;
 /** the /metrics listener's port, once thread 0 listens (banner) */
 let metricsPortSeen: number | null = null;
 
-async function serveThread(cfg: Config, index: number, shared: ProcessShared): Promise<void> {
+/** Serve one uWS thread; resolves with the port it listens on (the real one when PORT=0). */
+async function serveThread(cfg: Config, index: number, shared: ProcessShared): Promise<number> {
   const log = createLogger(cfg, { thread: index });
-  const thread = buildThread(cfg, VERSION, log, { port: cfg.port, host: cfg.host, metrics: index === 0 }, { shared }); // one /metrics listener per process
+  // one /metrics listener per process; with PORT=0 thread 0 picks the port the others share
+  const thread = buildThread(cfg, VERSION, log, { port: cfg.port, host: cfg.host, metrics: index === 0, sharePort: cfg.uwsThreads > 1 }, { shared });
   await thread.start();
   const server = thread.server;
   metricsPortSeen = thread.metricsPort() ?? metricsPortSeen;
@@ -67,6 +69,7 @@ async function serveThread(cfg: Config, index: number, shared: ProcessShared): P
     process.on('SIGTERM', onSignal);
     process.on('SIGINT', onSignal);
   }
+  return server.port;
 }
 
 async function main(): Promise<void> {
@@ -98,7 +101,6 @@ async function main(): Promise<void> {
   } finally {
     await pool.end();
   }
-  if (cfg.port === 0 && cfg.uwsThreads > 1) cfg = { ...cfg, uwsThreads: 1 }; // an ephemeral port cannot be shared
   const banner = (port: number) => {
     const base = `http://${cfg.host.includes(':') ? `[${cfg.host}]` : cfg.host}:${port}`;
     console.log(`service registry ${VERSION} listening on ${base} (${cfg.uwsThreads} uWS thread${cfg.uwsThreads > 1 ? 's' : ''})`);
@@ -109,8 +111,7 @@ async function main(): Promise<void> {
     console.log(`  admin key:  ${cfg.adminApiKeyGenerated ? cfg.adminApiKey + '  (generated for this run; set ADMIN_API_KEY to fix it)' : '(from ADMIN_API_KEY)'}`);
   };
   if (cfg.uwsThreads === 1) {
-    await serveThread(cfg, 0, processShared());
-    banner(cfg.port || 0);
+    banner(await serveThread(cfg, 0, processShared()));
     return;
   }
   const workers: Worker[] = [];
@@ -120,11 +121,20 @@ async function main(): Promise<void> {
   let failed = 0;
   // per-process caps (change streams) count on this shared memory, whatever the thread count
   const shared = processShared();
-  for (let i = 0; i < cfg.uwsThreads; i++) {
-    const w = new Worker(fileURLToPath(import.meta.url), { workerData: { cfg, index: i, shared } });
+  // PORT=0 (an ephemeral port, as the tests use): thread 0 binds first and the others share
+  // the port the kernel gave it (SO_REUSEPORT), instead of each thread getting a port of its
+  // own; with a fixed PORT every thread starts at once
+  let threadCfg = cfg;
+  const startThread = (i: number) => {
+    const w = new Worker(fileURLToPath(import.meta.url), { workerData: { cfg: threadCfg, index: i, shared } });
     w.on('message', (m: { type: string; port: number; metricsPort?: number | null }) => {
-      if (m.type === 'listening' && m.metricsPort != null) metricsPortSeen = m.metricsPort;
-      if (m.type === 'listening' && ++listening === cfg.uwsThreads) banner(m.port);
+      if (m.type !== 'listening') return;
+      if (m.metricsPort != null) metricsPortSeen = m.metricsPort;
+      if (i === 0 && threadCfg.port === 0) {
+        threadCfg = { ...cfg, port: m.port };
+        for (let k = 1; k < cfg.uwsThreads && !stopping; k++) startThread(k);
+      }
+      if (++listening === cfg.uwsThreads) banner(m.port);
     });
     w.on('error', (err) => {
       console.error(`worker ${i} failed: ${err.message}`);
@@ -142,8 +152,14 @@ async function main(): Promise<void> {
       if (stopping) settled();
       else stop();
     });
+    w.on('message', (m: { type: string }) => {
+      if (m.type === 'stopped') drained++;
+      else if (m.type === 'overdue') overdue++;
+      else return;
+      settled();
+    });
     workers.push(w);
-  }
+  };
   // SIGTERM reaches the main thread only: forward it to every serving thread; each drains
   // within the grace period, and the process exits when the last thread has, or at the
   // deadline whatever happens
@@ -154,18 +170,11 @@ async function main(): Promise<void> {
     console.log(`stopped: ${drained} of ${workers.length} threads drained their requests and closed their pools`);
     process.exit(overdue || failed ? 1 : 0);
   };
-  for (const w of workers) {
-    w.on('message', (m: { type: string }) => {
-      if (m.type === 'stopped') drained++;
-      else if (m.type === 'overdue') overdue++;
-      else return;
-      settled();
-    });
-  }
   const stop = () => {
     if (stopping) process.exit(1); // a second signal: now
     stopping = true;
     for (const w of workers) w.postMessage({ type: 'stop' });
+    settled(); // every thread already ended (thread 0 failed before the others started)
     setTimeout(() => {
       console.error(`shutdown: ${workers.length - drained} thread(s) still busy after ${cfg.shutdownGraceMs} ms; exiting`);
       process.exit(1);
@@ -173,6 +182,7 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
+  for (let i = 0; i < (cfg.port === 0 ? 1 : cfg.uwsThreads); i++) startThread(i);
 }
 
 if (isMainThread) {

@@ -19,6 +19,12 @@ export type RegisterRoutes = (uws: uWS.TemplatedApp, app: App, o: RouteOptions) 
 export interface ServerOptions {
   port: number;
   host: string;
+  /**
+   * with port 0: listen so that other threads can listen on the same port (SO_REUSEPORT).
+   * uSockets sets SO_REUSEPORT only when it is given a port other than 0, so the port the
+   * kernel picked is bound again, by number (see listen()).
+   */
+  sharePort?: boolean;
   /** registered after the public and sandbox routes, before the catch-all */
   routes: RegisterRoutes[];
 }
@@ -94,9 +100,27 @@ export function createServer(app: App, opts: ServerOptions): Server {
     inflight: () => inflight,
     async listen() {
       const { host, port } = opts;
-      socket = await new Promise<uWS.us_listen_socket>((resolve, reject) => {
-        uws.listen(host, port, (s) => (s ? resolve(s) : reject(new Error(`cannot listen on ${host}:${port}`))));
-      });
+      const bind = (p: number) => new Promise<uWS.us_listen_socket | false>((resolve) => uws.listen(host, p, resolve));
+      for (let attempt = 1; ; attempt++) {
+        const s = await bind(port);
+        if (!s) throw new Error(`cannot listen on ${host}:${port}`);
+        if (port !== 0 || !opts.sharePort) {
+          socket = s;
+          break;
+        }
+        // the ephemeral port the kernel picked (no one else holds it), bound again by number to
+        // get SO_REUSEPORT; between the close and the bind another process could take it: then
+        // pick another (a race of microseconds, where a port chosen by the caller beforehand
+        // races for as long as the process takes to start)
+        const picked = uWS.us_socket_local_port(s);
+        uWS.us_listen_socket_close(s);
+        const again = await bind(picked);
+        if (again) {
+          socket = again;
+          break;
+        }
+        if (attempt >= 5) throw new Error(`cannot listen on ${host}:${picked} (the port picked for port 0, ${attempt} times)`);
+      }
       server.port = uWS.us_socket_local_port(socket);
       return server.port;
     },

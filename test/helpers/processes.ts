@@ -189,7 +189,10 @@ export async function startRedis(extraArgs: string[] | (() => Promise<string[]>)
 
 export interface ServerProcess {
   proc: ChildProcess;
+  /** the port it listens on, as its banner said */
   port: number;
+  /** its /metrics listener's port, as its banner said (null with METRICS_ENABLED=false) */
+  metricsPort: number | null;
   url: string;
   /** every stdout and stderr line so far (pino JSON and plain lines) */
   logs: string[];
@@ -200,16 +203,20 @@ export interface ServerProcess {
 
 /**
  * Spawn `node dist/src/hot/main.js` with `env` on top of the current environment. Resolves
- * once it printed its banner (it is listening) — not necessarily ready.
+ * once it printed its banner (it is listening) — not necessarily ready. It listens on PORT=0
+ * unless `env` names a port: the kernel picks a port no one holds and the banner names it
+ * (a port found free beforehand can be taken by a parallel test before the server binds it,
+ * and uWS binds with SO_REUSEPORT, so two servers could even share it without an error).
  */
-export async function spawnServer(env: Record<string, string>, timeoutMs = 30_000): Promise<ServerProcess> {
-  const port = env.PORT ? Number(env.PORT) : await freePort();
+export async function spawnServer(env: Record<string, string | undefined>, timeoutMs = 60_000): Promise<ServerProcess> {
   const proc = spawn(process.execPath, [join(ROOT, 'dist/src/hot/main.js')], {
-    env: { ...process.env, NODE_ENV: 'test', HOST: '127.0.0.1', METRICS_PORT: '0', ...env, PORT: String(port) },
+    env: { ...process.env, NODE_ENV: 'test', HOST: '127.0.0.1', METRICS_PORT: '0', PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const logs: string[] = [];
   const exited = new Promise<number | string>((resolve) => proc.on('exit', (code, sig) => resolve(code ?? sig ?? -1)));
+  let port = 0;
+  let metricsPort: number | null = null;
   let listening: () => void = () => undefined;
   const up = new Promise<void>((r) => (listening = r));
   for (const stream of [proc.stdout!, proc.stderr!]) {
@@ -219,7 +226,12 @@ export async function spawnServer(env: Record<string, string>, timeoutMs = 30_00
       rest = lines.pop()!;
       for (const l of lines) {
         logs.push(l);
-        if (l.includes('listening on http://')) listening();
+        const m = /listening on http:\/\/[^\s]*:(\d+)/.exec(l);
+        if (m) port = Number(m[1]);
+        // the banner's metrics line follows its first line (when /metrics is on)
+        const mm = /^ {2}metrics: +http:\/\/[^\s]*:(\d+)\/metrics/.exec(l);
+        if (mm) metricsPort = Number(mm[1]);
+        if (/^ {2}admin key:/.test(l) && port) listening();
       }
     });
     stream.on('end', () => rest && logs.push(rest));
@@ -232,7 +244,7 @@ export async function spawnServer(env: Record<string, string>, timeoutMs = 30_00
   });
   await Promise.race([up, timer, early]);
   early.catch(() => undefined);
-  return { proc, port, url: `http://127.0.0.1:${port}`, logs, exited, signal: (s) => proc.kill(s) };
+  return { proc, port, metricsPort, url: `http://127.0.0.1:${port}`, logs, exited, signal: (s) => proc.kill(s) };
 }
 
 // ---------------------------------------------------------------- TCP proxy

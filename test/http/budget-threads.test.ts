@@ -4,18 +4,14 @@
 // so the kernel spreads them over both threads. At every scrape the process's counted bytes
 // (the sum over both threads) stay within the budget, and they come near it: both threads
 // filled their shares.
-import { spawn } from 'node:child_process';
 import { request } from 'node:http';
 import { randomBytes } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
-import { Redis } from 'ioredis';
 import t from 'tap';
 import { loadConfig } from '../../src/hot/config.js';
 import { ADMIN_KEY, baseEnv, freshDatabase } from '../helpers/server.js';
 import { parseProm, sample } from '../helpers/metrics-util.js';
-import { freePort } from '../helpers/processes.js';
+import { dropRedisPrefix, spawnServer } from '../helpers/processes.js';
 
-const root = fileURLToPath(new URL('../../../', import.meta.url));
 const MIB = 1024 * 1024;
 
 t.setTimeout(300_000); // a server of its own, two threads, a thousand services' worth of searches
@@ -43,46 +39,28 @@ t.test('two uWS threads share one budget: the process total never passes NEAR_CA
   const db = await freshDatabase();
   t.teardown(() => db.drop());
   const prefix = 'tbt' + randomBytes(4).toString('hex') + ':';
-  const port = await freePort();
-  // METRICS_PORT=0: the listener takes a free port and the banner names it (a port found
-  // free beforehand can be taken by a parallel test before the server binds it)
-  let metricsPort = 0;
+  // PORT=0 and METRICS_PORT=0: the kernel picks both and the banner names them (spawnServer);
+  // the second thread shares the first one's port
   const env: Record<string, string | undefined> = {
     ...baseEnv(),
     DATABASE_URL: db.url,
     REDIS_KEY_PREFIX: prefix,
-    PORT: String(port),
+    PORT: '0',
     METRICS_PORT: '0',
     WORKERS: '2',
     NEAR_CACHE_MB: '1',
     RESULT_CACHE_MB: '1',
   };
-  const child = spawn(process.execPath, ['dist/src/hot/main.js'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  child.stderr.on('data', (b: Buffer) => (err += b.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  // a start-up that hangs fails with what the server said, not at tap's timeout
+  const srv = await spawnServer(env, 120_000);
   t.teardown(async () => {
-    child.kill('SIGTERM');
-    await exited;
-    const r = new Redis(loadConfig(env).redisUrl);
-    const keys = await r.keys(prefix + '*');
-    if (keys.length) await r.unlink(...keys);
-    r.disconnect();
+    srv.signal('SIGTERM');
+    await srv.exited;
+    await dropRedisPrefix(loadConfig(env).redisUrl, prefix);
   });
-  await new Promise<void>((resolve, reject) => {
-    child.stdout.on('data', (b: Buffer) => {
-      out += b.toString();
-      const m = /listening on .*\(2 uWS threads\)[^]*metrics: +http:\/\/[^\s]+:(\d+)\/metrics/.exec(out);
-      if (m) {
-        metricsPort = Number(m[1]);
-        resolve();
-      }
-    });
-    void exited.then((code) => reject(new Error(`server exited (${code}): ${err}`)));
-    // a start-up that hangs fails here with what the server said, not at tap's timeout
-    setTimeout(() => reject(new Error(`no "listening (2 uWS threads)" within 120 s; stdout: ${out.slice(-4000)} stderr: ${err.slice(-4000)}`)), 120_000).unref();
-  });
+  t.match(srv.logs.join('\n'), /listening on .*\(2 uWS threads\)/, 'two uWS threads');
+  const port = srv.port;
+  const metricsPort = srv.metricsPort!;
   for (let i = 0; i < 100 && (await call(port, 'GET', '/readyz')).status !== 200; i++) await new Promise((r) => setTimeout(r, 50));
 
   // 32 services × 32 capabilities: 1,024 distinct sets of one member each

@@ -6,12 +6,11 @@ import { spawn } from 'node:child_process';
 import { createServer, request } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { Redis } from 'ioredis';
 import t from 'tap';
 import { loadConfig } from '../../src/hot/config.js';
 import { ADMIN_KEY, baseEnv, freshDatabase } from '../helpers/server.js';
 import { parseProm, sample } from '../helpers/metrics-util.js';
-import { dropRedisPrefix, freePort } from '../helpers/processes.js';
+import { dropRedisPrefix, spawnServer } from '../helpers/processes.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 
@@ -33,35 +32,18 @@ t.test('two threads, one total', async (t) => {
   const db = await freshDatabase();
   t.teardown(() => db.drop());
   const prefix = 'tmt' + randomBytes(4).toString('hex') + ':';
-  const port = await freePort();
-  // METRICS_PORT=0: the listener takes a free port and the banner names it (a port found
-  // free beforehand can be taken by a parallel test before the server binds it)
-  let metricsPort = 0;
-  const env: Record<string, string | undefined> = { ...baseEnv(), DATABASE_URL: db.url, REDIS_KEY_PREFIX: prefix, PORT: String(port), METRICS_PORT: '0', WORKERS: '2', ADMIN_API_KEY: ADMIN_KEY, HEAVY_INTERSECTION_THRESHOLD: '0' };
-  const child = spawn(process.execPath, ['dist/src/hot/main.js'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  child.stderr.on('data', (b: Buffer) => (err += b.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  // PORT=0 and METRICS_PORT=0: the kernel picks both and the banner names them (spawnServer);
+  // the second thread shares the first one's port
+  const env: Record<string, string | undefined> = { ...baseEnv(), DATABASE_URL: db.url, REDIS_KEY_PREFIX: prefix, PORT: '0', METRICS_PORT: '0', WORKERS: '2', ADMIN_API_KEY: ADMIN_KEY, HEAVY_INTERSECTION_THRESHOLD: '0' };
+  const srv = await spawnServer(env, 120_000);
   t.teardown(async () => {
-    child.kill('SIGTERM');
-    await exited;
-    const r = new Redis(loadConfig(env).redisUrl);
-    const keys = await r.keys(prefix + '*');
-    if (keys.length) await r.unlink(...keys);
-    r.disconnect();
+    srv.signal('SIGTERM');
+    await srv.exited;
+    await dropRedisPrefix(loadConfig(env).redisUrl, prefix);
   });
-  await new Promise<void>((resolve, reject) => {
-    child.stdout.on('data', (b: Buffer) => {
-      out += b.toString();
-      const m = /listening on .*\(2 uWS threads\)[^]*metrics: +http:\/\/[^\s]+:(\d+)\/metrics/.exec(out);
-      if (m) {
-        metricsPort = Number(m[1]);
-        resolve();
-      }
-    });
-    void exited.then((code) => reject(new Error(`server exited (${code}): ${err}`)));
-  });
+  t.match(srv.logs.join('\n'), /listening on .*\(2 uWS threads\)/, 'two uWS threads');
+  const port = srv.port;
+  const metricsPort = srv.metricsPort!;
   // readiness: both threads have learnt the index generation
   for (let i = 0; i < 100 && (await get(port, '/readyz')).status !== 200; i++) await new Promise((r) => setTimeout(r, 50));
 
@@ -87,8 +69,8 @@ t.test('a serving thread that cannot start takes the process down (exit 1), not 
   await new Promise<void>((r) => taken.listen(0, '127.0.0.1', r));
   t.teardown(() => taken.close());
   const metricsPort = (taken.address() as { port: number }).port;
-  const port = await freePort();
-  const env: Record<string, string | undefined> = { ...baseEnv(), DATABASE_URL: db.url, REDIS_KEY_PREFIX: prefix, PORT: String(port), METRICS_PORT: String(metricsPort), WORKERS: '2', ADMIN_API_KEY: ADMIN_KEY };
+  // PORT=0: thread 0 binds first and fails (its /metrics port is taken) before the other starts
+  const env: Record<string, string | undefined> = { ...baseEnv(), DATABASE_URL: db.url, REDIS_KEY_PREFIX: prefix, PORT: '0', METRICS_PORT: String(metricsPort), WORKERS: '2', ADMIN_API_KEY: ADMIN_KEY };
   const child = spawn(process.execPath, ['dist/src/hot/main.js'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';

@@ -5,11 +5,8 @@
 // statement); every acknowledged single registration is there once; and the index equals
 // PostgreSQL once the outbox has drained, with no manual step.
 import t from 'tap';
-import { randomBytes } from 'node:crypto';
-import pg from 'pg';
-import { loadConfig } from '../../src/hot/config.js';
-import { ADMIN_KEY, freshDatabase } from '../helpers/server.js';
-import { dropRedisPrefix, spawnServer, waitFor, type ServerProcess } from '../helpers/processes.js';
+import { ADMIN_KEY } from '../helpers/server.js';
+import { startKillable } from '../helpers/killable.js';
 
 const BATCH = 100;
 const BATCH_WRITERS = 3;
@@ -20,29 +17,11 @@ const KILL_AFTER = 8; // acknowledged batches before the SIGKILL
 t.setTimeout(300_000);
 
 t.test('SIGKILL mid-batch: acknowledged batches whole, no batch half-written, the index equal to PostgreSQL', async (t) => {
-  const db = await freshDatabase();
-  const env = {
-    DATABASE_URL: db.url,
-    REDIS_KEY_PREFIX: 'lb' + randomBytes(4).toString('hex') + ':',
-    REDIS_CLUSTER_NODES: '',
-    ADMIN_API_KEY: ADMIN_KEY,
-    WORKERS: '1',
-    LOG_LEVEL: 'warn',
-  };
-  let server: ServerProcess = await spawnServer(env);
-  const pgc = new pg.Client({ connectionString: db.url });
-  await pgc.connect();
-  t.teardown(async () => {
-    server.signal('SIGKILL');
-    await server.exited;
-    await pgc.end();
-    await db.drop();
-    await dropRedisPrefix(loadConfig().redisUrl, env.REDIS_KEY_PREFIX);
-  });
-  await waitFor('ready', async () => (await fetch(server.url + '/readyz')).status === 200);
+  const srv = await startKillable(t, 'lb', { WORKERS: '1' });
+  const pgc = srv.pg;
 
   const post = (path: string, body: unknown) =>
-    fetch(server.url + path, { method: 'POST', headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    fetch(srv.url + path, { method: 'POST', headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
   const ackedBatches = new Map<number, string[]>(); // batch -> ids in order
   const ackedSingles = new Map<number, string>();
   let nextBatch = 0;
@@ -62,7 +41,7 @@ t.test('SIGKILL mid-batch: acknowledged batches whole, no batch half-written, th
       }
       if (!killed && ackedBatches.size >= KILL_AFTER) {
         killed = true;
-        server.signal('SIGKILL');
+        srv.kill();
       }
     }
   };
@@ -79,11 +58,10 @@ t.test('SIGKILL mid-batch: acknowledged batches whole, no batch half-written, th
     }
   };
   await Promise.all([...Array.from({ length: BATCH_WRITERS }, batchWriter), ...Array.from({ length: SINGLE_WRITERS }, singleWriter)]);
-  t.equal(await server.exited, 'SIGKILL', 'the server was killed mid-stream');
+  t.equal(await srv.server.exited, 'SIGKILL', 'the server was killed mid-stream');
   t.ok(ackedBatches.size >= KILL_AFTER, `${ackedBatches.size} batches and ${ackedSingles.size} single writes acknowledged before the kill`);
 
-  server = await spawnServer(env);
-  await waitFor('ready after the restart', async () => (await fetch(server.url + '/readyz')).status === 200, 30_000);
+  await srv.restart();
 
   const rows = (await pgc.query<{ id: string; endpoint: string }>(`SELECT id, endpoint FROM services WHERE ns = 'production'`)).rows;
   const byBatch = new Map<number, Map<number, string>>();
@@ -108,30 +86,10 @@ t.test('SIGKILL mid-batch: acknowledged batches whole, no batch half-written, th
   t.same([...ackedSingles].filter(([i, id]) => singles.get(i)?.[0] !== id).map(([i]) => i), [], 'every acknowledged single write is there with its id');
   t.same([...singles].filter(([, ids]) => ids.length > 1), [], 'no single write stored twice');
 
-  const searched = async (): Promise<Set<string>> => {
-    const ids = new Set<string>();
-    let path: string | null = '/services?capability=killbatch&limit=1000';
-    while (path) {
-      const r: Response = await fetch(server.url + path);
-      if (r.status !== 200) throw new Error(`search: ${r.status}`);
-      for (const s of (await r.json()) as { id: string }[]) ids.add(s.id);
-      path = /<([^>]+)>; rel="next"/.exec(r.headers.get('link') ?? '')?.[1] ?? null;
-    }
-    return ids;
-  };
   const inPg = new Set(rows.map((r) => r.id));
-  await waitFor(
-    'the index equals PostgreSQL',
-    async () => {
-      const found = await searched();
-      return found.size === inPg.size && [...inPg].every((id) => found.has(id));
-    },
-    30_000,
-    250,
-  );
-  const found = await searched();
+  const found = new Set((await srv.indexSettles('killbatch', (f) => f.size === inPg.size && [...inPg].every((id) => f.has(id)))).keys());
   t.same([...ackedBatches.values()].flat().filter((id) => !found.has(id)), [], 'the search finds every service of every acknowledged batch');
   t.equal(found.size, inPg.size, 'and nothing PostgreSQL does not have');
-  await waitFor('the outbox drains', async () => (await pgc.query<{ n: string }>('SELECT count(*) AS n FROM outbox')).rows[0]!.n === '0', 30_000, 250);
+  await srv.outboxDrained();
   t.pass('the outbox is empty: every committed write reached the index');
 });

@@ -5,11 +5,8 @@
 // committed but whose answer was lost to the kill are in the index too: the index equals
 // PostgreSQL, and the outbox drains, with no manual step.
 import t from 'tap';
-import { randomBytes } from 'node:crypto';
-import pg from 'pg';
-import { loadConfig } from '../../src/hot/config.js';
-import { ADMIN_KEY, freshDatabase } from '../helpers/server.js';
-import { dropRedisPrefix, spawnServer, waitFor, type ServerProcess } from '../helpers/processes.js';
+import { ADMIN_KEY } from '../helpers/server.js';
+import { startKillable } from '../helpers/killable.js';
 
 const TOTAL = 3000;
 const CONCURRENCY = 48;
@@ -21,26 +18,8 @@ const KILL_AFTER = 1200; // acknowledged writes before the SIGKILL
 t.setTimeout(300_000);
 
 t.test('every acknowledged write survives a SIGKILL, exactly once, in PostgreSQL and the index', async (t) => {
-  const db = await freshDatabase();
-  const env = {
-    DATABASE_URL: db.url,
-    REDIS_KEY_PREFIX: 'lw' + randomBytes(4).toString('hex') + ':',
-    REDIS_CLUSTER_NODES: '',
-    ADMIN_API_KEY: ADMIN_KEY,
-    WORKERS: '2',
-    LOG_LEVEL: 'warn',
-  };
-  let server: ServerProcess = await spawnServer(env);
-  const pgc = new pg.Client({ connectionString: db.url });
-  await pgc.connect();
-  t.teardown(async () => {
-    server.signal('SIGKILL');
-    await server.exited;
-    await pgc.end();
-    await db.drop();
-    await dropRedisPrefix(loadConfig().redisUrl, env.REDIS_KEY_PREFIX);
-  });
-  await waitFor('ready', async () => (await fetch(server.url + '/readyz')).status === 200);
+  const srv = await startKillable(t, 'lw', { WORKERS: '2' });
+  const pgc = srv.pg;
 
   const acked = new Map<number, string>(); // marker -> id
   const failed: number[] = [];
@@ -48,7 +27,7 @@ t.test('every acknowledged write survives a SIGKILL, exactly once, in PostgreSQL
   let killed = false;
   const one = async (i: number) => {
     try {
-      const r = await fetch(server.url + '/admin/api/services', {
+      const r = await fetch(srv.url + '/admin/api/services', {
         method: 'POST',
         headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' },
         body: JSON.stringify({ endpoint: `https://w${i}.lost.example.com/`, capabilities: ['lostwrites'], properties: { marker: String(i) } }),
@@ -61,7 +40,7 @@ t.test('every acknowledged write survives a SIGKILL, exactly once, in PostgreSQL
     }
     if (!killed && acked.size >= KILL_AFTER) {
       killed = true;
-      server.signal('SIGKILL');
+      srv.kill();
     }
   };
   await Promise.all(
@@ -72,13 +51,12 @@ t.test('every acknowledged write survives a SIGKILL, exactly once, in PostgreSQL
   if (!killed) {
     // too few writes acknowledged for the kill: say so now instead of waiting for an exit
     t.fail(`only ${acked.size} of ${TOTAL} writes acknowledged (${failed.length} refused or cut off): the kill never came`);
-    server.signal('SIGKILL');
+    srv.kill();
   }
-  t.equal(await server.exited, 'SIGKILL', 'the server was killed mid-stream');
+  t.equal(await srv.server.exited, 'SIGKILL', 'the server was killed mid-stream');
   t.ok(acked.size >= KILL_AFTER, `${acked.size} writes acknowledged before the kill, ${failed.length} cut off`);
 
-  server = await spawnServer(env);
-  await waitFor('ready after the restart', async () => (await fetch(server.url + '/readyz')).status === 200, 30_000);
+  await srv.restart();
 
   // PostgreSQL: every acknowledged write with its id, nothing twice
   const rows = (await pgc.query<{ id: string; endpoint: string }>(`SELECT id, endpoint FROM services WHERE ns = 'production'`)).rows;
@@ -92,30 +70,10 @@ t.test('every acknowledged write survives a SIGKILL, exactly once, in PostgreSQL
   t.same([...byMarker].filter(([, ids]) => ids.length > 1), [], 'no registration stored twice');
 
   // the index: equal to PostgreSQL once the outbox has drained (no manual step)
-  const searched = async (): Promise<Set<string>> => {
-    const ids = new Set<string>();
-    let path: string | null = '/services?capability=lostwrites&limit=1000';
-    while (path) {
-      const r: Response = await fetch(server.url + path);
-      if (r.status !== 200) throw new Error(`search: ${r.status}`);
-      for (const s of (await r.json()) as { id: string }[]) ids.add(s.id);
-      path = /<([^>]+)>; rel="next"/.exec(r.headers.get('link') ?? '')?.[1] ?? null;
-    }
-    return ids;
-  };
   const inPg = new Set(rows.map((r) => r.id));
-  await waitFor(
-    'the index equals PostgreSQL',
-    async () => {
-      const found = await searched();
-      return found.size === inPg.size && [...inPg].every((id) => found.has(id));
-    },
-    30_000,
-    250,
-  );
-  const found = await searched();
+  const found = new Set((await srv.indexSettles('lostwrites', (f) => f.size === inPg.size && [...inPg].every((id) => f.has(id)))).keys());
   t.same([...acked.values()].filter((id) => !found.has(id)), [], 'the search finds every acknowledged write');
   t.equal(found.size, inPg.size, 'and nothing PostgreSQL does not have');
-  await waitFor('the outbox drains', async () => (await pgc.query<{ n: string }>('SELECT count(*) AS n FROM outbox')).rows[0]!.n === '0', 30_000, 250);
+  await srv.outboxDrained();
   t.pass('the outbox is empty: every committed write reached the index');
 });

@@ -6,11 +6,8 @@
 // stored with its row (one statement wrote both, or neither); and once the outbox drained,
 // the index serves exactly PostgreSQL's services with PostgreSQL's state, with no manual step.
 import t from 'tap';
-import { randomBytes } from 'node:crypto';
-import pg from 'pg';
-import { loadConfig } from '../../src/hot/config.js';
-import { ADMIN_KEY, freshDatabase } from '../helpers/server.js';
-import { dropRedisPrefix, spawnServer, waitFor, type ServerProcess } from '../helpers/processes.js';
+import { ADMIN_KEY } from '../helpers/server.js';
+import { startKillable } from '../helpers/killable.js';
 
 const SERVICES = 240;
 const WRITERS = 16;
@@ -26,28 +23,10 @@ interface Doc {
 }
 
 t.test('SIGKILL mid-stream of group-committed patches and deletions: acknowledged ones durable, none half-written, the index equal to PostgreSQL', async (t) => {
-  const db = await freshDatabase();
-  const env = {
-    DATABASE_URL: db.url,
-    REDIS_KEY_PREFIX: 'lpd' + randomBytes(4).toString('hex') + ':',
-    REDIS_CLUSTER_NODES: '',
-    ADMIN_API_KEY: ADMIN_KEY,
-    WORKERS: '1',
-    LOG_LEVEL: 'warn',
-  };
-  let server: ServerProcess = await spawnServer(env);
-  const pgc = new pg.Client({ connectionString: db.url });
-  await pgc.connect();
-  t.teardown(async () => {
-    server.signal('SIGKILL');
-    await server.exited;
-    await pgc.end();
-    await db.drop();
-    await dropRedisPrefix(loadConfig().redisUrl, env.REDIS_KEY_PREFIX);
-  });
-  await waitFor('ready', async () => (await fetch(server.url + '/readyz')).status === 200);
+  const srv = await startKillable(t, 'lpd', { WORKERS: '1' });
+  const pgc = srv.pg;
   const call = (method: string, path: string, body?: unknown) =>
-    fetch(server.url + path, {
+    fetch(srv.url + path, {
       method,
       headers: { authorization: `Bearer ${ADMIN_KEY}`, ...(body ? { 'content-type': 'application/json' } : {}) },
       ...(body ? { body: JSON.stringify(body) } : {}),
@@ -94,16 +73,15 @@ t.test('SIGKILL mid-stream of group-committed patches and deletions: acknowledge
       }
       if (!killed && acks >= KILL_AFTER) {
         killed = true;
-        server.signal('SIGKILL');
+        srv.kill();
       }
     }
   };
   await Promise.all(Array.from({ length: WRITERS }, (_, w) => writer(w)));
-  t.equal(await server.exited, 'SIGKILL', 'the server was killed mid-stream');
+  t.equal(await srv.server.exited, 'SIGKILL', 'the server was killed mid-stream');
   t.ok(acks >= KILL_AFTER, `${ackedRound.size} services patched and ${ackedDeleted.size} deleted, acknowledged, before the kill`);
 
-  server = await spawnServer(env);
-  await waitFor('ready after the restart', async () => (await fetch(server.url + '/readyz')).status === 200, 30_000);
+  await srv.restart();
 
   const rows = (
     await pgc.query<{ id: string; caps: string[]; props: Record<string, string>; idx_doc: string }>(
@@ -133,23 +111,11 @@ t.test('SIGKILL mid-stream of group-committed patches and deletions: acknowledge
     'no service half-written: its details agree with each other and with the index text of its row',
   );
 
-  const searched = async (): Promise<Map<string, Doc>> => {
-    const out = new Map<string, Doc>();
-    let path: string | null = '/services?capability=killpd&limit=1000';
-    while (path) {
-      const r: Response = await fetch(server.url + path);
-      if (r.status !== 200) throw new Error(`search: ${r.status}`);
-      for (const s of (await r.json()) as Doc[]) out.set(s.id, s);
-      path = /<([^>]+)>; rel="next"/.exec(r.headers.get('link') ?? '')?.[1] ?? null;
-    }
-    return out;
-  };
   const same = (found: Map<string, Doc>) => found.size === inPg.size && [...inPg].every(([id, r]) => found.get(id)?.properties.round === r.props.round);
-  await waitFor('the index equals PostgreSQL', async () => same(await searched()), 30_000, 250);
-  const found = await searched();
+  const found = await srv.indexSettles<Doc>('killpd', same);
   t.same([...ackedDeleted].filter((id) => found.has(id)), [], 'the search finds no acknowledged deletion');
   t.ok(same(found), 'and every service of PostgreSQL, in the state PostgreSQL has');
-  for (const id of [...ackedDeleted].slice(0, 5)) t.equal((await fetch(`${server.url}/services/${id}`)).status, 404, `GET of deleted ${id}: 404`);
-  await waitFor('the outbox drains', async () => (await pgc.query<{ n: string }>('SELECT count(*) AS n FROM outbox')).rows[0]!.n === '0', 30_000, 250);
+  for (const id of [...ackedDeleted].slice(0, 5)) t.equal((await fetch(`${srv.url}/services/${id}`)).status, 404, `GET of deleted ${id}: 404`);
+  await srv.outboxDrained();
   t.pass('the outbox is empty: every committed write reached the index');
 });
