@@ -2,11 +2,14 @@
 // expiry lag of N leased services that stop heartbeating, on real Redis and PostgreSQL.
 //
 //   node --expose-gc dist/bench/liveness.js [--services N] [--ttl S] [--duration S] [--connections C]
-//        [--part all|heartbeats|expiry] [--generator autocannon|wrk] [--writers W]
+//        [--part all|heartbeats|expiry] [--generator autocannon|wrk] [--writers W] [--warmup S]
 //
 // Heartbeats: one leased service, autocannon or wrk (a child process: its own core) sends PUT
 // /services/{id}/heartbeat with its token for --duration seconds, alternated with the same
-// load against the ceiling (A B A B; the ratio uses each side's better run). Expiry: N
+// load against the ceiling (A B A B; the ratio uses each side's better run), after --warmup
+// seconds (2) of load on each, not counted. Each run prints where the CPU went (server,
+// Redis, the generator: a generator near a full core is the bound) and the server's µs of
+// CPU per request, the figure to compare when the generator saturates before the server. Expiry: N
 // services registered in one statement with ttl S, leases seeded by the rebuild (a fresh
 // ttl each), then one sweeper (LEASE_SWEEP_MS 250) until all are critical; the lag of each
 // expiry is the time it became visible in the index (documents, healthy=true) minus its
@@ -32,6 +35,8 @@ const N = arg('services', 100_000);
 const TTL = arg('ttl', 10);
 const DUR = arg('duration', 5);
 const CONN = arg('connections', 50);
+/** seconds of load on each target before the measured rounds (not counted) */
+const WARMUP = arg('warmup', 2);
 const sarg = (name: string, d: string) => {
   const i = process.argv.indexOf('--' + name);
   return i >= 0 ? process.argv[i + 1]! : d;
@@ -54,13 +59,13 @@ interface Run {
  * Run under bash so that its `times` builtin reports wrk's CPU (user + system of the child):
  * a generator near a full core is the bound, not the server.
  */
-async function wrk(url: string, token: string, method: string): Promise<Run> {
+async function wrk(url: string, token: string, method: string, dur = DUR): Promise<Run> {
   const { mkdtempSync, writeFileSync, rmSync } = await import('node:fs');
   const dir = mkdtempSync('/tmp/wrk-lv-');
   const file = `${dir}/hb.lua`;
   writeFileSync(file, `wrk.method = "${method}"\nwrk.headers["authorization"] = "Bearer ${token}"\n`);
   try {
-    const { stdout } = await run('bash', ['-c', 'wrk "$@" && times', 'wrk', '-t1', `-c${CONN}`, `-d${DUR}s`, '-s', file, url], { maxBuffer: 1 << 26 });
+    const { stdout } = await run('bash', ['-c', 'wrk "$@" && times', 'wrk', '-t1', `-c${CONN}`, `-d${dur}s`, '-s', file, url], { maxBuffer: 1 << 26 });
     const bad = /Non-2xx or 3xx responses: (\d+)/.exec(stdout);
     const errs = /Socket errors: (.*)/.exec(stdout);
     if (bad || errs) throw new Error(`${url}: ${bad?.[0] ?? ''} ${errs?.[0] ?? ''}`);
@@ -73,9 +78,9 @@ async function wrk(url: string, token: string, method: string): Promise<Run> {
   }
 }
 
-async function generate(url: string, token: string, method: string): Promise<Run> {
-  if (GEN === 'wrk') return wrk(url, token, method);
-  const { stdout } = await run('npx', ['autocannon', '-j', '-m', method, '-H', `authorization=Bearer ${token}`, '-c', String(CONN), '-d', String(DUR), url], { maxBuffer: 1 << 26 });
+async function generate(url: string, token: string, method: string, dur = DUR): Promise<Run> {
+  if (GEN === 'wrk') return wrk(url, token, method, dur);
+  const { stdout } = await run('npx', ['autocannon', '-j', '-m', method, '-H', `authorization=Bearer ${token}`, '-c', String(CONN), '-d', String(dur), url], { maxBuffer: 1 << 26 });
   const r = JSON.parse(stdout) as { requests: { average: number }; non2xx: number; errors: number };
   if (r.non2xx || r.errors) throw new Error(`${url}: ${r.non2xx} non-2xx, ${r.errors} errors`);
   return { rps: r.requests.average, genCpu: NaN };
@@ -130,6 +135,11 @@ try {
   const lz: number[] = [];
   const sh: number[] = [];
   const batch0 = { ...s.app.liveness.batch.stats };
+  // warm-up, not counted: the server's code is compiled by V8 under load like the ceiling's
+  // (a one-line handler, warm at once); the first production round was up to 30 % slower
+  for (const [url, tok, m] of [[`${s.url}/services/${svc.id}/heartbeat`, svc.heartbeatToken, 'PUT'], [`${s.url}/sandbox/${sb.uuid}/services/${sbSvc.id}/heartbeat`, sbSvc.heartbeatToken, 'PUT'], [`http://127.0.0.1:${cport}/x`, '', 'PUT'], [`${s.url}/livez`, '', 'GET']] as const) {
+    if (WARMUP > 0) await generate(url, tok, m, WARMUP);
+  }
   for (let i = 0; i < 2; i++) {
     hb.push(await cannon(`${s.url}/services/${svc.id}/heartbeat`, svc.heartbeatToken, 'PUT', 'production heartbeat'));
     sh.push(await cannon(`${s.url}/sandbox/${sb.uuid}/services/${sbSvc.id}/heartbeat`, sbSvc.heartbeatToken, 'PUT', 'sandbox heartbeat'));
