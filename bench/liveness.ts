@@ -2,11 +2,14 @@
 // expiry lag of N leased services that stop heartbeating, on real Redis and PostgreSQL.
 //
 //   node --expose-gc dist/bench/liveness.js [--services N] [--ttl S] [--duration S] [--connections C]
-//        [--part all|heartbeats|expiry] [--generator autocannon|wrk] [--writers W]
+//        [--part all|heartbeats|expiry] [--generator autocannon|wrk] [--writers W] [--warmup S]
 //
 // Heartbeats: one leased service, autocannon or wrk (a child process: its own core) sends PUT
 // /services/{id}/heartbeat with its token for --duration seconds, alternated with the same
-// load against the ceiling (A B A B; the ratio uses each side's better run). Expiry: N
+// load against the ceiling (A B A B; the ratio uses each side's better run), after --warmup
+// seconds (2) of load on each, not counted. Each run prints where the CPU went (server,
+// Redis, the generator: a generator near a full core is the bound) and the server's µs of
+// CPU per request, the figure to compare when the generator saturates before the server. Expiry: N
 // services registered in one statement with ttl S, leases seeded by the rebuild (a fresh
 // ttl each), then one sweeper (LEASE_SWEEP_MS 250) until all are critical; the lag of each
 // expiry is the time it became visible in the index (documents, healthy=true) minus its
@@ -32,6 +35,8 @@ const N = arg('services', 100_000);
 const TTL = arg('ttl', 10);
 const DUR = arg('duration', 5);
 const CONN = arg('connections', 50);
+/** seconds of load on each target before the measured rounds (not counted) */
+const WARMUP = arg('warmup', 2);
 const sarg = (name: string, d: string) => {
   const i = process.argv.indexOf('--' + name);
   return i >= 0 ? process.argv[i + 1]! : d;
@@ -43,29 +48,65 @@ const WRITERS = arg('writers', 4);
 const PROFILE = process.argv.includes('--profile');
 const GEN = sarg('generator', 'autocannon');
 
-/** wrk (C, one thread: does not saturate before a one-core uWS server) with the same request */
-async function wrk(url: string, token: string, method: string): Promise<number> {
+/** One load run: requests a second, and the CPU seconds the load generator used (wrk only). */
+interface Run {
+  rps: number;
+  genCpu: number;
+}
+
+/**
+ * wrk (C, one thread: does not saturate before a one-core uWS server) with the same request.
+ * Run under bash so that its `times` builtin reports wrk's CPU (user + system of the child):
+ * a generator near a full core is the bound, not the server.
+ */
+async function wrk(url: string, token: string, method: string, dur = DUR): Promise<Run> {
   const { mkdtempSync, writeFileSync, rmSync } = await import('node:fs');
   const dir = mkdtempSync('/tmp/wrk-lv-');
   const file = `${dir}/hb.lua`;
   writeFileSync(file, `wrk.method = "${method}"\nwrk.headers["authorization"] = "Bearer ${token}"\n`);
   try {
-    const { stdout } = await run('wrk', ['-t1', `-c${CONN}`, `-d${DUR}s`, '-s', file, url], { maxBuffer: 1 << 26 });
+    const { stdout } = await run('bash', ['-c', 'wrk "$@" && times', 'wrk', '-t1', `-c${CONN}`, `-d${dur}s`, '-s', file, url], { maxBuffer: 1 << 26 });
     const bad = /Non-2xx or 3xx responses: (\d+)/.exec(stdout);
     const errs = /Socket errors: (.*)/.exec(stdout);
     if (bad || errs) throw new Error(`${url}: ${bad?.[0] ?? ''} ${errs?.[0] ?? ''}`);
-    return Number(/Requests\/sec:\s+([\d.]+)/.exec(stdout)![1]);
+    // `times`: the shell's own user/system line, then its children's ("0m1.234s 0m0.567s")
+    const t = [...stdout.matchAll(/(\d+)m([\d.]+)s (\d+)m([\d.]+)s/g)].at(-1);
+    const genCpu = t ? Number(t[1]) * 60 + Number(t[2]) + Number(t[3]) * 60 + Number(t[4]) : NaN;
+    return { rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(stdout)![1]), genCpu };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
-async function cannon(url: string, token: string, method = 'PUT'): Promise<number> {
-  if (GEN === 'wrk') return wrk(url, token, method);
-  const { stdout } = await run('npx', ['autocannon', '-j', '-m', method, '-H', `authorization=Bearer ${token}`, '-c', String(CONN), '-d', String(DUR), url], { maxBuffer: 1 << 26 });
+async function generate(url: string, token: string, method: string, dur = DUR): Promise<Run> {
+  if (GEN === 'wrk') return wrk(url, token, method, dur);
+  const { stdout } = await run('npx', ['autocannon', '-j', '-m', method, '-H', `authorization=Bearer ${token}`, '-c', String(CONN), '-d', String(dur), url], { maxBuffer: 1 << 26 });
   const r = JSON.parse(stdout) as { requests: { average: number }; non2xx: number; errors: number };
   if (r.non2xx || r.errors) throw new Error(`${url}: ${r.non2xx} non-2xx, ${r.errors} errors`);
-  return r.requests.average;
+  return { rps: r.requests.average, genCpu: NaN };
+}
+
+/** CPU seconds Redis used so far (INFO cpu: user + system of the server). */
+let redisCpu: () => Promise<number> = async () => NaN;
+
+/**
+ * One load run, with where the CPU went: this process (the server under test, or the
+ * ceiling app: both run on this thread, one at a time), Redis and the generator, as % of a
+ * core over the run, and this process's µs of CPU per request. The lines say whether the
+ * generator was the bound (near 100 %) and what the server costs per request.
+ */
+async function cannon(url: string, token: string, method = 'PUT', label = url): Promise<number> {
+  const t0 = performance.now();
+  const c0 = process.cpuUsage();
+  const r0 = await redisCpu();
+  const r = await generate(url, token, method);
+  const c = process.cpuUsage(c0);
+  const wall = (performance.now() - t0) / 1000;
+  const node = (c.user + c.system) / 1e6;
+  const redis = (await redisCpu()) - r0;
+  const pc = (x: number) => (Number.isNaN(x) ? '?' : ((100 * x) / wall).toFixed(0) + ' %');
+  console.log(`  ${label}: ${Math.round(r.rps)} req/s; CPU: server ${pc(node)} (${((1e6 * node) / (r.rps * DUR)).toFixed(1)} µs/request), Redis ${pc(redis)}, ${GEN} ${pc(r.genCpu)}`);
+  return r.rps;
 }
 
 const pct = (xs: number[], p: number) => xs[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
@@ -73,6 +114,10 @@ const load = async () => (await import('node:fs/promises')).readFile('/proc/load
 
 // a tier whose limit a bench cannot reach: the sandbox row measures the rate limit's cost, not 429s
 const s = await startTestServer({ hooks: { sweep: false }, env: { TIERS: 'free=60,pro=600,enterprise=6000,bench=999999999' } });
+redisCpu = async () => {
+  const info = await s.app.redis.info('cpu');
+  return Number(/used_cpu_user:([\d.]+)/.exec(info)![1]) + Number(/used_cpu_sys:([\d.]+)/.exec(info)![1]);
+};
 try {
   // ---- heartbeats against the ceiling ----
   if (PART !== 'expiry') {
@@ -90,12 +135,17 @@ try {
   const lz: number[] = [];
   const sh: number[] = [];
   const batch0 = { ...s.app.liveness.batch.stats };
+  // warm-up, not counted: the server's code is compiled by V8 under load like the ceiling's
+  // (a one-line handler, warm at once); the first production round was up to 30 % slower
+  for (const [url, tok, m] of [[`${s.url}/services/${svc.id}/heartbeat`, svc.heartbeatToken, 'PUT'], [`${s.url}/sandbox/${sb.uuid}/services/${sbSvc.id}/heartbeat`, sbSvc.heartbeatToken, 'PUT'], [`http://127.0.0.1:${cport}/x`, '', 'PUT'], [`${s.url}/livez`, '', 'GET']] as const) {
+    if (WARMUP > 0) await generate(url, tok, m, WARMUP);
+  }
   for (let i = 0; i < 2; i++) {
-    hb.push(await cannon(`${s.url}/services/${svc.id}/heartbeat`, svc.heartbeatToken));
-    sh.push(await cannon(`${s.url}/sandbox/${sb.uuid}/services/${sbSvc.id}/heartbeat`, sbSvc.heartbeatToken));
-    ce.push(await cannon(`http://127.0.0.1:${cport}/services/${svc.id}/heartbeat`, svc.heartbeatToken));
+    hb.push(await cannon(`${s.url}/services/${svc.id}/heartbeat`, svc.heartbeatToken, 'PUT', 'production heartbeat'));
+    sh.push(await cannon(`${s.url}/sandbox/${sb.uuid}/services/${sbSvc.id}/heartbeat`, sbSvc.heartbeatToken, 'PUT', 'sandbox heartbeat'));
+    ce.push(await cannon(`http://127.0.0.1:${cport}/services/${svc.id}/heartbeat`, svc.heartbeatToken, 'PUT', 'ceiling (bare uWS 204)'));
     // the same server's cheapest route (no Redis): what the machine lets the server do at all
-    lz.push(await cannon(`${s.url}/livez`, svc.heartbeatToken, 'GET'));
+    lz.push(await cannon(`${s.url}/livez`, svc.heartbeatToken, 'GET', 'GET /livez'));
   }
   console.log(`GET /livez on the same server: ${lz.map(Math.round).join(', ')} req/s`);
   const bestHb = Math.max(...hb);
@@ -157,10 +207,6 @@ try {
   const idle = await writes(() => Date.now() >= idleUntil);
   while (Date.now() < first - 250) await new Promise((ok) => setTimeout(ok, 50));
   const sweeper = new LeaseSweeper(s.app.pg, s.app.redis, s.app.keys, s.app.projector, s.app.log, { intervalMs: 250, lockMs: 1500, batch: s.cfg.leaseSweepBatch, parallel: s.cfg.leaseSweepParallel, now: Date.now, onExpired: (ms) => lags.push(ms), onDurable: (ms) => durable.push(ms) });
-  const redisCpu = async () => {
-    const info = await s.app.redis.info('cpu');
-    return Number(/used_cpu_user:([\d.]+)/.exec(info)![1]) + Number(/used_cpu_sys:([\d.]+)/.exec(info)![1]);
-  };
   const cpu0 = { node: process.cpuUsage(), redis: await redisCpu() };
   if (PROFILE) await s.app.pg.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements').then(() => s.app.pg.query('SELECT pg_stat_statements_reset()')).catch(() => undefined);
   sweeper.start();

@@ -94,3 +94,32 @@ t.test('heartbeat-token routes: only the namespace key issues one', async (t) =>
   );
   t.pass('60 token requests');
 });
+
+t.test('a turn\'s batch: heartbeats of hostile ids beside a real one get no 5xx, never reach Redis, never disturb it', async (t) => {
+  // the batch is one argument of lines (heartbeat-batch.ts): an id that could hold a space,
+  // a newline or a pattern character must never get into it, or it would shift every line
+  const PLAIN = /^[A-Za-z0-9_-]{1,64}$/;
+  let reachedRedis = 0;
+  await fc.assert(
+    // ("." and ".." are path steps: the client resolves them, they never reach the route)
+    fc.asyncProperty(fc.array(fc.oneof(fc.string({ minLength: 1, maxLength: 70 }), fc.string({ unit: 'binary', minLength: 1, maxLength: 8 }), fc.constantFrom('a b', 'a\nb', 'x%0Ay', '%20', 'a.b', "a'b", 'x'.repeat(65))).filter((id) => id !== '.' && id !== '..'), { minLength: 1, maxLength: 6 }), async (hostile) => {
+      clock += 1000;
+      const beats0 = s.app.liveness.batch.stats.beats;
+      const [real, ...others] = await Promise.all([
+        s.req(`/services/${prod.id}/heartbeat`, { method: 'PUT', headers: { authorization: `Bearer ${prod.heartbeatToken}` } }),
+        ...hostile.map((id) => s.req(`/services/${encodeURIComponent(id)}/heartbeat`, { method: 'PUT', headers: { authorization: `Bearer ${prod.heartbeatToken}` } })),
+      ]);
+      if (real!.status !== 204) throw new Error(`the real heartbeat beside ${JSON.stringify(hostile)}: ${real!.status} ${await real!.text()}`);
+      for (const [i, r] of others.entries()) {
+        const text = await r.text();
+        if (r.status < 400 || r.status >= 500) throw new Error(`${JSON.stringify(hostile[i])}: ${r.status} ${text}`);
+      }
+      // only the real heartbeat and ids of the contract's shape may reach Redis
+      const beats = s.app.liveness.batch.stats.beats - beats0;
+      reachedRedis += beats;
+      if (beats > 1 + hostile.filter((id) => PLAIN.test(id)).length) throw new Error(`${beats} heartbeats reached Redis for ${JSON.stringify(hostile)}`);
+    }),
+    { numRuns: 150 },
+  );
+  t.ok(reachedRedis >= 150, 'every real heartbeat reached Redis');
+});

@@ -145,23 +145,27 @@ function remoteOf(req: HttpRequest, res: HttpResponse, trusted: ReadonlySet<stri
  * Everything a handler may read of the request, copied now: uWS's request object is only
  * valid until the handler first returns. The client address costs a native call, a buffer
  * and a decode: it is read only for routes that use it (`withRemote`), "" otherwise.
+ * `method`: the route's method when it has one (its name, no native call), else read.
+ * `bearerOnly`: of the headers only Authorization and the body's (Content-Length, and
+ * Content-Type unless there is no body); the others read as "" (RouteOptions.bearerOnly).
  */
-export function readReq(req: HttpRequest, res: HttpResponse, nParams: number, withRemote = true, trusted: ReadonlySet<string> = NO_PROXIES): Req {
+export function readReq(req: HttpRequest, res: HttpResponse, nParams: number, withRemote = true, trusted: ReadonlySet<string> = NO_PROXIES, method?: string, bearerOnly = false): Req {
   const q = req.getQuery();
   const params: string[] = [];
   for (let i = 0; i < nParams; i++) params.push(req.getParameter(i) ?? '');
   const cl = req.getHeader('content-length');
+  const contentLength = cl === '' ? -1 : /^\d{1,15}$/.test(cl) ? Number(cl) : -2;
   return {
-    method: req.getMethod().toUpperCase(),
+    method: method ?? req.getMethod().toUpperCase(),
     path: req.getUrl(),
     query: q === undefined ? null : q,
     params,
     authorization: req.getHeader('authorization'),
-    cookie: req.getHeader('cookie'),
-    csrf: req.getHeader('x-csrf-token'),
-    ifNoneMatch: req.getHeader('if-none-match'),
-    contentType: req.getHeader('content-type'),
-    contentLength: cl === '' ? -1 : /^\d{1,15}$/.test(cl) ? Number(cl) : -2,
+    cookie: bearerOnly ? '' : req.getHeader('cookie'),
+    csrf: bearerOnly ? '' : req.getHeader('x-csrf-token'),
+    ifNoneMatch: bearerOnly ? '' : req.getHeader('if-none-match'),
+    contentType: bearerOnly && contentLength === 0 ? '' : req.getHeader('content-type'),
+    contentLength,
     remote: withRemote ? remoteOf(req, res, trusted) : '',
     startedAt: performance.now(),
   };
@@ -190,6 +194,12 @@ export interface RouteOptions {
    * only when `remote` asks (the access log). A native call, a buffer and a decode saved
    */
   addressFree?: boolean;
+  /**
+   * a handler that reads no request header but Authorization (and the body's: Content-Length,
+   * Content-Type): the others (Cookie, X-CSRF-Token, If-None-Match) are not copied (a native
+   * call and a string each) and read as "". Heartbeats
+   */
+  bearerOnly?: boolean;
   /**
    * a route whose caller stays anonymous (GET /services/{id}, /replacements): the client
    * address is never read (req.remote stays ""), even for the access log
@@ -307,7 +317,7 @@ export function route(app: TemplatedApp, method: 'get' | 'post' | 'put' | 'patch
   const withRemote = !o.anonymous && !!((o.body && !o.addressFree) || o.remote);
   let shadows: Shadow[] | null = null;
   const register = (m: 'get' | 'post' | 'put' | 'patch' | 'del' | 'any' | 'head') => app[m](pattern, (res: HttpResponse, r: HttpRequest) => {
-    const req = readReq(r, res, nParams, withRemote, o.trustedProxies);
+    const req = readReq(r, res, nParams, withRemote, o.trustedProxies, m === 'any' ? undefined : m === 'head' ? 'HEAD' : METHOD_NAME[m], o.bearerOnly);
     if (o.headers) req.extra = Object.fromEntries(o.headers.map((h) => [h, r.getHeader(h)]));
     if (o.maxJsonDepth !== undefined) req.maxJsonDepth = o.maxJsonDepth;
     o.onStart?.();

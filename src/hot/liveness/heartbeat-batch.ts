@@ -6,6 +6,12 @@
 // setImmediate: after the poll phase has handed every request that arrived to its route,
 // so waiting for it adds no turn of latency. A call carries at most MAX_BATCH heartbeats
 // (a script blocks Redis while it runs).
+//
+// A batch is one argument, not five per heartbeat: a line "<id> <hash> <p|c> <0|1> <ns>\n"
+// each. ioredis encodes every argument on its own (a byte length, a header, a copy): 85 of
+// them per call were more of the call's cost than the script. Answers come back through a
+// callback per heartbeat, not a promise: no promise, microtask or closure chain per request
+// (docs/decisions.md, "Heartbeats without a promise per request").
 import type { Keys } from '../domain/keys.js';
 import type { RedisClient } from '../redis/client.js';
 import { heartbeatReplies } from '../redis/replies.js';
@@ -13,16 +19,38 @@ import { leaseKeys, shardOf } from './redis-lease.js';
 
 export const MAX_BATCH = 256;
 
+/**
+ * One heartbeat's answer from heartbeat-2.lua: 0 renewed (status unchanged), 1 the status
+ * must change, -1 no lease, -2 not this service's token; or the call's error (then `r` is NaN).
+ */
+export type BeatDone = (r: number, err?: unknown) => void;
+
 interface Pending {
-  /** the script's arguments after `now`: 5 per heartbeat */
-  args: string[];
-  done: ((r: number) => void)[];
-  fail: ((e: unknown) => void)[];
+  /** the batch's lines */
+  text: string;
+  done: BeatDone[];
+}
+
+/**
+ * Whether `s` can be a field of a batch line: 1-64 of [A-Za-z0-9_-] (service ids, the
+ * contract's pattern; namespaces: `production` and sandbox uuids). Nothing else holds a
+ * lease, and a space or newline in a field would shift every later line of the batch.
+ */
+export function plainField(s: string): boolean {
+  const n = s.length;
+  if (n === 0 || n > 64) return false;
+  for (let i = 0; i < n; i++) {
+    const c = s.charCodeAt(i);
+    // 0-9, A-Z, a-z, '_', '-'
+    if (!((c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 95 || c === 45)) return false;
+  }
+  return true;
 }
 
 export class HeartbeatBatch {
   private shards = new Map<number, Pending>();
   private scheduled = false;
+  private readonly flushNow = () => this.flush();
   /** script calls sent and heartbeats they carried (tests, the bench) */
   readonly stats = { calls: 0, beats: 0 };
 
@@ -32,31 +60,42 @@ export class HeartbeatBatch {
     private readonly now: () => number,
   ) {}
 
-  /** One heartbeat's answer from heartbeat-2.lua (checkOnly: renew nothing). */
-  beat(ns: string, id: string, tokenHash: string, want: 'p' | 'c', checkOnly: boolean): Promise<number> {
+  /**
+   * One heartbeat (checkOnly: renew nothing); `done` is called once with its answer. `id` and
+   * `ns` that are not plain fields (plainField) are answered -2 at once: no lease is theirs.
+   * `tokenHash` is sha256 hex (the caller's). `done` must not throw: the other heartbeats
+   * of its batch are answered after it.
+   */
+  beat(ns: string, id: string, tokenHash: string, want: 'p' | 'c', checkOnly: boolean, done: BeatDone): void {
+    if (!plainField(id) || !plainField(ns)) return done(-2);
     const s = shardOf(id);
+    const line = id + ' ' + tokenHash + (want === 'p' ? ' p ' : ' c ') + (checkOnly ? '1 ' : '0 ') + ns + '\n';
     let p = this.shards.get(s);
-    if (!p) this.shards.set(s, (p = { args: [], done: [], fail: [] }));
-    p.args.push(id, tokenHash, want, checkOnly ? '1' : '0', ns);
-    const r = new Promise<number>((ok, no) => {
-      p.done.push(ok);
-      p.fail.push(no);
-    });
+    if (!p) this.shards.set(s, (p = { text: line, done: [done] }));
+    else {
+      p.text += line;
+      p.done.push(done);
+    }
     if (p.done.length >= MAX_BATCH) {
       this.shards.delete(s);
       this.send(id, p);
     } else if (!this.scheduled) {
       this.scheduled = true;
-      setImmediate(() => this.flush());
+      setImmediate(this.flushNow);
     }
-    return r;
+  }
+
+  /** beat(), as a promise (the paths that await anyway: a first sight of a token, a transition). */
+  beatAsync(ns: string, id: string, tokenHash: string, want: 'p' | 'c', checkOnly: boolean): Promise<number> {
+    return new Promise((ok, no) => this.beat(ns, id, tokenHash, want, checkOnly, (r, err) => (err === undefined ? ok(r) : no(err))));
   }
 
   private flush(): void {
     this.scheduled = false;
     const all = this.shards;
+    if (all.size === 0) return;
     this.shards = new Map();
-    for (const p of all.values()) this.send(p.args[0]!, p);
+    for (const p of all.values()) this.send(p.text.slice(0, p.text.indexOf(' ')), p);
   }
 
   /** `id`: any service of the batch's shard (its keys are the shard's) */
@@ -65,17 +104,21 @@ export class HeartbeatBatch {
     this.stats.calls++;
     this.stats.beats += n;
     const [l, d] = leaseKeys(this.keys, id);
-    this.redis.heartbeat(l, d, this.now(), ...p.args).then(
+    this.redis.heartbeat(l, d, this.now(), p.text).then(
       (r) => {
-        const rs = heartbeatReplies(r, n);
+        let rs: number[];
+        try {
+          rs = heartbeatReplies(r, n);
+        } catch (e) {
+          // a reply of the wrong shape: every heartbeat of the batch fails with it
+          for (const f of p.done) f(NaN, e);
+          return;
+        }
         for (let i = 0; i < n; i++) p.done[i]!(rs[i]!);
       },
       (e: unknown) => {
-        for (const f of p.fail) f(e);
+        for (const f of p.done) f(NaN, e);
       },
-    ).catch((e: unknown) => {
-      // a reply of the wrong shape: every heartbeat of the batch fails with it
-      for (const f of p.fail) f(e);
-    });
+    );
   }
 }

@@ -55,11 +55,32 @@ export class Liveness {
    */
   async heartbeat(ns: string, id: string, tokenHash: string, want: 'passing' | 'critical', admit?: () => Promise<unknown>, known = false): Promise<HeartbeatResult> {
     const w = want === 'passing' ? 'p' : 'c';
-    let r = admit && !known ? await this.batch.beat(ns, id, tokenHash, w, true) : 0;
+    let r = admit && !known ? await this.batch.beatAsync(ns, id, tokenHash, w, true) : 0;
     if (r >= 0) {
       if (admit) await admit();
-      r = await this.batch.beat(ns, id, tokenHash, w, false);
+      r = await this.batch.beatAsync(ns, id, tokenHash, w, false);
     }
+    return this.settle(ns, id, want, r);
+  }
+
+  /**
+   * heartbeat() of an admitted request (a known token, its rate limit already counted, or
+   * none), by callback: the common case, one batch entry and no promise unless the status
+   * changes. `done` gets the result, or the error (a Redis or PostgreSQL failure).
+   */
+  renew(ns: string, id: string, tokenHash: string, want: 'passing' | 'critical', done: (r: HeartbeatResult, err?: unknown) => void): void {
+    this.batch.beat(ns, id, tokenHash, want === 'passing' ? 'p' : 'c', false, (r, err) => {
+      if (err !== undefined) return done('unavailable', err);
+      if (r === 0) {
+        countHeartbeat('renewed');
+        return done('renewed');
+      }
+      this.settle(ns, id, want, r).then(done, (e: unknown) => done('unavailable', e));
+    });
+  }
+
+  /** What a heartbeat-2.lua answer `r` means, after the durable write it asks for (1). */
+  private async settle(ns: string, id: string, want: 'passing' | 'critical', r: number): Promise<HeartbeatResult> {
     if (r === -1 && !this.indexReady()) return 'unavailable';
     if (r < 0) {
       countHeartbeat('refused');

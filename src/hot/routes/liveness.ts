@@ -10,7 +10,8 @@ import { ApiError } from '../domain/errors.js';
 import { PRODUCTION } from '../domain/keys.js';
 import { check, validators } from '../domain/validation.js';
 import { parseJson } from '../http/body.js';
-import { route, type Headers, type Reply, type Req, type RouteOptions } from '../http/route.js';
+import { route, sendError, type Headers, type Reply, type Req, type RouteOptions } from '../http/route.js';
+import type { HeartbeatResult } from '../liveness/liveness.js';
 import { bearerKey } from '../sandbox/auth.js';
 import { newHeartbeatToken } from '../sandbox/heartbeat-tokens.js';
 import { tokenPrefix } from '../store/leases.js';
@@ -29,22 +30,52 @@ function wanted(req: Req, body: Buffer | null): 'passing' | 'critical' {
   return check(validators.heartbeat, parseJson(req, body)).status ?? 'passing';
 }
 
-async function heartbeat(app: App, ns: string | null, id: string, req: Req, reply: Reply, body: Buffer | null, sandbox: boolean): Promise<void> {
+/**
+ * A heartbeat: the common case (a token this thread has seen accepted, and for a sandbox a
+ * rate-limit answer this thread has without Redis) goes to Redis in the thread's batch and
+ * is answered from its callback, without a promise; anything else takes the general path
+ * (general()). A refusal is thrown (route.ts answers it).
+ */
+function heartbeat(app: App, ns: string | null, id: string, req: Req, reply: Reply, body: Buffer | null, sandbox: boolean, o: RouteOptions): Promise<void> | void {
   const token = bearerKey(req.authorization);
   if (!ns || !token) throw unauthorized();
   const want = wanted(req, body);
   const m = app.heartbeatTokens.look(ns, id, token);
   if (m.refused) throw unauthorized();
+  if (!m.known) return general(app, ns, id, token, m.hash, want, reply, sandbox, false);
+  let rl: Headers | null = null;
+  if (sandbox) {
+    rl = app.auth.limitNow(ns); // throws the 429
+    if (!rl) return general(app, ns, id, token, m.hash, want, reply, sandbox, true);
+  }
+  const headers = rl ? [...NO_STORE, ...rl] : NO_STORE;
+  app.liveness.renew(ns, id, m.hash, want, (r, err) => {
+    try {
+      if (err !== undefined) throw err;
+      answer(app, ns, id, token, m.hash, false, r, reply, headers);
+    } catch (e) {
+      sendError(reply, e, (x) => o.onError(x, req));
+    }
+  });
+}
+
+/** The general path: a token seen for the first time, or a rate limit that asks Redis. */
+async function general(app: App, ns: string, id: string, token: string, hash: string, want: 'passing' | 'critical', reply: Reply, sandbox: boolean, known: boolean): Promise<void> {
   let rl: Headers | null = null;
   const admit = sandbox ? async () => (rl = await app.auth.limitOrThrow(ns)) : undefined;
-  const r = await app.liveness.heartbeat(ns, id, m.hash, want, admit, m.known);
+  const r = await app.liveness.heartbeat(ns, id, hash, want, admit, known);
+  answer(app, ns, id, token, hash, !known, r, reply, rl ? [...NO_STORE, ...(rl as Headers)] : NO_STORE);
+}
+
+/** The answer to a heartbeat's result (`remember`: a token accepted for the first time). */
+function answer(app: App, ns: string, id: string, token: string, hash: string, remember: boolean, r: HeartbeatResult, reply: Reply, headers: Headers): void {
   if (r === 'unauthorized') {
     app.heartbeatTokens.refuse(ns, id, token);
     throw unauthorized();
   }
   if (r === 'unavailable') throw new ApiError('LEASES_RESTORING', [], { 'Retry-After': '1' });
-  if (!m.known) app.heartbeatTokens.accept(ns, id, token, m.hash);
-  reply.send(204, rl ? [...NO_STORE, ...(rl as Headers)] : NO_STORE);
+  if (remember) app.heartbeatTokens.accept(ns, id, token, hash);
+  reply.send(204, headers);
 }
 
 /** POST …/services/{id}/heartbeat-token: a new token (the old one stops working). */
@@ -66,10 +97,11 @@ export function withToken(doc: string, token: string | null): string {
 
 export function registerLiveness(uws: TemplatedApp, app: App, o: RouteOptions): void {
   // the handlers never read the client address (the access log may still want it)
-  const ob = { ...o, body: true, addressFree: true };
-  route(uws, 'put', '/services/:id/heartbeat', (req, reply, body) => heartbeat(app, PRODUCTION, req.params[0]!, req, reply, body, false), ob);
+  // nor any header but Authorization (and Content-Type when a body comes)
+  const ob = { ...o, body: true, addressFree: true, bearerOnly: true };
+  route(uws, 'put', '/services/:id/heartbeat', (req, reply, body) => heartbeat(app, PRODUCTION, req.params[0]!, req, reply, body, false, o), ob);
   route(uws, 'put', '/sandbox/:uuid/services/:id/heartbeat', (req, reply, body) => {
     const uuid = req.params[0]!.toLowerCase();
-    return heartbeat(app, UUID_RE.test(uuid) ? uuid : null, req.params[1]!, req, reply, body, true);
+    return heartbeat(app, UUID_RE.test(uuid) ? uuid : null, req.params[1]!, req, reply, body, true, o);
   }, ob);
 }

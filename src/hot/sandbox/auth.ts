@@ -191,15 +191,8 @@ export class SandboxAuth {
    */
   async count(uuid: string): Promise<RateResult> {
     for (let waits = 0; ; waits++) {
-      const refused = this.refusedNow(uuid);
-      if (refused) return refused;
-      const now = this.now();
-      const local = this.leases.take(uuid, now);
-      if (local) {
-        this.stats.leased++;
-        this.recordLater(uuid, 0);
-        return local;
-      }
+      const known = this.countNow(uuid);
+      if (known) return known;
       // another request of this thread is already asking Redis for a batch: share it (only
       // worth it when the limit allows batches; small limits ask side by side, pipelined)
       const asking = this.leases.mayLease(uuid) ? this.leases.asking(uuid) : null;
@@ -207,6 +200,30 @@ export class SandboxAuth {
       await asking.catch(() => undefined);
     }
     return this.leases.ask(uuid, () => this.grant(uuid));
+  }
+
+  /**
+   * count()'s answer when this thread has it without Redis: a refusal it knows of, or an
+   * admission from its lease (recorded either way); null: ask count().
+   */
+  private countNow(uuid: string): RateResult | null {
+    const refused = this.refusedNow(uuid);
+    if (refused) return refused;
+    const local = this.leases.take(uuid, this.now());
+    if (!local) return null;
+    this.stats.leased++;
+    this.recordLater(uuid, 0);
+    return local;
+  }
+
+  /**
+   * limitOrThrow() when this thread can decide without Redis (countNow): the admission's
+   * headers, or the 429 thrown; null when Redis must be asked (then call limitOrThrow()).
+   * Heartbeats use it to answer without a promise per request.
+   */
+  limitNow(uuid: string): Headers | null {
+    const r = this.countNow(uuid);
+    return r ? this.admittedOrThrow(r) : null;
   }
 
   private async grant(uuid: string): Promise<RateResult> {
@@ -355,6 +372,10 @@ export class SandboxAuth {
       if (isRedisUnavailable(err)) return [];
       throw err;
     }
+    return this.admittedOrThrow(r);
+  }
+
+  private admittedOrThrow(r: RateResult): Headers {
     if (!r.admitted) {
       const [args, headers] = this.refusal(r);
       throw new ApiError('SANDBOX_RATE_LIMITED', args, Object.fromEntries(headers));

@@ -1,0 +1,67 @@
+// The heartbeat's common path (routes/liveness.ts): a token this thread has seen accepted is
+// renewed from the thread's batch and answered from its callback, and a sandbox's rate limit
+// is decided by this thread when it can (its rate-limit lease, or a refusal it knows of).
+// What a user sees must not differ from the general path: every heartbeat counted once, 429
+// with its fields when over the limit, and a 429 renews nothing.
+import t from 'tap';
+import { isError, jsonBody, serve } from '../helpers/checks.js';
+import { createSandbox } from '../helpers/server.js';
+import { leaseKeys } from '../../src/hot/liveness/redis-lease.js';
+
+let clock = Date.now();
+// tiny: every admission asks Redis, then refusals are known to this thread; wide: batches of
+// admissions are leased to this thread (limits of 2,000 a minute and more, sandbox/leases.ts)
+const s = await serve(t, { hooks: { leaseNow: () => clock, sweep: false }, env: { TIERS: 'free=60,pro=600,enterprise=6000,tiny=5,wide=60000' } });
+
+type Svc = { id: string; heartbeatToken: string };
+const beat = (path: string, token: string) => s.req(path, { method: 'PUT', headers: { authorization: `Bearer ${token}` } });
+
+async function leasedSandbox(name: string, tier: string): Promise<{ uuid: string; apiKey: string; svc: Svc; path: string }> {
+  const sb = await createSandbox(s, name);
+  t.equal((await s.admin('POST', `/admin/api/sandboxes/${sb.uuid}/tier`, { tier })).status, 200, `tier ${tier}`);
+  const svc = (await (await s.req(`/sandbox/${sb.uuid}/services`, jsonBody('POST', { endpoint: `https://${tier}-fast.example.com`, capability: 'hb-fast', ttl: 30 }, sb.apiKey))).json()) as Svc;
+  return { ...sb, svc, path: `/sandbox/${sb.uuid}/services/${svc.id}/heartbeat` };
+}
+
+const deadline = async (id: string) => {
+  const [, d] = leaseKeys(s.app.keys, id);
+  return s.app.redis.zscore(d, id);
+};
+
+t.test('over the limit: 429 with its fields, from Redis and then from this thread, and nothing renewed', async (t) => {
+  const sb = await leasedSandbox('Tiny Beats', 'tiny');
+  // admitted while the window allows (the registration counted too), then refused
+  let admitted = 0;
+  while ((await beat(sb.path, sb.svc.heartbeatToken)).status === 204) if (++admitted > 5) break;
+  t.ok(admitted >= 3 && admitted <= 4, `${admitted} heartbeats admitted of 5 a minute`);
+  const refusedLocally0 = s.app.auth.stats.refusedLocally;
+  clock += 1000;
+  const before = await deadline(sb.svc.id);
+  for (let i = 0; i < 3; i++) {
+    const r = await beat(sb.path, sb.svc.heartbeatToken);
+    t.ok(Number(r.headers.get('retry-after')) > 0, 'Retry-After');
+    t.match(r.headers.get('ratelimit') ?? '', /"sandbox";r=0;/, 'RateLimit: none remaining');
+    await isError(t, r, 429, 'RATE_LIMITED', `refused heartbeat ${i + 1}`);
+  }
+  t.ok(s.app.auth.stats.refusedLocally > refusedLocally0, 'refusals answered by this thread (the path without Redis)');
+  t.equal(await deadline(sb.svc.id), before, 'no 429 renewed the lease');
+});
+
+t.test('under a wide limit: answered under the thread\'s rate-limit lease, each heartbeat counted once and renewing', async (t) => {
+  const sb = await leasedSandbox('Wide Beats', 'wide');
+  const poll = async () => ((await (await s.req(`/sandbox/${sb.uuid}/poll`)).json()) as { total: number }).total;
+  t.equal((await beat(sb.path, sb.svc.heartbeatToken)).status, 204, 'the token is now known to this thread');
+  const n0 = await poll();
+  const leased0 = s.app.auth.stats.leased;
+  const N = 30;
+  for (let i = 0; i < N; i++) {
+    clock += 10;
+    const r = await beat(sb.path, sb.svc.heartbeatToken);
+    t.equal(r.status, 204);
+    t.equal(r.headers.get('cache-control'), 'no-store');
+    t.match(r.headers.get('ratelimit') ?? '', /"sandbox";r=\d+;t=\d+/);
+    t.equal(await deadline(sb.svc.id), String(clock + 30_000), 'renewed: the deadline is now + ttl');
+  }
+  t.ok(s.app.auth.stats.leased - leased0 > 0, `${s.app.auth.stats.leased - leased0} admitted from the thread's lease`);
+  t.equal((await poll()) - n0, N, 'every heartbeat counted once');
+});
