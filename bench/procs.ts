@@ -84,6 +84,9 @@ export interface Child {
  * there (Node refuses --cpu-prof in NODE_OPTIONS).
  */
 export function spawnNode(script: string, args: string[], env: Record<string, string>, cpus: string | null, log: string, nodeArgs: string[] = []): Child {
+  // BENCH_SERVER_NODE_ARGS: more node flags for the server (e.g. "--trace-gc"), split on spaces
+  const extra = process.env.BENCH_SERVER_NODE_ARGS;
+  if (extra && script.endsWith('src/hot/main.js')) nodeArgs = [...nodeArgs, ...extra.split(' ').filter(Boolean)];
   const prof = process.env.BENCH_SERVER_CPU_PROF;
   if (prof && script.endsWith('src/hot/main.js') && !nodeArgs.includes('--cpu-prof')) nodeArgs = [...nodeArgs, '--cpu-prof', `--cpu-prof-dir=${prof}`];
   const out = createWriteStream(log, { flags: 'w' });

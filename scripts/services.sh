@@ -319,10 +319,13 @@ pg_up() {
     # Lock files left by a server that died without cleaning up would block the start.
     as_pg rm -f "$data/postmaster.pid" "$sock/.s.PGSQL.$PG_PORT" "$sock/.s.PGSQL.$PG_PORT.lock"
     log "postgres: starting on 127.0.0.1:$PG_PORT ($data)"
+    # per-statement times for the writes bench (bench/writes.ts, issue 22), when installed
+    local pgss=''
+    [[ -f $PG_BIN/../lib/pg_stat_statements.so ]] && pgss=' -c shared_preload_libraries=pg_stat_statements'
     local try
     for try in 1 2 3; do
       detached as_pg "$PG_BIN/pg_ctl" -D "$data" -l "$PG_HOME/postgres.log" -w -t 60 \
-        -o "-p $PG_PORT -c listen_addresses=127.0.0.1 -k '$sock' -c fsync=on -c max_connections=200" \
+        -o "-p $PG_PORT -c listen_addresses=127.0.0.1 -k '$sock' -c fsync=on -c max_connections=200$pgss" \
         start >/dev/null 2>&1 && break
       # Backends of a killed postmaster can hold its shared memory for a moment.
       ((try < 3)) || { tail -n 20 "$PG_HOME/postgres.log" >&2 || true; die "postgres failed to start, see $PG_HOME/postgres.log"; }

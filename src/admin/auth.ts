@@ -6,6 +6,7 @@ import { ApiError } from '../hot/domain/errors.js';
 import type { Req } from '../hot/http/route.js';
 import { bearerKey } from '../hot/sandbox/auth.js';
 import { integer } from '../hot/redis/replies.js';
+import { TurnReads } from '../hot/redis/turn-reads.js';
 import { isRedisUnavailable } from '../hot/ops/outage.js';
 import { sessionFromCookie } from './session.js';
 
@@ -35,6 +36,15 @@ export interface AdminPrincipal {
  * the count reaches the limit are all compared (one round trip's worth), then the address is
  * refused for the rest of the minute.
  */
+// each app's failure counts, read once per event-loop turn and address (turn-reads.ts)
+const failureReads = new WeakMap<App, TurnReads<string | null>>();
+
+function readFailures(app: App, key: string): Promise<string | null> {
+  let r = failureReads.get(app);
+  if (!r) failureReads.set(app, (r = new TurnReads((k) => app.redis.get(k))));
+  return r.get(key);
+}
+
 export async function checkAdminKey(app: App, remote: string, key: string): Promise<boolean> {
   const minute = Math.floor(Date.now() / 60_000);
   const failures = app.keys.loginFailures(remote, minute);
@@ -44,7 +54,7 @@ export async function checkAdminKey(app: App, remote: string, key: string): Prom
     return new ApiError('ADMIN_KEY_THROTTLED', [], { 'Retry-After': retry });
   };
   try {
-    if (Number((await app.redis.get(failures)) ?? 0) >= limit) throw refuse();
+    if (Number((await readFailures(app, failures)) ?? 0) >= limit) throw refuse();
   } catch (err) {
     // Redis away: the admin API (PostgreSQL writes) stays usable with the Bearer key,
     // uncounted, as rate limits fail open (docs/decisions.md); a login needs Redis anyway

@@ -94,7 +94,8 @@ export class Liveness {
     const now = this.now();
     const wr = await setHealth(this.pool, ns, id, want, now);
     if (wr) {
-      await this.projector.syncQuietly([wr]);
+      // the state the write returned, applied without reading it again
+      await this.projector.applyCommitted([wr]);
       countTransition(want, 'heartbeat');
     } else {
       // PostgreSQL already has that status: Redis is ahead of it. Passing there while the

@@ -6,29 +6,54 @@ import { appendChanges, CHANGE_LOCK_ID } from '../changes/events.js';
 import { EXPIRY_PATCH } from '../domain/expiry-patch.js';
 import { PRODUCTION } from '../domain/keys.js';
 import type { ServiceRecord } from '../domain/service.js';
-import { bumpVersionsWithText, indexText, loadStatesWhere, type WriteResult } from './services.js';
-import { withTx, type Client, type Pool } from './pool.js';
+import { HEALTH_PATCH } from '../domain/health-patch.js';
+import { bumpVersionsWithText, indexText, loadStatesWhere, stateRecord, type IndexText, type StateRow, type WriteResult } from './services.js';
+import { query, withTx, type Client, type Pool } from './pool.js';
+import type { CommittedWrite } from './write-functions.js';
+
+/** A status change as committed: the state the index and the lease in Redis need, and its stored index text. */
+export interface HealthWrite extends CommittedWrite {
+  text: IndexText;
+}
+
+type SetHealthRow = { o_row: string | null; o_version: string | null; o_state: StateRow | null; o_doc: string | null; o_members: string | null; o_hdr: string | null };
+
+const SET_HEALTH = 'SELECT * FROM registry_set_health($1, $2, $3, $4, $5, $6, $7, $8)';
 
 /**
- * Set a leased service's status (a heartbeat that reports a change, or the sweeper). Null
- * when there is nothing to write: no such service in `ns`, no lease, the status is already
- * that one, or `confirm` (run holding the row lock, before anything is written) said no.
- * `now`: ms on the caller's clock (critical_since).
+ * Set a leased service's status (a heartbeat that reports a change). Null when there is
+ * nothing to write: no such service in `ns`, no lease, or the status is already that one.
+ * `now`: ms on the caller's clock (critical_since). One round trip: a prepared call of
+ * registry_set_health (migration 0009), which writes the status, a new version, the patched
+ * index text (domain/health-patch.ts), the outbox row and the change event in one
+ * transaction and returns the state: apply it with the projector's applyCommitted(), no
+ * read back. A row whose stored text cannot be patched goes the general way (setHealthByState).
  */
-export async function setHealth(pool: Pool, ns: string, id: string, status: 'passing' | 'critical', now: number, confirm?: () => Promise<boolean>): Promise<WriteResult | null> {
+export async function setHealth(pool: Pool, ns: string, id: string, status: 'passing' | 'critical', now: number): Promise<HealthWrite | null> {
+  const r = await query<SetHealthRow>(pool, { name: 'set-health', text: SET_HEALTH }, [id, ns, status, now, HEALTH_PATCH.passing, HEALTH_PATCH.critical, HEALTH_PATCH.sets, CHANGE_LOCK_ID]);
+  const x = r.rows[0];
+  if (!x) return null;
+  if (x.o_row === null) return setHealthByState(pool, ns, id, status, now);
+  const version = Number(x.o_version);
+  return { row: Number(x.o_row), id, ns, state: { ns, version, record: stateRecord(x.o_state!) }, text: { doc: x.o_doc!, members: x.o_members!, hdr: x.o_hdr! } };
+}
+
+/** setHealth() for a row without patchable stored text (written before migration 0004 and not backfilled): its state read, indexText(). */
+async function setHealthByState(pool: Pool, ns: string, id: string, status: 'passing' | 'critical', now: number): Promise<HealthWrite | null> {
   return withTx(pool, async (c) => {
     const cur = await c.query<{ hs: string; ttl: number | null }>('SELECT health_status AS hs, ttl FROM services WHERE id = $1 AND ns = $2 FOR UPDATE', [id, ns]);
     const row = cur.rows[0];
     if (!row || row.ttl === null || row.hs === status) return null;
-    if (confirm && !(await confirm())) return null;
     await c.query(`UPDATE services SET health_status = $2, critical_since = CASE WHEN $2 = 'critical' THEN $3::bigint END, updated_at = now() WHERE id = $1`, [id, status, now]);
     // the state as it now stands: its index text stored with a new version (drawn holding the row lock)
     const [st] = await loadStatesWhere(c, 'WHERE s.id = $1', [id]);
     const text = indexText(st!);
     await bumpVersionsWithText(c, [{ id, text }]);
+    const v = await c.query<{ version: string }>('SELECT version::text FROM services WHERE id = $1', [id]);
     const o = await c.query<{ id: string }>('INSERT INTO outbox (ns, service_id) VALUES ($1, $2) RETURNING id', [ns, id]);
     await appendChanges(c, [{ ns, serviceId: id, type: 'service.updated', data: text.doc }]);
-    return { id, ns, row: Number(o.rows[0]!.id) };
+    const version = Number(v.rows[0]!.version);
+    return { row: Number(o.rows[0]!.id), id, ns, state: { ns, version, record: { ...st!, version } }, text };
   });
 }
 
