@@ -18,7 +18,7 @@ export default {
       'dist/test/unit/{canonical,client-address,endpoint,errors,paging,sandbox-keys,tokens,validation}.test.js',
       'dist/test/unit/{canonical-exact,dimensions,rate-window,response-schemas,schemas}.test.js',
       'dist/test/unit/{digest,domain-keys,service}.test.js',
-      'dist/test/unit/expiry-patch.test.js',
+      'dist/test/unit/{expiry-patch,health-patch}.test.js',
     ],
     nodeArgs: ['-r', '{{hookFile}}', '{{testFile}}'],
   },
