@@ -65,6 +65,21 @@ const QUEUE_BATCHES = 200;
  */
 const DURABLE_YIELD_MS = 5000;
 
+/**
+ * The least time between the end of a pass and the start of the next (ms, real time): while
+ * passes keep finding expiries they run back to back, this far apart, so a mass expiry cannot
+ * make the sweeper spin and starve the event loop (at most 1000 / MIN_GAP_MS passes a second).
+ */
+const MIN_GAP_MS = 10;
+
+/** What a periodic pass found: whether it did anything, and the earliest deadline after it in the shards held. */
+interface PassResult {
+  /** it flipped or queued a lease */
+  progress: boolean;
+  /** the earliest due time left in the shards this node holds (ms, the deadlines' clock); Infinity: none */
+  nextDue: number;
+}
+
 /** A due lease handed to the durable workers. */
 interface Task {
   id: string;
@@ -82,7 +97,8 @@ interface Task {
 
 export class LeaseSweeper {
   private timer: NodeJS.Timeout | null = null;
-  private pass: Promise<void> | null = null;
+  private started = false;
+  private pass: Promise<PassResult> | null = null;
   private running: Promise<number> | null = null;
   readonly owner: string;
   private readonly batch: number;
@@ -124,15 +140,17 @@ export class LeaseSweeper {
     return this.running;
   }
 
-  private flipPass(): Promise<void> {
+  private flipPass(): Promise<PassResult> {
     this.pass ??= this.flipAll().finally(() => (this.pass = null));
     return this.pass;
   }
 
   /** Every shard at once (Redis calls only): each lists and flips its due leases batch by batch. */
-  private async flipAll(): Promise<void> {
+  private async flipAll(): Promise<PassResult> {
     let leased = 0;
     let flipped = 0;
+    let queued = 0;
+    let nextDue = Number.POSITIVE_INFINITY;
     const gen = await liveGeneration(this.redis, this.keys);
     await Promise.all(
       Array.from({ length: LEASE_SHARDS }, async (_, shard) => {
@@ -140,21 +158,27 @@ export class LeaseSweeper {
           const turn = await this.flipShard(shard, count, gen);
           leased += turn.leased;
           flipped += turn.flipped;
-          if (!turn.more) return;
+          queued += turn.queued;
+          if (!turn.more) {
+            // the shard's earliest deadline left: when the next pass is worth running
+            if (this.held.has(shard)) nextDue = Math.min(nextDue, Number((await this.redis.zrange(this.keys.deadlines(shard), 0, 0, 'WITHSCORES'))[1] ?? Infinity));
+            return;
+          }
         }
       }),
     );
     if (this.held.size) setLeasedServices(leased);
     this.flipping = flipped > 0;
+    return { progress: flipped + queued > 0, nextDue };
   }
 
   /** One batch of one shard's due leases, if this node holds (or now takes) its lock. */
-  private async flipShard(shard: number, count: boolean, gen: string | null): Promise<{ leased: number; flipped: number; more: boolean }> {
+  private async flipShard(shard: number, count: boolean, gen: string | null): Promise<{ leased: number; flipped: number; queued: number; more: boolean }> {
     const now = this.o.now();
     const due = leaseSweepReply(await this.redis.leaseSweep(this.keys.sweepLock(shard), this.keys.deadlines(shard), this.keys.leases(shard), this.owner, this.o.lockMs, now, this.batch));
     if (!due) {
       this.held.delete(shard);
-      return { leased: 0, flipped: 0, more: false };
+      return { leased: 0, flipped: 0, queued: 0, more: false };
     }
     this.held.add(shard);
     const leased = count ? await this.redis.hlen(this.keys.leases(shard)) : 0;
@@ -182,9 +206,9 @@ export class LeaseSweeper {
       tasks.push(...mine);
     }
     for (const d of fresh) if (d.lease.status === 'critical') tasks.push({ id: d.id, due: d.due, lease: d.lease, flipped: false, crit: d.lease.criticalSince ?? now, visible: true, queued: performance.now() });
-    this.enqueue(tasks);
+    const queued = this.enqueue(tasks);
     // a full batch: more may be due (not when every one listed was already queued)
-    return { leased, flipped: tasks.filter((t) => t.flipped).length, more: due.length >= this.batch && fresh.length > 0 };
+    return { leased, flipped: tasks.filter((t) => t.flipped).length, queued, more: due.length >= this.batch && fresh.length > 0 };
   }
 
   private observe(lagMs: number): void {
@@ -192,12 +216,15 @@ export class LeaseSweeper {
     this.o.onExpired?.(lagMs);
   }
 
-  private enqueue(tasks: Task[]): void {
+  /** Queue tasks for their durable write; returns how many were queued. */
+  private enqueue(tasks: Task[]): number {
+    let n = 0;
     for (const t of tasks) {
       // beyond the bound the lease waits in Redis for its recheck
       if (this.queue.length >= QUEUE_BATCHES * this.batch) break;
       this.pending.add(t.id);
       this.queue.push(t);
+      n++;
     }
     while (this.workers < this.parallel && this.queue.length) {
       this.workers++;
@@ -206,6 +233,7 @@ export class LeaseSweeper {
         if (!this.workers) for (const f of this.idle.splice(0)) f();
       });
     }
+    return n;
   }
 
   /** Resolves once no durable write is queued or under way. */
@@ -294,14 +322,41 @@ export class LeaseSweeper {
 
   start(): void {
     // the periodic pass flips; the durable writes it queues run on without holding it up
-    this.timer = setInterval(() => {
-      this.flipPass().catch((err: unknown) => this.log.warn({ err: String(err) }, 'lease sweep failed; will retry'));
-    }, this.o.intervalMs);
+    this.started = true;
+    this.wake(this.o.intervalMs);
+  }
+
+  private wake(ms: number): void {
+    if (!this.started) return;
+    this.timer = setTimeout(() => void this.tick(), ms);
     this.timer.unref();
   }
 
+  /**
+   * One periodic pass, then the next one scheduled: MIN_GAP_MS on while passes find
+   * expiries (a mass expiry: back to back), else at the earliest deadline left in the shards
+   * held (no waiting for a period that may have just begun), at most intervalMs on (a lease
+   * renewed or registered meanwhile, a shard to take over) and never sooner than MIN_GAP_MS.
+   * A due lease that a pass leaves (queued already, or the queue full) does not make it
+   * wake early: its recheck comes with the period.
+   */
+  private async tick(): Promise<void> {
+    this.timer = null;
+    let next = this.o.intervalMs;
+    try {
+      const r = await this.flipPass();
+      const wait = r.nextDue - this.o.now();
+      if (r.progress) next = MIN_GAP_MS;
+      else if (wait > 0) next = Math.min(this.o.intervalMs, Math.max(MIN_GAP_MS, wait));
+    } catch (err) {
+      this.log.warn({ err: String(err) }, 'lease sweep failed; will retry');
+    }
+    this.wake(next);
+  }
+
   async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
+    this.started = false;
+    if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     await this.running?.catch(() => undefined);
     await this.pass?.catch(() => undefined);
