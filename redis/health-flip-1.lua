@@ -2,7 +2,7 @@
 -- without the general apply-service: only their documents' health and the sets that depend on
 -- health change (src/hot/liveness/expiry.ts derives both from the table of dimensions and
 -- serializeService, and passes them here). Two uses (redis/README.md, "Revisions"):
---   flip    the sweeper, right after lease-expire-2.lua marked the leases critical and BEFORE
+--   flip    the sweeper, right after lease-sweep-3.lua marked the leases critical and BEFORE
 --           PostgreSQL has the change: the transition is visible at once; the revision in
 --           `ids` stays (the state is provisional: any state applied from PostgreSQL at that
 --           revision or later replaces it). Only where `ids` holds exactly the revision the

@@ -4,11 +4,12 @@
 // lapses and another node's next tick takes the shard over.
 //
 // An expiry is made visible first and durable second (docs/decisions.md, "Liveness": a mass
-// expiry of 100,000 leases): every period, for each shard it holds, the sweeper lists the
-// due leases, turns the passing ones critical in Redis (lease-expire-2.lua: still passing
-// and past the deadline, checked atomically against heartbeats) and at once in the index
-// (health-flip-1.lua, liveness/expiry.ts: documents and the healthy set, the revision
-// unchanged). Then, apart from the periodic pass, at most `parallel` workers make the
+// expiry of 100,000 leases): at each pass, for each shard it holds, the sweeper lists the
+// due leases and turns the passing ones critical in Redis in the same call (lease-sweep-3.lua:
+// still passing and past the deadline, atomically against heartbeats), then at once in the
+// index (health-flip-1.lua, liveness/expiry.ts: documents and the healthy set, the revision
+// unchanged; one near-cache delta per page). Passes run at the earliest deadline left (at
+// most LEASE_SWEEP_MS apart) and back to back while they find expiries (tick()). Then, apart from the periodic pass, at most `parallel` workers make the
 // expiries durable in set-based transactions (store/leases.ts expireMany: only a service
 // still at the version its lease was made from; a heartbeat or write since then drew a newer
 // one, which stands) and record the committed revisions and leases in Redis. A lease
@@ -21,7 +22,7 @@ import { LEASE_SHARDS, type Keys } from '../domain/keys.js';
 import type { Projector } from '../index/projector.js';
 import { countTransition, observeExpiryLag, setLeasedServices } from '../ops/metrics.js';
 import type { RedisClient } from '../redis/client.js';
-import { leaseSweepReply, stringArray, type LeaseRecord } from '../redis/replies.js';
+import { leaseSweepReply, type LeaseRecord } from '../redis/replies.js';
 import { expireMany, loadLease } from '../store/leases.js';
 import type { Pool } from '../store/pool.js';
 import { deleteService } from '../store/write-functions.js';
@@ -175,40 +176,39 @@ export class LeaseSweeper {
   /** One batch of one shard's due leases, if this node holds (or now takes) its lock. */
   private async flipShard(shard: number, count: boolean, gen: string | null): Promise<{ leased: number; flipped: number; queued: number; more: boolean }> {
     const now = this.o.now();
-    const due = leaseSweepReply(await this.redis.leaseSweep(this.keys.sweepLock(shard), this.keys.deadlines(shard), this.keys.leases(shard), this.owner, this.o.lockMs, now, this.batch));
+    // listed and, the passing ones, flipped in one call (still passing and past the deadline,
+    // atomically against heartbeats): critical in Redis now, due again RECHECK_MS on unless
+    // the durable write puts the real schedule
+    const due = leaseSweepReply(await this.redis.leaseSweep(this.keys.sweepLock(shard), this.keys.deadlines(shard), this.keys.leases(shard), this.owner, this.o.lockMs, now, this.batch, RECHECK_MS));
     if (!due) {
       this.held.delete(shard);
       return { leased: 0, flipped: 0, queued: 0, more: false };
     }
     this.held.add(shard);
     const leased = count ? await this.redis.hlen(this.keys.leases(shard)) : 0;
+    const flips = due.filter((d) => d.flipped);
+    // (a lease flipped while still queued from an earlier flip — a heartbeat revived it, then
+    // it lapsed again before that durable write ran — is shown critical now and finished by
+    // its recheck)
     const fresh = due.filter((d) => !this.pending.has(d.id));
     const tasks: Task[] = [];
-    const passing = fresh.filter((d) => d.lease.status === 'passing');
-    if (passing.length) {
-      // still passing and past the deadline (no heartbeat came since the listing): critical
-      // in Redis now, due again RECHECK_MS on unless the durable write puts the real schedule
-      const flipped = new Set(stringArray(await this.redis.leaseExpire(this.keys.leases(shard), this.keys.deadlines(shard), now, RECHECK_MS, ...passing.map((d) => d.id)), 'lease-expire'));
-      const mine = passing.filter((d) => flipped.has(d.id)).map((d): Task => ({ id: d.id, due: d.due, lease: d.lease, flipped: true, crit: now, visible: false, queued: performance.now() }));
-      if (mine.length && gen) {
-        try {
-          await flipIndex(this.redis, this.keys, gen, mine.map((t) => ({ id: t.id, ns: t.lease.ns, from: t.lease.rev, to: t.lease.rev })));
-          const seen = this.o.now();
-          for (const t of mine) {
-            t.visible = true;
-            this.observe(seen - t.due);
-          }
-        } catch (err) {
-          // the durable write makes them visible
-          this.log.warn({ err: String(err), shard, leases: mine.length }, 'expiry flip of the index failed; the durable write will apply it');
-        }
+    let shown = false;
+    if (flips.length && gen) {
+      try {
+        await flipIndex(this.redis, this.keys, gen, flips.map((d) => ({ id: d.id, ns: d.lease.ns, from: d.lease.rev, to: d.lease.rev })));
+        shown = true;
+        const seen = this.o.now();
+        for (const d of flips) this.observe(seen - d.due);
+      } catch (err) {
+        // the durable write makes them visible
+        this.log.warn({ err: String(err), shard, leases: flips.length }, 'expiry flip of the index failed; the durable write will apply it');
       }
-      tasks.push(...mine);
     }
-    for (const d of fresh) if (d.lease.status === 'critical') tasks.push({ id: d.id, due: d.due, lease: d.lease, flipped: false, crit: d.lease.criticalSince ?? now, visible: true, queued: performance.now() });
+    for (const d of fresh) if (d.flipped) tasks.push({ id: d.id, due: d.due, lease: d.lease, flipped: true, crit: now, visible: shown, queued: performance.now() });
+    for (const d of fresh) if (!d.flipped) tasks.push({ id: d.id, due: d.due, lease: d.lease, flipped: false, crit: d.lease.criticalSince ?? now, visible: true, queued: performance.now() });
     const queued = this.enqueue(tasks);
     // a full batch: more may be due (not when every one listed was already queued)
-    return { leased, flipped: tasks.filter((t) => t.flipped).length, queued, more: due.length >= this.batch && fresh.length > 0 };
+    return { leased, flipped: flips.length, queued, more: due.length >= this.batch && fresh.length > 0 };
   }
 
   private observe(lagMs: number): void {
