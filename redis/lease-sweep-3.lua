@@ -40,7 +40,7 @@ for i = 1, #due, 2 do
       local l = leaseParse(rec)
       if l and l.st == 'p' then
         l.st = 'c'
-        l.crit = tostring(now)
+        l.crit = string.format('%.0f', now) -- whole ms: a record holds digits only
         rec = leaseText(l)
         redis.call('HSET', KEYS[3], id, rec)
         redis.call('ZADD', KEYS[2], now + recheck, id)

@@ -30,7 +30,7 @@ import { applyExpired, flipIndex, liveGeneration } from './expiry.js';
 import { applyLease } from './redis-lease.js';
 
 export interface SweeperOptions {
-  /** ms between sweeps (LEASE_SWEEP_MS) */
+  /** longest wait between two passes, ms (LEASE_SWEEP_MS); a pass runs at the earliest deadline left */
   intervalMs: number;
   /** the sweep lock's TTL: how long a dead holder keeps its shards (LEASE_LOCK_MS) */
   lockMs: number;
@@ -113,7 +113,9 @@ export class LeaseSweeper {
   private idle: (() => void)[] = [];
   /** leases acted on (expiries committed, deregistrations), for sweepOnce()'s count */
   private acted = 0;
-  /** the last periodic pass flipped leases: more are probably coming (durable writes wait) */
+  /** performance.now() when the leased services were last counted */
+  private counted = Number.NEGATIVE_INFINITY;
+    /** the last periodic pass flipped leases: more are probably coming (durable writes wait) */
   private flipping = false;
 
   constructor(
@@ -152,25 +154,31 @@ export class LeaseSweeper {
     let flipped = 0;
     let queued = 0;
     let nextDue = Number.POSITIVE_INFINITY;
+    // the leased-services gauge: counted at most once a period (passes run back to back in a mass expiry)
+    const count = performance.now() - this.counted >= this.o.intervalMs;
+    if (count) this.counted = performance.now();
     const gen = await liveGeneration(this.redis, this.keys);
     await Promise.all(
       Array.from({ length: LEASE_SHARDS }, async (_, shard) => {
-        for (let count = true; ; count = false) {
-          const turn = await this.flipShard(shard, count, gen);
+        for (let first = count; ; first = false) {
+          const turn = await this.flipShard(shard, first, gen);
           leased += turn.leased;
           flipped += turn.flipped;
           queued += turn.queued;
-          if (!turn.more) {
-            // the shard's earliest deadline left: when the next pass is worth running
-            if (this.held.has(shard)) nextDue = Math.min(nextDue, Number((await this.redis.zrange(this.keys.deadlines(shard), 0, 0, 'WITHSCORES'))[1] ?? Infinity));
-            return;
-          }
+          if (!turn.more) return;
         }
       }),
     );
-    if (this.held.size) setLeasedServices(leased);
+    if (this.held.size && count) setLeasedServices(leased);
     this.flipping = flipped > 0;
-    return { progress: flipped + queued > 0, nextDue };
+    const progress = flipped + queued > 0;
+    // a pass that did nothing: the earliest deadline left in the shards held says when the
+    // next one is worth running (after one that did work, the next runs at once anyway)
+    if (!progress) {
+      const firsts = await Promise.all([...this.held].map((shard) => this.redis.zrange(this.keys.deadlines(shard), 0, 0, 'WITHSCORES')));
+      for (const f of firsts) nextDue = Math.min(nextDue, Number(f[1] ?? Infinity));
+    }
+    return { progress, nextDue };
   }
 
   /** One batch of one shard's due leases, if this node holds (or now takes) its lock. */
@@ -323,7 +331,7 @@ export class LeaseSweeper {
   start(): void {
     // the periodic pass flips; the durable writes it queues run on without holding it up
     this.started = true;
-    this.wake(this.o.intervalMs);
+    this.wake(MIN_GAP_MS); // the first pass at once: it learns the earliest deadline
   }
 
   private wake(ms: number): void {
