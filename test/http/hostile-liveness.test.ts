@@ -62,7 +62,17 @@ t.test('heartbeats: no 5xx, error bodies, and nothing changes unless 204', async
       }
       if (r.status === 204 && !(target.own && cred === target.own && /^bearer +$/i.test(scheme))) throw new Error(`${target.path}: 204 for a credential that is not its token`);
     }),
-    { numRuns: 400 },
+    {
+      numRuns: 400,
+      // a 204 needs the target's own token, a Bearer scheme and an acceptable body: about
+      // 0.6 % of the random cases, so 400 runs saw none about one time in ten. These cases
+      // run first, every time, so the 204 branch of the property is always exercised.
+      examples: [
+        [targets[0]!, prod.heartbeatToken, 'Bearer ', null, 'application/json'],
+        [targets[2]!, sbSvc.heartbeatToken, 'bearer ', '{"status":"passing"}', 'application/json'],
+        [targets[5]!, sbSvc.heartbeatToken, 'Bearer ', '{}', 'application/json'],
+      ],
+    },
   );
   t.ok((seen.get(204) ?? 0) > 0 && (seen.get(401) ?? 0) > 0 && (seen.get(400) ?? 0) > 0, `a mix of answers: ${JSON.stringify(Object.fromEntries(seen))}`);
   t.equal((await s.req('/readyz')).status, 200);
