@@ -2,7 +2,7 @@
 -- without the general apply-service: only their documents' health and the sets that depend on
 -- health change (src/hot/liveness/expiry.ts derives both from the table of dimensions and
 -- serializeService, and passes them here). Two uses (redis/README.md, "Revisions"):
---   flip    the sweeper, right after lease-expire-2.lua marked the leases critical and BEFORE
+--   flip    the sweeper, right after lease-sweep-3.lua marked the leases critical and BEFORE
 --           PostgreSQL has the change: the transition is visible at once; the revision in
 --           `ids` stays (the state is provisional: any state applied from PostgreSQL at that
 --           revision or later replaces it). Only where `ids` holds exactly the revision the
@@ -12,6 +12,10 @@
 --           Where the index holds neither the revision the expiry was made from nor a newer
 --           one, or a document without the expected health, the id is returned and the
 --           caller applies the committed state with apply-service.
+-- The page is one write for the near caches: the namespace version rises by one (not one per
+-- service) and one delta names every seq it changed:
+--   deltas\t<base>\t<ver>\t<seq,seq,…>\t<sets left>\t<sets joined>
+-- (redis/README.md, the pub/sub channel; src/hot/index/near-state.ts parseDelta).
 -- KEYS[1]  <base>ver:2…  the namespace marker/version counter; also routes the call
 -- ARGV[1]  <base>        "<prefix>reg:{ns}:<gen>:"
 -- ARGV[2]  channel       pub/sub channel for deltas and the namespace's cache invalidation ("" none)
@@ -53,6 +57,7 @@ end
 local changed = 0
 local out = { 0 }
 local gone = {}
+local seqs = {}
 for i = 9, #ARGV, 3 do
   local id, from, to = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2]
   local entry = redis.call('HGET', base .. 'ids', id) or ''
@@ -72,11 +77,7 @@ for i = 9, #ARGV, 3 do
       -- the replacement lists that show this service carry its document
       redis.call('DEL', base .. 'rc:' .. seq)
       for _, s in ipairs(redis.call('SMEMBERS', base .. 'replby:' .. seq)) do redis.call('DEL', base .. 'rc:' .. s) end
-      local ver = redis.call('INCR', KEYS[1])
-      if channel ~= '' then
-        -- apply-service's delta: the same seq leaves the sets left and joins the sets joined
-        redis.call('PUBLISH', channel, table.concat({ 'delta', base, ver, seq, ARGV[6], seq, ARGV[7] }, '\t'))
-      end
+      seqs[#seqs + 1] = seq
       changed = changed + 1
     elseif commit and not (doc and isCritical(doc)) then
       out[#out + 1] = id
@@ -85,10 +86,15 @@ for i = 9, #ARGV, 3 do
     if commit and to then redis.call('HSET', base .. 'ids', id, seq .. ':' .. to) end
   end
 end
--- the sets, once per page (each bucket read and written once)
+-- the sets, once per page (each bucket read and written once), and one version and one
+-- delta for the page: every seq in it leaves the sets left and joins the sets joined
 if #gone > 0 then
   for _, m in ipairs(left) do setRemoveMany(base .. m, gone) end
   for _, m in ipairs(joined) do setAdd(base .. m, gone) end
+  local ver = redis.call('INCR', KEYS[1])
+  if channel ~= '' then
+    redis.call('PUBLISH', channel, table.concat({ 'deltas', base, ver, table.concat(seqs, ','), ARGV[6], ARGV[7] }, '\t'))
+  end
 end
 if changed > 0 and channel ~= '' then redis.call('PUBLISH', channel, ARGV[3]) end
 out[1] = changed

@@ -117,7 +117,7 @@ export interface Config {
   nearCacheBytes: number;
   /** period of the near cache's version check against Redis (a lost final delta), ms (0: off) */
   nearCheckMs: number;
-  /** period of the lease sweeper (expired leases, deregistrations), ms */
+  /** longest wait between two passes of the lease sweeper (expired leases, deregistrations), ms */
   leaseSweepMs: number;
   /** TTL of a shard's sweep lock: how long the shards of a node that died go unswept, ms */
   leaseLockMs: number;
@@ -313,8 +313,8 @@ export function loadConfig(env: Env = process.env): Config {
     // a namespace whose last delta was lost (and no write followed) is dropped within two
     // periods: one GET of the namespace marker (`<base>ver:2`) per namespace the thread holds, per period
     nearCheckMs: int(env, 'NEAR_CHECK_MS', 1000, 0, 3_600_000),
-    // expiry lag = up to one period + the sweep itself (p99 <= 1 s past the deadline, issue 23);
-    // each period costs one Lua call per shard (LEASE_SHARDS = 16) on the node holding it
+    // a pass runs at the earliest deadline left (sweeper.ts tick()), at the latest this long
+    // after the last one; each pass costs one Lua call per shard (LEASE_SHARDS = 16) held
     leaseSweepMs: int(env, 'LEASE_SWEEP_MS', 250, 10, 60_000),
     // a dead sweeper's shards are taken over within this (+ one period): well under the
     // contract's ttl + 2 s for the smallest ttl (5 s) only if it stays below ~1.5 s

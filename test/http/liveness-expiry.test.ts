@@ -222,3 +222,19 @@ t.test('writes during a mass expiry are acknowledged; a PATCH racing the flip st
   t.same(new Set(await ids(await s.req('/services?capability=writes-x-new&healthy=true'))), new Set(fresh), 'the new ones are there, healthy');
   await g.sweeper.stop();
 });
+
+t.test('a started sweeper runs its pass at the next deadline, not after its period', async (t) => {
+  const a = (await registerProduction(s, { endpoint: 'https://next-due.example.com', capability: 'next-due', ttl: 5 })) as unknown as Svc;
+  // this sweeper's clock runs in real time from 300 ms before the lease's deadline; its
+  // period is a minute: only a pass timed by the deadline flips the lease within the wait
+  const from = clock + 4700;
+  const t0 = performance.now();
+  const lags: number[] = [];
+  const sweeper = new LeaseSweeper(s.app.pg, s.app.redis, s.app.keys, s.app.projector, s.app.log, { intervalMs: 60_000, lockMs: 60_000, now: () => from + (performance.now() - t0), owner: 'next-due', onExpired: (ms) => lags.push(ms) });
+  t.teardown(() => sweeper.stop());
+  sweeper.start();
+  await waitFor('the expiry, well before the period', async () => JSON.parse(await doc(a.id)).health.status === 'critical', 15_000, 20);
+  t.ok(lags.length >= 1, 'seen by the started sweeper');
+  t.ok(sweeper.held.size === LEASE_SHARDS, 'the passes held every shard');
+  await sweeper.stop();
+});

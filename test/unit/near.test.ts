@@ -37,6 +37,47 @@ t.test('a loaded set follows later deltas key by key; other sets are untouched',
   t.same(arr(await n.set(B, 'c:a', a.f)), [5, 7], 'a delete');
 });
 
+const page = (ver: number, seqs: number[], left: string[], joined: string[]) => ['deltas', B, ver, seqs.join(','), left.join('\n'), joined.join('\n')].join('\t');
+
+t.test('a page of expiries is one version: each of its seqs leaves the sets left, joins the sets joined; its documents dropped', async (t) => {
+  const n = new NearCache(1 << 20);
+  const h = loader(5, [1, 2, 3, 4, 9]);
+  const c = loader(5, [8]);
+  const other = loader(5, [2, 3]);
+  t.same(arr(await n.set(B, 'h', h.f)), [1, 2, 3, 4, 9]);
+  t.same(arr(await n.set(B, 'crit', c.f)), [8]);
+  t.same(arr(await n.set(B, 'c:b', other.f)), [2, 3]);
+  let fetches = 0;
+  const fetch = async (seqs: number[]) => {
+    fetches++;
+    return seqs.map((q) => Buffer.from(`{"id":"s${q}"}`));
+  };
+  await n.documents(B, Float64Array.from([2, 4, 9]), fetch);
+  n.onDelta(page(6, [2, 4], ['h'], ['crit']));
+  t.same(arr(await n.set(B, 'h', h.f)), [1, 3, 9], '2 and 4 left h');
+  t.same(arr(await n.set(B, 'crit', c.f)), [2, 4, 8], 'and joined crit');
+  t.same(arr(await n.set(B, 'c:b', other.f)), [2, 3], 'a set the page does not name is untouched');
+  t.equal(h.calls() + c.calls() + other.calls(), 3, 'followed, not reloaded');
+  t.equal(n.stats.resets, 0);
+  n.onDelta(delta(7, 1, ['h'], 1, ['h', 'c:b'])); // the write after it: the next version, no gap
+  t.equal(n.stats.resets, 0, 'a page took exactly one version');
+  t.same(arr(await n.set(B, 'c:b', other.f)), [1, 2, 3]);
+  await n.documents(B, Float64Array.from([2, 4, 9]), fetch);
+  t.equal(fetches, 2, 'the page dropped the documents of 2 and 4 (9 kept)');
+  // a page lost: the next message skips a version, the namespace is dropped and reloads
+  n.onDelta(page(9, [3], ['h'], ['crit'])); // 8 never arrived
+  t.equal(n.stats.resets, 1, 'a lost page is a gap like a lost write');
+  await n.set(B, 'h', h.f);
+  t.equal(h.calls(), 2, 'reloaded');
+  // a set loaded before a page replays it from the log
+  const m = new NearCache(1 << 20);
+  m.onDelta(page(20, [5, 6], ['h'], []));
+  const late = loader(19, [5, 6, 7]);
+  t.same(arr(await m.set(B, 'h', late.f)), [7], 'replayed from the log');
+  t.equal(m.onDelta(['deltas', B, 21, '', 'h', ''].join('\t')), undefined);
+  t.equal(m.stats.deltas, 1, 'a page without seqs is malformed: ignored');
+});
+
 t.test('a skipped version (a lost message) drops the namespace: the next use reloads', async (t) => {
   const n = new NearCache(1 << 20);
   const a = loader(3, [1]);

@@ -2,7 +2,7 @@
 // shapes its script answers and refuses any other with an error naming the script.
 import t from 'tap';
 import { decodeBuckets, encodeSets } from '../../src/workers/buckets.js';
-import { HEAVY, indexPageReply, integer, nearLoadReply, NOT_INDEXED, pollReply, rateLimitReply, replacementsReply, searchPage, searchReply, serviceReply, UnexpectedReply } from '../../src/hot/redis/replies.js';
+import { HEAVY, indexPageReply, integer, leaseSweepReply, nearLoadReply, NOT_INDEXED, pollReply, rateLimitReply, replacementsReply, searchPage, searchReply, serviceReply, UnexpectedReply } from '../../src/hot/redis/replies.js';
 
 t.test('integers', async (t) => {
   t.equal(integer(3, 'count'), 3);
@@ -93,4 +93,15 @@ t.test('rate-limit and poll-data', async (t) => {
   t.equal(pollReply([-1]), null);
   t.same(pollReply([60, 12, 2, 'free', 3, 4]), { limit: 60, total: 12, rejected: 2, tier: 'free', buckets: [3, 4] });
   t.throws(() => pollReply([60, 12]), /poll-data/);
+});
+
+t.test('lease-sweep: another holder, due leases with the flip flag', async (t) => {
+  t.equal(leaseSweepReply(-1), null);
+  const got = leaseSweepReply(['s1', '1000', '7|production|ab|10|c|0|1200', '1', 's2', '900', '8|production|ab|10|c|0|800', '0']);
+  t.same(got, [
+    { id: 's1', due: 1000, lease: { rev: 7, ns: 'production', tokenHash: 'ab', ttl: 10, status: 'critical', deregisterAfter: 0, criticalSince: 1200 }, flipped: true },
+    { id: 's2', due: 900, lease: { rev: 8, ns: 'production', tokenHash: 'ab', ttl: 10, status: 'critical', deregisterAfter: 0, criticalSince: 800 }, flipped: false },
+  ]);
+  t.throws(() => leaseSweepReply(['s1', '1000', '7|production|ab|10|c|0|1200']), UnexpectedReply, 'a triple (the old reply) is refused');
+  t.throws(() => leaseSweepReply(['s1', '1000', '7|production|ab|10|c|0|1.2e+12', '1']), UnexpectedReply, 'a record with a non-integer time is refused');
 });

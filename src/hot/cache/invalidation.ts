@@ -1,8 +1,9 @@
 // Cross-thread and cross-node invalidation of the in-process result cache: a dedicated
 // subscriber connection per thread listens on the changes channel. Messages are a namespace
 // (drop that namespace's results), "gen:<id>" (a rebuild switched generations: drop all),
-// "lease:<uuid>" (that sandbox's tier changed: drop its rate-limit lease) or "delta\t..." (the
-// sets and documents one applied write changed: the near cache follows it, index/near.ts).
+// "lease:<uuid>" (that sandbox's tier changed: drop its rate-limit lease), "delta\t..." (the
+// sets and documents one applied write changed: the near cache follows it, index/near.ts) or
+// "deltas\t..." (the same for a page of expiries, health-flip-1.lua).
 // A (re)connected subscriber may have missed messages, so it drops everything too.
 import type { Keys } from '../domain/keys.js';
 import type { Replacements } from '../index/index.js';
@@ -82,7 +83,7 @@ export class InvalidationListener {
     });
     sub.on('message', (ch: string, msg: string) => {
       if (ch !== channel) return;
-      if (msg.startsWith('delta\t')) this.on.delta?.(msg);
+      if (msg.startsWith('delta\t') || msg.startsWith('deltas\t')) this.on.delta?.(msg);
       else if (msg.startsWith('lease:')) this.on.lease(msg.slice(6));
       else if (msg.startsWith('gen:')) {
         this.on.generation(msg.slice(4)); // switch at once rather than at the next poll

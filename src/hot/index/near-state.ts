@@ -19,12 +19,19 @@ export interface SetEntry {
   bytes: number;
 }
 
+/**
+ * One version's change to a namespace's sets: a write (one seq leaves `oldMembers`, a seq
+ * joins `newMembers`), or a page of expiries (`seqs`: each of them leaves `oldMembers` and
+ * joins `newMembers`; oldSeq and newSeq null).
+ */
 export interface Delta {
   ver: number;
   oldSeq: number | null;
   oldMembers: string[];
   newSeq: number | null;
   newMembers: string[];
+  /** a page's seqs (health-flip-1.lua), null for a single write */
+  seqs: number[] | null;
 }
 
 /** What this thread knows of one namespace (by its base): the deltas received, its own writes awaited. */
@@ -151,9 +158,20 @@ export class EmptySets {
   }
 }
 
-/** A delta message "delta\t<base>\t<ver>\t<oldSeq>\t<oldMem>\t<newSeq>\t<newMem>": its base and delta (null: malformed). */
+/**
+ * A delta message, its base and delta (null: malformed). Two kinds, both one namespace version:
+ * - "delta\t<base>\t<ver>\t<oldSeq>\t<oldMem>\t<newSeq>\t<newMem>" (apply-service-1.lua: a write);
+ * - "deltas\t<base>\t<ver>\t<seq,seq,…>\t<left>\t<joined>" (health-flip-1.lua: a page of
+ *   expiries, each seq leaving the sets left and joining the sets joined).
+ */
 export function parseDelta(msg: string): { base: string; delta: Delta } | null {
   const f = msg.split('\t');
+  if (f[0] === 'deltas') {
+    if (f.length !== 6 || !f[3]) return null;
+    const seqs = f[3].split(',').map(Number);
+    if (!seqs.every((x) => Number.isSafeInteger(x) && x >= 0)) return null;
+    return { base: f[1]!, delta: { ver: Number(f[2]), oldSeq: null, oldMembers: f[4] ? f[4].split('\n') : [], newSeq: null, newMembers: f[5] ? f[5].split('\n') : [], seqs } };
+  }
   if (f.length !== 7) return null;
   return {
     base: f[1]!,
@@ -163,6 +181,7 @@ export function parseDelta(msg: string): { base: string; delta: Delta } | null {
       oldMembers: f[4] ? f[4].split('\n') : [],
       newSeq: f[5] ? Number(f[5]) : null,
       newMembers: f[6] ? f[6].split('\n') : [],
+      seqs: null,
     },
   };
 }
@@ -177,8 +196,15 @@ export function held(s: NsState): number {
   return s.minLoaded;
 }
 
-/** One delta's effect on one set (suffix): the old seq leaves, the new one joins. */
+/** One delta's effect on one set (suffix): the old seq leaves, the new one joins (a page: each of its seqs leaves, then joins). */
 export function applyTo(e: SetEntry, suffix: string, d: Delta): void {
+  if (d.seqs) {
+    const leaves = d.oldMembers.includes(suffix);
+    const joins = d.newMembers.includes(suffix);
+    if (joins) for (const seq of d.seqs) e.overlay.set(seq, true);
+    else if (leaves) for (const seq of d.seqs) e.overlay.set(seq, false);
+    return;
+  }
   if (d.oldSeq !== null && d.oldMembers.includes(suffix)) e.overlay.set(d.oldSeq, false);
   if (d.newSeq !== null && d.newMembers.includes(suffix)) e.overlay.set(d.newSeq, true);
 }

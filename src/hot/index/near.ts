@@ -103,7 +103,7 @@ export class NearCache {
     return this.states.get(base)?.epoch ?? 0;
   }
 
-  /** A delta message "delta\t<base>\t<ver>\t<oldSeq>\t<oldMem>\t<newSeq>\t<newMem>". */
+  /** A delta message: a write's "delta\t<base>\t<ver>\t<oldSeq>\t<oldMem>\t<newSeq>\t<newMem>", or an expiry page's "deltas\t…" (near-state.ts parseDelta). */
   onDelta(msg: string): void {
     if (!this.enabled) return;
     const parsed = parseDelta(msg);
@@ -126,6 +126,7 @@ export class NearCache {
     if (s.log.length > LOG_MAX) s.log.splice(0, s.log.length - LOG_MAX / 2);
     if (d.oldSeq !== null) this.docs.drop(this.baseId(base), d.oldSeq);
     if (d.newSeq !== null) this.docs.drop(this.baseId(base), d.newSeq);
+    if (d.seqs) for (const seq of d.seqs) this.docs.drop(this.baseId(base), seq);
     for (const suffix of new Set([...d.oldMembers, ...d.newMembers])) {
       const key = base + suffix;
       if (this.empty.size) this.empty.drop(key); // it may not be empty now: reloaded on next use

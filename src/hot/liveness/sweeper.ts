@@ -4,11 +4,12 @@
 // lapses and another node's next tick takes the shard over.
 //
 // An expiry is made visible first and durable second (docs/decisions.md, "Liveness": a mass
-// expiry of 100,000 leases): every period, for each shard it holds, the sweeper lists the
-// due leases, turns the passing ones critical in Redis (lease-expire-2.lua: still passing
-// and past the deadline, checked atomically against heartbeats) and at once in the index
-// (health-flip-1.lua, liveness/expiry.ts: documents and the healthy set, the revision
-// unchanged). Then, apart from the periodic pass, at most `parallel` workers make the
+// expiry of 100,000 leases): at each pass, for each shard it holds, the sweeper lists the
+// due leases and turns the passing ones critical in Redis in the same call (lease-sweep-3.lua:
+// still passing and past the deadline, atomically against heartbeats), then at once in the
+// index (health-flip-1.lua, liveness/expiry.ts: documents and the healthy set, the revision
+// unchanged; one near-cache delta per page). Passes run at the earliest deadline left (at
+// most LEASE_SWEEP_MS apart) and back to back while they find expiries (tick()). Then, apart from the periodic pass, at most `parallel` workers make the
 // expiries durable in set-based transactions (store/leases.ts expireMany: only a service
 // still at the version its lease was made from; a heartbeat or write since then drew a newer
 // one, which stands) and record the committed revisions and leases in Redis. A lease
@@ -21,7 +22,7 @@ import { LEASE_SHARDS, type Keys } from '../domain/keys.js';
 import type { Projector } from '../index/projector.js';
 import { countTransition, observeExpiryLag, setLeasedServices } from '../ops/metrics.js';
 import type { RedisClient } from '../redis/client.js';
-import { leaseSweepReply, stringArray, type LeaseRecord } from '../redis/replies.js';
+import { leaseSweepReply, type LeaseRecord } from '../redis/replies.js';
 import { expireMany, loadLease } from '../store/leases.js';
 import type { Pool } from '../store/pool.js';
 import { deleteService } from '../store/write-functions.js';
@@ -29,7 +30,7 @@ import { applyExpired, flipIndex, liveGeneration } from './expiry.js';
 import { applyLease } from './redis-lease.js';
 
 export interface SweeperOptions {
-  /** ms between sweeps (LEASE_SWEEP_MS) */
+  /** longest wait between two passes, ms (LEASE_SWEEP_MS); a pass runs at the earliest deadline left */
   intervalMs: number;
   /** the sweep lock's TTL: how long a dead holder keeps its shards (LEASE_LOCK_MS) */
   lockMs: number;
@@ -65,6 +66,21 @@ const QUEUE_BATCHES = 200;
  */
 const DURABLE_YIELD_MS = 5000;
 
+/**
+ * The least time between the end of a pass and the start of the next (ms, real time): while
+ * passes keep finding expiries they run back to back, this far apart, so a mass expiry cannot
+ * make the sweeper spin and starve the event loop (at most 1000 / MIN_GAP_MS passes a second).
+ */
+const MIN_GAP_MS = 10;
+
+/** What a periodic pass found: whether it did anything, and the earliest deadline after it in the shards held. */
+interface PassResult {
+  /** it flipped or queued a lease */
+  progress: boolean;
+  /** the earliest due time left in the shards this node holds (ms, the deadlines' clock); Infinity: none */
+  nextDue: number;
+}
+
 /** A due lease handed to the durable workers. */
 interface Task {
   id: string;
@@ -82,7 +98,8 @@ interface Task {
 
 export class LeaseSweeper {
   private timer: NodeJS.Timeout | null = null;
-  private pass: Promise<void> | null = null;
+  private started = false;
+  private pass: Promise<PassResult> | null = null;
   private running: Promise<number> | null = null;
   readonly owner: string;
   private readonly batch: number;
@@ -96,7 +113,9 @@ export class LeaseSweeper {
   private idle: (() => void)[] = [];
   /** leases acted on (expiries committed, deregistrations), for sweepOnce()'s count */
   private acted = 0;
-  /** the last periodic pass flipped leases: more are probably coming (durable writes wait) */
+  /** performance.now() when the leased services were last counted */
+  private counted = Number.NEGATIVE_INFINITY;
+    /** the last periodic pass flipped leases: more are probably coming (durable writes wait) */
   private flipping = false;
 
   constructor(
@@ -124,67 +143,80 @@ export class LeaseSweeper {
     return this.running;
   }
 
-  private flipPass(): Promise<void> {
+  private flipPass(): Promise<PassResult> {
     this.pass ??= this.flipAll().finally(() => (this.pass = null));
     return this.pass;
   }
 
   /** Every shard at once (Redis calls only): each lists and flips its due leases batch by batch. */
-  private async flipAll(): Promise<void> {
+  private async flipAll(): Promise<PassResult> {
     let leased = 0;
     let flipped = 0;
+    let queued = 0;
+    let nextDue = Number.POSITIVE_INFINITY;
+    // the leased-services gauge: counted at most once a period (passes run back to back in a mass expiry)
+    const count = performance.now() - this.counted >= this.o.intervalMs;
+    if (count) this.counted = performance.now();
     const gen = await liveGeneration(this.redis, this.keys);
     await Promise.all(
       Array.from({ length: LEASE_SHARDS }, async (_, shard) => {
-        for (let count = true; ; count = false) {
-          const turn = await this.flipShard(shard, count, gen);
+        for (let first = count; ; first = false) {
+          const turn = await this.flipShard(shard, first, gen);
           leased += turn.leased;
           flipped += turn.flipped;
+          queued += turn.queued;
           if (!turn.more) return;
         }
       }),
     );
-    if (this.held.size) setLeasedServices(leased);
+    if (this.held.size && count) setLeasedServices(leased);
     this.flipping = flipped > 0;
+    const progress = flipped + queued > 0;
+    // a pass that did nothing: the earliest deadline left in the shards held says when the
+    // next one is worth running (after one that did work, the next runs at once anyway)
+    if (!progress) {
+      const firsts = await Promise.all([...this.held].map((shard) => this.redis.zrange(this.keys.deadlines(shard), 0, 0, 'WITHSCORES')));
+      for (const f of firsts) nextDue = Math.min(nextDue, Number(f[1] ?? Infinity));
+    }
+    return { progress, nextDue };
   }
 
   /** One batch of one shard's due leases, if this node holds (or now takes) its lock. */
-  private async flipShard(shard: number, count: boolean, gen: string | null): Promise<{ leased: number; flipped: number; more: boolean }> {
+  private async flipShard(shard: number, count: boolean, gen: string | null): Promise<{ leased: number; flipped: number; queued: number; more: boolean }> {
     const now = this.o.now();
-    const due = leaseSweepReply(await this.redis.leaseSweep(this.keys.sweepLock(shard), this.keys.deadlines(shard), this.keys.leases(shard), this.owner, this.o.lockMs, now, this.batch));
+    // listed and, the passing ones, flipped in one call (still passing and past the deadline,
+    // atomically against heartbeats): critical in Redis now, due again RECHECK_MS on unless
+    // the durable write puts the real schedule
+    const due = leaseSweepReply(await this.redis.leaseSweep(this.keys.sweepLock(shard), this.keys.deadlines(shard), this.keys.leases(shard), this.owner, this.o.lockMs, now, this.batch, RECHECK_MS));
     if (!due) {
       this.held.delete(shard);
-      return { leased: 0, flipped: 0, more: false };
+      return { leased: 0, flipped: 0, queued: 0, more: false };
     }
     this.held.add(shard);
     const leased = count ? await this.redis.hlen(this.keys.leases(shard)) : 0;
+    const flips = due.filter((d) => d.flipped);
+    // (a lease flipped while still queued from an earlier flip — a heartbeat revived it, then
+    // it lapsed again before that durable write ran — is shown critical now and finished by
+    // its recheck)
     const fresh = due.filter((d) => !this.pending.has(d.id));
     const tasks: Task[] = [];
-    const passing = fresh.filter((d) => d.lease.status === 'passing');
-    if (passing.length) {
-      // still passing and past the deadline (no heartbeat came since the listing): critical
-      // in Redis now, due again RECHECK_MS on unless the durable write puts the real schedule
-      const flipped = new Set(stringArray(await this.redis.leaseExpire(this.keys.leases(shard), this.keys.deadlines(shard), now, RECHECK_MS, ...passing.map((d) => d.id)), 'lease-expire'));
-      const mine = passing.filter((d) => flipped.has(d.id)).map((d): Task => ({ id: d.id, due: d.due, lease: d.lease, flipped: true, crit: now, visible: false, queued: performance.now() }));
-      if (mine.length && gen) {
-        try {
-          await flipIndex(this.redis, this.keys, gen, mine.map((t) => ({ id: t.id, ns: t.lease.ns, from: t.lease.rev, to: t.lease.rev })));
-          const seen = this.o.now();
-          for (const t of mine) {
-            t.visible = true;
-            this.observe(seen - t.due);
-          }
-        } catch (err) {
-          // the durable write makes them visible
-          this.log.warn({ err: String(err), shard, leases: mine.length }, 'expiry flip of the index failed; the durable write will apply it');
-        }
+    let shown = false;
+    if (flips.length && gen) {
+      try {
+        await flipIndex(this.redis, this.keys, gen, flips.map((d) => ({ id: d.id, ns: d.lease.ns, from: d.lease.rev, to: d.lease.rev })));
+        shown = true;
+        const seen = this.o.now();
+        for (const d of flips) this.observe(seen - d.due);
+      } catch (err) {
+        // the durable write makes them visible
+        this.log.warn({ err: String(err), shard, leases: flips.length }, 'expiry flip of the index failed; the durable write will apply it');
       }
-      tasks.push(...mine);
     }
-    for (const d of fresh) if (d.lease.status === 'critical') tasks.push({ id: d.id, due: d.due, lease: d.lease, flipped: false, crit: d.lease.criticalSince ?? now, visible: true, queued: performance.now() });
-    this.enqueue(tasks);
+    for (const d of fresh) if (d.flipped) tasks.push({ id: d.id, due: d.due, lease: d.lease, flipped: true, crit: now, visible: shown, queued: performance.now() });
+    for (const d of fresh) if (!d.flipped) tasks.push({ id: d.id, due: d.due, lease: d.lease, flipped: false, crit: d.lease.criticalSince ?? now, visible: true, queued: performance.now() });
+    const queued = this.enqueue(tasks);
     // a full batch: more may be due (not when every one listed was already queued)
-    return { leased, flipped: tasks.filter((t) => t.flipped).length, more: due.length >= this.batch && fresh.length > 0 };
+    return { leased, flipped: flips.length, queued, more: due.length >= this.batch && fresh.length > 0 };
   }
 
   private observe(lagMs: number): void {
@@ -192,12 +224,15 @@ export class LeaseSweeper {
     this.o.onExpired?.(lagMs);
   }
 
-  private enqueue(tasks: Task[]): void {
+  /** Queue tasks for their durable write; returns how many were queued. */
+  private enqueue(tasks: Task[]): number {
+    let n = 0;
     for (const t of tasks) {
       // beyond the bound the lease waits in Redis for its recheck
       if (this.queue.length >= QUEUE_BATCHES * this.batch) break;
       this.pending.add(t.id);
       this.queue.push(t);
+      n++;
     }
     while (this.workers < this.parallel && this.queue.length) {
       this.workers++;
@@ -206,6 +241,7 @@ export class LeaseSweeper {
         if (!this.workers) for (const f of this.idle.splice(0)) f();
       });
     }
+    return n;
   }
 
   /** Resolves once no durable write is queued or under way. */
@@ -294,14 +330,41 @@ export class LeaseSweeper {
 
   start(): void {
     // the periodic pass flips; the durable writes it queues run on without holding it up
-    this.timer = setInterval(() => {
-      this.flipPass().catch((err: unknown) => this.log.warn({ err: String(err) }, 'lease sweep failed; will retry'));
-    }, this.o.intervalMs);
+    this.started = true;
+    this.wake(MIN_GAP_MS); // the first pass at once: it learns the earliest deadline
+  }
+
+  private wake(ms: number): void {
+    if (!this.started) return;
+    this.timer = setTimeout(() => void this.tick(), ms);
     this.timer.unref();
   }
 
+  /**
+   * One periodic pass, then the next one scheduled: MIN_GAP_MS on while passes find
+   * expiries (a mass expiry: back to back), else at the earliest deadline left in the shards
+   * held (no waiting for a period that may have just begun), at most intervalMs on (a lease
+   * renewed or registered meanwhile, a shard to take over) and never sooner than MIN_GAP_MS.
+   * A due lease that a pass leaves (queued already, or the queue full) does not make it
+   * wake early: its recheck comes with the period.
+   */
+  private async tick(): Promise<void> {
+    this.timer = null;
+    let next = this.o.intervalMs;
+    try {
+      const r = await this.flipPass();
+      const wait = r.nextDue - this.o.now();
+      if (r.progress) next = MIN_GAP_MS;
+      else if (wait > 0) next = Math.min(this.o.intervalMs, Math.max(MIN_GAP_MS, wait));
+    } catch (err) {
+      this.log.warn({ err: String(err) }, 'lease sweep failed; will retry');
+    }
+    this.wake(next);
+  }
+
   async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
+    this.started = false;
+    if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     await this.running?.catch(() => undefined);
     await this.pass?.catch(() => undefined);

@@ -33,7 +33,6 @@ declare module 'ioredis' {
     leaseApply: Cmd;
     heartbeat: Cmd;
     leaseSweep: Cmd;
-    leaseExpire: Cmd;
     healthFlip: Cmd;
     leaseSettle: Cmd;
   }

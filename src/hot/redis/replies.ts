@@ -229,16 +229,24 @@ export function leaseRecord(text: string, script: string): LeaseRecord {
   return { rev: Number(m[1]), ns: m[2]!, tokenHash: m[3]!, ttl: Number(m[4]), status: m[5] === 'p' ? 'passing' : 'critical', deregisterAfter: Number(m[6]), criticalSince: m[7] ? Number(m[7]) : null };
 }
 
+/** A due lease listed by lease-sweep-3.lua: `flipped` when that call turned it critical (`lease` is the record after it). */
+export interface DueLease {
+  id: string;
+  due: number;
+  lease: LeaseRecord;
+  flipped: boolean;
+}
+
 /** lease-sweep-3.lua: null when another node holds the shard, else its due leases. */
-export function leaseSweepReply(r: unknown): { id: string; due: number; lease: LeaseRecord }[] | null {
+export function leaseSweepReply(r: unknown): DueLease[] | null {
   if (r === -1) return null;
-  if (!Array.isArray(r) || r.length % 3 !== 0) throw new UnexpectedReply('lease-sweep', 'expected -1 or id, due, record triples');
-  const out: { id: string; due: number; lease: LeaseRecord }[] = [];
-  for (let i = 0; i < r.length; i += 3) out.push({ id: String(r[i]), due: Number(r[i + 1]), lease: leaseRecord(String(r[i + 2]), 'lease-sweep') });
+  if (!Array.isArray(r) || r.length % 4 !== 0) throw new UnexpectedReply('lease-sweep', 'expected -1 or id, due, record, flipped quadruples');
+  const out: DueLease[] = [];
+  for (let i = 0; i < r.length; i += 4) out.push({ id: String(r[i]), due: Number(r[i + 1]), lease: leaseRecord(String(r[i + 2]), 'lease-sweep'), flipped: r[i + 3] === '1' });
   return out;
 }
 
-/** An array of strings (lease-expire-2.lua: the ids it confirmed). */
+/** An array of strings (lease-settle-2.lua: the ids it could not settle). */
 export function stringArray(r: unknown, script: string): string[] {
   if (!Array.isArray(r) || !r.every((x) => typeof x === 'string')) throw new UnexpectedReply(script, 'expected an array of strings');
   return r as string[];
