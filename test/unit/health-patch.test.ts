@@ -28,4 +28,8 @@ t.test('deriveHealthPatch refuses a member rule with the healthy set before othe
   t.strictSame(deriveHealthPatch(patch, last), { passing: 'p', critical: 'c', sets: ['h'] }, 'last: accepted');
   const first = (s: ServiceRecord) => (s.health!.status === 'passing' ? ['all', 'h', 'c:x'] : ['all', 'c:x']);
   t.throws(() => deriveHealthPatch(patch, first), { message: "health-patch: the sets that depend on health are no longer the last member lines; store/leases.ts setHealth cannot append them" });
+  // compared with the critical state itself, not any state that is not passing: a rule that
+  // files unknown services apart must still be accepted
+  const apart = (s: ServiceRecord) => (s.health!.status === 'passing' ? ['all', 'h'] : s.health!.status === 'critical' ? ['all'] : ['all', 'u']);
+  t.strictSame(deriveHealthPatch(patch, apart), { passing: 'p', critical: 'c', sets: ['h'] }, 'the critical member lines are what the passing ones extend');
 });
