@@ -119,6 +119,16 @@ local function setAdd(key, seqs)
   end
   setAddEncoded(key, fields, adds, false)
 end
+-- set the hash's `hi` field to its highest bucket number again, after buckets were dropped
+-- (kept exact, so a rebuild of the same members writes the same hash)
+local function resetHi(key)
+  local top = -1
+  for _, f in ipairs(redis.call('HKEYS', key)) do
+    local x = tonumber(f)
+    if x and x > top then top = x end
+  end
+  redis.call('HSET', key, 'hi', top)
+end
 -- remove one seq from the set at key (the key goes with its last member)
 local function setRemove(key, seq)
   local b = math.floor(seq / BW)
@@ -131,15 +141,7 @@ local function setRemove(key, seq)
     redis.call('DEL', key)
   elseif #s == 2 then
     redis.call('HDEL', key, b)
-    -- keep hi exact (a rebuild of the same members writes the same hash)
-    if tonumber(redis.call('HGET', key, 'hi')) == b then
-      local top = -1
-      for _, f in ipairs(redis.call('HKEYS', key)) do
-        local x = tonumber(f)
-        if x and x > top then top = x end
-      end
-      redis.call('HSET', key, 'hi', top)
-    end
+    if tonumber(redis.call('HGET', key, 'hi')) == b then resetHi(key) end
   else
     redis.call('HSET', key, b, string.sub(s, 1, 2 * at - 2) .. string.sub(s, 2 * at + 1))
   end
@@ -184,12 +186,6 @@ local function setRemoveMany(key, seqs)
   if #sets > 0 then redis.call('HSET', key, unpack(sets)) end
   if #emptied > 0 then
     redis.call('HDEL', key, unpack(emptied))
-    -- keep hi exact (a rebuild of the same members writes the same hash)
-    local top = -1
-    for _, f in ipairs(redis.call('HKEYS', key)) do
-      local x = tonumber(f)
-      if x and x > top then top = x end
-    end
-    redis.call('HSET', key, 'hi', top)
+    resetHi(key)
   end
 end
