@@ -5,6 +5,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer, connect, type Server as NetServer, type Socket } from 'node:net';
+import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import pg from 'pg';
 import { Redis } from 'ioredis';
@@ -245,6 +246,48 @@ export async function spawnServer(env: Record<string, string | undefined>, timeo
   await Promise.race([up, timer, early]);
   early.catch(() => undefined);
   return { proc, port, metricsPort, url: `http://127.0.0.1:${port}`, logs, exited, signal: (s) => proc.kill(s) };
+}
+
+/**
+ * A request on a connection of its own (no keep-alive): on a server with several uWS threads
+ * each may land on either (the kernel spreads connections). A body goes as JSON with
+ * `authorization`. No answer within 60 s is a hang: it fails with the request named, not at
+ * tap's timeout.
+ */
+export function requestAlone(port: number, method: string, path: string, body?: unknown, authorization?: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const data = body === undefined ? undefined : JSON.stringify(body);
+    const headers: Record<string, string> = { connection: 'close' };
+    if (data) Object.assign(headers, { 'content-type': 'application/json' }, authorization ? { authorization } : {});
+    const r = httpRequest({ host: '127.0.0.1', port, path, method, agent: false, headers }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (text += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+    });
+    r.on('error', reject);
+    r.setTimeout(60_000, () => r.destroy(new Error(`no answer to ${method} ${path} within 60 s`)));
+    r.end(data);
+  });
+}
+
+/**
+ * spawnServer(env) for a test of several uWS threads (env.WORKERS): a start-up that hangs fails
+ * with what the server said within 120 s; at teardown it gets SIGTERM, its exit is awaited and
+ * its Redis keys (env.REDIS_KEY_PREFIX) are dropped. Resolves once the banner named the thread
+ * count (asserted) and /readyz answered 200 (every thread has learnt the index generation), or
+ * after 100 tries 50 ms apart.
+ */
+export async function spawnThreads(t: { teardown(fn: () => unknown): void; match(found: string, want: RegExp, message: string): void }, env: Record<string, string | undefined>, redisUrl: string): Promise<ServerProcess> {
+  const srv = await spawnServer(env, 120_000);
+  t.teardown(async () => {
+    srv.signal('SIGTERM');
+    await srv.exited;
+    await dropRedisPrefix(redisUrl, env.REDIS_KEY_PREFIX!);
+  });
+  t.match(srv.logs.join('\n'), new RegExp(`listening on .*\\(${env.WORKERS} uWS threads\\)`), `${env.WORKERS} uWS threads`);
+  for (let i = 0; i < 100 && (await requestAlone(srv.port, 'GET', '/readyz')).status !== 200; i++) await sleep(50);
+  return srv;
 }
 
 // ---------------------------------------------------------------- TCP proxy

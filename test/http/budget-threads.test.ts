@@ -4,36 +4,18 @@
 // so the kernel spreads them over both threads. At every scrape the process's counted bytes
 // (the sum over both threads) stay within the budget, and they come near it: both threads
 // filled their shares.
-import { request } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
 import { loadConfig } from '../../src/hot/config.js';
 import { ADMIN_KEY, baseEnv, freshDatabase } from '../helpers/server.js';
 import { parseProm, sample } from '../helpers/metrics-util.js';
-import { dropRedisPrefix, spawnServer } from '../helpers/processes.js';
+import { requestAlone, spawnThreads } from '../helpers/processes.js';
 
 const MIB = 1024 * 1024;
 
 t.setTimeout(300_000); // a server of its own, two threads, a thousand services' worth of searches
 
-/** A request on a connection of its own (no keep-alive): each may land on either thread. */
-function call(port: number, method: string, path: string, body?: unknown): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const data = body === undefined ? undefined : JSON.stringify(body);
-    const headers: Record<string, string> = { connection: 'close' };
-    if (data) Object.assign(headers, { 'content-type': 'application/json', authorization: `Bearer ${ADMIN_KEY}` });
-    const r = request({ host: '127.0.0.1', port, path, method, agent: false, headers }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (text += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
-    });
-    r.on('error', reject);
-    // no answer within 60 s is a hang: fail with the request named, not at tap's timeout
-    r.setTimeout(60_000, () => r.destroy(new Error(`no answer to ${method} ${path} within 60 s`)));
-    r.end(data);
-  });
-}
+const call = (port: number, method: string, path: string, body?: unknown) => requestAlone(port, method, path, body, `Bearer ${ADMIN_KEY}`);
 
 t.test('two uWS threads share one budget: the process total never passes NEAR_CACHE_MB / RESULT_CACHE_MB', { timeout: 600_000 }, async (t) => {
   const db = await freshDatabase();
@@ -51,17 +33,9 @@ t.test('two uWS threads share one budget: the process total never passes NEAR_CA
     NEAR_CACHE_MB: '1',
     RESULT_CACHE_MB: '1',
   };
-  // a start-up that hangs fails with what the server said, not at tap's timeout
-  const srv = await spawnServer(env, 120_000);
-  t.teardown(async () => {
-    srv.signal('SIGTERM');
-    await srv.exited;
-    await dropRedisPrefix(loadConfig(env).redisUrl, prefix);
-  });
-  t.match(srv.logs.join('\n'), /listening on .*\(2 uWS threads\)/, 'two uWS threads');
+  const srv = await spawnThreads(t, env, loadConfig(env).redisUrl);
   const port = srv.port;
   const metricsPort = srv.metricsPort!;
-  for (let i = 0; i < 100 && (await call(port, 'GET', '/readyz')).status !== 200; i++) await new Promise((r) => setTimeout(r, 50));
 
   // 32 services × 32 capabilities: 1,024 distinct sets of one member each
   const cap = (i: number) => `cap.b${String(i).padStart(4, '0')}`;

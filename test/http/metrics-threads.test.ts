@@ -3,30 +3,19 @@
 // them over both threads); every scrape, whichever thread answers it, shows the totals of
 // the whole process.
 import { spawn } from 'node:child_process';
-import { createServer, request } from 'node:http';
+import { createServer } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { loadConfig } from '../../src/hot/config.js';
 import { ADMIN_KEY, baseEnv, freshDatabase } from '../helpers/server.js';
 import { parseProm, sample } from '../helpers/metrics-util.js';
-import { dropRedisPrefix, spawnServer } from '../helpers/processes.js';
+import { dropRedisPrefix, requestAlone, spawnThreads } from '../helpers/processes.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 
 /** GET on a connection of its own (no keep-alive): each may land on either thread. */
-function get(port: number, path: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const r = request({ host: '127.0.0.1', port, path, agent: false, headers: { connection: 'close' } }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (body += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    r.on('error', reject);
-    r.end();
-  });
-}
+const get = (port: number, path: string) => requestAlone(port, 'GET', path);
 
 t.test('two threads, one total', async (t) => {
   const db = await freshDatabase();
@@ -35,17 +24,9 @@ t.test('two threads, one total', async (t) => {
   // PORT=0 and METRICS_PORT=0: the kernel picks both and the banner names them (spawnServer);
   // the second thread shares the first one's port
   const env: Record<string, string | undefined> = { ...baseEnv(), DATABASE_URL: db.url, REDIS_KEY_PREFIX: prefix, PORT: '0', METRICS_PORT: '0', WORKERS: '2', ADMIN_API_KEY: ADMIN_KEY, HEAVY_INTERSECTION_THRESHOLD: '0' };
-  const srv = await spawnServer(env, 120_000);
-  t.teardown(async () => {
-    srv.signal('SIGTERM');
-    await srv.exited;
-    await dropRedisPrefix(loadConfig(env).redisUrl, prefix);
-  });
-  t.match(srv.logs.join('\n'), /listening on .*\(2 uWS threads\)/, 'two uWS threads');
+  const srv = await spawnThreads(t, env, loadConfig(env).redisUrl);
   const port = srv.port;
   const metricsPort = srv.metricsPort!;
-  // readiness: both threads have learnt the index generation
-  for (let i = 0; i < 100 && (await get(port, '/readyz')).status !== 200; i++) await new Promise((r) => setTimeout(r, 50));
 
   t.equal((await get(port, '/metrics')).status, 404, 'not on the public port');
   const N = 60;
