@@ -16,30 +16,17 @@ t.test('an expiry page: followed as one version by a reader that gets it; a read
   t.teardown(() => a.close());
   await a.app.sweeper.stop();
   const lose = { on: false, lost: 0, pages: 0 };
-  const lossy = await startTestServer({
-    env,
-    databaseUrl: a.cfg.databaseUrl,
-    redisKeyPrefix: a.cfg.redisKeyPrefix,
-    hooks: {
-      sweep: false,
-      delta: (msg: string, apply: (m: string) => void) => {
-        if (lose.on && msg.startsWith('deltas\t')) lose.lost++;
-        else apply(msg);
-      },
-    },
+  // a reader node on the writer's database and Redis, each delta message through `delta`
+  const reader = (delta: (msg: string, apply: (m: string) => void) => void) =>
+    startTestServer({ env, databaseUrl: a.cfg.databaseUrl, redisKeyPrefix: a.cfg.redisKeyPrefix, hooks: { sweep: false, delta } });
+  const lossy = await reader((msg, apply) => {
+    if (lose.on && msg.startsWith('deltas\t')) lose.lost++;
+    else apply(msg);
   });
   t.teardown(() => lossy.stop());
-  const clean = await startTestServer({
-    env,
-    databaseUrl: a.cfg.databaseUrl,
-    redisKeyPrefix: a.cfg.redisKeyPrefix,
-    hooks: {
-      sweep: false,
-      delta: (msg: string, apply: (m: string) => void) => {
-        if (msg.startsWith('deltas\t')) lose.pages++;
-        apply(msg);
-      },
-    },
+  const clean = await reader((msg, apply) => {
+    if (msg.startsWith('deltas\t')) lose.pages++;
+    apply(msg);
   });
   t.teardown(() => clean.stop());
 
