@@ -185,6 +185,9 @@ try {
   console.log(`seeded ${N} leases (ttl ${TTL} s) in ${seeded - t0} ms (insert + rebuild); deadlines spread over ${last - first} ms; Redis ${(bytes / (N + 1)).toFixed(0)} bytes per leased service (lease hashes + deadline sets)`);
   const lags: number[] = [];
   const durable: number[] = [];
+  const passes: { ms: number; flipped: number; late: number }[] = [];
+  /** --first-page N: the sweeper's first lease-sweep call per shard and pass (its default when absent; the batch: the old fixed pages) */
+  const firstPage = process.argv.includes('--first-page') ? arg('first-page', 0) : undefined;
   await s.app.sweeper.stop();
   // registrations through the same server (its event loop also runs the sweeper)
   let wrote = 0;
@@ -206,7 +209,7 @@ try {
   const idleUntil = Math.min(first - 500, Date.now() + 3000);
   const idle = await writes(() => Date.now() >= idleUntil);
   while (Date.now() < first - 250) await new Promise((ok) => setTimeout(ok, 50));
-  const sweeper = new LeaseSweeper(s.app.pg, s.app.redis, s.app.keys, s.app.projector, s.app.log, { intervalMs: 250, lockMs: 1500, batch: s.cfg.leaseSweepBatch, parallel: s.cfg.leaseSweepParallel, now: Date.now, onExpired: (ms) => lags.push(ms), onDurable: (ms) => durable.push(ms) });
+  const sweeper = new LeaseSweeper(s.app.pg, s.app.redis, s.app.keys, s.app.projector, s.app.log, { intervalMs: 250, lockMs: 1500, batch: s.cfg.leaseSweepBatch, parallel: s.cfg.leaseSweepParallel, now: Date.now, onExpired: (ms) => lags.push(ms), onDurable: (ms) => durable.push(ms), onPass: (p) => passes.push(p), firstPage });
   const cpu0 = { node: process.cpuUsage(), redis: await redisCpu() };
   if (PROFILE) await s.app.pg.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements').then(() => s.app.pg.query('SELECT pg_stat_statements_reset()')).catch(() => undefined);
   sweeper.start();
@@ -224,10 +227,16 @@ try {
   await sweeper.stop();
   lags.sort((a, b) => a - b);
   durable.sort((a, b) => a - b);
-  console.log(`expiries: ${lags.length} visible, ${durable.length} durable of ${N} (LEASE_SWEEP_BATCH ${s.cfg.leaseSweepBatch}, LEASE_SWEEP_PARALLEL ${s.cfg.leaseSweepParallel}, ${WRITERS} registration loops)`);
+  console.log(`expiries: ${lags.length} visible, ${durable.length} durable of ${N} (LEASE_SWEEP_BATCH ${s.cfg.leaseSweepBatch}, first page ${firstPage ?? 'default'}, LEASE_SWEEP_PARALLEL ${s.cfg.leaseSweepParallel}, ${WRITERS} registration loops)`);
   console.log(`  visible (index: documents, healthy=true) − deadline: p50 ${pct(lags, 50)} ms, p99 ${pct(lags, 99)} ms, max ${lags[lags.length - 1]} ms; all visible ${visibleAt - first} ms after the first deadline`);
   console.log(`  durable (PostgreSQL + change feed, applied) − deadline: p50 ${pct(durable, 50)} ms, p99 ${pct(durable, 99)} ms, max ${durable[durable.length - 1]} ms; all durable ${drained - first} ms after the first deadline (${Math.round(N / ((drained - first) / 1000))} expiries/s)`);
   const ms = (x: number) => x.toFixed(1);
+  {
+    // per pass that flipped: how long it took, how many it flipped, how late it started (its oldest flip's deadline → its start)
+    const q = (k: 'ms' | 'flipped' | 'late') => passes.map((p) => p[k]).sort((a, b) => a - b);
+    const f = (k: 'ms' | 'flipped' | 'late') => `p50 ${ms(pct(q(k), 50))}, p99 ${ms(pct(q(k), 99))}, max ${ms(q(k)[passes.length - 1] ?? 0)}`;
+    console.log(`  flip passes: ${passes.length}; duration ms ${f('ms')}; leases flipped ${f('flipped')}; start − oldest deadline ms ${f('late')}`);
+  }
   if (PROFILE) {
     const node = process.cpuUsage(cpu0.node);
     console.log(`  CPU over the expiry (${((drained - first) / 1000).toFixed(1)} s from the first deadline): this process ${((node.user + node.system) / 1e6).toFixed(1)} s, Redis ${((await redisCpu()) - cpu0.redis).toFixed(1)} s`);

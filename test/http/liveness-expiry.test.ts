@@ -238,3 +238,41 @@ t.test('a started sweeper runs its pass at the next deadline, not after its peri
   t.ok(sweeper.held.size === LEASE_SHARDS, 'the passes held every shard');
   await sweeper.stop();
 });
+
+t.test('a pass lists each shard in growing calls: the oldest deadlines in a small first round, a backlog in full batches', async (t) => {
+  const r = await s.admin('POST', '/admin/api/services/batch', { services: Array.from({ length: 400 }, (_, i) => ({ endpoint: `https://gp-${i}.example.com`, capability: 'grow-pages', ttl: 5 })) });
+  t.equal(r.status, 201);
+  const leased = ((await r.json()) as { services: Svc[] }).services.map((x) => x.id);
+  const perShard = new Map<number, number>();
+  for (const id of leased) perShard.set(shardOf(id), (perShard.get(shardOf(id)) ?? 0) + 1);
+  const calls = new Map<number, number[]>();
+  const lags: number[] = [];
+  const sweeper = new LeaseSweeper(s.app.pg, s.app.redis, s.app.keys, s.app.projector, s.app.log, {
+    intervalMs: 60_000,
+    lockMs: 60_000,
+    batch: 20,
+    firstPage: 3,
+    now: () => clock,
+    owner: 'grow-pages',
+    onExpired: (ms) => lags.push(ms),
+    onList: (shard, limit) => calls.set(shard, [...(calls.get(shard) ?? []), limit]),
+  });
+  advance(6);
+  t.equal(await sweeper.sweepOnce(), leased.length, 'every lease expired, each once');
+  t.equal(lags.length, leased.length, 'each seen once');
+  // per shard: 3, 6, 12, then the batch (20) until a call comes back short
+  let checked = 0;
+  for (const [shard, n] of perShard) {
+    const want: number[] = [];
+    for (let size = 3, listed = 0; ; size = Math.min(20, size * 2)) {
+      want.push(size);
+      listed += size;
+      if (listed > n) break;
+    }
+    if ((calls.get(shard) ?? []).join() === want.join()) checked++;
+    else t.same(calls.get(shard), want, `shard ${shard} (${n} due)`);
+  }
+  t.equal(checked, perShard.size, 'every shard listed in growing calls');
+  t.same(await ids(await s.req('/services?capability=grow-pages&healthy=true')), [], 'healthy=true leaves them out');
+  await sweeper.stop();
+});

@@ -38,6 +38,8 @@ export interface SweeperOptions {
   batch?: number;
   /** durable transactions at once: at most this many PostgreSQL connections (LEASE_SWEEP_PARALLEL) */
   parallel?: number;
+  /** due leases listed by a pass's first call per shard (then twice as many per call, up to the batch); default FIRST_PAGE */
+  firstPage?: number;
   /** the clock of deadlines (shared with Liveness) */
   now: () => number;
   /** this node's lock token (tests play two nodes) */
@@ -46,6 +48,10 @@ export interface SweeperOptions {
   onExpired?: (lagMs: number) => void;
   /** each expiry's lag past its deadline when it was committed and applied, ms (bench/liveness.ts) */
   onDurable?: (lagMs: number) => void;
+  /** each periodic pass that flipped leases: its duration, how many it flipped, and the oldest flipped lease's deadline − the pass's start, ms (bench/liveness.ts) */
+  onPass?: (p: { ms: number; flipped: number; late: number }) => void;
+  /** each lease-sweep call's limit, in call order (tests: the growing first pages) */
+  onList?: (shard: number, limit: number) => void;
 }
 
 /**
@@ -72,6 +78,14 @@ const DURABLE_YIELD_MS = 5000;
  * make the sweeper spin and starve the event loop (at most 1000 / MIN_GAP_MS passes a second).
  */
 const MIN_GAP_MS = 10;
+
+/**
+ * A pass lists and flips each shard's due leases in calls of FIRST_PAGE, then twice as many
+ * per call up to the batch: the oldest deadlines of every shard go through Redis (and into
+ * the index) in the first small round instead of waiting behind 16 × 500 leases, and a
+ * backlog still moves in full batches (docs/decisions.md, "Liveness": growing pages).
+ */
+const FIRST_PAGE = 32;
 
 /** What a periodic pass found: whether it did anything, and the earliest deadline after it in the shards held. */
 interface PassResult {
@@ -104,6 +118,7 @@ export class LeaseSweeper {
   readonly owner: string;
   private readonly batch: number;
   private readonly parallel: number;
+  private readonly firstPage: number;
   /** shards this node held at its last sweep (tests, the takeover) */
   held = new Set<number>();
   /** leases queued or in a durable write (not listed again meanwhile) */
@@ -129,6 +144,7 @@ export class LeaseSweeper {
     this.owner = o.owner ?? randomBytes(8).toString('hex');
     this.batch = o.batch ?? 500;
     this.parallel = o.parallel ?? 4;
+    this.firstPage = Math.max(1, Math.min(this.batch, o.firstPage ?? FIRST_PAGE));
   }
 
   /** One sweep of every shard this node holds or can take, its durable writes included; returns the leases acted on. */
@@ -157,20 +173,27 @@ export class LeaseSweeper {
     // the leased-services gauge: counted at most once a period (passes run back to back in a mass expiry)
     const count = performance.now() - this.counted >= this.o.intervalMs;
     if (count) this.counted = performance.now();
+    const start = this.o.now();
+    const t0 = performance.now();
+    let oldest = Number.POSITIVE_INFINITY;
     const gen = await liveGeneration(this.redis, this.keys);
     await Promise.all(
       Array.from({ length: LEASE_SHARDS }, async (_, shard) => {
-        for (let first = count; ; first = false) {
-          const turn = await this.flipShard(shard, first, gen);
+        for (let first = count, size = this.firstPage; ; first = false) {
+          const turn = await this.flipShard(shard, first, gen, size);
+          oldest = Math.min(oldest, turn.oldest);
           leased += turn.leased;
           flipped += turn.flipped;
           queued += turn.queued;
+          // a full call: a backlog, the next call twice as large
           if (!turn.more) return;
+          size = Math.min(this.batch, size * 2);
         }
       }),
     );
     if (this.held.size && count) setLeasedServices(leased);
     this.flipping = flipped > 0;
+    if (flipped) this.o.onPass?.({ ms: performance.now() - t0, flipped, late: start - oldest });
     const progress = flipped + queued > 0;
     // a pass that did nothing: the earliest deadline left in the shards held says when the
     // next one is worth running (after one that did work, the next runs at once anyway)
@@ -181,16 +204,17 @@ export class LeaseSweeper {
     return { progress, nextDue };
   }
 
-  /** One batch of one shard's due leases, if this node holds (or now takes) its lock. */
-  private async flipShard(shard: number, count: boolean, gen: string | null): Promise<{ leased: number; flipped: number; queued: number; more: boolean }> {
+  /** Up to `size` of one shard's due leases, if this node holds (or now takes) its lock. */
+  private async flipShard(shard: number, count: boolean, gen: string | null, size: number): Promise<{ leased: number; flipped: number; queued: number; more: boolean; oldest: number }> {
     const now = this.o.now();
+    this.o.onList?.(shard, size);
     // listed and, the passing ones, flipped in one call (still passing and past the deadline,
     // atomically against heartbeats): critical in Redis now, due again RECHECK_MS on unless
     // the durable write puts the real schedule
-    const due = leaseSweepReply(await this.redis.leaseSweep(this.keys.sweepLock(shard), this.keys.deadlines(shard), this.keys.leases(shard), this.owner, this.o.lockMs, now, this.batch, RECHECK_MS));
+    const due = leaseSweepReply(await this.redis.leaseSweep(this.keys.sweepLock(shard), this.keys.deadlines(shard), this.keys.leases(shard), this.owner, this.o.lockMs, now, size, RECHECK_MS));
     if (!due) {
       this.held.delete(shard);
-      return { leased: 0, flipped: 0, queued: 0, more: false };
+      return { leased: 0, flipped: 0, queued: 0, more: false, oldest: Number.POSITIVE_INFINITY };
     }
     this.held.add(shard);
     const leased = count ? await this.redis.hlen(this.keys.leases(shard)) : 0;
@@ -215,8 +239,8 @@ export class LeaseSweeper {
     for (const d of fresh) if (d.flipped) tasks.push({ id: d.id, due: d.due, lease: d.lease, flipped: true, crit: now, visible: shown, queued: performance.now() });
     for (const d of fresh) if (!d.flipped) tasks.push({ id: d.id, due: d.due, lease: d.lease, flipped: false, crit: d.lease.criticalSince ?? now, visible: true, queued: performance.now() });
     const queued = this.enqueue(tasks);
-    // a full batch: more may be due (not when every one listed was already queued)
-    return { leased, flipped: flips.length, queued, more: due.length >= this.batch && fresh.length > 0 };
+    // a full call: more may be due (not when every one listed was already queued)
+    return { leased, flipped: flips.length, queued, more: due.length >= size && fresh.length > 0, oldest: flips.length ? flips[0]!.due : Number.POSITIVE_INFINITY };
   }
 
   private observe(lagMs: number): void {
