@@ -19,6 +19,7 @@
 // (MEMORY USAGE) per leased service, and this process's RSS before and after seeding.
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import uWS from 'uWebSockets.js';
 import { createSandbox, registerProduction, startTestServer } from '../test/helpers/server.js';
 import { LEASE_SHARDS } from '../src/hot/domain/keys.js';
@@ -212,6 +213,9 @@ try {
   const sweeper = new LeaseSweeper(s.app.pg, s.app.redis, s.app.keys, s.app.projector, s.app.log, { intervalMs: 250, lockMs: 1500, batch: s.cfg.leaseSweepBatch, parallel: s.cfg.leaseSweepParallel, now: Date.now, onExpired: (ms) => lags.push(ms), onDurable: (ms) => durable.push(ms), onPass: (p) => passes.push(p), firstPage });
   const cpu0 = { node: process.cpuUsage(), redis: await redisCpu() };
   if (PROFILE) await s.app.pg.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements').then(() => s.app.pg.query('SELECT pg_stat_statements_reset()')).catch(() => undefined);
+  // event-loop delay over the window: a pass that starts late because the loop was busy shows here
+  const eld = monitorEventLoopDelay({ resolution: 10 });
+  eld.enable();
   sweeper.start();
   const deadline = last + 90_000;
   let visibleAt = 0;
@@ -219,7 +223,10 @@ try {
   const busy = writes(() => done);
   while ((lags.length < N || durable.length < N) && Date.now() < deadline) {
     await new Promise((ok) => setTimeout(ok, 50));
-    if (!visibleAt && lags.length >= N) visibleAt = Date.now();
+    if (!visibleAt && lags.length >= N) {
+      visibleAt = Date.now();
+      eld.disable();
+    }
   }
   const drained = Date.now();
   done = true;
@@ -235,6 +242,7 @@ try {
     // per pass that flipped: how long it took, how many it flipped, how late it started (its oldest flip's deadline → its start)
     const q = (k: 'ms' | 'flipped' | 'late') => passes.map((p) => p[k]).sort((a, b) => a - b);
     const f = (k: 'ms' | 'flipped' | 'late') => `p50 ${ms(pct(q(k), 50))}, p99 ${ms(pct(q(k), 99))}, max ${ms(q(k)[passes.length - 1] ?? 0)}`;
+    console.log(`  event-loop delay until all visible: p50 ${ms(eld.percentile(50) / 1e6)}, p99 ${ms(eld.percentile(99) / 1e6)}, max ${ms(eld.max / 1e6)} ms`);
     console.log(`  flip passes: ${passes.length}; duration ms ${f('ms')}; leases flipped ${f('flipped')}; start − oldest deadline ms ${f('late')}`);
   }
   if (PROFILE) {

@@ -177,8 +177,13 @@ export class LeaseSweeper {
     const t0 = performance.now();
     let oldest = Number.POSITIVE_INFINITY;
     const gen = await liveGeneration(this.redis, this.keys);
+    // shards whose last call came back full (a backlog): while any is, the pass goes on, and
+    // a shard that caught up lists again every MIN_GAP_MS in small calls instead of waiting
+    // for the slowest shard's end of the pass (its deadlines keep arriving meanwhile)
+    let backlogged = LEASE_SHARDS;
     await Promise.all(
       Array.from({ length: LEASE_SHARDS }, async (_, shard) => {
+        let full = true;
         for (let first = count, size = this.firstPage; ; first = false) {
           const turn = await this.flipShard(shard, first, gen, size);
           oldest = Math.min(oldest, turn.oldest);
@@ -186,8 +191,18 @@ export class LeaseSweeper {
           flipped += turn.flipped;
           queued += turn.queued;
           // a full call: a backlog, the next call twice as large
-          if (!turn.more) return;
-          size = Math.min(this.batch, size * 2);
+          if (turn.more) {
+            if (!full) backlogged++;
+            full = true;
+            size = Math.min(this.batch, size * 2);
+            continue;
+          }
+          if (full) backlogged--;
+          full = false;
+          if (!backlogged || !this.started) return;
+          size = this.firstPage;
+          await new Promise((ok) => setTimeout(ok, MIN_GAP_MS));
+          if (!backlogged) return;
         }
       }),
     );
