@@ -4,7 +4,7 @@
 import uWS from 'uWebSockets.js';
 import type { App } from './app.js';
 import { allowedMethods, route, type RouteOptions } from './http/route.js';
-import { indexAlive } from './ops/lifecycle.js';
+import { readinessProbe } from './ops/lifecycle.js';
 import { openApiDocument } from './http/openapi.js';
 import { registerPublic } from './routes/public.js';
 import { registerSandbox } from './routes/sandbox.js';
@@ -59,10 +59,11 @@ export function buildUws(app: App, routes: RegisterRoutes[], hooks: Partial<Pick
   const openapi = JSON.stringify(openApiDocument(app.version, { tiers: Object.keys(app.cfg.tiers) }));
   route(uws, 'get', '/openapi.json', (_req, reply) => reply.json(200, openapi, [['Cache-Control', 'public, max-age=300']]), o);
   route(uws, 'get', '/livez', (_req, reply) => reply.json(200, '{"status":"ok"}', [['Cache-Control', 'no-store']]), o);
+  const indexAlive = readinessProbe(app);
   route(uws, 'get', '/readyz', async (_req, reply) => {
     const s = app.state;
     // the watchers' view is up to one poll old: an index emptied since reads "not ready" now
-    const ready = s.ready && (await indexAlive(app));
+    const ready = s.ready && (await indexAlive());
     const body = JSON.stringify({ status: ready ? 'ready' : 'not ready', postgres: s.pgUp, redis: s.redisUp, index: !!app.index.gen && !s.rebuilding, shuttingDown: s.shuttingDown });
     if (ready) reply.json(200, body, [['Cache-Control', 'no-store']]);
     else reply.json(503, body, [['Cache-Control', 'no-store'], ['Retry-After', '1']]);

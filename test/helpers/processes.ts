@@ -120,6 +120,21 @@ export interface RedisProcess {
   /** start a fresh, empty redis-server on the same port */
   restart(): Promise<void>;
   running(): boolean;
+  /** the running redis-server's pid (null when stopped) */
+  pid(): number | null;
+}
+
+/**
+ * Tie `child` to this test process: a detached watchdog stops it (SIGTERM, SIGKILL 5 s later)
+ * once this process is gone, and itself ends when the child does. A test process killed
+ * from outside (tap's timeout, a SIGKILL, a crash) runs no teardown, and its servers used
+ * to live on: listening, sweeping and using CPU through later tests and benchmarks.
+ */
+export function dieWithTest(child: ChildProcess): void {
+  const pid = child.pid;
+  if (!pid) return;
+  const watch = `while kill -0 ${process.pid} 2>/dev/null; do kill -0 ${pid} 2>/dev/null || exit 0; sleep 1; done; kill -TERM ${pid} 2>/dev/null; sleep 5; kill -KILL ${pid} 2>/dev/null; exit 0`;
+  spawn('sh', ['-c', watch], { detached: true, stdio: 'ignore' }).unref();
 }
 
 /**
@@ -139,6 +154,7 @@ export async function startRedis(extraArgs: string[] | (() => Promise<string[]>)
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     proc = child;
+    dieWithTest(child);
     let log = '';
     const keep = (d: Buffer) => {
       log = (log + d.toString()).slice(-4096);
@@ -178,6 +194,7 @@ export async function startRedis(extraArgs: string[] | (() => Promise<string[]>)
     port: p,
     url: `redis://127.0.0.1:${p}`,
     running: () => proc !== null,
+    pid: () => proc?.pid ?? null,
     kill,
     async restart() {
       await kill();
@@ -214,6 +231,7 @@ export async function spawnServer(env: Record<string, string | undefined>, timeo
     env: { ...process.env, NODE_ENV: 'test', HOST: '127.0.0.1', METRICS_PORT: '0', PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  dieWithTest(proc);
   const logs: string[] = [];
   const exited = new Promise<number | string>((resolve) => proc.on('exit', (code, sig) => resolve(code ?? sig ?? -1)));
   let port = 0;

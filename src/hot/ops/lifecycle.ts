@@ -32,15 +32,35 @@ function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   ]).finally(() => clearTimeout(t));
 }
 
-/** Does the live generation still have its keys? (false, never a throw, when Redis is away) */
-export async function indexAlive(app: App): Promise<boolean> {
-  const gen = app.index.gen;
-  if (!gen) return false;
+/**
+ * Does the live generation still have its keys? `null` when Redis did not say in time: the
+ * caller then goes by the watchers' view (app.state), which has its own, longer bound.
+ */
+async function indexAlive(app: App, gen: string): Promise<boolean | null> {
   try {
     return (await within(app.redis.exists(app.keys.ver(PRODUCTION, gen)), PROBE_MS / 2, 'Redis')) === 1;
-  } catch {
-    return false;
+  } catch (e) {
+    return e instanceof NoAnswer ? null : false;
   }
+}
+
+/**
+ * The index check behind GET /readyz, shared: one Redis EXISTS per `reuseMs` per thread,
+ * however many probes ask (a flood of /readyz is not a flood of Redis commands; callers
+ * meanwhile get the answer under way). A check that finds the marker gone, or Redis
+ * refusing, reads "not ready" at once (an index emptied since the last watcher round); a
+ * check that Redis is merely slow to answer defers to the watchers (`app.state.redisUp`):
+ * one late answer on a loaded machine does not take the node out of its load balancer.
+ */
+export function readinessProbe(app: App, reuseMs = 100, now: () => number = () => performance.now()): () => Promise<boolean> {
+  let last: { at: number; gen: string; alive: Promise<boolean | null> } | null = null;
+  return async () => {
+    const gen = app.index.gen;
+    if (!gen) return false;
+    const t = now();
+    if (!last || last.gen !== gen || t - last.at >= reuseMs) last = { at: t, gen, alive: indexAlive(app, gen) };
+    return (await last.alive) ?? app.state.redisUp;
+  };
 }
 
 export function createWatchers(app: App, intervalMs = 500): Watchers {
