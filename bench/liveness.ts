@@ -136,6 +136,7 @@ try {
   const lz: number[] = [];
   const sh: number[] = [];
   const batch0 = { ...s.app.liveness.batch.stats };
+  const auth0 = { ...s.app.auth.stats };
   // warm-up, not counted: the server's code is compiled by V8 under load like the ceiling's
   // (a one-line handler, warm at once); the first production round was up to 30 % slower
   for (const [url, tok, m] of [[`${s.url}/services/${svc.id}/heartbeat`, svc.heartbeatToken, 'PUT'], [`${s.url}/sandbox/${sb.uuid}/services/${sbSvc.id}/heartbeat`, sbSvc.heartbeatToken, 'PUT'], [`http://127.0.0.1:${cport}/x`, '', 'PUT'], [`${s.url}/livez`, '', 'GET']] as const) {
@@ -155,6 +156,9 @@ try {
   console.log(`sandbox heartbeats (rate limit counted): ${sh.map(Math.round).join(', ')} req/s; ratio ${(Math.max(...sh) / bestCe).toFixed(2)}`);
   const b = s.app.liveness.batch.stats;
   console.log(`heartbeat-2.lua calls: ${b.calls - batch0.calls} carrying ${b.beats - batch0.beats} heartbeats (${((b.beats - batch0.beats) / Math.max(1, b.calls - batch0.calls)).toFixed(1)} a call); token memory: ${s.app.heartbeatTokens.stats.hashed} hashed`);
+  // the sandbox row's rate limit: requests answered from this thread's lease, and script calls that asked Redis
+  const a = s.app.auth.stats;
+  console.log(`rate limit: ${a.leased - auth0.leased} sandbox requests admitted from the lease, ${a.asked - auth0.asked} rate-limit script calls`);
   if (listenSocket) uWS.us_listen_socket_close(listenSocket);
   }
   if (PART !== 'heartbeats') {
