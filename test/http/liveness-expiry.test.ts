@@ -276,3 +276,30 @@ t.test('a pass lists each shard in growing calls: the oldest deadlines in a smal
   t.same(await ids(await s.req('/services?capability=grow-pages&healthy=true')), [], 'healthy=true leaves them out');
   await sweeper.stop();
 });
+
+t.test('a started sweeper: a shard that caught up lists again while another shard of the pass is still backlogged', async (t) => {
+  const r = await s.admin('POST', '/admin/api/services/batch', { services: Array.from({ length: 400 }, (_, i) => ({ endpoint: `https://cu-${i}.example.com`, capability: 'caught-up', ttl: 5 })) });
+  t.equal(r.status, 201);
+  const leased = ((await r.json()) as { services: Svc[] }).services.map((x) => x.id);
+  const calls = new Map<number, number[]>();
+  const lags: number[] = [];
+  const sweeper = new LeaseSweeper(s.app.pg, s.app.redis, s.app.keys, s.app.projector, s.app.log, {
+    intervalMs: 60_000,
+    lockMs: 60_000,
+    batch: 4,
+    firstPage: 1,
+    now: () => clock,
+    owner: 'caught-up',
+    onExpired: (ms) => lags.push(ms),
+    onList: (shard, limit) => calls.set(shard, [...(calls.get(shard) ?? []), limit]),
+  });
+  t.teardown(() => sweeper.stop());
+  advance(6);
+  sweeper.start();
+  await waitFor('every expiry visible', () => lags.length >= leased.length, 20_000, 20);
+  await sweeper.stop();
+  t.equal(lags.length, leased.length, 'each seen once');
+  // calls only grow (1, 2, 4, 4, ...) within a shard's backlog; a smaller one after a larger is a poll of a shard that caught up
+  const polled = [...calls.values()].filter((l) => l.some((x, i) => i > 0 && x < l[i - 1]!)).length;
+  t.ok(polled > 0, `some shard listed again while others were backlogged (${polled} of ${calls.size})`);
+});
