@@ -4,7 +4,7 @@
 // per batch); a heartbeat or a write racing it, and registrations while its durable writes
 // hold their connections. The durable step is held on purpose through the sweeper's pool
 // (a gate on connect()), so that "visible before durable" is observed, not assumed.
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { ids, jsonBody, keyed, serve } from '../helpers/checks.js';
 import { createSandbox, registerProduction } from '../helpers/server.js';
 import { waitFor } from '../helpers/processes.js';
@@ -239,24 +239,46 @@ t.test('a started sweeper runs its pass at the next deadline, not after its peri
   await sweeper.stop();
 });
 
-t.test('a pass lists each shard in growing calls: the oldest deadlines in a small first round, a backlog in full batches', async (t) => {
-  const r = await s.admin('POST', '/admin/api/services/batch', { services: Array.from({ length: 400 }, (_, i) => ({ endpoint: `https://gp-${i}.example.com`, capability: 'grow-pages', ttl: 5 })) });
+/** 400 services with a 5 s lease, registered in one batch (201 asserted); their ids */
+async function leaseBatch(t: Test, prefix: string, capability: string): Promise<string[]> {
+  const r = await s.admin('POST', '/admin/api/services/batch', { services: Array.from({ length: 400 }, (_, i) => ({ endpoint: `https://${prefix}-${i}.example.com`, capability, ttl: 5 })) });
   t.equal(r.status, 201);
-  const leased = ((await r.json()) as { services: Svc[] }).services.map((x) => x.id);
-  const perShard = new Map<number, number>();
-  for (const id of leased) perShard.set(shardOf(id), (perShard.get(shardOf(id)) ?? 0) + 1);
+  return ((await r.json()) as { services: Svc[] }).services.map((x) => x.id);
+}
+
+/**
+ * A sweeper on the test clock that records each expiry's lag and, per shard in call order,
+ * the limit of each lease-sweep call of its first pass (a later pass starts again at the
+ * first page: that is not a shard listing again within a pass). `slowMs`: each call first holds the thread that long (a slow
+ * Redis), so a backlog of a few calls outlasts the 10 ms a caught-up shard waits before it
+ * lists again (without it, on a quick machine every shard could finish within those 10 ms).
+ */
+function listingSweeper(owner: string, batch: number, firstPage: number, slowMs = 0) {
   const calls = new Map<number, number[]>();
   const lags: number[] = [];
+  let passes = 0;
   const sweeper = new LeaseSweeper(s.app.pg, s.app.redis, s.app.keys, s.app.projector, s.app.log, {
     intervalMs: 60_000,
     lockMs: 60_000,
-    batch: 20,
-    firstPage: 3,
+    batch,
+    firstPage,
     now: () => clock,
-    owner: 'grow-pages',
+    owner,
     onExpired: (ms) => lags.push(ms),
-    onList: (shard, limit) => calls.set(shard, [...(calls.get(shard) ?? []), limit]),
+    onPass: () => passes++,
+    onList: (shard, limit) => {
+      if (passes === 0) calls.set(shard, [...(calls.get(shard) ?? []), limit]);
+      for (const end = performance.now() + slowMs; performance.now() < end; );
+    },
   });
+  return { sweeper, calls, lags };
+}
+
+t.test('a pass lists each shard in growing calls: the oldest deadlines in a small first round, a backlog in full batches', async (t) => {
+  const leased = await leaseBatch(t, 'gp', 'grow-pages');
+  const perShard = new Map<number, number>();
+  for (const id of leased) perShard.set(shardOf(id), (perShard.get(shardOf(id)) ?? 0) + 1);
+  const { sweeper, calls, lags } = listingSweeper('grow-pages', 20, 3);
   advance(6);
   t.equal(await sweeper.sweepOnce(), leased.length, 'every lease expired, each once');
   t.equal(lags.length, leased.length, 'each seen once');
@@ -278,21 +300,8 @@ t.test('a pass lists each shard in growing calls: the oldest deadlines in a smal
 });
 
 t.test('a started sweeper: a shard that caught up lists again while another shard of the pass is still backlogged', async (t) => {
-  const r = await s.admin('POST', '/admin/api/services/batch', { services: Array.from({ length: 400 }, (_, i) => ({ endpoint: `https://cu-${i}.example.com`, capability: 'caught-up', ttl: 5 })) });
-  t.equal(r.status, 201);
-  const leased = ((await r.json()) as { services: Svc[] }).services.map((x) => x.id);
-  const calls = new Map<number, number[]>();
-  const lags: number[] = [];
-  const sweeper = new LeaseSweeper(s.app.pg, s.app.redis, s.app.keys, s.app.projector, s.app.log, {
-    intervalMs: 60_000,
-    lockMs: 60_000,
-    batch: 4,
-    firstPage: 1,
-    now: () => clock,
-    owner: 'caught-up',
-    onExpired: (ms) => lags.push(ms),
-    onList: (shard, limit) => calls.set(shard, [...(calls.get(shard) ?? []), limit]),
-  });
+  const leased = await leaseBatch(t, 'cu', 'caught-up');
+  const { sweeper, calls, lags } = listingSweeper('caught-up', 4, 1, 2);
   t.teardown(() => sweeper.stop());
   advance(6);
   sweeper.start();
