@@ -17,23 +17,24 @@
 -- status must change (a durable write, by the caller; a passing heartbeat has renewed the
 -- deadline already); -1 no lease here; -2 not this service's token. A line of another shape
 -- is answered -2 and renews nothing (the client sends none: its count would not match).
---@include lease.lua
+-- The lease record is matched here for the four fields a heartbeat reads, not parsed whole
+-- by lib/lease.lua's leaseParse (a table and seven captures per heartbeat: ~10 % of the
+-- script's time, docs/decisions.md, "Heartbeat script"); a record of another shape is no lease.
 local now = tonumber(ARGV[1])
 local out = {}
 for line in string.gmatch(ARGV[2], '([^\n]*)\n') do
   local id, tok, want, chk, ns = string.match(line, '^([%w_-]+) (%x+) ([pc]) ([01]) ([%w_-]+)$')
-  local r
-  if not id then
-    r = -2
-  else
-    local l = leaseParse(redis.call('HGET', KEYS[1], id))
-    if not l then
+  local r = -2
+  if id then
+    local rec = redis.call('HGET', KEYS[1], id)
+    local rns, rtok, ttl, st
+    -- lib/lease.lua's record: "<rev>|<ns>|<token sha256 hex>|<ttl s>|<p or c>|<deregisterAfter s>|<critical since ms>"
+    if rec then rns, rtok, ttl, st = string.match(rec, '^%d+|([^|]*)|(%x*)|(%d+)|([pc])|%d+|%d*$') end
+    if not rns then
       r = -1
-    elseif l.tok == '' or l.tok ~= tok or l.ns ~= ns then
-      r = -2
-    else
-      r = (l.st ~= want) and 1 or 0
-      if chk ~= '1' and want == 'p' then redis.call('ZADD', KEYS[2], now + l.ttl * 1000, id) end
+    elseif rtok ~= '' and rtok == tok and rns == ns then
+      r = (st ~= want) and 1 or 0
+      if chk ~= '1' and want == 'p' then redis.call('ZADD', KEYS[2], now + tonumber(ttl) * 1000, id) end
     end
   end
   out[#out + 1] = r

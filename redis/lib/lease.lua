@@ -1,4 +1,5 @@
--- A lease record (liveness, src/hot/liveness/lease-record.ts decodes the same text):
+-- A lease record (liveness, src/hot/liveness/lease-record.ts decodes the same text; heartbeat-2.lua
+-- matches it by itself):
 -- "<rev>|<ns>|<token sha256 hex>|<ttl s>|<status p or c>|<deregisterAfter s, 0 none>|<critical since ms or empty>"
 local function leaseParse(rec)
   if not rec then return nil end

@@ -1,7 +1,8 @@
 // Sandbox key format: <prefix>_sb_<32 base62 random><6 base62 CRC32 of the rest>.
 import t from 'tap';
 import { createHash } from 'node:crypto';
-import { crc32, hashKey, keyChecksum, keyPrefix, keyShape, KEY_RE, LEGACY_KEY_RE, newSandboxKey } from '../../src/hot/sandbox/keys.js';
+import fc from 'fast-check';
+import { bearerKey, crc32, hashKey, keyChecksum, keyPrefix, keyShape, KEY_RE, LEGACY_KEY_RE, newSandboxKey } from '../../src/hot/sandbox/keys.js';
 
 t.test('crc32 is the IEEE/zlib one', async (t) => {
   t.equal(crc32('123456789'), 0xcbf43926, 'the standard check value');
@@ -110,4 +111,45 @@ t.test('hashKey: the SHA-256 of the key text, 32 bytes (only this is stored)', a
   t.equal(h.length, 32);
   t.equal(h.toString('hex'), createHash('sha256').update(k, 'utf8').digest('hex'));
   t.equal(hashKey('').toString('hex'), 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855', 'the SHA-256 of nothing');
+});
+
+// the rule bearerKey reads without a regular expression (sandbox/keys.ts)
+const BEARER_RE = /^Bearer[ \t]+(\S+)[ \t]*$/i;
+const byRegex = (a: string) => BEARER_RE.exec(a)?.[1] ?? '';
+// every white space character of \s, and neighbours of each range that are not
+const SPACES = ['\t', '\n', '\v', '\f', '\r', ' ', '\u00a0', '\u1680', '\u2000', '\u2005', '\u200a', '\u2028', '\u2029', '\u202f', '\u205f', '\u3000', '\ufeff'];
+const NEAR = ['\b', '\u000e', '!', '\u009f', '\u00a1', '\u167f', '\u1681', '\u1fff', '\u200b', '\u2027', '\u202a', '\u202e', '\u2030', '\u205e', '\u2060', '\u2fff', '\u3001', '\ufefe', '\uff00', 'é', '_'];
+
+t.test('bearerKey: the credential of "Bearer <credential>", exactly as /^Bearer[ \\t]+(\\S+)[ \\t]*$/i', async (t) => {
+  t.equal(bearerKey('Bearer abc'), 'abc');
+  t.equal(bearerKey('bEaReR \t abc_hb_X1 \t'), 'abc_hb_X1', 'any case, spaces and tabs around');
+  t.equal(bearerKey('Bearer'), '', 'no credential');
+  t.equal(bearerKey('Bearer '), '', 'no credential after the space');
+  t.equal(bearerKey('Bearerabc'), '', 'no space after the scheme');
+  t.equal(bearerKey('Basic abc'), '');
+  t.equal(bearerKey('Bearer a b'), '', 'a space inside');
+  t.equal(bearerKey('Bearer a\u00a0b'), '', 'a no-break space inside');
+  t.equal(bearerKey('Bearer\u00a0abc'), '', 'only space or tab after the scheme');
+  t.equal(bearerKey('Bearer abc\n'), '', 'a line feed after');
+  t.equal(bearerKey(' Bearer abc'), '', 'nothing before the scheme');
+  t.equal(bearerKey('Bearer\tabc'), 'abc');
+  t.equal(bearerKey('Bearer abc\u00e9'), 'abc\u00e9', 'any character but white space');
+  t.equal(bearerKey('Bearer \u1680'), '');
+  t.equal(bearerKey(''), '');
+  t.equal(bearerKey('B'), '');
+  for (const c of SPACES) t.equal(bearerKey(`Bearer a${c}b`), byRegex(`Bearer a${c}b`), `U+${c.charCodeAt(0).toString(16)} inside`);
+  for (const c of NEAR) t.equal(bearerKey(`Bearer a${c}b`), `a${c}b`, `U+${c.charCodeAt(0).toString(16)} is not white space`);
+  // every letter of the scheme in both cases, and its neighbours in the code table (not letters of it)
+  for (let i = 0; i < 6; i++) {
+    for (const d of [-1, 1, 0x20, -0x20]) {
+      const s = 'Bearer'.slice(0, i) + String.fromCharCode('Bearer'.charCodeAt(i) + d) + 'Bearer'.slice(i + 1) + ' k';
+      t.equal(bearerKey(s), byRegex(s), JSON.stringify(s));
+    }
+  }
+  // random values built from the pieces that matter, and arbitrary strings
+  const piece = fc.constantFrom('Bearer', 'bearer', 'BEARER', 'Bear', 'Bearerx', ' ', '\t', '  ', 'k', 'abc_hb_1', '=', ...SPACES, ...NEAR);
+  fc.assert(
+    fc.property(fc.oneof(fc.array(piece, { maxLength: 8 }).map((p) => p.join('')), fc.string(), fc.string({ unit: 'binary' })), (a) => bearerKey(a) === byRegex(a)),
+    { numRuns: 5000, examples: [['Bearer k'], ['Bearer  k \t'], ['bearer\tk\u3000'], ['Bearer k k']] },
+  );
 });

@@ -7,7 +7,7 @@ import type { App } from '../app.js';
 import { ApiError } from '../domain/errors.js';
 import { PRODUCTION } from '../domain/keys.js';
 import { route, type Headers, type RouteOptions } from '../http/route.js';
-import { bearerKey } from '../sandbox/auth.js';
+import { bearerKey } from '../sandbox/keys.js';
 
 export const CHANGES_PATH = '/services/changes';
 

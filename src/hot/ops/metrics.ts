@@ -24,8 +24,19 @@ interface DurAcc {
   sum: number;
   n: number;
 }
-const reqAcc = new Map<string, ReqAcc>();
-const durAcc = new Map<string, DurAcc>();
+/** one route pattern and method: its duration histogram and its counters by status */
+interface RouteAcc {
+  dur: DurAcc;
+  byStatus: Map<number, ReqAcc>;
+}
+// Looked up by route, then method, then status: the pattern and the method are strings the
+// route holds (their hashes computed once, kept in the string), the status a small integer.
+// A key joined per request was a new string to hash on every request: two Map look-ups of
+// fresh strings were ~4 % of a heartbeat's CPU (docs/decisions.md, "Request metrics without
+// a joined key").
+const byRoute = new Map<string, Map<string, RouteAcc>>();
+const reqAcc: ReqAcc[] = [];
+const durAcc: DurAcc[] = [];
 
 type Exported = { labels: Record<string, string | number>; value: number; metricName?: string };
 
@@ -41,12 +52,12 @@ function collector(name: string, help: string, type: 'counter' | 'histogram', va
 }
 
 collector('registry_http_requests_total', 'HTTP requests answered, by route pattern, method and status ("aborted" when the client left first)', 'counter', () =>
-  [...reqAcc.values()].map((a) => ({ labels: { ...a.labels }, value: a.n })),
+  reqAcc.map((a) => ({ labels: { ...a.labels }, value: a.n })),
 );
 collector('registry_http_request_duration_seconds', 'Time from reading the request to the end of the response (a change stream: its whole life)', 'histogram', () => {
   const out: Exported[] = [];
   const name = 'registry_http_request_duration_seconds';
-  for (const a of durAcc.values()) {
+  for (const a of durAcc) {
     let cum = 0;
     BUCKETS.forEach((le, i) => {
       cum += a.counts[i]!;
@@ -229,13 +240,21 @@ export async function readSources(s: ThreadSources): Promise<void> {
 }
 
 export function observeRequest(route: string, method: string, status: number, seconds: number): void {
-  const k = route + ' ' + method + ' ' + status;
-  let r = reqAcc.get(k);
-  if (!r) reqAcc.set(k, (r = { labels: { route, method, status: status === 0 ? 'aborted' : String(status) }, n: 0 }));
+  let methods = byRoute.get(route);
+  if (!methods) byRoute.set(route, (methods = new Map()));
+  let a = methods.get(method);
+  if (!a) {
+    a = { dur: { labels: { route, method }, counts: new Array<number>(BUCKETS.length + 1).fill(0), sum: 0, n: 0 }, byStatus: new Map() };
+    methods.set(method, a);
+    durAcc.push(a.dur);
+  }
+  let r = a.byStatus.get(status);
+  if (!r) {
+    a.byStatus.set(status, (r = { labels: { route, method, status: status === 0 ? 'aborted' : String(status) }, n: 0 }));
+    reqAcc.push(r);
+  }
   r.n++;
-  const dk = route + ' ' + method;
-  let d = durAcc.get(dk);
-  if (!d) durAcc.set(dk, (d = { labels: { route, method }, counts: new Array<number>(BUCKETS.length + 1).fill(0), sum: 0, n: 0 }));
+  const d = a.dur;
   let i = 0;
   while (i < BUCKETS.length && seconds > BUCKETS[i]!) i++;
   d.counts[i]!++;

@@ -12,7 +12,7 @@ import { check, validators } from '../domain/validation.js';
 import { parseJson } from '../http/body.js';
 import { route, sendError, type Headers, type Reply, type Req, type RouteOptions } from '../http/route.js';
 import type { HeartbeatResult } from '../liveness/liveness.js';
-import { bearerKey } from '../sandbox/auth.js';
+import { bearerKey } from '../sandbox/keys.js';
 import { newHeartbeatToken } from '../sandbox/heartbeat-tokens.js';
 import { tokenPrefix } from '../store/leases.js';
 import { rotateToken } from '../store/write-functions.js';

@@ -8,7 +8,7 @@ import { ApiError } from '../domain/errors.js';
 import { deprecationHeaders } from '../domain/service.js';
 import type { Replacements } from '../index/index.js';
 import { route, type Headers, type Reply, type Req, type RouteOptions } from '../http/route.js';
-import { bearerKey } from '../sandbox/auth.js';
+import { bearerKey } from '../sandbox/keys.js';
 import { countReplacementsCache } from '../ops/metrics.js';
 import { outageError } from '../ops/outage.js';
 import { etagOf, notModified } from '../http/conditional.js';

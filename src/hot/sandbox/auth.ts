@@ -19,7 +19,7 @@ import type { Pool } from '../store/pool.js';
 import { writeSandboxMeta } from '../store/sandbox-meta.js';
 import { getSandbox, sandboxByKeyHash } from '../store/sandboxes.js';
 import type { TierConfig } from '../config.js';
-import { hashKey, keyShape } from './keys.js';
+import { bearerKey, hashKey, keyShape } from './keys.js';
 import { countRateLimited } from '../ops/metrics.js';
 import { Leases, type RateResult } from './leases.js';
 import { OverLimit } from './over-limit.js';
@@ -382,11 +382,6 @@ export class SandboxAuth {
     }
     return rateHeaders(r);
   }
-}
-
-export function bearerKey(authorization: string): string {
-  const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(authorization);
-  return m ? m[1]! : '';
 }
 
 /** RateLimit-Policy and RateLimit fields (draft-ietf-httpapi-ratelimit-headers-10). */

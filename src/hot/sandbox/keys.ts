@@ -92,3 +92,39 @@ export function hashKey(key: string): Buffer {
   // one-shot: a Hash object (createHash, update, digest) was 10 % of an over-limit 429's CPU
   return hash('sha256', key, 'buffer');
 }
+
+/** "bearer", the scheme's letters (compared without case) */
+const BEARER = [98, 101, 97, 114, 101, 114];
+
+/** JavaScript's white space (`\s`): the characters a credential never contains */
+function isSpace(c: number): boolean {
+  // a fast path for the printable ASCII of a credential (any bound from 33 to 160 answers the same)
+  // Stryker disable next-line all: equivalent mutants of that bound
+  if (c > 32 && c < 160) return false;
+  return c === 32 || (c >= 9 && c <= 13) || c === 160 || c === 5760 || (c >= 8192 && c <= 8202) || c === 8232 || c === 8233 || c === 8239 || c === 8287 || c === 12288 || c === 65279;
+}
+
+/**
+ * The credential of an Authorization value `Bearer <credential>` (the scheme in any case,
+ * spaces or tabs around the credential, none inside it), or "" when the value has another
+ * shape. Exactly /^Bearer[ \t]+(\S+)[ \t]*$/i, read without a regular expression: it runs
+ * on every heartbeat and every keyed request (a regex execution was ~1 % of a heartbeat's
+ * CPU; test/unit/sandbox-keys.test.ts checks the two agree).
+ */
+export function bearerKey(authorization: string): string {
+  const a = authorization;
+  const n = a.length;
+  let i = 0;
+  // (charCodeAt past the end is NaN: equal to nothing)
+  for (; i < 6; i++) if ((a.charCodeAt(i) | 0x20) !== BEARER[i]) return '';
+  const gap = i;
+  while (a.charCodeAt(i) === 32 || a.charCodeAt(i) === 9) i++;
+  if (i === gap) return '';
+  const start = i;
+  while (i < n && !isSpace(a.charCodeAt(i))) i++;
+  const end = i;
+  // no credential (end === start) reads "" either way: the slice is empty, or the white
+  // space that stopped it is not a space or tab and stays unread
+  while (a.charCodeAt(i) === 32 || a.charCodeAt(i) === 9) i++;
+  return i === n ? a.slice(start, end) : '';
+}
