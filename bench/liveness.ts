@@ -2,12 +2,15 @@
 // expiry lag of N leased services that stop heartbeating, on real Redis and PostgreSQL.
 //
 //   node --expose-gc dist/bench/liveness.js [--services N] [--ttl S] [--duration S] [--connections C]
-//        [--part all|heartbeats|expiry] [--generator autocannon|wrk] [--writers W] [--warmup S]
+//        [--part all|heartbeats|expiry] [--generator autocannon|wrk] [--writers W] [--warmup S] [--rounds R]
 //
 // Heartbeats: one leased service, autocannon or wrk (a child process: its own core) sends PUT
-// /services/{id}/heartbeat with its token for --duration seconds, alternated with the same
-// load against the ceiling (A B A B; the ratio uses each side's better run), after --warmup
-// seconds (2) of load on each, not counted. Each run prints where the CPU went (server,
+// /services/{id}/heartbeat with its token for --duration seconds, in --rounds rounds (6) of
+// production, the ceiling, sandbox, the floor and GET /livez, after --warmup seconds (2) of
+// load on each, not counted. A ratio is taken within each round (this run over the round's
+// ceiling run) and the median of the rounds is the row's figure; each side's best run over
+// the other's is printed too. The floor is a bare uWS app answering 204 once one Redis PING
+// per event-loop turn came back: what any heartbeat confirmed by Redis could do here. Each run prints where the CPU went (server,
 // Redis, the generator: a generator near a full core is the bound) and the server's µs of
 // CPU per request, the figure to compare when the generator saturates before the server. Expiry: N
 // services registered in one statement with ttl S, leases seeded by the rebuild (a fresh
@@ -38,6 +41,8 @@ const DUR = arg('duration', 5);
 const CONN = arg('connections', 50);
 /** seconds of load on each target before the measured rounds (not counted) */
 const WARMUP = arg('warmup', 2);
+/** heartbeat rounds: each runs production, the ceiling, sandbox, the Redis floor and GET /livez once */
+const ROUNDS = arg('rounds', 6);
 const sarg = (name: string, d: string) => {
   const i = process.argv.indexOf('--' + name);
   return i >= 0 ? process.argv[i + 1]! : d;
@@ -131,6 +136,27 @@ try {
   const ceiling = uWS.App().put('/*', (res) => void res.writeStatus('204 No Content').end()).any('/*', (res) => void res.writeStatus('404 Not Found').end());
   let listenSocket: uWS.us_listen_socket | null = null;
   const cport = await new Promise<number>((ok) => ceiling.listen('127.0.0.1', 0, (sock) => ok(uWS.us_socket_local_port((listenSocket = sock)))));
+  // The floor: a bare uWS app that answers 204 once Redis has answered one PING for all the
+  // requests of its event-loop turn (same client as the server's). No token, no script, no
+  // route layer: the most any heartbeat confirmed by Redis before its 204 could do here.
+  let waiting: (() => void)[] = [];
+  const answerAll = () => {
+    const w = waiting;
+    waiting = [];
+    void s.app.redis.ping().then(() => {
+      for (const f of w) f();
+    });
+  };
+  const floor = uWS.App().put('/*', (res) => {
+    let gone = false;
+    res.onAborted(() => (gone = true));
+    waiting.push(() => {
+      if (!gone) res.cork(() => void res.writeStatus('204 No Content').end());
+    });
+    if (waiting.length === 1) setImmediate(answerAll);
+  });
+  let floorSocket: uWS.us_listen_socket | null = null;
+  const fport = await new Promise<number>((ok) => floor.listen('127.0.0.1', 0, (sock) => ok(uWS.us_socket_local_port((floorSocket = sock)))));
   const hb: number[] = [];
   const ce: number[] = [];
   const lz: number[] = [];
@@ -139,27 +165,37 @@ try {
   const auth0 = { ...s.app.auth.stats };
   // warm-up, not counted: the server's code is compiled by V8 under load like the ceiling's
   // (a one-line handler, warm at once); the first production round was up to 30 % slower
-  for (const [url, tok, m] of [[`${s.url}/services/${svc.id}/heartbeat`, svc.heartbeatToken, 'PUT'], [`${s.url}/sandbox/${sb.uuid}/services/${sbSvc.id}/heartbeat`, sbSvc.heartbeatToken, 'PUT'], [`http://127.0.0.1:${cport}/x`, '', 'PUT'], [`${s.url}/livez`, '', 'GET']] as const) {
+  for (const [url, tok, m] of [[`${s.url}/services/${svc.id}/heartbeat`, svc.heartbeatToken, 'PUT'], [`${s.url}/sandbox/${sb.uuid}/services/${sbSvc.id}/heartbeat`, sbSvc.heartbeatToken, 'PUT'], [`http://127.0.0.1:${cport}/x`, '', 'PUT'], [`http://127.0.0.1:${fport}/x`, '', 'PUT'], [`${s.url}/livez`, '', 'GET']] as const) {
     if (WARMUP > 0) await generate(url, tok, m, WARMUP);
   }
-  for (let i = 0; i < 2; i++) {
+  const fl: number[] = [];
+  for (let i = 0; i < ROUNDS; i++) {
+    // each heartbeat run next to a ceiling run: this machine's speed drifts by up to 2x within
+    // a minute (another tenant's load), so a ratio is taken within a round, not across rounds
     hb.push(await cannon(`${s.url}/services/${svc.id}/heartbeat`, svc.heartbeatToken, 'PUT', 'production heartbeat'));
-    sh.push(await cannon(`${s.url}/sandbox/${sb.uuid}/services/${sbSvc.id}/heartbeat`, sbSvc.heartbeatToken, 'PUT', 'sandbox heartbeat'));
     ce.push(await cannon(`http://127.0.0.1:${cport}/services/${svc.id}/heartbeat`, svc.heartbeatToken, 'PUT', 'ceiling (bare uWS 204)'));
+    sh.push(await cannon(`${s.url}/sandbox/${sb.uuid}/services/${sbSvc.id}/heartbeat`, sbSvc.heartbeatToken, 'PUT', 'sandbox heartbeat'));
+    fl.push(await cannon(`http://127.0.0.1:${fport}/services/${svc.id}/heartbeat`, svc.heartbeatToken, 'PUT', 'floor (bare uWS 204 after one Redis PING a turn)'));
     // the same server's cheapest route (no Redis): what the machine lets the server do at all
     lz.push(await cannon(`${s.url}/livez`, svc.heartbeatToken, 'GET', 'GET /livez'));
   }
-  console.log(`GET /livez on the same server: ${lz.map(Math.round).join(', ')} req/s`);
-  const bestHb = Math.max(...hb);
-  const bestCe = Math.max(...ce);
-  console.log(`heartbeats (${GEN}, ${CONN} connections): ${hb.map(Math.round).join(', ')} req/s; ceiling 204: ${ce.map(Math.round).join(', ')} req/s; ratio ${(bestHb / bestCe).toFixed(2)} (load ${await load()})`);
-  console.log(`sandbox heartbeats (rate limit counted): ${sh.map(Math.round).join(', ')} req/s; ratio ${(Math.max(...sh) / bestCe).toFixed(2)}`);
+  const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
+  /** per-round ratios x_i / ceiling_i: their median, and their range */
+  const paired = (xs: number[]) => {
+    const r = xs.map((x, i) => x / ce[i]!).sort((a, b) => a - b);
+    return `median ${med(r).toFixed(2)} (rounds ${r[0]!.toFixed(2)}-${r[r.length - 1]!.toFixed(2)}; best ÷ best ${(Math.max(...xs) / Math.max(...ce)).toFixed(2)})`;
+  };
+  console.log(`GET /livez on the same server: ${lz.map(Math.round).join(', ')} req/s; ratio ${paired(lz)}`);
+  console.log(`heartbeats (${GEN}, ${CONN} connections, ${ROUNDS} rounds of ${DUR} s): ${hb.map(Math.round).join(', ')} req/s; ceiling 204: ${ce.map(Math.round).join(', ')} req/s; ratio ${paired(hb)} (load ${await load()})`);
+  console.log(`sandbox heartbeats (rate limit counted): ${sh.map(Math.round).join(', ')} req/s; ratio ${paired(sh)}`);
+  console.log(`floor (any heartbeat that waits for Redis, one round trip a turn): ${fl.map(Math.round).join(', ')} req/s; ratio ${paired(fl)}`);
   const b = s.app.liveness.batch.stats;
   console.log(`heartbeat-2.lua calls: ${b.calls - batch0.calls} carrying ${b.beats - batch0.beats} heartbeats (${((b.beats - batch0.beats) / Math.max(1, b.calls - batch0.calls)).toFixed(1)} a call); token memory: ${s.app.heartbeatTokens.stats.hashed} hashed`);
   // the sandbox row's rate limit: requests answered from this thread's lease, and script calls that asked Redis
   const a = s.app.auth.stats;
   console.log(`rate limit: ${a.leased - auth0.leased} sandbox requests admitted from the lease, ${a.asked - auth0.asked} rate-limit script calls`);
   if (listenSocket) uWS.us_listen_socket_close(listenSocket);
+  if (floorSocket) uWS.us_listen_socket_close(floorSocket);
   }
   if (PART !== 'heartbeats') {
   // ---- expiry lag ----
