@@ -43,6 +43,12 @@ const CONN = arg('connections', 50);
 const WARMUP = arg('warmup', 2);
 /** heartbeat rounds: each runs production, the ceiling, sandbox, the Redis floor and GET /livez once */
 const ROUNDS = arg('rounds', 6);
+/**
+ * --fleet N: heartbeats of N leased services in turn (one request each, round robin) instead
+ * of one service's: a fleet's heartbeats fall in all 16 lease shards, so a turn's batch is up
+ * to 16 script calls. The ceiling and the floor get the same request stream (paths, headers).
+ */
+const FLEET = arg('fleet', 1);
 const sarg = (name: string, d: string) => {
   const i = process.argv.indexOf('--' + name);
   return i >= 0 ? process.argv[i + 1]! : d;
@@ -65,11 +71,23 @@ interface Run {
  * Run under bash so that its `times` builtin reports wrk's CPU (user + system of the child):
  * a generator near a full core is the bound, not the server.
  */
+/** the fleet's heartbeats (--fleet): [path, token] of each service of one namespace */
+let fleet: { prefix: string; beats: [string, string][] }[] = [];
+
 async function wrk(url: string, token: string, method: string, dur = DUR): Promise<Run> {
   const { mkdtempSync, writeFileSync, rmSync } = await import('node:fs');
   const dir = mkdtempSync('/tmp/wrk-lv-');
   const file = `${dir}/hb.lua`;
-  writeFileSync(file, `wrk.method = "${method}"\nwrk.headers["authorization"] = "Bearer ${token}"\n`);
+  // a URL that ends in a fleet service's heartbeat path: that namespace's fleet, in turn
+  const f = method === 'PUT' ? fleet.find((x) => url.includes(x.prefix)) : undefined;
+  if (f) {
+    const list = (i: 0 | 1) => f.beats.map((b) => JSON.stringify(b[i])).join(',');
+    writeFileSync(
+      file,
+      `local paths = {${list(0)}}\nlocal toks = {${list(1)}}\nlocal i = 0\n` +
+        `request = function()\n  i = i % #paths + 1\n  return wrk.format("PUT", paths[i], { ["authorization"] = "Bearer " .. toks[i] })\nend\n`,
+    );
+  } else writeFileSync(file, `wrk.method = "${method}"\nwrk.headers["authorization"] = "Bearer ${token}"\n`);
   try {
     const { stdout } = await run('bash', ['-c', 'wrk "$@" && times', 'wrk', '-t1', `-c${CONN}`, `-d${dur}s`, '-s', file, url], { maxBuffer: 1 << 26 });
     const bad = /Non-2xx or 3xx responses: (\d+)/.exec(stdout);
@@ -133,6 +151,26 @@ try {
   if ((await s.admin('POST', `/admin/api/sandboxes/${sb.uuid}/tier`, { tier: 'bench' })).status !== 200) throw new Error('tier');
   const sr = await s.req(`/sandbox/${sb.uuid}/services`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${sb.apiKey}` }, body: JSON.stringify({ endpoint: 'https://bench-hb-sb.example.com', capability: 'bench', ttl: 60 }) });
   const sbSvc = (await sr.json()) as { id: string; heartbeatToken: string };
+  if (FLEET > 1) {
+    // N more leased services in each namespace, registered in batches of up to 1,000
+    type Made = { services: { id: string; heartbeatToken: string }[] };
+    const made = async (send: (body: unknown) => Promise<Response>, ns: string, heartbeatPath: (id: string) => string): Promise<[string, string][]> => {
+      const out: [string, string][] = [];
+      for (let i = 0; i < FLEET; i += 1000) {
+        const services = Array.from({ length: Math.min(1000, FLEET - i) }, (_, j) => ({ endpoint: `https://fleet-${ns}-${i + j}.example.com`, capability: 'bench', ttl: 60 }));
+        const r = await send({ services });
+        if (r.status !== 201) throw new Error(`fleet registration: ${r.status} ${await r.text()}`);
+        for (const x of ((await r.json()) as Made).services) out.push([heartbeatPath(x.id), x.heartbeatToken]);
+      }
+      return out;
+    };
+    const prod = await made((body) => s.admin('POST', '/admin/api/services/batch', body), 'p', (id) => `/services/${id}/heartbeat`);
+    const sandboxBatch = (body: unknown) => s.req(`/sandbox/${sb.uuid}/services/batch`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${sb.apiKey}` }, body: JSON.stringify(body) });
+    const sand = await made(sandboxBatch, 's', (id) => `/sandbox/${sb.uuid}/services/${id}/heartbeat`);
+    // the longer prefix first: a sandbox path also contains "/services/"
+    fleet = [{ prefix: `/sandbox/${sb.uuid}/services/`, beats: sand }, { prefix: '/services/', beats: prod }];
+    console.log(`fleet: ${FLEET} leased services in production and ${FLEET} in the sandbox, heartbeating in turn`);
+  }
   const ceiling = uWS.App().put('/*', (res) => void res.writeStatus('204 No Content').end()).any('/*', (res) => void res.writeStatus('404 Not Found').end());
   let listenSocket: uWS.us_listen_socket | null = null;
   const cport = await new Promise<number>((ok) => ceiling.listen('127.0.0.1', 0, (sock) => ok(uWS.us_socket_local_port((listenSocket = sock)))));

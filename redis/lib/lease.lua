@@ -1,5 +1,5 @@
--- A lease record (liveness, src/hot/liveness/lease-record.ts decodes the same text; heartbeat-2.lua
--- matches it in place):
+-- A lease record (liveness; src/hot/redis/replies.ts leaseRecord() decodes the same text; heartbeat-2.lua
+-- matches it in place, lib/heartbeat.lua):
 -- "<rev>|<ns>|<token sha256 hex>|<ttl s>|<status p or c>|<deregisterAfter s, 0 none>|<critical since ms or empty>"
 local function leaseParse(rec)
   if not rec then return nil end

@@ -4,12 +4,18 @@
 // call must answer what the model answers, line by line, and leave the deadlines the model
 // leaves. The script matches records and lines in place rather than parsing them (for its
 // speed: every request of a batch waits for it), so the shapes around the edges are drawn.
+// heartbeats.lua (several shards in one call) must answer as heartbeat-2.lua per shard, and a
+// thread's batch must put a turn's shards in one call on a standalone Redis, one call per
+// shard on a cluster (TEST_REDIS_CLUSTER_NODES), each heartbeat answered its own.
 import t from 'tap';
 import fc from 'fast-check';
 import { loadConfig } from '../../src/hot/config.js';
 import { Keys } from '../../src/hot/domain/keys.js';
 import { createRedis } from '../../src/hot/redis/client.js';
 import { heartbeatReplies } from '../../src/hot/redis/replies.js';
+import { HeartbeatBatch, MAX_BATCH } from '../../src/hot/liveness/heartbeat-batch.js';
+import { shardOf } from '../../src/hot/liveness/redis-lease.js';
+import { LEASE_SHARDS } from '../../src/hot/domain/keys.js';
 
 const IDS = ['a', 'b-1', 'c_2', 'D3'];
 const NSS = ['production', '0f6c1a52-1b7e-4a61-9a0f-3f2b1c0d9e8a'];
@@ -115,3 +121,109 @@ t.test('heartbeat-2.lua answers every line as its rules say, and renews exactly 
   );
   t.same([...seen].sort((a, b) => a - b), [-2, -1, 0, 1], 'every answer occurred');
 });
+
+t.test('heartbeats.lua: the shards of one call answered pair after pair, as heartbeat-2.lua answers each', async (t) => {
+  const redis = createRedis(loadConfig());
+  t.teardown(() => redis.disconnect());
+  let run = 0;
+  await fc.assert(
+    fc.asyncProperty(
+      fc.array(fc.tuple(fc.array(fc.tuple(fc.constantFrom(...IDS), record), { maxLength: 4 }), fc.array(line, { minLength: 1, maxLength: 6 })), { minLength: 1, maxLength: 3 }),
+      async (shards) => {
+        const k = new Keys(`hbm${process.pid}-${run++}:`);
+        const now = 1_764_000_000_000 + run;
+        const keys: string[] = [];
+        const want: number[] = [];
+        const deadlines: [string, string, number][] = [];
+        try {
+          for (let i = 0; i < shards.length; i++) {
+            const [recs, lines] = shards[i]!;
+            const records = new Map(recs);
+            keys.push(k.leases(i), k.deadlines(i));
+            for (const [id, rec] of records) {
+              await redis.hset(k.leases(i), id, rec);
+              await redis.zadd(k.deadlines(i), 1, id);
+            }
+            const ds = new Map([...records.keys()].map((id) => [id, 1]));
+            for (const l of lines) {
+              const m = model(l, records, now);
+              want.push(m.r);
+              if (m.renew) ds.set(...m.renew);
+            }
+            for (const [id, d] of ds) deadlines.push([k.deadlines(i), id, d]);
+          }
+          const texts = shards.map(([, lines]) => lines.map((l) => l + '\n').join(''));
+          const got = heartbeatReplies(await redis.heartbeats(keys.length, ...keys, now, ...texts), want.length);
+          if (JSON.stringify(got) !== JSON.stringify(want)) {
+            t.same(got, want, `answers of ${JSON.stringify(shards)}`);
+            return false;
+          }
+          for (const [key, id, d] of deadlines) {
+            const score = Number(await redis.zscore(key, id));
+            if (score !== d) {
+              t.equal(score, d, `the deadline of ${id} in ${key} after ${JSON.stringify(shards)}`);
+              return false;
+            }
+          }
+          return true;
+        } finally {
+          if (keys.length) await redis.del(...keys);
+        }
+      },
+    ),
+    { numRuns: 150 },
+  );
+});
+
+/** ids that fall in `n` different lease shards, `per` of each */
+function spread(n: number, per: number): string[] {
+  const by = new Map<number, string[]>();
+  for (let i = 0; by.size < n || [...by.values()].some((v) => v.length < per); i++) {
+    const id = `hb${i}`;
+    const s = shardOf(id);
+    const list = by.get(s) ?? [];
+    if (!by.has(s) && by.size >= n) continue;
+    if (list.length < per) list.push(id);
+    by.set(s, list);
+  }
+  return [...by.values()].flat();
+}
+
+const CLUSTER = process.env.REDIS_CLUSTER_NODES || process.env.TEST_REDIS_CLUSTER_NODES || '';
+for (const mode of ['standalone', 'cluster'] as const) {
+  t.test(`a thread's batch (${mode} Redis): a turn's heartbeats in several shards, each answered its own`, { skip: mode === 'cluster' && !CLUSTER ? 'no TEST_REDIS_CLUSTER_NODES' : false }, async (t) => {
+    const redis = createRedis(loadConfig(mode === 'cluster' ? { ...process.env, REDIS_CLUSTER_NODES: CLUSTER } : process.env));
+    t.teardown(() => redis.disconnect());
+    const k = new Keys(`hbb${process.pid}-${mode}:`);
+    const now = 1_764_000_000_000;
+    const batch = new HeartbeatBatch(redis, k, () => now);
+    const hash = (id: string) => Buffer.from(id).toString('hex').padEnd(64, 'a');
+    const ids = spread(LEASE_SHARDS, 20); // 320 heartbeats: more than one call's MAX_BATCH
+    t.ok(ids.length > MAX_BATCH);
+    try {
+      for (const id of ids) await redis.hset(k.leases(shardOf(id)), id, `3|production|${hash(id)}|${id.length}|p|0|`);
+      /** one turn: every heartbeat handed to the batch in the same tick; every third with another token */
+      const turn = (list: string[]) =>
+        Promise.all(list.map((id, i) => new Promise<[string, number]>((ok, no) => batch.beat('production', id, i % 3 === 2 ? 'ff'.repeat(32) : hash(id), 'p', false, (r, err) => (err === undefined ? ok([id, r]) : no(err))))));
+      const few = ids.filter((_, i) => i % 20 === 0); // one of each shard
+      let calls = batch.stats.calls;
+      const a = await turn(few);
+      t.same(a.map(([, r]) => r), few.map((_, i) => (i % 3 === 2 ? -2 : 0)), 'each answer its own heartbeat\'s');
+      t.equal(batch.stats.calls - calls, mode === 'cluster' ? new Set(few.map(shardOf)).size : 1, mode === 'cluster' ? 'one call a shard' : 'the shards of the turn in one call');
+      for (let s = 0; s < LEASE_SHARDS; s++) await redis.del(k.deadlines(s)); // the next turn's renewals alone
+      calls = batch.stats.calls;
+      const b = await turn(ids);
+      t.same(b.map(([, r]) => r), ids.map((_, i) => (i % 3 === 2 ? -2 : 0)), 'all 320 answered their own');
+      t.equal(batch.stats.calls - calls, mode === 'cluster' ? LEASE_SHARDS : Math.ceil(ids.length / MAX_BATCH), mode === 'cluster' ? 'one call a shard' : `calls of at most ${MAX_BATCH}`);
+      for (const [i, id] of ids.entries()) {
+        const score = await redis.zscore(k.deadlines(shardOf(id)), id);
+        if ((score === null) !== (i % 3 === 2) || (score !== null && Number(score) !== now + id.length * 1000)) {
+          t.fail(`deadline of ${id}: ${score}`);
+          break;
+        }
+      }
+    } finally {
+      for (let s = 0; s < LEASE_SHARDS; s++) await redis.del(k.leases(s), k.deadlines(s));
+    }
+  });
+}

@@ -105,7 +105,7 @@ export class Keys {
   }
 
   // ---- liveness (src/hot/liveness/): sharded by service id, each shard one cluster slot ----
-  /** hash: service id -> lease record (liveness/lease-record.ts) */
+  /** hash: service id -> lease record (redis/lib/lease.lua; read by redis/replies.ts leaseRecord) */
   leases(shard: number): string {
     return `${this.prefix}lv:{${shard}}:l`;
   }

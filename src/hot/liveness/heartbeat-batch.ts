@@ -12,10 +12,17 @@
 // them per call were more of the call's cost than the script. Answers come back through a
 // callback per heartbeat, not a promise: no promise, microtask or closure chain per request
 // (docs/decisions.md, "Heartbeats without a promise per request").
+//
+// On a standalone Redis the shards of one turn go together in one heartbeats.lua call (up to
+// MAX_BATCH heartbeats a call): a fleet's heartbeats fall in all 16 shards, and a call per
+// shard made a turn's ~30 heartbeats 16 calls of ~2 (docs/decisions.md, "Heartbeats of a
+// fleet in one call"). A cluster refuses keys of several slots in one script: there each
+// shard is its own heartbeat-2.lua call.
+import { Cluster } from 'ioredis';
 import type { Keys } from '../domain/keys.js';
 import type { RedisClient } from '../redis/client.js';
 import { heartbeatReplies } from '../redis/replies.js';
-import { leaseKeys, shardOf } from './redis-lease.js';
+import { shardOf } from './redis-lease.js';
 
 export const MAX_BATCH = 256;
 
@@ -53,12 +60,16 @@ export class HeartbeatBatch {
   private readonly flushNow = () => this.flush();
   /** script calls sent and heartbeats they carried (tests, the bench) */
   readonly stats = { calls: 0, beats: 0 };
+  /** whether the shards of a turn may share a call (a standalone Redis) */
+  private readonly together: boolean;
 
   constructor(
     private readonly redis: RedisClient,
     private readonly keys: Keys,
     private readonly now: () => number,
-  ) {}
+  ) {
+    this.together = !(redis instanceof Cluster);
+  }
 
   /**
    * One heartbeat (checkOnly: renew nothing); `done` is called once with its answer. `id` and
@@ -78,7 +89,7 @@ export class HeartbeatBatch {
     }
     if (p.done.length >= MAX_BATCH) {
       this.shards.delete(s);
-      this.send(id, p);
+      this.send([[s, p]]);
     } else if (!this.scheduled) {
       this.scheduled = true;
       setImmediate(this.flushNow);
@@ -95,30 +106,57 @@ export class HeartbeatBatch {
     const all = this.shards;
     if (all.size === 0) return;
     this.shards = new Map();
-    for (const p of all.values()) this.send(p.text.slice(0, p.text.indexOf(' ')), p);
+    if (!this.together) {
+      for (const e of all) this.send([e]);
+      return;
+    }
+    // the turn's shards in calls of up to MAX_BATCH heartbeats (a script blocks Redis)
+    let group: [number, Pending][] = [];
+    let count = 0;
+    for (const e of all) {
+      if (group.length && count + e[1].done.length > MAX_BATCH) {
+        this.send(group);
+        group = [];
+        count = 0;
+      }
+      group.push(e);
+      count += e[1].done.length;
+    }
+    this.send(group);
   }
 
-  /** `id`: any service of the batch's shard (its keys are the shard's) */
-  private send(id: string, p: Pending): void {
-    const n = p.done.length;
+  /** One script call for these shards' batches: heartbeat-2.lua for one, heartbeats.lua for several. */
+  private send(group: [number, Pending][]): void {
+    let n = 0;
+    for (const [, p] of group) n += p.done.length;
     this.stats.calls++;
     this.stats.beats += n;
-    const [l, d] = leaseKeys(this.keys, id);
-    this.redis.heartbeat(l, d, this.now(), p.text).then(
-      (r) => {
-        let rs: number[];
-        try {
-          rs = heartbeatReplies(r, n);
-        } catch (e) {
-          // a reply of the wrong shape: every heartbeat of the batch fails with it
-          for (const f of p.done) f(NaN, e);
-          return;
-        }
-        for (let i = 0; i < n; i++) p.done[i]!(rs[i]!);
-      },
-      (e: unknown) => {
-        for (const f of p.done) f(NaN, e);
-      },
-    );
+    const fail = (e: unknown) => {
+      for (const [, p] of group) for (const f of p.done) f(NaN, e);
+    };
+    let call: Promise<unknown>;
+    if (group.length === 1) {
+      const [s, p] = group[0]!;
+      call = this.redis.heartbeat(this.keys.leases(s), this.keys.deadlines(s), this.now(), p.text);
+    } else {
+      const keys: string[] = [];
+      const texts: string[] = [];
+      for (const [s, p] of group) {
+        keys.push(this.keys.leases(s), this.keys.deadlines(s));
+        texts.push(p.text);
+      }
+      call = this.redis.heartbeats(keys.length, ...keys, this.now(), ...texts);
+    }
+    call.then((r) => {
+      let rs: number[];
+      try {
+        rs = heartbeatReplies(r, n);
+      } catch (e) {
+        // a reply of the wrong shape: every heartbeat of the call fails with it
+        return fail(e);
+      }
+      let i = 0;
+      for (const [, p] of group) for (const f of p.done) f(rs[i++]!);
+    }, fail);
   }
 }

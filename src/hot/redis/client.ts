@@ -32,6 +32,7 @@ declare module 'ioredis' {
     pexpireIfEqual: Cmd;
     leaseApply: Cmd;
     heartbeat: Cmd;
+    heartbeats: Cmd;
     leaseSweep: Cmd;
     healthFlip: Cmd;
     leaseSettle: Cmd;
