@@ -1,5 +1,5 @@
-// The heartbeats of one event-loop turn, sent to Redis together: one heartbeat-2.lua call
-// per lease shard and turn instead of one per request. A call through ioredis costs the
+// The heartbeats of one event-loop turn, sent to Redis together: one script call per turn
+// (per lease shard on a cluster) instead of one per request. A call through ioredis costs the
 // serving thread ~15 µs of CPU whatever it carries (command object, promise, RESP reply),
 // more than the rest of a heartbeat; the script's own start-up cost in Redis (~5 µs) is
 // shared the same way (docs/decisions.md, "Heartbeats in batches"). The batch is sent from
