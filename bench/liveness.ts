@@ -29,6 +29,7 @@ import { LEASE_SHARDS } from '../src/hot/domain/keys.js';
 import { rebuildIndex } from '../src/hot/index/rebuild.js';
 import { backfillIndexText } from '../src/hot/store/index-text.js';
 import { LeaseSweeper } from '../src/hot/liveness/sweeper.js';
+import { shardOf } from '../src/hot/liveness/redis-lease.js';
 
 const run = promisify(execFile);
 const arg = (name: string, d: number) => {
@@ -73,6 +74,8 @@ interface Run {
  */
 /** the fleet's heartbeats (--fleet): [path, token] of each service of one namespace */
 let fleet: { prefix: string; beats: [string, string][] }[] = [];
+/** when the fleet's registrations were done: a deadline later than this + ttl was renewed by a heartbeat */
+let fleetRegistered = 0;
 
 async function wrk(url: string, token: string, method: string, dur = DUR): Promise<Run> {
   const { mkdtempSync, writeFileSync, rmSync } = await import('node:fs');
@@ -169,6 +172,7 @@ try {
     const sand = await made(sandboxBatch, 's', (id) => `/sandbox/${sb.uuid}/services/${id}/heartbeat`);
     // the longer prefix first: a sandbox path also contains "/services/"
     fleet = [{ prefix: `/sandbox/${sb.uuid}/services/`, beats: sand }, { prefix: '/services/', beats: prod }];
+    fleetRegistered = Date.now();
     console.log(`fleet: ${FLEET} leased services in production and ${FLEET} in the sandbox, heartbeating in turn`);
   }
   const ceiling = uWS.App().put('/*', (res) => void res.writeStatus('204 No Content').end()).any('/*', (res) => void res.writeStatus('404 Not Found').end());
@@ -227,6 +231,18 @@ try {
   console.log(`heartbeats (${GEN}, ${CONN} connections, ${ROUNDS} rounds of ${DUR} s): ${hb.map(Math.round).join(', ')} req/s; ceiling 204: ${ce.map(Math.round).join(', ')} req/s; ratio ${paired(hb)} (load ${await load()})`);
   console.log(`sandbox heartbeats (rate limit counted): ${sh.map(Math.round).join(', ')} req/s; ratio ${paired(sh)}`);
   console.log(`floor (any heartbeat that waits for Redis, one round trip a turn): ${fl.map(Math.round).join(', ')} req/s; ratio ${paired(fl)}`);
+  if (fleet.length) {
+    // the fleet's leases renewed by the runs (a deadline past registration + ttl): each service was heartbeaten
+    const renewed = async (beats: [string, string][]) => {
+      let n = 0;
+      for (const [path] of beats) {
+        const id = /\/services\/([^/]+)\/heartbeat$/.exec(path)![1]!;
+        if (Number(await s.app.redis.zscore(s.app.keys.deadlines(shardOf(id)), id)) > fleetRegistered + 60_000) n++;
+      }
+      return n;
+    };
+    console.log(`fleet leases renewed by the runs: ${await renewed(fleet[1]!.beats)} of ${FLEET} in production, ${await renewed(fleet[0]!.beats)} of ${FLEET} in the sandbox`);
+  }
   const b = s.app.liveness.batch.stats;
   console.log(`heartbeat-2.lua calls: ${b.calls - batch0.calls} carrying ${b.beats - batch0.beats} heartbeats (${((b.beats - batch0.beats) / Math.max(1, b.calls - batch0.calls)).toFixed(1)} a call); token memory: ${s.app.heartbeatTokens.stats.hashed} hashed`);
   // the sandbox row's rate limit: requests answered from this thread's lease, and script calls that asked Redis

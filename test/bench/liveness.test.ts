@@ -1,0 +1,35 @@
+// The liveness bench's heartbeat part runs end to end (its README rows come from it): a tiny
+// call, one round of one second, with a fleet of 3 services per namespace, against the test
+// run's Redis and PostgreSQL. With wrk (the rows' generator; `scripts/services.sh wrk`
+// installs it), each of the fleet's services must have been heartbeaten (its lease renewed).
+// Without wrk, autocannon (one URL, no fleet rotation). Checks that it runs and reports,
+// never a figure.
+import t from 'tap';
+import { execFile, execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { ROOT } from '../../src/hot/paths.js';
+
+const run = promisify(execFile);
+let wrk = false;
+try {
+  execFileSync('sh', ['-c', 'command -v wrk'], { stdio: 'ignore' });
+  wrk = true;
+} catch {
+  wrk = false;
+}
+
+t.test(`the liveness bench's heartbeat part runs and reports (${wrk ? 'wrk, fleet rotation' : 'autocannon'})`, async (t) => {
+  const args = ['--part', 'heartbeats', '--duration', '1', '--rounds', '1', '--warmup', '0', '--fleet', '3', '--generator', wrk ? 'wrk' : 'autocannon'];
+  const { stdout } = await run(process.execPath, [join(ROOT, 'dist/bench/liveness.js'), ...args], { cwd: ROOT, timeout: 120_000, maxBuffer: 1 << 24 });
+  t.match(stdout, /fleet: 3 leased services in production and 3 in the sandbox/);
+  for (const row of ['heartbeats (', 'sandbox heartbeats (rate limit counted)', 'floor (any heartbeat that waits for Redis', 'GET /livez on the same server']) t.ok(stdout.includes(row), `reports: ${row}`);
+  t.match(stdout, /ratio median \d\.\d\d \(rounds /, 'a paired ratio');
+  const m = /heartbeat-2\.lua calls: (\d+) carrying (\d+) heartbeats .*token memory: (\d+) hashed/.exec(stdout);
+  t.ok(m, 'script calls and token memory reported');
+  t.ok(Number(m?.[2]) > 0, 'heartbeats reached Redis');
+  // with wrk every fleet service was heartbeaten in turn; autocannon sends one URL, no fleet's
+  const r = /fleet leases renewed by the runs: (\d+) of 3 in production, (\d+) of 3 in the sandbox/.exec(stdout);
+  t.ok(r, 'the fleet leases renewed are reported');
+  if (wrk) t.same([Number(r?.[1]), Number(r?.[2])], [3, 3], 'each fleet service heartbeaten');
+});
