@@ -1,5 +1,5 @@
 // The liveness bench's heartbeat part runs end to end (its README rows come from it): a tiny
-// call, one round of one second, with a fleet of 3 services per namespace, against the test
+// call, one round of one second, 8 connections, a fleet of 3 services per namespace, against the test
 // run's Redis and PostgreSQL. With wrk (the rows' generator; `scripts/services.sh wrk`
 // installs it), each of the fleet's services must have been heartbeaten (its lease renewed).
 // Without wrk, autocannon (one URL, no fleet rotation). Checks that it runs and reports,
@@ -20,7 +20,7 @@ try {
 }
 
 t.test(`the liveness bench's heartbeat part runs and reports (${wrk ? 'wrk, fleet rotation' : 'autocannon'})`, async (t) => {
-  const args = ['--part', 'heartbeats', '--duration', '1', '--rounds', '1', '--warmup', '0', '--fleet', '3', '--generator', wrk ? 'wrk' : 'autocannon'];
+  const args = ['--part', 'heartbeats', '--duration', '1', '--rounds', '1', '--warmup', '0', '--fleet', '3', '--connections', '8', '--generator', wrk ? 'wrk' : 'autocannon'];
   const { stdout } = await run(process.execPath, [join(ROOT, 'dist/bench/liveness.js'), ...args], { cwd: ROOT, timeout: 120_000, maxBuffer: 1 << 24 });
   t.match(stdout, /fleet: 3 leased services in production and 3 in the sandbox/);
   for (const row of ['heartbeats (', 'sandbox heartbeats (rate limit counted)', 'floor (any heartbeat that waits for Redis', 'GET /livez on the same server']) t.ok(stdout.includes(row), `reports: ${row}`);
