@@ -15,6 +15,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import uWS from 'uWebSockets.js';
 import { registerProduction, startTestServer } from '../test/helpers/server.js';
 import { PRODUCTION } from '../src/hot/domain/keys.js';
+import { floorHandler } from './floor.js';
 
 const arg = (name: string, d: number) => {
   const i = process.argv.indexOf('--' + name);
@@ -38,25 +39,9 @@ try {
   const hash = look.hash;
 
   const answer = (res: uWS.HttpResponse) => res.cork(() => void res.writeStatus('204 No Content').end());
-  let waiting: (() => void)[] = [];
   const handlers: Record<string, (res: uWS.HttpResponse, req: uWS.HttpRequest) => void> = {
     ceiling: (res) => void res.writeStatus('204 No Content').end(),
-    floor: (res) => {
-      let gone = false;
-      res.onAborted(() => (gone = true));
-      waiting.push(() => {
-        if (!gone) answer(res);
-      });
-      if (waiting.length === 1) {
-        setImmediate(() => {
-          const w = waiting;
-          waiting = [];
-          void app.redis.ping().then(() => {
-            for (const f of w) f();
-          });
-        });
-      }
-    },
+    floor: floorHandler(app.redis),
     script: (res, req) => {
       let gone = false;
       res.onAborted(() => (gone = true));

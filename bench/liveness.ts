@@ -30,6 +30,7 @@ import { rebuildIndex } from '../src/hot/index/rebuild.js';
 import { backfillIndexText } from '../src/hot/store/index-text.js';
 import { LeaseSweeper } from '../src/hot/liveness/sweeper.js';
 import { shardOf } from '../src/hot/liveness/redis-lease.js';
+import { floorHandler } from './floor.js';
 
 const run = promisify(execFile);
 const arg = (name: string, d: number) => {
@@ -50,6 +51,8 @@ const ROUNDS = arg('rounds', 6);
  * to 16 script calls. The ceiling and the floor get the same request stream (paths, headers).
  */
 const FLEET = arg('fleet', 1);
+/** the ttl (s) of every bench lease; a fleet deadline past registration + this was renewed */
+const LEASE_TTL = 60;
 const sarg = (name: string, d: string) => {
   const i = process.argv.indexOf('--' + name);
   return i >= 0 ? process.argv[i + 1]! : d;
@@ -148,11 +151,11 @@ redisCpu = async () => {
 try {
   // ---- heartbeats against the ceiling ----
   if (PART !== 'expiry') {
-  const svc = (await registerProduction(s, { endpoint: 'https://bench-hb.example.com', capability: 'bench', ttl: 60 })) as unknown as { id: string; heartbeatToken: string };
+  const svc = (await registerProduction(s, { endpoint: 'https://bench-hb.example.com', capability: 'bench', ttl: LEASE_TTL })) as unknown as { id: string; heartbeatToken: string };
   // the sandbox row: the same heartbeat counted against its sandbox's rate limit
   const sb = await createSandbox(s, 'Bench');
   if ((await s.admin('POST', `/admin/api/sandboxes/${sb.uuid}/tier`, { tier: 'bench' })).status !== 200) throw new Error('tier');
-  const sr = await s.req(`/sandbox/${sb.uuid}/services`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${sb.apiKey}` }, body: JSON.stringify({ endpoint: 'https://bench-hb-sb.example.com', capability: 'bench', ttl: 60 }) });
+  const sr = await s.req(`/sandbox/${sb.uuid}/services`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${sb.apiKey}` }, body: JSON.stringify({ endpoint: 'https://bench-hb-sb.example.com', capability: 'bench', ttl: LEASE_TTL }) });
   const sbSvc = (await sr.json()) as { id: string; heartbeatToken: string };
   if (FLEET > 1) {
     // N more leased services in each namespace, registered in batches of up to 1,000
@@ -160,7 +163,7 @@ try {
     const made = async (send: (body: unknown) => Promise<Response>, ns: string, heartbeatPath: (id: string) => string): Promise<[string, string][]> => {
       const out: [string, string][] = [];
       for (let i = 0; i < FLEET; i += 1000) {
-        const services = Array.from({ length: Math.min(1000, FLEET - i) }, (_, j) => ({ endpoint: `https://fleet-${ns}-${i + j}.example.com`, capability: 'bench', ttl: 60 }));
+        const services = Array.from({ length: Math.min(1000, FLEET - i) }, (_, j) => ({ endpoint: `https://fleet-${ns}-${i + j}.example.com`, capability: 'bench', ttl: LEASE_TTL }));
         const r = await send({ services });
         if (r.status !== 201) throw new Error(`fleet registration: ${r.status} ${await r.text()}`);
         for (const x of ((await r.json()) as Made).services) out.push([heartbeatPath(x.id), x.heartbeatToken]);
@@ -178,25 +181,8 @@ try {
   const ceiling = uWS.App().put('/*', (res) => void res.writeStatus('204 No Content').end()).any('/*', (res) => void res.writeStatus('404 Not Found').end());
   let listenSocket: uWS.us_listen_socket | null = null;
   const cport = await new Promise<number>((ok) => ceiling.listen('127.0.0.1', 0, (sock) => ok(uWS.us_socket_local_port((listenSocket = sock)))));
-  // The floor: a bare uWS app that answers 204 once Redis has answered one PING for all the
-  // requests of its event-loop turn (same client as the server's). No token, no script, no
-  // route layer: the most any heartbeat confirmed by Redis before its 204 could do here.
-  let waiting: (() => void)[] = [];
-  const answerAll = () => {
-    const w = waiting;
-    waiting = [];
-    void s.app.redis.ping().then(() => {
-      for (const f of w) f();
-    });
-  };
-  const floor = uWS.App().put('/*', (res) => {
-    let gone = false;
-    res.onAborted(() => (gone = true));
-    waiting.push(() => {
-      if (!gone) res.cork(() => void res.writeStatus('204 No Content').end());
-    });
-    if (waiting.length === 1) setImmediate(answerAll);
-  });
+  // the floor (bench/floor.ts): the most a heartbeat confirmed by Redis could do here
+  const floor = uWS.App().put('/*', floorHandler(s.app.redis));
   let floorSocket: uWS.us_listen_socket | null = null;
   const fport = await new Promise<number>((ok) => floor.listen('127.0.0.1', 0, (sock) => ok(uWS.us_socket_local_port((floorSocket = sock)))));
   const hb: number[] = [];
@@ -237,7 +223,7 @@ try {
       let n = 0;
       for (const [path] of beats) {
         const id = /\/services\/([^/]+)\/heartbeat$/.exec(path)![1]!;
-        if (Number(await s.app.redis.zscore(s.app.keys.deadlines(shardOf(id)), id)) > fleetRegistered + 60_000) n++;
+        if (Number(await s.app.redis.zscore(s.app.keys.deadlines(shardOf(id)), id)) > fleetRegistered + LEASE_TTL * 1000) n++;
       }
       return n;
     };

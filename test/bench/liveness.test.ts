@@ -5,19 +5,14 @@
 // Without wrk, autocannon (one URL, no fleet rotation). Checks that it runs and reports,
 // never a figure.
 import t from 'tap';
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ROOT } from '../../src/hot/paths.js';
+import { HAS_WRK } from '../../bench/wrk.js';
 
 const run = promisify(execFile);
-let wrk = false;
-try {
-  execFileSync('sh', ['-c', 'command -v wrk'], { stdio: 'ignore' });
-  wrk = true;
-} catch {
-  wrk = false;
-}
+const wrk = HAS_WRK;
 
 t.test(`the liveness bench's heartbeat part runs and reports (${wrk ? 'wrk, fleet rotation' : 'autocannon'})`, async (t) => {
   const args = ['--part', 'heartbeats', '--duration', '1', '--rounds', '1', '--warmup', '0', '--fleet', '3', '--connections', '8', '--generator', wrk ? 'wrk' : 'autocannon'];

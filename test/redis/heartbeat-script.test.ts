@@ -11,7 +11,7 @@ import t from 'tap';
 import fc from 'fast-check';
 import { loadConfig } from '../../src/hot/config.js';
 import { Keys } from '../../src/hot/domain/keys.js';
-import { createRedis } from '../../src/hot/redis/client.js';
+import { createRedis, type RedisClient } from '../../src/hot/redis/client.js';
 import { heartbeatReplies } from '../../src/hot/redis/replies.js';
 import { HeartbeatBatch, MAX_BATCH } from '../../src/hot/liveness/heartbeat-batch.js';
 import { shardOf } from '../../src/hot/liveness/redis-lease.js';
@@ -65,6 +65,36 @@ const badLine = fc.oneof(
 );
 const line = fc.oneof({ weight: 3, arbitrary: goodLine }, { weight: 1, arbitrary: badLine });
 
+/**
+ * One shard's case: its records written to shard `shard` of `k` (each with deadline 1), its
+ * lines as the script takes them, and what the model says: the answers, and every record's
+ * deadline after the call.
+ */
+async function seedShard(redis: RedisClient, k: Keys, shard: number, recs: [string, string][], lines: string[], now: number): Promise<{ text: string; want: number[]; deadlines: Map<string, number> }> {
+  const records = new Map(recs);
+  for (const [id, rec] of records) {
+    await redis.hset(k.leases(shard), id, rec);
+    await redis.zadd(k.deadlines(shard), 1, id);
+  }
+  const deadlines = new Map([...records.keys()].map((id) => [id, 1]));
+  const want: number[] = [];
+  for (const l of lines) {
+    const m = model(l, records, now);
+    want.push(m.r);
+    if (m.renew) deadlines.set(...m.renew);
+  }
+  return { text: lines.map((l) => l + '\n').join(''), want, deadlines };
+}
+
+/** The first deadline in sorted set `key` that is not the model's, or null. */
+async function wrongDeadline(redis: RedisClient, key: string, deadlines: Map<string, number>): Promise<{ id: string; got: number; want: number } | null> {
+  for (const [id, want] of deadlines) {
+    const got = Number(await redis.zscore(key, id));
+    if (got !== want) return { id, got, want };
+  }
+  return null;
+}
+
 t.test('heartbeat-2.lua answers every line as its rules say, and renews exactly the deadlines they say', async (t) => {
   const redis = createRedis(loadConfig());
   t.teardown(() => redis.disconnect());
@@ -77,30 +107,21 @@ t.test('heartbeat-2.lua answers every line as its rules say, and renews exactly 
       async (recs, lines) => {
         const k = new Keys(`hbs${process.pid}-${run++}:`);
         const [L, D] = [k.leases(0), k.deadlines(0)];
-        const records = new Map(recs);
         const now = 1_764_000_000_000 + run;
         try {
-          for (const [id, rec] of records) {
-            await redis.hset(L, id, rec);
-            await redis.zadd(D, 1, id);
-          }
-          const want = lines.map((l) => model(l, records, now));
-          const got = heartbeatReplies(await redis.heartbeat(L, D, now, lines.map((l) => l + '\n').join('')), lines.length);
-          for (const w of want) seen.add(w.r);
-          if (JSON.stringify(got) !== JSON.stringify(want.map((w) => w.r))) {
-            t.same(got, want.map((w) => w.r), `answers of ${JSON.stringify(lines)} with ${JSON.stringify(recs)}`);
+          const c = await seedShard(redis, k, 0, recs, lines, now);
+          const got = heartbeatReplies(await redis.heartbeat(L, D, now, c.text), lines.length);
+          for (const w of c.want) seen.add(w);
+          if (JSON.stringify(got) !== JSON.stringify(c.want)) {
+            t.same(got, c.want, `answers of ${JSON.stringify(lines)} with ${JSON.stringify(recs)}`);
             return false;
           }
-          const deadlines = new Map([...records.keys()].map((id) => [id, 1]));
-          for (const w of want) if (w.renew) deadlines.set(...w.renew);
-          for (const [id, d] of deadlines) {
-            const score = Number(await redis.zscore(D, id));
-            if (score !== d) {
-              t.equal(score, d, `the deadline of ${id} after ${JSON.stringify(lines)} with ${JSON.stringify(recs)}`);
-              return false;
-            }
+          const wrong = await wrongDeadline(redis, D, c.deadlines);
+          if (wrong) {
+            t.equal(wrong.got, wrong.want, `the deadline of ${wrong.id} after ${JSON.stringify(lines)} with ${JSON.stringify(recs)}`);
+            return false;
           }
-          t.equal(await redis.zcard(D), records.size, 'no deadline for an id without a record');
+          t.equal(await redis.zcard(D), c.deadlines.size, 'no deadline for an id without a record');
           return true;
         } finally {
           await redis.del(L, D);
@@ -133,35 +154,22 @@ t.test('heartbeats.lua: the shards of one call answered pair after pair, as hear
         const k = new Keys(`hbm${process.pid}-${run++}:`);
         const now = 1_764_000_000_000 + run;
         const keys: string[] = [];
-        const want: number[] = [];
-        const deadlines: [string, string, number][] = [];
+        const cases: Awaited<ReturnType<typeof seedShard>>[] = [];
         try {
           for (let i = 0; i < shards.length; i++) {
-            const [recs, lines] = shards[i]!;
-            const records = new Map(recs);
             keys.push(k.leases(i), k.deadlines(i));
-            for (const [id, rec] of records) {
-              await redis.hset(k.leases(i), id, rec);
-              await redis.zadd(k.deadlines(i), 1, id);
-            }
-            const ds = new Map([...records.keys()].map((id) => [id, 1]));
-            for (const l of lines) {
-              const m = model(l, records, now);
-              want.push(m.r);
-              if (m.renew) ds.set(...m.renew);
-            }
-            for (const [id, d] of ds) deadlines.push([k.deadlines(i), id, d]);
+            cases.push(await seedShard(redis, k, i, ...shards[i]!, now));
           }
-          const texts = shards.map(([, lines]) => lines.map((l) => l + '\n').join(''));
-          const got = heartbeatReplies(await redis.heartbeats(keys.length, ...keys, now, ...texts), want.length);
+          const want = cases.flatMap((c) => c.want);
+          const got = heartbeatReplies(await redis.heartbeats(keys.length, ...keys, now, ...cases.map((c) => c.text)), want.length);
           if (JSON.stringify(got) !== JSON.stringify(want)) {
             t.same(got, want, `answers of ${JSON.stringify(shards)}`);
             return false;
           }
-          for (const [key, id, d] of deadlines) {
-            const score = Number(await redis.zscore(key, id));
-            if (score !== d) {
-              t.equal(score, d, `the deadline of ${id} in ${key} after ${JSON.stringify(shards)}`);
+          for (const [i, c] of cases.entries()) {
+            const wrong = await wrongDeadline(redis, k.deadlines(i), c.deadlines);
+            if (wrong) {
+              t.equal(wrong.got, wrong.want, `the deadline of ${wrong.id} in ${k.deadlines(i)} after ${JSON.stringify(shards)}`);
               return false;
             }
           }

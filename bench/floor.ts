@@ -1,0 +1,25 @@
+// The floor of the heartbeat rows (bench/liveness.ts, bench/heartbeat-parts.ts): a bare uWS
+// handler that answers 204 once Redis has answered one PING for all the requests of its
+// event-loop turn (on the given client, the server's own). No token, no script, no route
+// layer: the most any heartbeat confirmed by Redis before its 204 could do on this machine.
+import type uWS from 'uWebSockets.js';
+import type { RedisClient } from '../src/hot/redis/client.js';
+
+export function floorHandler(redis: RedisClient): (res: uWS.HttpResponse) => void {
+  let waiting: (() => void)[] = [];
+  const answerAll = () => {
+    const w = waiting;
+    waiting = [];
+    void redis.ping().then(() => {
+      for (const f of w) f();
+    });
+  };
+  return (res) => {
+    let gone = false;
+    res.onAborted(() => (gone = true));
+    waiting.push(() => {
+      if (!gone) res.cork(() => void res.writeStatus('204 No Content').end());
+    });
+    if (waiting.length === 1) setImmediate(answerAll);
+  };
+}
