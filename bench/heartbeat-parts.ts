@@ -112,7 +112,7 @@ try {
     console.log(`  ${n.padEnd(8)} ratio ${med(ratios).toFixed(2)} (${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)}); this process's CPU ${med(r.map((x) => x.us)).toFixed(1)} µs a request (median); req/s ${r.map((x) => Math.round(x.rps)).join(', ')}`);
   }
   const b = app.liveness.batch.stats;
-  console.log(`  heartbeat-2.lua calls: ${b.calls} carrying ${b.beats} heartbeats (${(b.beats / Math.max(1, b.calls)).toFixed(1)} a call)`);
+  console.log(`  heartbeat-2.lua calls: ${b.calls} answering ${b.beats} heartbeats (${(b.beats / Math.max(1, b.calls)).toFixed(1)} a call) in ${b.lines} lines`);
   for (const sock of sockets) uWS.us_listen_socket_close(sock);
 } finally {
   rmSync(dir, { recursive: true, force: true });

@@ -230,7 +230,7 @@ try {
     console.log(`fleet leases renewed by the runs: ${await renewed(fleet[1]!.beats)} of ${FLEET} in production, ${await renewed(fleet[0]!.beats)} of ${FLEET} in the sandbox`);
   }
   const b = s.app.liveness.batch.stats;
-  console.log(`heartbeat-2.lua calls: ${b.calls - batch0.calls} carrying ${b.beats - batch0.beats} heartbeats (${((b.beats - batch0.beats) / Math.max(1, b.calls - batch0.calls)).toFixed(1)} a call); token memory: ${s.app.heartbeatTokens.stats.hashed} hashed`);
+  console.log(`heartbeat-2.lua calls: ${b.calls - batch0.calls} answering ${b.beats - batch0.beats} heartbeats (${((b.beats - batch0.beats) / Math.max(1, b.calls - batch0.calls)).toFixed(1)} a call) in ${b.lines - batch0.lines} lines (identical heartbeats of a turn share one); token memory: ${s.app.heartbeatTokens.stats.hashed} hashed`);
   // the sandbox row's rate limit: requests answered from this thread's lease, and script calls that asked Redis
   const a = s.app.auth.stats;
   console.log(`rate limit: ${a.leased - auth0.leased} sandbox requests admitted from the lease, ${a.asked - auth0.asked} rate-limit script calls`);

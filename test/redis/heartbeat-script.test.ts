@@ -235,3 +235,63 @@ for (const mode of ['standalone', 'cluster'] as const) {
     }
   });
 }
+
+t.test("a thread's batch: identical heartbeats of a turn share one line, and each is answered as its own line would be", async (t) => {
+  const redis = createRedis(loadConfig());
+  t.teardown(() => redis.disconnect());
+  let run = 0;
+  let shared = 0;
+  await fc.assert(
+    fc.asyncProperty(
+      fc.array(fc.tuple(fc.constantFrom(...IDS), record), { maxLength: 4 }),
+      // few distinct heartbeats, drawn many times: most turns repeat some
+      fc.array(fc.tuple(fc.constantFrom(...IDS, 'zz'), fc.constantFrom(...TOKS), fc.constantFrom<'p' | 'c'>('p', 'c'), fc.boolean()), { minLength: 1, maxLength: 6 }),
+      fc.array(fc.nat(), { minLength: 1, maxLength: 40 }),
+      async (recs, pool, picks) => {
+        const k = new Keys(`hbd${process.pid}-${run++}:`);
+        const now = 1_764_000_000_000 + run;
+        const batch = new HeartbeatBatch(redis, k, () => now);
+        const records = new Map(recs);
+        const beats = picks.map((i) => pool[i % pool.length]!);
+        const lines = beats.map(([id, tok, want, chk]) => `${id} ${tok} ${want} ${chk ? '1' : '0'} production`);
+        try {
+          for (const [id, rec] of records) {
+            await redis.hset(k.leases(shardOf(id)), id, rec);
+            await redis.zadd(k.deadlines(shardOf(id)), 1, id);
+          }
+          const deadlines = new Map([...records.keys()].map((id) => [id, 1]));
+          const want = lines.map((l) => {
+            const m = model(l, records, now);
+            if (m.renew) deadlines.set(...m.renew);
+            return m.r;
+          });
+          const [calls, sent] = [batch.stats.calls, batch.stats.lines];
+          // one turn: every heartbeat handed over in the same tick
+          const got = await Promise.all(beats.map(([id, tok, w, chk]) => batch.beatAsync('production', id, tok, w, chk)));
+          if (JSON.stringify(got) !== JSON.stringify(want)) {
+            t.same(got, want, `answers of ${JSON.stringify(lines)} with ${JSON.stringify(recs)}`);
+            return false;
+          }
+          const distinct = new Set(lines).size;
+          if (batch.stats.lines - sent !== distinct || batch.stats.calls - calls !== 1) {
+            t.equal(batch.stats.lines - sent, distinct, `lines sent for ${JSON.stringify(lines)} (${batch.stats.calls - calls} calls)`);
+            return false;
+          }
+          if (distinct < lines.length) shared++;
+          for (const [id, d] of deadlines) {
+            const got = Number(await redis.zscore(k.deadlines(shardOf(id)), id));
+            if (got !== d) {
+              t.equal(got, d, `the deadline of ${id} after ${JSON.stringify(lines)} with ${JSON.stringify(recs)}`);
+              return false;
+            }
+          }
+          return true;
+        } finally {
+          for (let s = 0; s < LEASE_SHARDS; s++) await redis.del(k.leases(s), k.deadlines(s));
+        }
+      },
+    ),
+    { numRuns: 100 },
+  );
+  t.ok(shared > 50, `turns with a shared line: ${shared} of 100`);
+});

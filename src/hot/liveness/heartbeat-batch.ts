@@ -7,6 +7,11 @@
 // so waiting for it adds no turn of latency. A call carries at most MAX_BATCH heartbeats
 // (a script blocks Redis while it runs).
 //
+// Identical heartbeats of one turn (same service, token hash, status, check and namespace)
+// share one line: the script answers them alike and renews the same deadline (one `now` a
+// call), so a client that floods one service's heartbeats costs Redis one line a turn, not
+// one per request (docs/decisions.md, "Identical heartbeats share a line").
+//
 // A batch is one argument, not five per heartbeat: a line "<id> <hash> <p|c> <0|1> <ns>\n"
 // each. ioredis encodes every argument on its own (a byte length, a header, a copy): 85 of
 // them per call were more of the call's cost than the script. Answers come back through a
@@ -33,9 +38,13 @@ export const MAX_BATCH = 256;
 export type BeatDone = (r: number, err?: unknown) => void;
 
 interface Pending {
-  /** the batch's lines */
+  /** the batch's lines, each once */
   text: string;
+  /** the answer index (line) of each heartbeat, by `done`'s order */
+  at: number[];
   done: BeatDone[];
+  /** line -> its index: identical heartbeats of a turn share one line */
+  lines: Map<string, number>;
 }
 
 /**
@@ -58,8 +67,8 @@ export class HeartbeatBatch {
   private shards = new Map<number, Pending>();
   private scheduled = false;
   private readonly flushNow = () => this.flush();
-  /** script calls sent and heartbeats they carried (tests, the bench) */
-  readonly stats = { calls: 0, beats: 0 };
+  /** script calls sent, heartbeats they answered and lines they carried (tests, the bench) */
+  readonly stats = { calls: 0, beats: 0, lines: 0 };
   /** whether the shards of a turn may share a call (a standalone Redis) */
   private readonly together: boolean;
 
@@ -82,9 +91,16 @@ export class HeartbeatBatch {
     const s = shardOf(id);
     const line = id + ' ' + tokenHash + (want === 'p' ? ' p ' : ' c ') + (checkOnly ? '1 ' : '0 ') + ns + '\n';
     let p = this.shards.get(s);
-    if (!p) this.shards.set(s, (p = { text: line, done: [done] }));
+    if (!p) this.shards.set(s, (p = { text: line, at: [0], done: [done], lines: new Map([[line, 0]]) }));
     else {
-      p.text += line;
+      // the same line twice in one call answers the same and renews the same deadline (one
+      // `now` a call; the script writes nothing else): one line serves both
+      let k = p.lines.get(line);
+      if (k === undefined) {
+        p.lines.set(line, (k = p.lines.size));
+        p.text += line;
+      }
+      p.at.push(k);
       p.done.push(done);
     }
     if (p.done.length >= MAX_BATCH) {
@@ -128,9 +144,12 @@ export class HeartbeatBatch {
   /** One script call for these shards' batches: heartbeat-2.lua for one, heartbeats.lua for several. */
   private send(group: [number, Pending][]): void {
     let n = 0;
-    for (const [, p] of group) n += p.done.length;
+    for (const [, p] of group) {
+      n += p.lines.size;
+      this.stats.beats += p.done.length;
+    }
     this.stats.calls++;
-    this.stats.beats += n;
+    this.stats.lines += n;
     const fail = (e: unknown) => {
       for (const [, p] of group) for (const f of p.done) f(NaN, e);
     };
@@ -155,8 +174,12 @@ export class HeartbeatBatch {
         // a reply of the wrong shape: every heartbeat of the call fails with it
         return fail(e);
       }
-      let i = 0;
-      for (const [, p] of group) for (const f of p.done) f(rs[i++]!);
+      let base = 0;
+      for (const [, p] of group) {
+        const { at, done } = p;
+        for (let i = 0; i < done.length; i++) done[i]!(rs[base + at[i]!]!);
+        base += p.lines.size;
+      }
     }, fail);
   }
 }
