@@ -2,7 +2,11 @@
 // handler that answers 204 once Redis has answered one PING for all the requests of its
 // event-loop turn (on the given client, the server's own). No token, no script, no route
 // layer: the most any heartbeat confirmed by Redis before its 204 could do on this machine.
+// The PING is written at once (sendCommand), not through ioredis's auto-pipeline, which
+// holds a command for one more event-loop turn: the heartbeat's script call is sent the same
+// way (redis/client.ts, autoPipeliningIgnoredCommands), and a floor must not be slower.
 import type uWS from 'uWebSockets.js';
+import { Command } from 'ioredis';
 import type { RedisClient } from '../src/hot/redis/client.js';
 
 export function floorHandler(redis: RedisClient): (res: uWS.HttpResponse) => void {
@@ -10,7 +14,7 @@ export function floorHandler(redis: RedisClient): (res: uWS.HttpResponse) => voi
   const answerAll = () => {
     const w = waiting;
     waiting = [];
-    void redis.ping().then(() => {
+    void (redis.sendCommand(new Command('ping')) as Promise<unknown>).then(() => {
       for (const f of w) f();
     });
   };

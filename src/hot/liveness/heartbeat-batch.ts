@@ -4,7 +4,8 @@
 // more than the rest of a heartbeat; the script's own start-up cost in Redis (~5 µs) is
 // shared the same way (docs/decisions.md, "Heartbeats in batches"). The batch is sent from
 // setImmediate: after the poll phase has handed every request that arrived to its route,
-// so waiting for it adds no turn of latency. A call carries at most MAX_BATCH heartbeats
+// so waiting for it adds no turn of latency; the call is written at once, not held by
+// ioredis's auto-pipeline for another turn (redis/client.ts DIRECT_COMMANDS). A call carries at most MAX_BATCH heartbeats
 // (a script blocks Redis while it runs).
 //
 // Identical heartbeats of one turn (same service, token hash, status, check and namespace)

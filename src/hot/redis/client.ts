@@ -152,6 +152,9 @@ export function connectRedis(client: RedisClient): void {
   if (client.status === 'wait') client.connect().catch(() => undefined);
 }
 
+/** Commands ioredis sends at once, without its auto-pipeline (createRedis). */
+export const DIRECT_COMMANDS = ['heartbeat', 'heartbeats', 'rateCount'];
+
 export function createRedis(cfg: Config, extra: RedisOptions = {}, cluster: { scaleReads?: 'master' | 'slave' } = {}): RedisClient {
   const opts: RedisOptions = {
     // fail fast while Redis is away instead of queueing requests without bound: a command
@@ -164,6 +167,12 @@ export function createRedis(cfg: Config, extra: RedisOptions = {}, cluster: { sc
     commandTimeout: 5000,
     retryStrategy: (times) => Math.min(times * 100, 1000),
     enableAutoPipelining: true,
+    // written at once, not held by the auto-pipeline for one more event-loop turn: these are
+    // batched by the caller already (a turn's heartbeats in one script call, a turn's rate
+    // records in one call per sandbox), and a heartbeat waits for its reply. Ordering: a
+    // poll flushes its rate records before it sends pollData, so they still go first.
+    // (docs/decisions.md, "Heartbeats sent at once")
+    autoPipeliningIgnoredCommands: DIRECT_COMMANDS,
     // constructing opens nothing: connect() does (compose.ts, the 'redis' parts), or the
     // first command of a client used outside a thread (CLI, tests, the pool's workers)
     lazyConnect: true,
@@ -180,7 +189,7 @@ export function createRedis(cfg: Config, extra: RedisOptions = {}, cluster: { sc
       // ioredis's auto-pipeline would group it by the slot of that number and then refuse
       // ("All keys in the pipeline should belong to the same slots allocation group") when
       // another namespace's command shares the tick. It is sent on its own, routed by its keys.
-      { redisOptions: opts, lazyConnect: opts.lazyConnect, enableAutoPipelining: extra.enableAutoPipelining ?? true, autoPipeliningIgnoredCommands: ['search'], scaleReads: cluster.scaleReads ?? 'master' },
+      { redisOptions: opts, lazyConnect: opts.lazyConnect, enableAutoPipelining: extra.enableAutoPipelining ?? true, autoPipeliningIgnoredCommands: ['search', ...DIRECT_COMMANDS], scaleReads: cluster.scaleReads ?? 'master' },
     );
   } else {
     client = new Redis(cfg.redisUrl, opts);
