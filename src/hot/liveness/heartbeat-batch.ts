@@ -5,13 +5,14 @@
 // shared the same way (docs/decisions.md, "Heartbeats in batches"). The batch is sent from
 // setImmediate: after the poll phase has handed every request that arrived to its route,
 // so waiting for it adds no turn of latency; the call is written at once, not held by
-// ioredis's auto-pipeline for another turn (redis/client.ts DIRECT_COMMANDS). A call carries at most MAX_BATCH heartbeats
-// (a script blocks Redis while it runs).
+// ioredis's auto-pipeline for another turn (redis/client.ts DIRECT_COMMANDS). A call
+// carries at most MAX_BATCH heartbeats (a script blocks Redis while it runs).
 //
 // Identical heartbeats of one turn (same service, token hash, status, check and namespace)
 // share one line: the script answers them alike and renews the same deadline (one `now` a
 // call), so a client that floods one service's heartbeats costs Redis one line a turn, not
-// one per request (docs/decisions.md, "Identical heartbeats share a line").
+// one per request (docs/decisions.md, "Identical heartbeats share a line; heartbeat calls
+// sent at once").
 //
 // A batch is one argument, not five per heartbeat: a line "<id> <hash> <p|c> <0|1> <ns>\n"
 // each. ioredis encodes every argument on its own (a byte length, a header, a copy): 85 of

@@ -153,7 +153,7 @@ export function connectRedis(client: RedisClient): void {
 }
 
 /** Commands ioredis sends at once, without its auto-pipeline (createRedis). */
-export const DIRECT_COMMANDS = ['heartbeat', 'heartbeats', 'rateCount'];
+export const DIRECT_COMMANDS: readonly string[] = ['heartbeat', 'heartbeats', 'rateCount'];
 
 export function createRedis(cfg: Config, extra: RedisOptions = {}, cluster: { scaleReads?: 'master' | 'slave' } = {}): RedisClient {
   const opts: RedisOptions = {
@@ -171,8 +171,8 @@ export function createRedis(cfg: Config, extra: RedisOptions = {}, cluster: { sc
     // batched by the caller already (a turn's heartbeats in one script call, a turn's rate
     // records in one call per sandbox), and a heartbeat waits for its reply. Ordering: a
     // poll flushes its rate records before it sends pollData, so they still go first.
-    // (docs/decisions.md, "Heartbeats sent at once")
-    autoPipeliningIgnoredCommands: DIRECT_COMMANDS,
+    // (docs/decisions.md, "Identical heartbeats share a line; heartbeat calls sent at once")
+    autoPipeliningIgnoredCommands: [...DIRECT_COMMANDS],
     // constructing opens nothing: connect() does (compose.ts, the 'redis' parts), or the
     // first command of a client used outside a thread (CLI, tests, the pool's workers)
     lazyConnect: true,
