@@ -16,11 +16,8 @@ import uWS from 'uWebSockets.js';
 import { registerProduction, startTestServer } from '../test/helpers/server.js';
 import { PRODUCTION } from '../src/hot/domain/keys.js';
 import { floorHandler } from './floor.js';
+import { numArg as arg } from './args.js';
 
-const arg = (name: string, d: number) => {
-  const i = process.argv.indexOf('--' + name);
-  return i >= 0 ? Number(process.argv[i + 1]) : d;
-};
 const ROUNDS = arg('rounds', 6);
 const DUR = arg('duration', 2);
 const CONN = arg('connections', 50);

@@ -31,12 +31,9 @@ import { backfillIndexText } from '../src/hot/store/index-text.js';
 import { LeaseSweeper } from '../src/hot/liveness/sweeper.js';
 import { shardOf } from '../src/hot/liveness/redis-lease.js';
 import { floorHandler } from './floor.js';
+import { numArg as arg, strArg as sarg } from './args.js';
 
 const run = promisify(execFile);
-const arg = (name: string, d: number) => {
-  const i = process.argv.indexOf('--' + name);
-  return i >= 0 ? Number(process.argv[i + 1]) : d;
-};
 const N = arg('services', 100_000);
 const TTL = arg('ttl', 10);
 const DUR = arg('duration', 5);
@@ -53,10 +50,6 @@ const ROUNDS = arg('rounds', 6);
 const FLEET = arg('fleet', 1);
 /** the ttl (s) of every bench lease; a fleet deadline past registration + this was renewed */
 const LEASE_TTL = 60;
-const sarg = (name: string, d: string) => {
-  const i = process.argv.indexOf('--' + name);
-  return i >= 0 ? process.argv[i + 1]! : d;
-};
 const PART = sarg('part', 'all');
 /** concurrent registration loops during the expiry (and for a while before it, as the baseline) */
 const WRITERS = arg('writers', 4);

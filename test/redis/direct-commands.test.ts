@@ -1,9 +1,9 @@
 // The calls that are batched by their caller already (a turn's heartbeats, a turn's rate
 // records) are written to Redis at once, not held by ioredis's auto-pipeline for one more
 // event-loop turn (redis/client.ts DIRECT_COMMANDS; docs/decisions.md, "Identical heartbeats
-// share a line; heartbeat calls sent at once"), on a standalone Redis and on a cluster. Other commands still auto-pipeline. And
-// the order a poll relies on holds: a rate record sent at once before a pipelined read of
-// the same keys is counted by that read.
+// share a line; heartbeat calls sent at once"), on a standalone Redis and on a cluster.
+// Other commands still auto-pipeline. And the order a poll relies on holds: a rate record
+// sent at once before a pipelined read of the same keys is counted by that read.
 import t from 'tap';
 import { loadConfig } from '../../src/hot/config.js';
 import { Keys, LEASE_SHARDS } from '../../src/hot/domain/keys.js';
@@ -12,6 +12,7 @@ import { createRedis, DIRECT_COMMANDS } from '../../src/hot/redis/client.js';
 import { HeartbeatBatch } from '../../src/hot/liveness/heartbeat-batch.js';
 
 const CLUSTER = process.env.REDIS_CLUSTER_NODES || process.env.TEST_REDIS_CLUSTER_NODES || '';
+const UUID = '0f6c1a52-1b7e-4a61-9a0f-3f2b1c0d9e8a';
 for (const mode of ['standalone', 'cluster'] as const) {
   t.test(`${DIRECT_COMMANDS.join(', ')} skip the auto-pipeline (${mode} Redis)`, { skip: mode === 'cluster' && !CLUSTER ? 'no TEST_REDIS_CLUSTER_NODES' : false }, async (t) => {
     const redis = createRedis(loadConfig(mode === 'cluster' ? { ...process.env, REDIS_CLUSTER_NODES: CLUSTER } : process.env));
@@ -30,16 +31,14 @@ for (const mode of ['standalone', 'cluster'] as const) {
       t.equal(batch.stats.calls, 1, 'the batch sent its call');
       t.equal(redis.autoPipelineQueueSize, 0, 'the heartbeat call is not held by the auto-pipeline');
       t.equal(await beat, -1, 'and is answered (no lease)');
-      const uuid = '0f6c1a52-1b7e-4a61-9a0f-3f2b1c0d9e8a';
-      const counted = redis.rateCount(k.rateHistory(uuid), k.rateTotals(uuid), 3, RATE_WINDOW.bucketMs, RATE_WINDOW.historyTtlS, 0);
+      const counted = redis.rateCount(k.rateHistory(UUID), k.rateTotals(UUID), 3, RATE_WINDOW.bucketMs, RATE_WINDOW.historyTtlS, 0);
       t.equal(redis.autoPipelineQueueSize, 0, 'a rate record is not held either');
       // a read of the totals issued after it (pipelined) sees it: the order a poll relies on
-      const totals = await redis.hgetall(k.rateTotals(uuid));
+      const totals = await redis.hgetall(k.rateTotals(UUID));
       await counted;
       t.ok(Object.values(totals).some((v) => Number(v) === 3), `the read after the record counts it: ${JSON.stringify(totals)}`);
     } finally {
-      const uuid = '0f6c1a52-1b7e-4a61-9a0f-3f2b1c0d9e8a';
-      await redis.del(k.rateHistory(uuid), k.rateTotals(uuid));
+      await redis.del(k.rateHistory(UUID), k.rateTotals(UUID));
       for (let s = 0; s < LEASE_SHARDS; s++) await redis.del(k.leases(s), k.deadlines(s));
     }
   });
