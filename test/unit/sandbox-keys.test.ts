@@ -2,7 +2,7 @@
 import t from 'tap';
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
-import { bearerKey, crc32, hashKey, keyChecksum, keyPrefix, keyShape, KEY_RE, LEGACY_KEY_RE, newSandboxKey } from '../../src/hot/sandbox/keys.js';
+import { bearerKey, crc32, hashKey, keyChecksum, keyPrefix, keyShape, KEY_RE, LEGACY_KEY_RE, newSandboxKey, sandboxUuid } from '../../src/hot/sandbox/keys.js';
 
 t.test('crc32 is the IEEE/zlib one', async (t) => {
   t.equal(crc32('123456789'), 0xcbf43926, 'the standard check value');
@@ -152,4 +152,36 @@ t.test('bearerKey: the credential of "Bearer <credential>", exactly as /^Bearer[
     fc.property(fc.oneof(fc.array(piece, { maxLength: 8 }).map((p) => p.join('')), fc.string(), fc.string({ unit: 'binary' })), (a) => bearerKey(a) === byRegex(a)),
     { numRuns: 5000, examples: [['Bearer k'], ['Bearer  k \t'], ['bearer\tk\u3000'], ['Bearer k k']] },
   );
+});
+
+// the rule sandboxUuid reads without a regular expression (sandbox/keys.ts)
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const uuidByRe = (s: string) => (UUID_RE.test(s) ? s.toLowerCase() : null);
+
+t.test('sandboxUuid: a path segment as /^[0-9a-f]{8}-([0-9a-f]{4}-){3}[0-9a-f]{12}$/i, lower-cased', async (t) => {
+  const u = '0f6c1a52-1b7e-4a61-9a0f-3f2b1c0d9e8a';
+  t.equal(sandboxUuid(u), u, 'lower case: itself');
+  t.equal(sandboxUuid(u.toUpperCase()), u, 'upper case: lower-cased');
+  t.equal(sandboxUuid('0F6c1a52-1b7e-4a61-9a0f-3f2b1c0d9e8A'), u, 'mixed');
+  for (const bad of ['', u.slice(1), u + '0', u.replace(/-/g, '0'), u.replace('0f6c', '0g6c'), u.replace('-1b7e', '_1b7e'), u.replace('1b7e-', '1b7e0'), u.replace('9a0f-', '9a0f0'), u.replace('4a61-', '4a61:'), ' ' + u.slice(1), u.slice(0, 35) + '/', u.slice(0, 35) + '`', u.slice(0, 35) + 'G', u.slice(0, 35) + '@']) {
+    t.equal(sandboxUuid(bad), null, JSON.stringify(bad));
+  }
+  // the boundaries of each character class, at every position
+  for (let i = 0; i < 36; i++) {
+    for (const c of '/09:@AFG`afg-_ ') {
+      const s = u.slice(0, i) + c + u.slice(i + 1);
+      t.equal(sandboxUuid(s), uuidByRe(s), `${JSON.stringify(c)} at ${i}`);
+    }
+  }
+  const hex = fc.constantFrom(...'0123456789abcdefABCDEF');
+  const near = fc.constantFrom(...'0123456789abcdefABCDEFgG-_ /:@`\u00e9');
+  const shaped = fc.array(hex, { minLength: 32, maxLength: 32 }).map((h) => [8, 4, 4, 4, 12].reduce((a, n, i) => (i ? a + '-' : '') + h.splice(0, n).join(''), ''));
+  // a uuid with a character or two changed, a string of the alphabet around it, anything
+  const arb = fc.oneof(
+    shaped,
+    fc.tuple(shaped, fc.nat(35), near).map(([s, i, c]) => s.slice(0, i) + c + s.slice(i + 1)),
+    fc.array(near, { minLength: 34, maxLength: 38 }).map((a) => a.join('')),
+    fc.string({ maxLength: 40 }),
+  );
+  fc.assert(fc.property(arb, (s) => sandboxUuid(s) === uuidByRe(s)), { numRuns: 5000 });
 });

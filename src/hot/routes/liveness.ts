@@ -12,12 +12,11 @@ import { check, validators } from '../domain/validation.js';
 import { parseJson } from '../http/body.js';
 import { route, sendError, type Headers, type Reply, type Req, type RouteOptions } from '../http/route.js';
 import type { HeartbeatResult } from '../liveness/liveness.js';
-import { bearerKey } from '../sandbox/keys.js';
+import { bearerKey, sandboxUuid } from '../sandbox/keys.js';
 import { newHeartbeatToken } from '../sandbox/heartbeat-tokens.js';
 import { tokenPrefix } from '../store/leases.js';
 import { rotateToken } from '../store/write-functions.js';
 
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const NO_STORE: Headers = [['Cache-Control', 'no-store']];
 
 function unauthorized(): ApiError {
@@ -48,7 +47,7 @@ function heartbeat(app: App, ns: string | null, id: string, req: Req, reply: Rep
     rl = app.auth.limitNow(ns); // throws the 429
     if (!rl) return general(app, ns, id, token, m.hash, want, reply, sandbox, true);
   }
-  const headers = rl ? [...NO_STORE, ...rl] : NO_STORE;
+  const headers = rl ? NO_STORE.concat(rl) : NO_STORE;
   app.liveness.renew(ns, id, m.hash, want, (r, err) => {
     try {
       if (err !== undefined) throw err;
@@ -100,8 +99,5 @@ export function registerLiveness(uws: TemplatedApp, app: App, o: RouteOptions): 
   // nor any header but Authorization (and Content-Type when a body comes)
   const ob = { ...o, body: true, addressFree: true, bearerOnly: true };
   route(uws, 'put', '/services/:id/heartbeat', (req, reply, body) => heartbeat(app, PRODUCTION, req.params[0]!, req, reply, body, false, o), ob);
-  route(uws, 'put', '/sandbox/:uuid/services/:id/heartbeat', (req, reply, body) => {
-    const uuid = req.params[0]!.toLowerCase();
-    return heartbeat(app, UUID_RE.test(uuid) ? uuid : null, req.params[1]!, req, reply, body, true, o);
-  }, ob);
+  route(uws, 'put', '/sandbox/:uuid/services/:id/heartbeat', (req, reply, body) => heartbeat(app, sandboxUuid(req.params[0]!), req.params[1]!, req, reply, body, true, o), ob);
 }

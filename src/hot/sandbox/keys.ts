@@ -128,3 +128,23 @@ export function bearerKey(authorization: string): string {
   while (a.charCodeAt(i) === 32 || a.charCodeAt(i) === 9) i++;
   return i === n ? a.slice(start, end) : '';
 }
+
+/**
+ * A sandbox uuid from a path segment, in lower case (the form it is stored under), or null
+ * when the segment is not 8-4-4-4-12 hex digits (either case). Exactly
+ * /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i on the segment, read
+ * without a regular expression or a lower-cased copy when it is lower case already: every
+ * sandbox heartbeat reads one (test/unit/sandbox-keys.test.ts checks the two agree).
+ */
+export function sandboxUuid(s: string): string | null {
+  if (s.length !== 36) return null;
+  let upper = false;
+  for (let i = 0; i < 36; i++) {
+    const c = s.charCodeAt(i);
+    if (i === 8 || i === 13 || i === 18 || i === 23) {
+      if (c !== 45) return null; // '-'
+    } else if (c >= 65 && c <= 70) upper = true; // A-F
+    else if (!((c >= 48 && c <= 57) || (c >= 97 && c <= 102))) return null; // 0-9, a-f
+  }
+  return upper ? s.toLowerCase() : s;
+}
