@@ -21,6 +21,9 @@
 --          of registrations counts one per service; default 1). With need > 1 no lease is
 --          granted beyond them, and a refusal's retry time is when the window has room for
 --          all of them (never within a window when need exceeds the limit: a full window).
+--          need 0: a thread asking for its next batch ahead (leases.ts, prefetch): no
+--          request is counted or recorded, only the batch (admitted while the window has
+--          room for one more; `used` is then the count before the batch)
 -- Returns { admitted (1/0), limit, used in window (after this request), retryAfter s,
 --           reset s (until the oldest counted bucket leaves the window), granted,
 --           bucket (the bucket counted in: an id for refunds, not a time),
@@ -30,7 +33,7 @@ local limit = tonumber(redis.call('HGET', KEYS[1], 'limit'))
 if not limit then return { -1 } end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local need = math.max(1, tonumber(ARGV[9] or '1'))
+local need = math.max(0, tonumber(ARGV[9] or '1'))
 local want = math.max(need, tonumber(ARGV[1] or '1'))
 local pending = tonumber(ARGV[2] or '0')
 local bucketMs = tonumber(ARGV[4])
@@ -71,16 +74,18 @@ local function addToBucket(key, n, keep, max, ttl)
     end
   end
 end
-redis.call('HINCRBY', KEYS[4], 'total', need + pending)
-addToBucket(KEYS[3], need + pending, historyN, historyN + historyN / 3, historyTtl)
+if need + pending > 0 then
+  redis.call('HINCRBY', KEYS[4], 'total', need + pending)
+  addToBucket(KEYS[3], need + pending, historyN, historyN + historyN / 3, historyTtl)
+end
 local function msUntilLeaves(bucket)
   return math.max(1, (bucket + windowN) * bucketMs - now)
 end
 local function untilLeaves(bucket)
   return math.max(1, math.ceil(msUntilLeaves(bucket) / 1000))
 end
-if used + need > limit then
-  redis.call('HINCRBY', KEYS[4], 'rejected', need)
+if used + math.max(need, 1) > limit then
+  if need > 0 then redis.call('HINCRBY', KEYS[4], 'rejected', need) end
   -- the window frees room when its oldest admitted bucket slides out
   local retryMs = oldest and msUntilLeaves(oldest) or left
   if need > 1 then

@@ -1,13 +1,14 @@
 // The calls that are batched by their caller already (a turn's heartbeats, a turn's rate
-// records) are written to Redis at once, not held by ioredis's auto-pipeline for one more
-// event-loop turn (redis/client.ts DIRECT_COMMANDS; docs/decisions.md, "Identical heartbeats
+// records, a rate-limit batch asked for ahead) are written to Redis at once, not held by
+// ioredis's auto-pipeline for one more event-loop turn (redis/client.ts DIRECT_COMMANDS;
+// docs/decisions.md, "Identical heartbeats
 // share a line; heartbeat calls sent at once"), on a standalone Redis and on a cluster.
 // Other commands still auto-pipeline. And the order a poll relies on holds: a rate record
 // sent at once before a pipelined read of the same keys is counted by that read.
 import t from 'tap';
 import { loadConfig } from '../../src/hot/config.js';
 import { Keys, LEASE_SHARDS } from '../../src/hot/domain/keys.js';
-import { RATE_WINDOW } from '../../src/hot/domain/rate-window.js';
+import { RATE_LIMIT_ARGS, RATE_WINDOW } from '../../src/hot/domain/rate-window.js';
 import { createRedis, DIRECT_COMMANDS } from '../../src/hot/redis/client.js';
 import { HeartbeatBatch } from '../../src/hot/liveness/heartbeat-batch.js';
 
@@ -33,6 +34,10 @@ for (const mode of ['standalone', 'cluster'] as const) {
       t.equal(await beat, -1, 'and is answered (no lease)');
       const counted = redis.rateCount(k.rateHistory(UUID), k.rateTotals(UUID), 3, RATE_WINDOW.bucketMs, RATE_WINDOW.historyTtlS, 0);
       t.equal(redis.autoPipelineQueueSize, 0, 'a rate record is not held either');
+      // a batch asked for ahead (sandbox/leases.ts): rate-limit under its second name, sent at once
+      const ahead = redis.rateAhead(k.sandbox(UUID), k.rateWindow(UUID), k.rateHistory(UUID), k.rateTotals(UUID), 4, 0, '', ...RATE_LIMIT_ARGS, 0);
+      t.equal(redis.autoPipelineQueueSize, 0, 'a rate-limit call asked ahead is not held either');
+      t.same(await ahead, [-1], 'and is answered by rate-limit (an unknown sandbox)');
       // a read of the totals issued after it (pipelined) sees it: the order a poll relies on
       const totals = await redis.hgetall(k.rateTotals(UUID));
       await counted;

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { LEASE_DIVISOR, LEASE_MAX, LEASE_MS, Leases } from '../../src/hot/sandbox/leases.js';
+import { LEASE_DIVISOR, LEASE_MAX, LEASE_MS, Leases, PREFETCH_MIN } from '../../src/hot/sandbox/leases.js';
 
 const T0 = 1_000_000 * 5000 + 100; // 100 ms into a 5-second bucket
 const ok = (limit: number, used: number, reset = 60) => ({ admitted: true, limit, used, retryAfter: 0, reset });
@@ -106,4 +106,83 @@ t.test("a lease follows Redis's bucket, whatever this node's clock says", async 
   t.equal(l.take('a', local + 30), null, 'never past Redis\'s bucket');
   l.drop('a');
   t.equal(l.plan('a').refunds, '42:8', 'the rest goes back to the bucket Redis named');
+});
+
+t.test('a batch of PREFETCH_MIN or more asks for the next when a quarter is left, and the count goes on without a gap', async (t) => {
+  const low: string[] = [];
+  const l = new Leases((uuid) => low.push(uuid));
+  // the window held 99: a batch of 16 for a request (need 1) leaves 115 counted, used 100
+  l.granted('a', ok(1e9, 100), 16, T0);
+  const used: number[] = [];
+  for (let i = 0; i < 11; i++) used.push(l.take('a', T0)!.used);
+  t.same(low, ['a'], 'asked ahead once, when 4 of 15 are left');
+  t.equal(l.plan('a', true).refunds, '', 'a plan ahead keeps the current batch');
+  used.push(l.take('a', T0)!.used);
+  // Redis counts the next batch after the whole current one: 115 before it (need 0)
+  l.granted('a', ok(1e9, 115), 32, T0 + 1, undefined, true);
+  let r;
+  while ((r = l.take('a', T0 + 2))) used.push(r.used);
+  t.equal(used.length, 15 + 32, 'the current batch to its end, then all of the next one');
+  t.same(used, Array.from({ length: 47 }, (_, i) => 101 + i), 'one by one across the switch');
+  t.same(low, ['a', 'a'], 'the next batch asks ahead in turn, once');
+});
+
+t.test('small batches never ask ahead', async (t) => {
+  const low: string[] = [];
+  const l = new Leases((uuid) => low.push(uuid));
+  l.granted('a', ok(1e9, 1), PREFETCH_MIN - 1, T0);
+  while (l.take('a', T0));
+  t.same(low, []);
+  l.granted('a', ok(1e9, 1), PREFETCH_MIN, T0);
+  while (l.take('a', T0));
+  t.same(low, ['a']);
+});
+
+t.test('no ask ahead while one is under way or a next batch is held', async (t) => {
+  const low: string[] = [];
+  const l = new Leases((uuid) => low.push(uuid));
+  l.granted('a', ok(1e9, 1), 16, T0);
+  let release = () => undefined as void;
+  const p = l.ask('a', () => new Promise((ok2) => (release = () => ok2(ok(1e9, 1)))));
+  for (let i = 0; i < 14; i++) l.take('a', T0);
+  t.same(low, [], 'an ask under way: none more');
+  release();
+  await p;
+  await new Promise((r) => setImmediate(r));
+  l.granted('a', ok(1e9, 1), 16, T0);
+  for (let i = 0; i < 11; i++) l.take('a', T0);
+  t.same(low, ['a'], 'none under way: asked');
+  // a next batch held before the current one is down to a quarter
+  l.granted('a', ok(1e9, 1), 16, T0);
+  l.granted('a', ok(1e9, 16), 16, T0, undefined, true);
+  t.ok(l.holdsRefunds('a'));
+  for (let i = 0; i < 14; i++) l.take('a', T0);
+  t.same(low, ['a'], 'a next batch held: none more');
+});
+
+t.test('a batch that ran out of time is not followed by the one asked ahead: both go back', async (t) => {
+  const l = new Leases();
+  l.granted('a', ok(1e9, 1), 16, T0);
+  for (let i = 0; i < 12; i++) l.take('a', T0);
+  l.granted('a', ok(1e9, 16), 8, T0 + 1, undefined, true);
+  t.equal(l.take('a', T0 + LEASE_MS), null, 'the current batch is over with 3 left: ask Redis');
+  const p = l.plan('a');
+  t.equal(p.refunds, `${Math.floor(T0 / 5000)}:11`, 'its 3 and the 8 asked ahead go back');
+  t.equal(l.take('a', T0 + LEASE_MS), null, 'nothing held after the plan');
+});
+
+t.test('an ask ahead refused or answered after the batch ran out', async (t) => {
+  const l = new Leases();
+  l.granted('a', ok(1e9, 1), 16, T0);
+  for (let i = 0; i < 12; i++) l.take('a', T0);
+  l.granted('a', { admitted: false, limit: 1e9, used: 1e9, retryAfter: 3, reset: 3 }, 0, T0, undefined, true);
+  let n = 0;
+  while (l.take('a', T0)) n++;
+  t.equal(n, 3, 'a refusal ahead leaves the current batch answering to its end');
+  // the batch ran out before the answer came: the answer is the current batch, all of it usable
+  l.granted('a', ok(1e9, 50), 8, T0, undefined, true);
+  const used: number[] = [];
+  let r;
+  while ((r = l.take('a', T0))) used.push(r.used);
+  t.same(used, [51, 52, 53, 54, 55, 56, 57, 58]);
 });

@@ -60,18 +60,19 @@ export class SandboxAuth {
   private hashes: ByteBoundedMap<string>;
   /** hashes of well-formed keys the index (or PostgreSQL) did not know -> until when to believe that */
   private unknown: ByteBoundedMap<number>;
-  private leases = new Leases();
+  private leases = new Leases((uuid) => this.prefetch(uuid));
   private over = new OverLimit();
   /** requests answered without asking Redis (under a lease, or refused locally), not yet recorded there */
   private pending = new Map<string, { n: number; rejected: number }>();
   private flushing: NodeJS.Timeout | NodeJS.Immediate | null = null;
   /**
-   * calls of the rate-limit script, requests answered from a lease, requests refused
-   * locally (over the limit), key look-ups that went past this thread's maps (Redis, then
-   * PostgreSQL), and keys refused by their text alone (bad checksum or not key-shaped)
+   * calls of the rate-limit script for a request, requests answered from a lease, requests
+   * refused locally (over the limit), key look-ups that went past this thread's maps
+   * (Redis, then PostgreSQL), keys refused by their text alone (bad checksum or not
+   * key-shaped), and calls of the rate-limit script for a batch asked ahead (prefetch)
    * (tests, metrics)
    */
-  readonly stats = { asked: 0, leased: 0, refusedLocally: 0, lookups: 0, refusedByShape: 0, pgLookups: 0 };
+  readonly stats = { asked: 0, leased: 0, refusedLocally: 0, lookups: 0, refusedByShape: 0, pgLookups: 0, prefetched: 0 };
   private readonly now: () => number;
   private readonly flushMs: number;
   private readonly indexMarker: () => string | null;
@@ -207,10 +208,9 @@ export class SandboxAuth {
    * admission from its lease (recorded either way); null: ask count().
    */
   private countNow(uuid: string): RateResult | null {
-    const refused = this.refusedNow(uuid);
-    if (refused) return refused;
+    // a lease first: one that answers holds admissions, so refusedNow() would not refuse
     const local = this.leases.take(uuid, this.now());
-    if (!local) return null;
+    if (!local) return this.refusedNow(uuid);
     this.stats.leased++;
     this.recordLater(uuid, 0);
     return local;
@@ -226,7 +226,16 @@ export class SandboxAuth {
     return r ? this.admittedOrThrow(r) : null;
   }
 
-  private async grant(uuid: string): Promise<RateResult> {
+  /**
+   * Ask Redis for a sandbox's next batch while its current one still answers (leases.ts):
+   * no request waits for it. A failure is forgotten: the batch's last request asks as usual.
+   */
+  private prefetch(uuid: string): void {
+    this.leases.ask(uuid, () => this.grant(uuid, true)).catch(() => undefined);
+  }
+
+  /** A rate-limit script call for a request of the sandbox, or (`ahead`) for its next batch only (prefetch). */
+  private async grant(uuid: string, ahead = false): Promise<RateResult> {
     const k = this.keys;
     // the script records admitted ones in the history and total; refusals wait for a flush
     const held = this.pending.get(uuid);
@@ -235,14 +244,18 @@ export class SandboxAuth {
       if (held.rejected > 0) this.pending.set(uuid, { n: held.rejected, rejected: held.rejected });
       else this.pending.delete(uuid);
     }
-    const plan = this.leases.plan(uuid);
+    const plan = this.leases.plan(uuid, ahead);
     let at = 0;
     let sentAt = 0;
     const run = async () => {
       at = this.now();
       sentAt = performance.now();
-      this.stats.asked++;
-      return rateLimitReply(await this.redis.rateLimit(k.sandbox(uuid), k.rateWindow(uuid), k.rateHistory(uuid), k.rateTotals(uuid), plan.want, pending, plan.refunds, ...RATE_LIMIT_ARGS));
+      if (ahead) this.stats.prefetched++;
+      else this.stats.asked++;
+      // need 0 for a batch asked ahead (its admissions are counted, no request is), sent at
+      // once (redis/client.ts DIRECT_COMMANDS): nobody waits for it, nothing shares its turn
+      const call = ahead ? this.redis.rateAhead : this.redis.rateLimit;
+      return rateLimitReply(await call.call(this.redis, k.sandbox(uuid), k.rateWindow(uuid), k.rateHistory(uuid), k.rateTotals(uuid), plan.want, pending, plan.refunds, ...RATE_LIMIT_ARGS, ahead ? 0 : 1));
     };
     let r: RateLimitReply;
     try {
@@ -254,7 +267,7 @@ export class SandboxAuth {
     }
     const res: RateResult = { admitted: r.admitted, limit: r.limit, used: r.used, retryAfter: r.retryAfter, reset: r.reset, retryAfterMs: r.retryAfterMs };
     // the bucket and its time left are Redis's: this node's clock only measures durations
-    this.leases.granted(uuid, res, r.granted, at, { bucket: r.bucket, leftMs: r.leftMs });
+    this.leases.granted(uuid, res, r.granted, at, { bucket: r.bucket, leftMs: r.leftMs }, ahead);
     // replies come in the order Redis ran the scripts: an admission after a refusal (another
     // request's lease refunds made room) ends the local refusal, a later refusal starts one
     if (res.admitted) this.over.drop(uuid);
@@ -384,11 +397,26 @@ export class SandboxAuth {
   }
 }
 
-/** RateLimit-Policy and RateLimit fields (draft-ietf-httpapi-ratelimit-headers-10). */
+/** RateLimit-Policy fields by limit: one per tier's limit, not a new string per answer. */
+const POLICIES = new Map<number, [string, string]>();
+const POLICIES_MAX = 256;
+
+function policyField(limit: number): [string, string] {
+  let f = POLICIES.get(limit);
+  if (!f) {
+    // limits are the tiers' (a handful); the bound only guards against a misconfiguration
+    if (POLICIES.size >= POLICIES_MAX) POLICIES.clear();
+    f = ['RateLimit-Policy', `"sandbox";q=${limit};w=60`];
+    POLICIES.set(limit, f);
+  }
+  return f;
+}
+
+/**
+ * RateLimit-Policy and RateLimit fields (draft-ietf-httpapi-ratelimit-headers-10). The
+ * policy field is shared between answers: callers copy the list, never change a field.
+ */
 export function rateHeaders(r: RateResult): Headers {
   const remaining = Math.max(0, r.limit - r.used);
-  return [
-    ['RateLimit-Policy', `"sandbox";q=${r.limit};w=60`],
-    ['RateLimit', `"sandbox";r=${remaining};t=${r.admitted ? r.reset : r.retryAfter}`],
-  ];
+  return [policyField(r.limit), ['RateLimit', '"sandbox";r=' + remaining + ';t=' + (r.admitted ? r.reset : r.retryAfter)]];
 }

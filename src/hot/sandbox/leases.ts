@@ -16,6 +16,16 @@
 // LEASE_DIVISOR requests of a window: 0.2 % of the limit a thread.
 // A tier change reaches a thread holding a lease within LEASE_MS (at once on the thread
 // that made it, and on others when the invalidation message arrives).
+//
+// The next batch is asked for before this one runs out (prefetch): when a batch of
+// PREFETCH_MIN or more is down to a quarter, the thread asks Redis for the next one in the
+// background (rate-limit-4.lua with need 0: admissions counted, no request), and answers
+// on from the current batch meanwhile. So a busy sandbox's requests never wait for a
+// rate-limit round trip, where without it every request of the turn a batch ran out in
+// waited for one (docs/decisions.md, "Rate-limit leases asked for ahead"). The next batch
+// is counted in the window after all of the current one, so RateLimit still counts down
+// one by one; a thread holds at most a quarter of its current batch and the whole next one,
+// within the bound above.
 import { RATE_WINDOW } from '../domain/rate-window.js';
 
 /** The answer of the rate limiter for one request of a sandbox. */
@@ -32,6 +42,8 @@ export interface RateResult {
 export const LEASE_MS = 100;
 export const LEASE_MAX = 256;
 export const LEASE_DIVISOR = 1000;
+/** batches of at least this many admissions ask for the next one when a quarter is left */
+export const PREFETCH_MIN = 8;
 const STATES_MAX = 50_000;
 
 interface Lease {
@@ -46,10 +58,14 @@ interface Lease {
   limit: number;
   resetAt: number;
   expires: number;
+  /** ask for the next batch when `left` falls to this (-1: never; a small batch) */
+  low: number;
 }
 
 interface State {
   lease: Lease | null;
+  /** the batch asked for ahead (prefetch), used once `lease` is spent or over */
+  next: Lease | null;
   /** admissions to ask for next time when no lease is held */
   want: number;
   asking: Promise<RateResult> | null;
@@ -61,14 +77,19 @@ interface State {
 
 const bucketOf = (ms: number) => Math.floor(ms / RATE_WINDOW.bucketMs);
 
+const usable = (l: Lease | null, now: number): boolean => l !== null && l.left > 0 && now < l.expires;
+
 export class Leases {
   private states = new Map<string, State>();
+
+  /** `onLow`: a batch is down to its last quarter and nothing is being asked: ask for the next (prefetch()) */
+  constructor(private readonly onLow: (uuid: string) => void = () => undefined) {}
 
   private state(uuid: string): State {
     let st = this.states.get(uuid);
     if (!st) {
       if (this.states.size >= STATES_MAX) this.states.delete(this.states.keys().next().value!);
-      st = { lease: null, want: 1, asking: null, refunds: new Map(), limit: 0 };
+      st = { lease: null, next: null, want: 1, asking: null, refunds: new Map(), limit: 0 };
       this.states.set(uuid, st);
     }
     return st;
@@ -76,10 +97,21 @@ export class Leases {
 
   /** An admission from this thread's lease, or null when Redis must be asked. */
   take(uuid: string, now: number): RateResult | null {
-    const l = this.states.get(uuid)?.lease;
-    if (!l || l.left <= 0 || now >= l.expires) return null;
+    const st = this.states.get(uuid);
+    if (!st) return null;
+    let l = st.lease;
+    if (l === null || !usable(l, now)) {
+      // the current batch is spent: go on with the one asked for ahead. One that ran out
+      // of time with admissions left is not followed by it: the next ask gives both back,
+      // and the count goes on from the window's without a gap (RateLimit counts down)
+      const n = st.next;
+      if (l === null || l.left > 0 || n === null || !usable(n, now)) return null;
+      st.lease = l = n;
+      st.next = null;
+    }
     l.left--;
     l.taken++;
+    if (l.left === l.low && st.next === null && st.asking === null) this.onLow(uuid);
     return { admitted: true, limit: l.limit, used: Math.min(l.limit, l.used + l.taken), retryAfter: 0, reset: Math.max(1, Math.ceil((l.resetAt - now) / 1000)) };
   }
 
@@ -95,7 +127,7 @@ export class Leases {
   /** Whether this thread holds unused admissions to give back (then asking Redis may admit). */
   holdsRefunds(uuid: string): boolean {
     const st = this.states.get(uuid);
-    return !!st && (st.refunds.size > 0 || (st.lease?.left ?? 0) > 0);
+    return !!st && (st.refunds.size > 0 || (st.lease?.left ?? 0) > 0 || (st.next?.left ?? 0) > 0);
   }
 
   /** The request of this thread asking Redis for this sandbox right now, if any. */
@@ -116,11 +148,12 @@ export class Leases {
 
   /**
    * What to ask Redis for: the batch size, and the unused admissions to give back as
-   * "bucket:count,…" (at most a few buckets: a lease never outlives its own).
+   * "bucket:count,…" (at most a few buckets: a lease never outlives its own). `ahead`: a
+   * prefetch, asked while the current batch still answers (it is kept).
    */
-  plan(uuid: string): { want: number; refunds: string } {
+  plan(uuid: string, ahead = false): { want: number; refunds: string } {
     const st = this.state(uuid);
-    this.retire(st);
+    if (!ahead) this.retire(st);
     const refunds = [...st.refunds].map(([b, n]) => `${b}:${n}`).join(',');
     st.refunds.clear();
     return { want: st.want, refunds };
@@ -130,26 +163,35 @@ export class Leases {
    * Redis answered at local time `at`: keep the rest of the batch as this thread's lease,
    * until LEASE_MS or the end of Redis's bucket, whichever comes first. `window` is the
    * bucket and its ms left as the script reported them; without it `at` is taken to be on
-   * Redis's clock (unit tests).
+   * Redis's clock (unit tests). `ahead`: the answer to a prefetch (no request took the
+   * batch's first admission, and `r.used` is the window's count before the batch): it
+   * becomes the next batch while the current one still answers, else the current one.
    */
-  granted(uuid: string, r: RateResult, granted: number, at: number, window = { bucket: bucketOf(at), leftMs: (bucketOf(at) + 1) * RATE_WINDOW.bucketMs - at }): void {
+  granted(uuid: string, r: RateResult, granted: number, at: number, window = { bucket: bucketOf(at), leftMs: (bucketOf(at) + 1) * RATE_WINDOW.bucketMs - at }, ahead = false): void {
     const st = this.state(uuid);
-    this.retire(st); // a concurrent ask's lease: its unused admissions go back next time
+    const keep = ahead && usable(st.lease, at);
+    // a concurrent ask's lease (or one asked ahead): its unused admissions go back next time
+    if (keep) this.retireLease(st, st.next);
+    else this.retire(st);
+    st.next = null;
     st.limit = r.limit;
     const max = Math.min(LEASE_MAX, Math.floor(r.limit / LEASE_DIVISOR));
     if (!r.admitted || granted <= 0) {
       st.want = 1;
       return;
     }
-    st.lease = {
+    const lease: Lease = {
       bucket: window.bucket,
-      left: granted - 1,
+      left: ahead ? granted : granted - 1,
       taken: 0,
       used: r.used,
       limit: r.limit,
       resetAt: at + r.reset * 1000,
       expires: at + Math.min(LEASE_MS, window.leftMs),
+      low: granted >= PREFETCH_MIN ? Math.floor(granted / 4) : -1,
     };
+    if (keep) st.next = lease;
+    else st.lease = lease;
     // next batch: twice this one while batches run out, never above the cap
     st.want = max > 1 ? Math.min(max, Math.max(2, granted * 2)) : 1;
   }
@@ -162,11 +204,18 @@ export class Leases {
     st.want = 1;
   }
 
-  /** End the current lease: size the next batch by its use, keep its rest for a refund. */
+  /** End the current lease and the one asked ahead. */
   private retire(st: State): void {
-    const l = st.lease;
-    if (!l) return;
+    const { lease, next } = st;
     st.lease = null;
+    st.next = null;
+    this.retireLease(st, lease);
+    this.retireLease(st, next);
+  }
+
+  /** End a lease: size the next batch by its use, keep its rest for a refund. */
+  private retireLease(st: State, l: Lease | null): void {
+    if (!l) return;
     if (l.left > 0) {
       // the batch was larger than this thread needed: ask for what it used next time
       st.want = Math.max(1, l.taken + 1);
