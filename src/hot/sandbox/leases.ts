@@ -11,9 +11,10 @@
 // limit, since every admission is counted before it is used. A lease's unused admissions
 // count as used until this thread gives them back with its next request of that sandbox
 // (every bucket's rest is kept until then). A batch is at most limit / LEASE_DIVISOR (and
-// LEASE_MAX); a thread holds the rest of its current batch, plus that of one a concurrent
-// ask replaced, so a sandbox can be refused early by at most threads × 2 × limit /
-// LEASE_DIVISOR requests of a window: 0.2 % of the limit a thread.
+// LEASE_MAX); a thread holds the rest of its current batch, the batch asked for ahead
+// (below) and the rest of one a concurrent ask replaced, so a sandbox can be refused early
+// by at most threads × 3 × limit / LEASE_DIVISOR requests of a window: 0.3 % of the limit
+// a thread.
 // A tier change reaches a thread holding a lease within LEASE_MS (at once on the thread
 // that made it, and on others when the invalidation message arrives).
 //
@@ -24,8 +25,8 @@
 // rate-limit round trip, where without it every request of the turn a batch ran out in
 // waited for one (docs/decisions.md, "Rate-limit leases asked for ahead"). The next batch
 // is counted in the window after all of the current one, so RateLimit still counts down
-// one by one; a thread holds at most a quarter of its current batch and the whole next one,
-// within the bound above.
+// one by one (a batch that runs out of time with admissions left is not followed by the
+// next: the ask that follows gives both back).
 import { RATE_WINDOW } from '../domain/rate-window.js';
 
 /** The answer of the rate limiter for one request of a sandbox. */
