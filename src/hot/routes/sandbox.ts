@@ -7,7 +7,7 @@ import { deprecationHeaders } from '../domain/service.js';
 import { check, validators, type ServiceInput } from '../domain/validation.js';
 import { route, type Headers, type Reply, type Req, type RouteOptions } from '../http/route.js';
 import { parseJson } from '../http/body.js';
-import { hashKey, newSandboxKey } from '../sandbox/keys.js';
+import { hashKey, newSandboxKey, sandboxUuid } from '../sandbox/keys.js';
 import { writeSandboxMeta } from '../store/sandbox-meta.js';
 import { countServices, enqueueSandbox, getSandbox, insertSandbox, type SandboxRow } from '../store/sandboxes.js';
 import { pollData, sandboxSummary } from '../sandbox/summary.js';
@@ -16,12 +16,12 @@ import { addReplacementHandler, batchHandler, createHandler, deleteHandler, list
 import { integer } from '../redis/replies.js';
 import { heartbeatTokenHandler } from './liveness.js';
 
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const PRIVATE: Headers = [['Cache-Control', 'private, no-store']];
 
-/** Make sure Redis knows a sandbox that PostgreSQL has (after Redis lost it). */
-async function sandboxOr404(app: App, uuid: string): Promise<SandboxRow> {
-  const s = UUID_RE.test(uuid) ? await getSandbox(app.pg, uuid) : null;
+/** The sandbox of a uuid path segment (any case) from PostgreSQL, or the 404. */
+async function sandboxOr404(app: App, segment: string): Promise<SandboxRow> {
+  const uuid = sandboxUuid(segment);
+  const s = uuid ? await getSandbox(app.pg, uuid) : null;
   if (!s) throw new ApiError('SANDBOX_NOT_FOUND');
   return s;
 }
@@ -59,7 +59,7 @@ export function registerSandbox(uws: TemplatedApp, app: App, o: RouteOptions): v
   }, ob);
 
   route(uws, 'get', '/sandbox/:uuid/dashboard', async (req, reply) => {
-    const s = await sandboxOr404(app, req.params[0]!.toLowerCase());
+    const s = await sandboxOr404(app, req.params[0]!);
     const [count, poll] = await Promise.all([countServices(app.pg, s.uuid), pollData(app.redis, app.keys, s.uuid, 12, app.auth)]);
     reply.json(
       200,
@@ -77,8 +77,8 @@ export function registerSandbox(uws: TemplatedApp, app: App, o: RouteOptions): v
   }, o);
 
   route(uws, 'get', '/sandbox/:uuid/poll', async (req, reply) => {
-    const uuid = req.params[0]!.toLowerCase(); // UUIDs compare case-insensitively
-    let p = UUID_RE.test(uuid) ? await pollData(app.redis, app.keys, uuid, undefined, app.auth) : null;
+    const uuid = sandboxUuid(req.params[0]!) ?? ''; // UUIDs compare case-insensitively; "" is none
+    let p = uuid ? await pollData(app.redis, app.keys, uuid, undefined, app.auth) : null;
     if (!p) {
       // Redis may have lost the sandbox's hash: PostgreSQL decides whether it exists
       const s = await sandboxOr404(app, uuid);

@@ -170,6 +170,8 @@ export class Leases {
    */
   granted(uuid: string, r: RateResult, granted: number, at: number, window = { bucket: bucketOf(at), leftMs: (bucketOf(at) + 1) * RATE_WINDOW.bucketMs - at }, ahead = false): void {
     const st = this.state(uuid);
+    // `at` is when it was asked: a current batch that answered then keeps answering, with
+    // this one next (take() decides whether it follows, by how the current one ended)
     const keep = ahead && usable(st.lease, at);
     // a concurrent ask's lease (or one asked ahead): its unused admissions go back next time
     if (keep) this.retireLease(st, st.next);
