@@ -51,14 +51,13 @@ t.test('a small limit still asks Redis on every request', async (t) => {
   t.equal(calls() - before, 20);
 });
 
-t.test('a concurrent flood never gets more than the limit admitted', async (t) => {
-  const sb = await sandboxOf('mid'); // 3000 a minute: leases of up to 3
-  const N = 3150;
+/** `n` keyed searches of the sandbox from 25 concurrent clients: how many were admitted and refused (429). */
+async function flood(sb: { uuid: string; apiKey: string }, n: number): Promise<{ admitted: number; refused: number }> {
   let admitted = 0;
   let refused = 0;
   let next = 0;
   const worker = async () => {
-    while (next < N) {
+    while (next < n) {
       next++;
       const r = await s.req(`/sandbox/${sb.uuid}/services`, keyed(sb.apiKey));
       if (r.status === 200) admitted++;
@@ -67,6 +66,13 @@ t.test('a concurrent flood never gets more than the limit admitted', async (t) =
     }
   };
   await Promise.all(Array.from({ length: 25 }, worker));
+  return { admitted, refused };
+}
+
+t.test('a concurrent flood never gets more than the limit admitted', async (t) => {
+  const sb = await sandboxOf('mid'); // 3000 a minute: leases of up to 3
+  const N = 3150;
+  const { admitted, refused } = await flood(sb, N);
   t.equal(admitted + refused, N, 'only 200 and 429');
   t.ok(admitted <= 3000, `admitted ${admitted} <= 3000`);
   // refused early: at most the unused rest of the leases still held when the flood ended
@@ -79,19 +85,7 @@ t.test('batches asked for ahead: a concurrent flood still never gets more than t
   const sb = await sandboxOf('busy'); // 9000 a minute: leases of up to 9, asked for ahead
   const ahead = s.app.auth.stats.prefetched;
   const N = 9300;
-  let admitted = 0;
-  let refused = 0;
-  let next = 0;
-  const worker = async () => {
-    while (next < N) {
-      next++;
-      const r = await s.req(`/sandbox/${sb.uuid}/services`, keyed(sb.apiKey));
-      if (r.status === 200) admitted++;
-      else if (r.status === 429) refused++;
-      await r.body?.cancel();
-    }
-  };
-  await Promise.all(Array.from({ length: 25 }, worker));
+  const { admitted, refused } = await flood(sb, N);
   t.ok(s.app.auth.stats.prefetched > ahead, 'batches were asked for ahead');
   t.equal(admitted + refused, N, 'only 200 and 429');
   t.ok(admitted <= 9000, `admitted ${admitted} <= 9000`);
