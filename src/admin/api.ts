@@ -7,6 +7,7 @@ import { ApiError } from '../hot/domain/errors.js';
 import { check, validators } from '../hot/domain/validation.js';
 import { route, type Headers, type RouteOptions } from '../hot/http/route.js';
 import { parseJson } from '../hot/http/body.js';
+import { sandboxUuid } from '../hot/sandbox/keys.js';
 import { pollData, sandboxSummary } from '../hot/sandbox/summary.js';
 import { countServices, getSandbox, setTier } from '../hot/store/sandboxes.js';
 import { healthCounts } from '../hot/store/leases.js';
@@ -17,7 +18,6 @@ import { listSandboxes, locatedSandboxes, tierHistory } from './queries.js';
 import { stats } from './stats.js';
 
 const NO_STORE: Headers = [['Cache-Control', 'no-store']];
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** markers on the overview map; more would only be ink */
 const MAP_POINTS = 2000;
 
@@ -46,7 +46,7 @@ export function registerAdminApi(uws: TemplatedApp, app: App, o: RouteOptions): 
   route(uws, 'get', '/admin/api/sandboxes/:uuid', async (req, reply) => {
     await requireAdmin(app, req);
     const uuid = req.params[0]!;
-    const s = UUID_RE.test(uuid) ? await getSandbox(app.pg, uuid) : null;
+    const s = sandboxUuid(uuid) ? await getSandbox(app.pg, uuid) : null;
     if (!s) throw new ApiError('SANDBOX_NOT_FOUND');
     const [serviceCount, health, history, poll] = await Promise.all([
       countServices(app.pg, s.uuid),
@@ -76,7 +76,7 @@ export function registerAdminApi(uws: TemplatedApp, app: App, o: RouteOptions): 
       throw new ApiError('UNKNOWN_TIER', [tier, Object.keys(app.cfg.tiers).join(', ')]);
     }
     const uuid = req.params[0]!;
-    if (!UUID_RE.test(uuid)) throw new ApiError('SANDBOX_NOT_FOUND');
+    if (!sandboxUuid(uuid)) throw new ApiError('SANDBOX_NOT_FOUND');
     // committed with an outbox row, then applied like every other write: with the row's
     // version (a slower, older change never overwrites it) and swept if this apply fails;
     // the rate-limit script reads the limit from Redis, so it holds from the next request

@@ -9,7 +9,7 @@ import pino from 'pino';
 import { Index } from '../../hot/index/index.js';
 import { Projector } from '../../hot/index/projector.js';
 import { createRedis, type RedisClient } from '../../hot/redis/client.js';
-import { hashKey, newSandboxKey } from '../../hot/sandbox/keys.js';
+import { hashKey, newSandboxKey, sandboxUuid } from '../../hot/sandbox/keys.js';
 import type { Pool } from '../../hot/store/pool.js';
 import { writeSandboxMeta } from '../../hot/store/sandbox-meta.js';
 import { insertSandbox, setTier, type SandboxRow } from '../../hot/store/sandboxes.js';
@@ -84,10 +84,8 @@ export async function sandboxCreate(ctx: Ctx, name: string, loc: { lat: number; 
   }
 }
 
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 export async function tierSet(ctx: Ctx, uuid: string, tier: string): Promise<void> {
-  if (!UUID_RE.test(uuid)) throw new UsageError(`"${uuid}" is not a sandbox uuid`);
+  if (!sandboxUuid(uuid)) throw new UsageError(`"${uuid}" is not a sandbox uuid`);
   const limit = ctx.cfg.tiers[tier];
   if (!Object.hasOwn(ctx.cfg.tiers, tier) || limit === undefined) throw new UsageError(`unknown tier "${tier}"; one of ${Object.keys(ctx.cfg.tiers).join(', ')}`);
   const row = await setTier(ctx.pool, uuid.toLowerCase(), tier, 'cli');
