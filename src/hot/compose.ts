@@ -184,7 +184,10 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
     // complete: a live generation known, no rebuild here, no sandbox waiting in the outbox
     // (the marker is then checked beside each miss, in case Redis was emptied since)
     indexMarker: () => (index.gen && !state.rebuilding && !projector.sandboxesWaiting() ? keys.ver(PRODUCTION, index.gen) : null),
+    // a turn's rate records ride in its heartbeat call on a standalone Redis (heartbeats.lua)
+    carried: () => liveness.batch.carries(),
   });
+  liveness.batch.carry(auth);
   const hub = new ChangeHub(pg, cfg, new StreamShares(cfg.changesMaxStreams, cfg.changesStreamsPerAddress, (opts.shared ?? processShared()).changeStreams));
   const invalidation = new InvalidationListener(redis, keys, caches, {
     lease: (uuid) => auth.dropLease(uuid),

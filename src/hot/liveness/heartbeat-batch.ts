@@ -25,9 +25,16 @@
 // shard made a turn's ~30 heartbeats 16 calls of ~2 (docs/decisions.md, "Heartbeats of a
 // fleet in one call"). A cluster refuses keys of several slots in one script: there each
 // shard is its own heartbeat-2.lua call.
+//
+// On a standalone Redis the turn's rate records (sandbox/auth.ts: the requests answered from a
+// rate-limit lease, sandbox heartbeats among them) ride in the turn's heartbeats.lua call
+// instead of a rate-count call of their own: that call was ~5 % of a sandbox heartbeat's
+// cost (docs/decisions.md, "Rate records ride in the heartbeat call"). A record still reaches
+// Redis before any request it counts is answered: a heartbeat is answered after its call.
 import { Cluster } from 'ioredis';
 import type { Keys } from '../domain/keys.js';
 import type { RedisClient } from '../redis/client.js';
+import { RATE_WINDOW } from '../domain/rate-window.js';
 import { heartbeatReplies } from '../redis/replies.js';
 import { shardOf } from './redis-lease.js';
 
@@ -38,6 +45,25 @@ export const MAX_BATCH = 256;
  * must change, -1 no lease, -2 not this service's token; or the call's error (then `r` is NaN).
  */
 export type BeatDone = (r: number, err?: unknown) => void;
+
+/** Requests of a sandbox answered without asking Redis, to record (rate-count-2.lua's arguments). */
+export interface RateRecord {
+  uuid: string;
+  /** requests, refused ones included */
+  n: number;
+  /** how many of them were refused */
+  rejected: number;
+}
+
+/** Where a turn's rate records wait (sandbox/auth.ts): the heartbeat call takes them. */
+export interface RateRecords {
+  /** the records waiting, handed over (and forgotten there) */
+  take(): RateRecord[];
+  /** records a failed call carried: to be sent again */
+  restore(records: RateRecord[]): void;
+  /** send the records waiting on their own (a turn whose heartbeats all went already) */
+  flush(): void;
+}
 
 interface Pending {
   /** the batch's lines, each once */
@@ -69,10 +95,12 @@ export class HeartbeatBatch {
   private shards = new Map<number, Pending>();
   private scheduled = false;
   private readonly flushNow = () => this.flush();
-  /** script calls sent, heartbeats they answered and lines they carried (tests, the bench) */
-  readonly stats = { calls: 0, beats: 0, lines: 0 };
+  /** script calls sent, heartbeats they answered, lines and rate records they carried (tests, the bench) */
+  readonly stats = { calls: 0, beats: 0, lines: 0, records: 0 };
   /** whether the shards of a turn may share a call (a standalone Redis) */
   private readonly together: boolean;
+  /** the rate records a turn's call carries (standalone Redis only: carry()) */
+  private records: RateRecords | null = null;
 
   constructor(
     private readonly redis: RedisClient,
@@ -114,6 +142,19 @@ export class HeartbeatBatch {
     }
   }
 
+  /**
+   * Carry the turn's rate records in its heartbeat call (a standalone Redis; on a cluster
+   * their keys are in other slots, and the records go their own way).
+   */
+  carry(records: RateRecords): void {
+    if (this.together) this.records = records;
+  }
+
+  /** Whether a call of this turn will take the rate records waiting (carry(); a flush is due). */
+  carries(): boolean {
+    return this.records !== null && this.scheduled;
+  }
+
   /** beat(), as a promise (the paths that await anyway: a first sight of a token, a transition). */
   beatAsync(ns: string, id: string, tokenHash: string, want: 'p' | 'c', checkOnly: boolean): Promise<number> {
     return new Promise((ok, no) => this.beat(ns, id, tokenHash, want, checkOnly, (r, err) => (err === undefined ? ok(r) : no(err))));
@@ -122,29 +163,38 @@ export class HeartbeatBatch {
   private flush(): void {
     this.scheduled = false;
     const all = this.shards;
-    if (all.size === 0) return;
+    if (all.size === 0) {
+      // the turn's heartbeats went in a full call already (beat()): the records go alone
+      this.records?.flush();
+      return;
+    }
     this.shards = new Map();
     if (!this.together) {
       for (const e of all) this.send([e]);
       return;
     }
+    let records = this.records?.take() ?? [];
     // the turn's shards in calls of up to MAX_BATCH heartbeats (a script blocks Redis)
     let group: [number, Pending][] = [];
     let count = 0;
     for (const e of all) {
       if (group.length && count + e[1].done.length > MAX_BATCH) {
-        this.send(group);
+        this.send(group, records);
+        records = [];
         group = [];
         count = 0;
       }
       group.push(e);
       count += e[1].done.length;
     }
-    this.send(group);
+    this.send(group, records);
   }
 
-  /** One script call for these shards' batches: heartbeat-2.lua for one, heartbeats.lua for several. */
-  private send(group: [number, Pending][]): void {
+  /**
+   * One script call for these shards' batches: heartbeat-2.lua for one, heartbeats.lua for
+   * several or with rate records to carry.
+   */
+  private send(group: [number, Pending][], records: RateRecord[] = []): void {
     let n = 0;
     for (const [, p] of group) {
       n += p.lines.size;
@@ -152,21 +202,31 @@ export class HeartbeatBatch {
     }
     this.stats.calls++;
     this.stats.lines += n;
+    this.stats.records += records.length;
     const fail = (e: unknown) => {
+      // the records were not counted (the call is one script: all or nothing): again later
+      if (records.length) this.records?.restore(records);
       for (const [, p] of group) for (const f of p.done) f(NaN, e);
     };
     let call: Promise<unknown>;
-    if (group.length === 1) {
+    if (group.length === 1 && records.length === 0) {
       const [s, p] = group[0]!;
       call = this.redis.heartbeat(this.keys.leases(s), this.keys.deadlines(s), this.now(), p.text);
     } else {
       const keys: string[] = [];
-      const texts: string[] = [];
+      const args: (string | number)[] = [this.now(), group.length];
       for (const [s, p] of group) {
         keys.push(this.keys.leases(s), this.keys.deadlines(s));
-        texts.push(p.text);
+        args.push(p.text);
       }
-      call = this.redis.heartbeats(keys.length, ...keys, this.now(), ...texts);
+      if (records.length) {
+        args.push(RATE_WINDOW.bucketMs, RATE_WINDOW.historyTtlS);
+        for (const r of records) {
+          keys.push(this.keys.rateHistory(r.uuid), this.keys.rateTotals(r.uuid));
+          args.push(r.n, r.rejected);
+        }
+      }
+      call = this.redis.heartbeats(keys.length, ...keys, ...args);
     }
     call.then((r) => {
       let rs: number[];

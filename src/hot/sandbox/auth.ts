@@ -25,6 +25,7 @@ import { Leases, type RateResult } from './leases.js';
 import { OverLimit } from './over-limit.js';
 import { NOT_INDEXED, rateLimitReply, type RateLimitReply } from '../redis/replies.js';
 import { ByteBoundedMap } from './key-maps.js';
+import type { RateRecord, RateRecords } from '../liveness/heartbeat-batch.js';
 
 export const RATELIMIT_DRAFT = 'draft-ietf-httpapi-ratelimit-headers-10';
 const UNKNOWN_KEY_MS = 10_000;
@@ -46,9 +47,14 @@ export interface SandboxAuthOptions {
    * answer and PostgreSQL is asked. Default: always null (PostgreSQL behind every miss).
    */
   indexMarker?: () => string | null;
+  /**
+   * Whether a call of this turn will carry the records waiting (the heartbeat batch on a
+   * standalone Redis: HeartbeatBatch.carries()); then the turn's flush leaves them to it.
+   */
+  carried?: () => boolean;
 }
 
-export class SandboxAuth {
+export class SandboxAuth implements RateRecords {
   /** key hash (hex) -> sandbox uuid */
   private cache: ByteBoundedMap<string>;
   /**
@@ -76,6 +82,7 @@ export class SandboxAuth {
   private readonly now: () => number;
   private readonly flushMs: number;
   private readonly indexMarker: () => string | null;
+  private readonly carried: () => boolean;
 
   constructor(
     readonly pool: Pool,
@@ -87,6 +94,7 @@ export class SandboxAuth {
     this.flushMs = o.flushMs ?? 0;
     this.now = o.now ?? Date.now;
     this.indexMarker = o.indexMarker ?? (() => null);
+    this.carried = o.carried ?? (() => false);
     const bytes = o.keyMapBytes ?? 8 * 1024 * 1024;
     // known keys (two maps, both per resolved key) get 3/4, unknown ones 1/4: a flood of
     // forged keys evicts other forged keys, never the keys of real sandboxes
@@ -286,8 +294,33 @@ export class SandboxAuth {
   /** A request answered without Redis (`rejected`: 1 if refused): record it in the next batch. */
   private recordLater(uuid: string, rejected: number): void {
     this.add(uuid, 1, rejected);
+    this.schedule();
+  }
+
+  private schedule(): void {
     if (this.flushing) return;
-    this.flushing = this.flushMs > 0 ? setTimeout(() => this.flush(), this.flushMs).unref() : setImmediate(() => this.flush());
+    this.flushing = this.flushMs > 0 ? setTimeout(() => this.flushTurn(), this.flushMs).unref() : setImmediate(() => this.flushTurn());
+  }
+
+  /** The turn's (or flushMs's) flush: the records go, unless the turn's heartbeat call carries them. */
+  private flushTurn(): void {
+    this.flushing = null;
+    if (this.pending.size > 0 && this.carried()) return;
+    this.flush();
+  }
+
+  /** The records waiting, handed over to a call that carries them (HeartbeatBatch); forgotten here. */
+  take(): RateRecord[] {
+    const out: RateRecord[] = [];
+    for (const [uuid, p] of this.pending) out.push({ uuid, n: p.n, rejected: p.rejected });
+    this.pending.clear();
+    return out;
+  }
+
+  /** Records a failed call carried: they wait for the next flush again. */
+  restore(records: RateRecord[]): void {
+    for (const r of records) this.add(r.uuid, r.n, r.rejected);
+    this.schedule();
   }
 
   /**
