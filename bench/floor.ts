@@ -22,7 +22,7 @@ export function floorHandler(redis: RedisClient): (res: uWS.HttpResponse) => voi
     let gone = false;
     res.onAborted(() => (gone = true));
     waiting.push(() => {
-      if (!gone) res.cork(() => void res.writeStatus('204 No Content').end());
+      if (!gone) res.cork(() => void res.writeStatus('204 No Content').endWithoutBody());
     });
     if (waiting.length === 1) setImmediate(answerAll);
   };

@@ -171,7 +171,8 @@ try {
     fleetRegistered = Date.now();
     console.log(`fleet: ${FLEET} leased services in production and ${FLEET} in the sandbox, heartbeating in turn`);
   }
-  const ceiling = uWS.App().put('/*', (res) => void res.writeStatus('204 No Content').end()).any('/*', (res) => void res.writeStatus('404 Not Found').end());
+  // a 204 as the server writes one: no Content-Length (RFC 9110 §8.6; http/route.ts)
+  const ceiling = uWS.App().put('/*', (res) => void res.writeStatus('204 No Content').endWithoutBody()).any('/*', (res) => void res.writeStatus('404 Not Found').end());
   let listenSocket: uWS.us_listen_socket | null = null;
   const cport = await new Promise<number>((ok) => ceiling.listen('127.0.0.1', 0, (sock) => ok(uWS.us_socket_local_port((listenSocket = sock)))));
   // the floor (bench/floor.ts): the most a heartbeat confirmed by Redis could do here

@@ -35,6 +35,8 @@ async function roundTrip(t: Test, path: string, init: RequestInit = {}): Promise
   const again = await s.req(path, inm(etag, init));
   t.equal(again.status, 304, 'If-None-Match with that ETag: 304');
   t.equal(await again.text(), '', 'no body');
+  // RFC 9110 §8.6: a 304's Content-Length, if any, must be the 200's; none is sent
+  t.equal(again.headers.get('content-length'), null, 'no Content-Length');
   for (const h of ['etag', 'cache-control', 'vary']) t.equal(again.headers.get(h), first.headers.get(h), `the same ${h}`);
   return etag;
 }

@@ -55,12 +55,19 @@ export class Reply {
     this.res.cork(() => {
       this.res.writeStatus(STATUS_TEXT[status] ?? String(status));
       for (const [k, v] of headers) this.res.writeHeader(k, v);
+      // 204 and 304 have no content, and no Content-Length either (RFC 9110 §8.6: a server
+      // MUST NOT send one with a 204, nor a 304's unless it is the 200's length); uWS's end()
+      // writes "Content-Length: 0" with whatever it ends. (Closing the connection after one,
+      // the shutdown drain, takes end(): this build's endWithoutBody writes nothing and closes
+      // when given closeConnection without a length.)
+      const closing = close || this.closeAfter;
+      if ((status === 204 || status === 304) && !closing) this.res.endWithoutBody();
       // a body after a HEAD answer would be read as the start of the next response. (This
       // uWS build writes nothing at all for endWithoutBody(n), so the length goes in by hand.)
-      if (this.head) {
+      else if (this.head) {
         this.res.writeHeader('Content-Length', String(typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength));
         this.res.endWithoutBody();
-      } else this.res.end(body, close || this.closeAfter);
+      } else this.res.end(body, closing);
     });
     this.onEnd(this);
   }
