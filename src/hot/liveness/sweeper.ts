@@ -210,10 +210,14 @@ export class LeaseSweeper {
     this.flipping = flipped > 0;
     if (flipped) this.o.onPass?.({ ms: performance.now() - t0, flipped, late: start - oldest });
     const progress = flipped + queued > 0;
-    // a pass that did nothing: the earliest deadline left in the shards held says when the
-    // next one is worth running (after one that did work, the next runs at once anyway)
+    // a pass that did nothing: the earliest deadline still ahead in the shards held says when
+    // the next one is worth running (after one that did work, the next runs at once anyway).
+    // Ahead, not the earliest of all: a due lease the pass left (its write queued, or still
+    // failing) would put the next pass a whole period off, and every deadline falling in
+    // that period would be seen up to a period late
     if (!progress) {
-      const firsts = await Promise.all([...this.held].map((shard) => this.redis.zrange(this.keys.deadlines(shard), 0, 0, 'WITHSCORES')));
+      const now = this.o.now();
+      const firsts = await Promise.all([...this.held].map((shard) => this.redis.zrangebyscore(this.keys.deadlines(shard), `(${now}`, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)));
       for (const f of firsts) nextDue = Math.min(nextDue, Number(f[1] ?? Infinity));
     }
     return { progress, nextDue };
