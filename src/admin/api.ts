@@ -53,7 +53,7 @@ export function registerAdminApi(uws: TemplatedApp, app: App, o: RouteOptions): 
       healthCounts(app.pg, s.uuid),
       tierHistory(app.pg, s.uuid),
       // counters are derived data: the detail still answers while Redis is away
-      pollData(app.redis, app.keys, s.uuid, 12, app.auth).catch(() => null),
+      pollData(app.redis, app.keys, s.uuid, 12, app.auth.records).catch(() => null),
     ]);
     reply.json(
       200,

@@ -187,7 +187,7 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
     // a turn's rate records ride in its heartbeat call on a standalone Redis (heartbeats.lua)
     carried: () => liveness.batch.carries(),
   });
-  liveness.batch.carry(auth);
+  liveness.batch.carry(auth.records);
   const hub = new ChangeHub(pg, cfg, new StreamShares(cfg.changesMaxStreams, cfg.changesStreamsPerAddress, (opts.shared ?? processShared()).changeStreams));
   const invalidation = new InvalidationListener(redis, keys, caches, {
     lease: (uuid) => auth.dropLease(uuid),
@@ -234,7 +234,7 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
         connectRedis(redis);
       },
       // requests answered without Redis (leased, refused locally) are recorded before it closes
-      stop: () => (auth.flush(), redis.quit()),
+      stop: () => (auth.records.flush(), redis.quit()),
     },
     // replicas and the writer hold nothing worth a QUIT (which would wait for one that is away)
     { name: 'redis-replicas', start: () => [...replicas, ...(writer !== redis ? [writer] : [])].forEach(connectRedis), stop: () => [...replicas, ...(writer !== redis ? [writer] : [])].forEach((r) => r.disconnect()) },

@@ -367,7 +367,7 @@ t.test("a thread's batch on a standalone Redis carries the turn's rate records i
   const now = 1_764_000_000_000;
   const batch = new HeartbeatBatch(redis, k, () => now);
   const uuid = '0f6c1a52-1b7e-4a61-9a0f-3f2b1c0d9eff';
-  // the records waiting, as sandbox/auth.ts keeps them (one entry per sandbox)
+  // the records waiting, as sandbox/rate-records.ts keeps them (one entry per sandbox)
   const waiting = new Map<string, RateRecord>();
   const flushed: RateRecord[][] = [];
   const records: RateRecords = {

@@ -6,7 +6,7 @@
 import { openApiParameters } from '../domain/dimensions.js';
 import * as S from '../domain/schemas.js';
 import * as R from '../domain/response-schemas.js';
-import { RATELIMIT_DRAFT } from '../sandbox/auth.js';
+import { RATELIMIT_DRAFT } from '../sandbox/rate-limiter.js';
 import {
   arrayOf,
   canonicalNote,

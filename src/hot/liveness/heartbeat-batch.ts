@@ -26,7 +26,7 @@
 // fleet in one call"). A cluster refuses keys of several slots in one script: there each
 // shard is its own heartbeat-2.lua call.
 //
-// On a standalone Redis the turn's rate records (sandbox/auth.ts: the requests answered from a
+// On a standalone Redis the turn's rate records (sandbox/rate-records.ts: the requests answered from a
 // rate-limit lease, sandbox heartbeats among them) ride in the turn's heartbeats.lua call
 // instead of a rate-count call of their own: that call was ~5 % of a sandbox heartbeat's
 // cost (docs/decisions.md, "Rate records ride in the heartbeat call"). A record still reaches
@@ -55,7 +55,7 @@ export interface RateRecord {
   rejected: number;
 }
 
-/** Where a turn's rate records wait (sandbox/auth.ts): the heartbeat call takes them. */
+/** Where a turn's rate records wait (sandbox/rate-records.ts): the heartbeat call takes them. */
 export interface RateRecords {
   /** the records waiting, handed over (and forgotten there) */
   take(): RateRecord[];

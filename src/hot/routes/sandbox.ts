@@ -46,7 +46,7 @@ export function registerSandbox(uws: TemplatedApp, app: App, o: RouteOptions): v
     const hash = hashKey(key);
     const row = await insertSandbox(app.pg, name, prefix, hash, app.cfg.defaultTier, b.location ?? null);
     // derived state; if Redis is away the key resolves through PostgreSQL until the
-    // sweeper has written it (the index counts as incomplete meanwhile: sandbox/auth.ts)
+    // sweeper has written it (the index counts as incomplete meanwhile: sandbox/key-resolver.ts)
     await Promise.all([
       writeSandboxMeta(app.redis, app.keys, row, app.cfg.tiers[row.tier] ?? 0, hash.toString('hex')),
       app.index.ensureNamespace(row.uuid),
@@ -60,7 +60,7 @@ export function registerSandbox(uws: TemplatedApp, app: App, o: RouteOptions): v
 
   route(uws, 'get', '/sandbox/:uuid/dashboard', async (req, reply) => {
     const s = await sandboxOr404(app, req.params[0]!);
-    const [count, poll] = await Promise.all([countServices(app.pg, s.uuid), pollData(app.redis, app.keys, s.uuid, 12, app.auth)]);
+    const [count, poll] = await Promise.all([countServices(app.pg, s.uuid), pollData(app.redis, app.keys, s.uuid, 12, app.auth.records)]);
     reply.json(
       200,
       JSON.stringify({
@@ -78,12 +78,12 @@ export function registerSandbox(uws: TemplatedApp, app: App, o: RouteOptions): v
 
   route(uws, 'get', '/sandbox/:uuid/poll', async (req, reply) => {
     const uuid = sandboxUuid(req.params[0]!) ?? ''; // UUIDs compare case-insensitively; "" is none
-    let p = uuid ? await pollData(app.redis, app.keys, uuid, undefined, app.auth) : null;
+    let p = uuid ? await pollData(app.redis, app.keys, uuid, undefined, app.auth.records) : null;
     if (!p) {
       // Redis may have lost the sandbox's hash: PostgreSQL decides whether it exists
       const s = await sandboxOr404(app, uuid);
       await writeSandboxMeta(app.redis, app.keys, s, app.cfg.tiers[s.tier] ?? 0, '');
-      p = await pollData(app.redis, app.keys, uuid, undefined, app.auth);
+      p = await pollData(app.redis, app.keys, uuid, undefined, app.auth.records);
       if (!p) throw new ApiError('SANDBOX_NOT_FOUND');
     }
     const window = p.buckets.slice(-12).reduce((a, b) => a + b, 0);

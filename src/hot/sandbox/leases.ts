@@ -4,7 +4,7 @@
 // 5-second bucket the batch was counted in. Buckets are Redis's (rate-limit-4.lua reads
 // TIME): the script reports the bucket and the ms left in it, and this thread's clock only
 // measures that duration, from when it asked (so a lease ends early, never late). Their
-// history and total records follow once per event-loop turn (auth.ts). Limits below LEASE_DIVISOR × 2 a minute (the default
+// history and total records follow once per event-loop turn (rate-records.ts). Limits below LEASE_DIVISOR × 2 a minute (the default
 // free and pro tiers) always lease exactly one: every request asks Redis, as before.
 //
 // Accuracy (docs/decisions.md, "Rate-limit leases"): a window never admits more than the

@@ -5,12 +5,12 @@
 // anchored here on this process's monotonic clock at the moment the request was sent, which
 // is never later than the script's now: the local "over until" never outlasts the window's
 // (no request Redis would admit is refused for clock reasons, whatever the clocks of the
-// nodes and of Redis say). Refusals answered here reach Redis in batches (auth.ts).
+// nodes and of Redis say). Refusals answered here reach Redis in batches (rate-records.ts).
 //
 // What can end a full window earlier than its oldest bucket: a tier change (dropped here
 // at once on the thread that made it and through the invalidation message elsewhere), and
 // unused lease admissions given back (only limits >= 2,000 a minute lease). A thread that
-// holds some of its own asks Redis instead of refusing locally (auth.ts), so only other
+// holds some of its own asks Redis instead of refusing locally (rate-limiter.ts), so only other
 // threads' can be missed: within leases.ts's early-refusal bound (docs/decisions.md).
 import type { RateResult } from './leases.js';
 
