@@ -9,25 +9,22 @@
 // still passing and past the deadline, atomically against heartbeats), then at once in the
 // index (health-flip-1.lua, liveness/expiry.ts: documents and the healthy set, the revision
 // unchanged; one near-cache delta per page). Passes run at the earliest deadline left (at
-// most LEASE_SWEEP_MS apart) and back to back while they find expiries (tick()). Then, apart from the periodic pass, at most `parallel` workers make the
-// expiries durable in set-based transactions (store/leases.ts expireMany: only a service
-// still at the version its lease was made from; a heartbeat or write since then drew a newer
-// one, which stands) and record the committed revisions and leases in Redis. A lease
-// flipped but not made durable (the node died, PostgreSQL was away) is due again RECHECK_MS
-// later as a critical lease; the holder of its shard then finishes the expiry. A
-// deregistration is DELETE's write.
+// most LEASE_SWEEP_MS apart) and back to back while they find expiries (tick()). Then, apart
+// from the periodic pass, the expiries are made durable (durable-expiries.ts: at most
+// `parallel` set-based transactions at once, only for a service still at the version its
+// lease was made from). A lease flipped but not made durable (the node died, PostgreSQL was
+// away) is due again RECHECK_MS later as a critical lease; the holder of its shard then
+// finishes the expiry. A deregistration is DELETE's write.
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { LEASE_SHARDS, type Keys } from '../domain/keys.js';
 import type { Projector } from '../index/projector.js';
-import { countTransition, observeExpiryLag, setLeasedServices } from '../ops/metrics.js';
+import { observeExpiryLag, setLeasedServices } from '../ops/metrics.js';
 import type { RedisClient } from '../redis/client.js';
-import { leaseSweepReply, type LeaseRecord } from '../redis/replies.js';
-import { expireMany, loadLease } from '../store/leases.js';
+import { leaseSweepReply } from '../redis/replies.js';
 import type { Pool } from '../store/pool.js';
-import { deleteService } from '../store/write-functions.js';
-import { applyExpired, flipIndex, liveGeneration } from './expiry.js';
-import { applyLease } from './redis-lease.js';
+import { DurableExpiries, type ExpiryTask } from './durable-expiries.js';
+import { flipIndex, liveGeneration } from './expiry.js';
 
 export interface SweeperOptions {
   /** longest wait between two passes, ms (LEASE_SWEEP_MS); a pass runs at the earliest deadline left */
@@ -62,16 +59,6 @@ export interface SweeperOptions {
  */
 const RECHECK_MS = 30_000;
 
-/** expiries queued for their durable write, at most this many batches (beyond: the recheck picks them up) */
-const QUEUE_BATCHES = 200;
-
-/**
- * While the periodic passes keep finding expiries (a mass expiry whose deadlines are still
- * coming in), durable writes wait, up to this long for the oldest queued one (ms, real
- * time): visibility first, and a steady stream of expiries cannot starve durability.
- */
-const DURABLE_YIELD_MS = 5000;
-
 /**
  * The least time between the end of a pass and the start of the next (ms, real time): while
  * passes keep finding expiries they run back to back, this far apart, so a mass expiry cannot
@@ -95,21 +82,6 @@ interface PassResult {
   nextDue: number;
 }
 
-/** A due lease handed to the durable workers. */
-interface Task {
-  id: string;
-  due: number;
-  lease: LeaseRecord;
-  /** the flip this sweep made (passing lease turned critical), or a critical lease found due */
-  flipped: boolean;
-  /** ms since when it is critical */
-  crit: number;
-  /** its index already shows it (lag observed) */
-  visible: boolean;
-  /** performance.now() when queued */
-  queued: number;
-}
-
 export class LeaseSweeper {
   private timer: NodeJS.Timeout | null = null;
   private started = false;
@@ -121,16 +93,11 @@ export class LeaseSweeper {
   private readonly firstPage: number;
   /** shards this node held at its last sweep (tests, the takeover) */
   held = new Set<number>();
-  /** leases queued or in a durable write (not listed again meanwhile) */
-  private readonly pending = new Set<string>();
-  private queue: Task[] = [];
-  private workers = 0;
-  private idle: (() => void)[] = [];
-  /** leases acted on (expiries committed, deregistrations), for sweepOnce()'s count */
-  private acted = 0;
+  /** the expiries' durable writes and the deregistrations (durable-expiries.ts) */
+  private readonly durable: DurableExpiries;
   /** performance.now() when the leased services were last counted */
   private counted = Number.NEGATIVE_INFINITY;
-    /** the last periodic pass flipped leases: more are probably coming (durable writes wait) */
+  /** the last periodic pass flipped leases: more are probably coming (durable writes wait) */
   private flipping = false;
 
   constructor(
@@ -145,16 +112,27 @@ export class LeaseSweeper {
     this.batch = o.batch ?? 500;
     this.parallel = o.parallel ?? 4;
     this.firstPage = Math.max(1, Math.min(this.batch, o.firstPage ?? FIRST_PAGE));
+    this.durable = new DurableExpiries(pool, redis, keys, projector, log, {
+      batch: this.batch,
+      parallel: this.parallel,
+      intervalMs: o.intervalMs,
+      now: o.now,
+      onDurable: o.onDurable,
+      observe: (lagMs) => this.observe(lagMs),
+      // flips first: a pass under way, or passes still finding expiries (more are coming)
+      pass: () => this.pass,
+      flipping: () => this.flipping,
+    });
   }
 
   /** One sweep of every shard this node holds or can take, its durable writes included; returns the leases acted on. */
   sweepOnce(): Promise<number> {
     this.running ??= (async () => {
-      const before = this.acted;
+      const before = this.durable.acted;
       await this.flipPass();
       this.flipping = false; // no next pass to wait for: the durable writes go now
-      await this.drained();
-      return this.acted - before;
+      await this.durable.drained();
+      return this.durable.acted - before;
     })().finally(() => (this.running = null));
     return this.running;
   }
@@ -241,8 +219,8 @@ export class LeaseSweeper {
     // (a lease flipped while still queued from an earlier flip — a heartbeat revived it, then
     // it lapsed again before that durable write ran — is shown critical now and finished by
     // its recheck)
-    const fresh = due.filter((d) => !this.pending.has(d.id));
-    const tasks: Task[] = [];
+    const fresh = due.filter((d) => !this.durable.has(d.id));
+    const tasks: ExpiryTask[] = [];
     let shown = false;
     if (flips.length && gen) {
       try {
@@ -257,7 +235,7 @@ export class LeaseSweeper {
     }
     for (const d of fresh) if (d.flipped) tasks.push({ id: d.id, due: d.due, lease: d.lease, flipped: true, crit: now, visible: shown, queued: performance.now() });
     for (const d of fresh) if (!d.flipped) tasks.push({ id: d.id, due: d.due, lease: d.lease, flipped: false, crit: d.lease.criticalSince ?? now, visible: true, queued: performance.now() });
-    const queued = this.enqueue(tasks);
+    const queued = this.durable.enqueue(tasks);
     // a full call: more may be due (not when every one listed was already queued)
     return { leased, flipped: flips.length, queued, more: due.length >= size && fresh.length > 0, oldest: flips.length ? flips[0]!.due : Number.POSITIVE_INFINITY };
   }
@@ -265,110 +243,6 @@ export class LeaseSweeper {
   private observe(lagMs: number): void {
     observeExpiryLag(lagMs / 1000);
     this.o.onExpired?.(lagMs);
-  }
-
-  /** Queue tasks for their durable write; returns how many were queued. */
-  private enqueue(tasks: Task[]): number {
-    let n = 0;
-    for (const t of tasks) {
-      // beyond the bound the lease waits in Redis for its recheck
-      if (this.queue.length >= QUEUE_BATCHES * this.batch) break;
-      this.pending.add(t.id);
-      this.queue.push(t);
-      n++;
-    }
-    while (this.workers < this.parallel && this.queue.length) {
-      this.workers++;
-      void this.work().finally(() => {
-        this.workers--;
-        if (!this.workers) for (const f of this.idle.splice(0)) f();
-      });
-    }
-    return n;
-  }
-
-  /** Resolves once no durable write is queued or under way. */
-  private drained(): Promise<void> {
-    if (!this.workers) return Promise.resolve();
-    return new Promise((ok) => this.idle.push(ok));
-  }
-
-  /** A durable worker: batches from the queue until it is empty. */
-  private async work(): Promise<void> {
-    while (this.queue.length) {
-      // flips first: while a pass is under way its backlog is what visibility waits on, and
-      // durable writes would take the CPU (PostgreSQL's above all) from it; while passes keep
-      // finding expiries, more are coming: wait for a quiet pass (or DURABLE_YIELD_MS)
-      if (this.pass) {
-        await this.pass.catch(() => undefined);
-        continue;
-      }
-      if (this.flipping && performance.now() - this.queue[0]!.queued < DURABLE_YIELD_MS) {
-        await new Promise((ok) => setTimeout(ok, Math.max(10, Math.min(50, this.o.intervalMs / 4))));
-        continue;
-      }
-      const tasks = this.queue.splice(0, this.batch);
-      try {
-        await this.settle(tasks);
-      } catch (err) {
-        // PostgreSQL or Redis away: the leases stay due in Redis, the recheck tries again;
-        // the rest of the queue would fail the same way
-        this.log.warn({ err: String(err), leases: tasks.length + this.queue.length }, 'lease expiry failed; will retry');
-        for (const t of this.queue.splice(0)) this.pending.delete(t.id);
-      } finally {
-        for (const t of tasks) this.pending.delete(t.id);
-      }
-    }
-  }
-
-  /** One batch made durable: the expiries in one transaction, then Redis; critical leases found due are checked one by one. */
-  private async settle(tasks: Task[]): Promise<void> {
-    const now = this.o.now();
-    // a critical lease found due may be a flip whose durable write never came: finished here too
-    const done = await expireMany(this.pool, tasks.map((t) => ({ id: t.id, rev: t.lease.rev, crit: t.crit })));
-    const byId = new Map(tasks.map((t) => [t.id, t]));
-    if (done.length) {
-      await applyExpired(this.redis, this.keys, this.projector, done, now);
-      const seen = this.o.now();
-      for (const e of done) {
-        const t = byId.get(e.id)!;
-        countTransition('critical', 'expiry');
-        if (!t.visible) this.observe(seen - t.due);
-        this.o.onDurable?.(seen - t.due);
-      }
-      this.acted += done.length;
-    }
-    // a flip not committed: a newer version (heartbeat, write) stands, and its apply put the
-    // index and the lease back. A critical lease: deregistration, or Redis out of step
-    const committed = new Set(done.map((e) => e.id));
-    for (const t of tasks) {
-      if (t.flipped || committed.has(t.id)) continue;
-      try {
-        if (await this.act(t.id, t.lease)) this.acted++;
-      } catch (err) {
-        // PostgreSQL or Redis away: the lease stays due, the next sweep tries again
-        this.log.warn({ err: String(err), serviceId: t.id }, 'lease sweep failed for a service; will retry');
-      }
-    }
-  }
-
-  private async act(id: string, l: LeaseRecord): Promise<boolean> {
-    const now = this.o.now();
-    // critical and due: deregistration, if PostgreSQL agrees it has stayed critical that long
-    const row = await loadLease(this.pool, id);
-    if (row && row.status === 'critical' && row.deregisterAfter !== null && row.criticalSince !== null && row.criticalSince + row.deregisterAfter * 1000 <= now) {
-      const writes = await deleteService(this.pool, row.ns, id).catch((err: unknown) => {
-        if ((err as { code?: string }).code === 'NOT_FOUND') return [];
-        throw err;
-      });
-      if (writes.length) await this.projector.syncQuietly(writes);
-      countTransition('deleted', 'expiry');
-      return true;
-    }
-    // Redis is ahead of or behind PostgreSQL (a failed commit, an old record): PostgreSQL wins
-    if (row) await applyLease(this.redis, this.keys, id, row.ns, row.version, row, now);
-    else await applyLease(this.redis, this.keys, id, l.ns, l.rev, null, now);
-    return false;
   }
 
   start(): void {
@@ -411,7 +285,7 @@ export class LeaseSweeper {
     this.timer = null;
     await this.running?.catch(() => undefined);
     await this.pass?.catch(() => undefined);
-    await this.drained();
+    await this.durable.drained();
     // hand the shards over now rather than after lockMs
     await Promise.all([...this.held].map((s) => this.redis.delIfEqual(this.keys.sweepLock(s), this.owner).catch(() => undefined)));
     this.held.clear();
