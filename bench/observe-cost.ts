@@ -6,7 +6,8 @@ import pino from 'pino';
 import type { App } from '../src/hot/app.js';
 import { createLogger } from '../src/hot/app.js';
 import { loadConfig } from '../src/hot/config.js';
-import type { Reply, Req } from '../src/hot/http/route.js';
+import type { Req } from '../src/hot/http/route.js';
+import type { Reply } from '../src/hot/http/reply.js';
 import { requestObserver } from '../src/hot/ops/observe.js';
 
 const N = 200_000;

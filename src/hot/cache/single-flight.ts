@@ -7,7 +7,7 @@
 // The computation runs under its own AbortSignal, aborted only when every request waiting
 // for it has gone away: one client disconnecting must not cancel the others' answer.
 
-/** Who waits for an answer: tells when it has gone away (http/route.ts Reply) */
+/** Who waits for an answer: tells when it has gone away (http/reply.ts Reply) */
 export interface Requester {
   onAbort(f: () => void): void;
 }

@@ -9,7 +9,7 @@
 // poller's cursor, then switching to live in the same tick, so no event is sent twice
 // or lost at the hand-over).
 import type { Config } from '../config.js';
-import type { Reply } from '../http/route.js';
+import type { Reply } from '../http/reply.js';
 import type { Pool } from '../store/pool.js';
 import { changeStreams, countBackendError } from '../ops/metrics.js';
 import { lastChangeId, pruneChanges, readAllChanges, readChanges, type ChangeEvent } from './events.js';

@@ -5,7 +5,7 @@
 // line); the anonymous discovery routes leave the client address out too (route.ts).
 import type { Level } from 'pino';
 import type { App } from '../app.js';
-import type { Reply } from '../http/route.js';
+import type { Reply } from '../http/reply.js';
 import type { Req } from '../http/types.js';
 import { observeRequest } from './metrics.js';
 

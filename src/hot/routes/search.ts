@@ -3,7 +3,8 @@
 import { canonicalize, CursorMemo, DEVICES_SPEC, nextQueryOf, SEARCH_SPEC, toFilters, type Canonical, type Filters } from '../domain/canonical.js';
 import { errorBodyOf } from '../domain/errors.js';
 import type { App } from '../app.js';
-import { JSON_TYPE, type Headers, type Reply, type Req } from '../http/route.js';
+import { type Headers, type Req } from '../http/route.js';
+import { JSON_TYPE, type Reply } from '../http/reply.js';
 import { PRODUCTION } from '../domain/keys.js';
 import { ownBuffer, type CachedResult } from '../cache/result-cache.js';
 import { etagOf, notModified } from '../http/conditional.js';
