@@ -72,12 +72,12 @@ export class DurableExpiries {
   acted = 0;
 
   constructor(
-    readonly pool: Pool,
-    readonly redis: RedisClient,
-    readonly keys: Keys,
-    readonly projector: Projector,
-    readonly log: Logger,
-    readonly o: DurableOptions,
+    private readonly pool: Pool,
+    private readonly redis: RedisClient,
+    private readonly keys: Keys,
+    private readonly projector: Projector,
+    private readonly log: Logger,
+    private readonly o: DurableOptions,
   ) {}
 
   /** Whether a lease is queued or in a durable write. */

@@ -89,7 +89,6 @@ export class LeaseSweeper {
   private running: Promise<number> | null = null;
   readonly owner: string;
   private readonly batch: number;
-  private readonly parallel: number;
   private readonly firstPage: number;
   /** shards this node held at its last sweep (tests, the takeover) */
   held = new Set<number>();
@@ -101,20 +100,19 @@ export class LeaseSweeper {
   private flipping = false;
 
   constructor(
-    readonly pool: Pool,
+    pool: Pool,
     readonly redis: RedisClient,
     readonly keys: Keys,
-    readonly projector: Projector,
+    projector: Projector,
     readonly log: Logger,
     readonly o: SweeperOptions,
   ) {
     this.owner = o.owner ?? randomBytes(8).toString('hex');
     this.batch = o.batch ?? 500;
-    this.parallel = o.parallel ?? 4;
     this.firstPage = Math.max(1, Math.min(this.batch, o.firstPage ?? FIRST_PAGE));
     this.durable = new DurableExpiries(pool, redis, keys, projector, log, {
       batch: this.batch,
-      parallel: this.parallel,
+      parallel: o.parallel ?? 4,
       intervalMs: o.intervalMs,
       now: o.now,
       onDurable: o.onDurable,
