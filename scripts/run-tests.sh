@@ -8,7 +8,9 @@
 # The TAP stream is shown as it runs and saved to test-artifacts/tap.log. The last line
 # printed is always `N passed, N failed[, N skipped]`, counted from tap's own final
 # summary (`# { total, pass, fail, todo, skip }`: assertions and childless subtests, each
-# failing test file counted even when it died before asserting anything). Exit status is
+# failing test file counted even when it died before asserting anything). Just before it,
+# when anything failed, a "Failed:" list names each failing assertion with its subtests
+# (CI may keep only the end of the output). Exit status is
 # non-zero when anything failed, tap itself failed, or no test ran.
 set -euo pipefail
 
@@ -101,6 +103,30 @@ if ((rc != 0 && failed == 0)); then
   note "tap exited with status $rc although no test failed; counting that as a failure"
   failed=1
 fi
+# Where CI shows only the end of the output, the failures must be there too: each failing
+# assertion with the subtests it sits in, and the first lines of its diagnostics.
+failures() {
+  awk '
+    function indent(l) { match(l, /^ */); return RLENGTH / 4 }
+    /^ *# Subtest: / { d = indent($0); s = $0; sub(/^ *# Subtest: /, "", s); stack[d] = s; shown[d] = 0; diag = 0; next }
+    /^ *not ok [0-9]+/ {
+      d = indent($0); t = $0; sub(/^ *not ok [0-9]+ - ?/, "", t); sub(/ # time=.*$/, "", t)
+      # A subtest closing whose failing leaves were shown adds nothing; one that died
+      # without a failing assertion (a timeout, a crash) is shown with its diagnostics.
+      if ((d in stack) && stack[d] == t && shown[d]) { diag = 0; next }
+      path = ""; for (i = 0; i < d; i++) if (i in stack) { path = path stack[i] " > "; shown[i] = 1 }
+      print "  not ok: " path t; diag = 12; next
+    }
+    diag > 0 && /^ *\.\.\. *$/ { diag = 0; next }
+    diag > 0 && /^ *(---)? *$/ { next }
+    diag > 0 { print "      " substr($0, 1, 200); diag-- }
+  ' "$LOG"
+}
+if ((failed > 0 || top_failed > 0)); then
+  printf '\nFailed:\n'
+  failures | head -n 200
+fi
+
 status=0
 if ((passed + failed == 0)); then
   note "no test ran"
