@@ -1,5 +1,5 @@
 // Where a heartbeat's throughput goes, part by part (issue 23, bench/README.md, Liveness,
-// "Heartbeat row, sixth round"). One in-process server and four bare uWS apps in this
+// "Heartbeat row"). One in-process server and four bare uWS apps in this
 // process, each loaded in turn by wrk (-t1, --connections, keep-alive) for --duration
 // seconds, --rounds times, every rate taken over the ceiling run of its own round:
 //

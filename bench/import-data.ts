@@ -1,5 +1,5 @@
 // Writes N production services as JSON Lines for the CLI import bench (bench/README.md,
-// "CLI import"): node dist/bench/import-data.js 100000 > /tmp/services.jsonl
+// "Import and export"): node dist/bench/import-data.js 100000 > /tmp/services.jsonl
 // Deterministic (seeded); each line has an id, so re-importing the file is a no-op, and
 // one service in 50 names the two services before it as replacement candidates.
 import { demoService, prng } from '../src/admin/seed.js';

@@ -75,7 +75,7 @@ export interface ListenAt {
  * split, fixed at start. Every thread holds its own copy of what it serves (the kernel spreads
  * connections evenly over the threads, so their working sets are alike), and each evicts only
  * its own entries: a shared counter would let one thread's idle entries starve another's, and
- * the sum of the shares never passes the total (docs/decisions.md, "Budgets that hold in
+ * the sum of the shares never passes the total (docs/decisions.md, "Memory budgets that hold in
  * resident memory").
  */
 export function threadShare(totalBytes: number, threads: number): number {

@@ -26,7 +26,7 @@ export const LAYOUT = { SLOTS: 256, M: 8, SLOT: 0, START: 1, END: 2, DIG: 3 } as
 // Module-local copies, never exported bindings: an exported one lives in a module cell, which
 // the optimiser does not fold into the index arithmetic of join()'s loops; copied into plain
 // consts they fold as literals do (exported, a dense page's join was ~20 % slower: A/B in one
-// process, bench/README.md "Page pipeline"). near-docs.ts takes its copies the same way.
+// process, bench/README.md "Cold rows at 20,000"). near-docs.ts takes its copies the same way.
 /** seqs per chunk */
 const { SLOTS, M, SLOT, START, END, DIG } = LAYOUT;
 /** the platform's byte order: a digest word is stored byte-swapped on a little-endian one */

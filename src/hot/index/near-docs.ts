@@ -4,7 +4,7 @@
 // ascending seqs, so its documents mostly sit next to each other in a chunk, commas
 // included: the page body is copied in a few ranges, and its digest list too, where one
 // document per page entry cost a Map look-up of a boxed number key, an entry object, a Buffer
-// and a copy (bench/README.md, "Documents in chunks"; docs/decisions.md, same heading).
+// and a copy (docs/decisions.md, "Documents in chunks"; the k1/k2 rows in bench/README.md).
 //
 // Documents fetched for a page go into their chunks: a few for a chunk with room are
 // appended (bytes at the end, the index entry shifted into slot order); otherwise the chunk

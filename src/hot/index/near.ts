@@ -20,7 +20,7 @@
 //   used out, sets and documents alike (documents in chunks of consecutive seqs: near-docs.ts).
 //   The bytes are what is allocated: each array's buffer at its byteLength, the key string,
 //   and the objects around them at constants measured with bench/overheads.ts
-//   (docs/decisions.md, "Budgets that hold in resident memory").
+//   (docs/decisions.md, "Memory budgets that hold in resident memory").
 // - A set that is empty (a filter value that matches nothing: any string a client makes up)
 //   costs no set entry: it is kept in a pool of its own, at most EMPTY_MAX keys, counted in
 //   the budget, so a flood of distinct unknown values churns that pool and nothing else.
