@@ -4,11 +4,12 @@
 // class of src (what runs inside a callback defined there is not construction and is not
 // looked at), and the same rule shown to find planted openings. The runtime side, for the
 // parts of a serving thread: test/http/compose-start.test.ts.
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import t from 'tap';
 import ts from 'typescript';
 import { ROOT } from '../../src/hot/paths.js';
+import { sourceFiles } from '../helpers/source-files.js';
 
 /** calls that open something: timers, connections, subscriptions, listeners */
 const OPENING_CALLS = new Set(['setInterval', 'setTimeout', 'setImmediate', 'connect', 'subscribe', 'psubscribe', 'duplicate', 'listen', 'start']);
@@ -50,11 +51,7 @@ function openings(text: string, file = 'x.ts'): string[] {
   return found;
 }
 
-function sources(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true, recursive: true })
-    .filter((e) => e.isFile() && e.name.endsWith('.ts') && !e.name.endsWith('.d.ts'))
-    .map((e) => join(e.parentPath, e.name));
-}
+const sources = (dir: string): string[] => sourceFiles(dir, /(?<!\.d)\.ts$/);
 
 t.test('no class of src opens anything while it is constructed', async (t) => {
   const files = sources(join(ROOT, 'src'));

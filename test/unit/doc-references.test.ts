@@ -3,24 +3,16 @@
 // link to `decisions.md#a`, `bench/README.md#a` or `#a` inside the main docs names a heading's
 // anchor. The docs are rewritten as reference (STYLE.md: "docs are reference, history is
 // git"), and a renamed section must fail here, not leave a comment pointing at nothing.
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import t from 'tap';
 import { ROOT } from '../../src/hot/paths.js';
+import { sourceFiles } from '../helpers/source-files.js';
 
 const SKIP = new Set(['node_modules', 'dist', '.git', '.local', 'test-artifacts', 'coverage', '.tap']);
 const EXT = /\.(ts|mts|js|mjs|lua|sh|md|sql)$/;
 const TARGETS: Record<string, string> = { 'decisions.md': 'docs/decisions.md', 'bench/README.md': 'bench/README.md' };
 
-function files(dir: string, out: string[] = []): string[] {
-  for (const e of readdirSync(dir, { withFileTypes: true })) {
-    if (SKIP.has(e.name) || (e.name === 'dist' && dir.endsWith('web'))) continue;
-    const p = join(dir, e.name);
-    if (e.isDirectory()) files(p, out);
-    else if (EXT.test(e.name)) out.push(p);
-  }
-  return out;
-}
 
 /** GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens. */
 function slug(heading: string): string {
@@ -99,7 +91,7 @@ t.test('the rule finds what it is meant to find', async (t) => {
 t.test('every quoted section and every anchor link into the docs resolves', async (t) => {
   const bad: string[] = [];
   let seen = 0;
-  for (const f of files(ROOT)) {
+  for (const f of sourceFiles(ROOT, EXT, SKIP)) {
     const rel = relative(ROOT, f);
     const text = readFileSync(f, 'utf8');
     if (rel === 'test/unit/doc-references.test.ts') continue; // its own planted examples

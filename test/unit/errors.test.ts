@@ -3,18 +3,18 @@
 // error body. Both directions over the source: every key raised in src is registered and
 // every registered key is raised; every public code is answered in some test or retired.
 import { STATUS_CODES } from 'node:http';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
 import { ApiError, errorBodiesHeld, errorBody, errorBodyOf, errorMessage, ERRORS, REGISTRY, RETIRED, STATUS_TEXT, type ErrorCode, type ErrorKey } from '../../src/hot/domain/errors.js';
 import { ROOT } from '../../src/hot/paths.js';
+import { sourceFiles } from '../helpers/source-files.js';
 
 const codes = Object.entries(ERRORS) as [ErrorCode, number][];
 const keys = Object.keys(REGISTRY) as ErrorKey[];
 const SNAKE = /^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$/;
 
-const files = (dir: string, ext: string): string[] =>
-  readdirSync(dir, { withFileTypes: true }).flatMap((d) => (d.isDirectory() ? files(join(dir, d.name), ext) : d.name.endsWith(ext) ? [join(dir, d.name)] : []));
+const files = (dir: string): string[] => sourceFiles(dir, /\.ts$/);
 
 t.test('public codes: upper snake case, unique, a 4xx/5xx status with its standard reason phrase', async (t) => {
   t.ok(codes.length > 0);
@@ -117,7 +117,7 @@ t.test('the error-body memo is bounded, and answers the same body after it is em
 // of ApiError, reply.error, errorBodyOf or errorMessage; no throw site writes a message.
 // (skipped only where the sources are instrumented: Stryker's sandbox rewrites the mutated
 // files' literals, so the scan cannot read them there)
-const src = files(join(ROOT, 'src'), '.ts').filter((f) => !f.endsWith(join('domain', 'errors.ts')));
+const src = files(join(ROOT, 'src')).filter((f) => !f.endsWith(join('domain', 'errors.ts')));
 const instrumented = src.some((f) => readFileSync(f, 'utf8').includes('stryMutAct_9fa48'));
 t.test('every key raised in src is registered, and every registered key is raised', { skip: instrumented && 'instrumented sources (Stryker sandbox)' }, async (t) => {
   const used = new Set<string>();
@@ -142,7 +142,7 @@ t.test('every key raised in src is registered, and every registered key is raise
 // (skipped only where test/http is absent: the mutation run's sandbox copies test/unit alone)
 const httpTests = existsSync(join(ROOT, 'test', 'http'));
 t.test('every public code is some key\'s code, and some test outside this file sees it answered (or it is retired)', { skip: !httpTests && 'no test/http here (Stryker sandbox)' }, async (t) => {
-  const tests = files(join(ROOT, 'test'), '.ts').filter((f) => !f.endsWith(join('unit', 'errors.test.ts')));
+  const tests = files(join(ROOT, 'test')).filter((f) => !f.endsWith(join('unit', 'errors.test.ts')));
   const text = tests.map((f) => readFileSync(f, 'utf8')).join('\n');
   for (const [code] of codes) {
     if (Object.hasOwn(RETIRED, code)) continue;
