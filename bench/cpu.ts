@@ -1,7 +1,9 @@
 // Where the CPU went during a measured run, from /proc (Linux): the server process's share
-// of one core, and everything else busy on the machine (Redis, PostgreSQL, other work).
+// of one core, and everything else busy on the machine (Redis, PostgreSQL, other work);
+// Redis's own CPU seconds (INFO cpu) and the load average, as the liveness bench prints them.
 // A shared 2-core machine makes this the difference between a finding and noise.
 import { readFileSync } from 'node:fs';
+import type { RedisClient } from '../src/hot/redis/client.js';
 
 export interface CpuSnapshot {
   /** jiffies of every core: all, idle (idle + iowait), steal */
@@ -46,4 +48,15 @@ export function share(a: CpuSnapshot | null, b: CpuSnapshot | null, nproc: numbe
     machinePct: ((b.total - a.total - (b.idle - a.idle)) / core) * 100,
     stealPct: ((b.steal - a.steal) / core) * 100,
   };
+}
+
+/** CPU seconds Redis used so far (INFO cpu: user + system of the server). */
+export async function redisCpuS(redis: RedisClient): Promise<number> {
+  const info = await redis.info('cpu');
+  return Number(/used_cpu_user:([\d.]+)/.exec(info)![1]) + Number(/used_cpu_sys:([\d.]+)/.exec(info)![1]);
+}
+
+/** The load average over 1, 5 and 15 minutes, as /proc/loadavg writes it ("2.45 1.48 2.05"). */
+export function loadAverage(): string {
+  return readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 }

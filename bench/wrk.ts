@@ -70,7 +70,7 @@ interface WrkJson {
 let seeds = 1;
 
 /** Children's CPU from the shell's `times` (second line: user and system of its children). */
-function childCpuS(out: string): number {
+export function childCpuS(out: string): number {
   const line = out.trim().split('\n').filter((l) => /^\d+m[\d.]+s \d+m[\d.]+s$/.test(l.trim())).pop();
   if (!line) return NaN;
   return line
