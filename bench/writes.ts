@@ -26,6 +26,9 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
+import { pgCpu } from './pg-cpu.js';
+import { topStatements, type Statement } from './pg-statements.js';
+import { jiffies, TICK } from './proc-stat.js';
 import { freePort, spawnNode, waitFor200 } from './procs.js';
 
 const argv = process.argv.slice(2);
@@ -38,7 +41,6 @@ const ROUNDS = Number(arg('rounds', '1'));
 const SKIP = new Set(arg('skip', '').split(',').filter(Boolean));
 const PERF = arg('perf', '');
 const ADMIN = 'bench-admin-key-0123456789abcdef';
-const TICK = 100; // jiffies per second (USER_HZ)
 
 /** a registration of the bench's shape: ~210 bytes of body, a ~300-byte stored document */
 const BODY = JSON.stringify({
@@ -48,70 +50,6 @@ const BODY = JSON.stringify({
 });
 const BATCH = JSON.stringify({ services: Array.from({ length: 1000 }, () => JSON.parse(BODY) as unknown) });
 const ROW = 'x'.repeat(300);
-
-function jiffies(pid: number): number {
-  try {
-    const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
-    return Number(f[11]) + Number(f[12]);
-  } catch {
-    return 0;
-  }
-}
-
-/** The children of `pid` (Linux's /proc/<pid>/task/<pid>/children), or null where that file is missing. */
-function childrenOf(pid: number): number[] | null {
-  try {
-    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
-  } catch {
-    return null;
-  }
-}
-
-/**
- * CPU of a PostgreSQL server: the postmaster and its children. Backends come and go
- * (pgbench's exit with it), so the children are sampled through the run and each one's
- * last reading kept; call stop() before the load's connections close.
- */
-function pgCpu(postmaster: number) {
-  const seen = new Map<number, number>();
-  const sample = () => {
-    seen.set(postmaster, jiffies(postmaster));
-    // the postmaster's children from its own list: a scan of every /proc/<pid>/stat blocked
-    // this process's event loop — the load generator's — for 5-38 ms four times a second
-    // on the loaded machine, and every write in flight waited for it (the p99 it measured)
-    const kids = childrenOf(postmaster);
-    if (kids) {
-      for (const k of kids) {
-        const j = jiffies(k);
-        if (j > 0) seen.set(k, j);
-      }
-      return;
-    }
-    for (const d of readdirSync('/proc')) {
-      if (!/^\d+$/.test(d)) continue;
-      try {
-        const s = readFileSync(`/proc/${d}/stat`, 'utf8');
-        const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
-        if (Number(f[1]) === postmaster) seen.set(Number(d), Number(f[11]) + Number(f[12]));
-      } catch {
-        /* gone */
-      }
-    }
-  };
-  sample();
-  const start = new Map(seen);
-  const timer = setInterval(sample, 250);
-  return {
-    stop(): number {
-      clearInterval(timer);
-      sample();
-      let d = 0;
-      for (const [pid, j] of seen) d += j - (start.get(pid) ?? 0);
-      return d / TICK;
-    },
-  };
-}
 
 interface Row {
   name: string;
@@ -296,24 +234,6 @@ async function main(): Promise<void> {
     console.log('|---|--:|--:|--:|--:|');
     for (const x of statements) console.log(`| ${x.query} | ${x.calls} | ${f(x.total, 0)} | ${f(x.mean, 3)} | ${f(x.rows / x.calls, 1)} |`);
   }
-}
-
-interface Statement {
-  query: string;
-  calls: number;
-  total: number;
-  mean: number;
-  rows: number;
-}
-
-/** The bench database's statements since the last reset, by total execution time (the first 70 characters of each). */
-async function topStatements(admin: pg.Client, db: string): Promise<Statement[]> {
-  const r = await admin.query<{ q: string; calls: string; total: number; mean: number; rows: string }>(
-    `SELECT regexp_replace(left(query, 70), '\\s+', ' ', 'g') AS q, calls, total_exec_time AS total, mean_exec_time AS mean, rows
-       FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = $1 ORDER BY total_exec_time DESC LIMIT 8`,
-    [db],
-  );
-  return r.rows.map((x) => ({ query: x.q.replace(/\|/g, '\\|'), calls: Number(x.calls), total: x.total, mean: x.mean, rows: Number(x.rows) }));
 }
 
 main().catch((err: unknown) => {

@@ -1,0 +1,26 @@
+// One process's readings from /proc (Linux): the CPU it used (utime + stime, in jiffies) and
+// its children. Used where a bench times processes it did not start itself (PostgreSQL,
+// Redis) or that run in another process (the server under test).
+import { readFileSync } from 'node:fs';
+
+export const TICK = 100; // jiffies per second (USER_HZ)
+
+/** utime + stime of `pid` (all its threads), jiffies; 0 when it is gone. */
+export function jiffies(pid: number): number {
+  try {
+    const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+    return Number(f[11]) + Number(f[12]);
+  } catch {
+    return 0;
+  }
+}
+
+/** The children of `pid` (Linux's /proc/<pid>/task/<pid>/children), or null where that file is missing. */
+export function childrenOf(pid: number): number[] | null {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
+  } catch {
+    return null;
+  }
+}
