@@ -13,12 +13,13 @@
 // (`ulimit -n 8192`). Usage:
 //   node dist/bench/hostile.js [--scenarios proxy,feed,keys,hop] [--seconds S] [--slow N] [--streams N] [--forged N]
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
-import { Agent, request } from 'node:http';
-import { connect, type Socket } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { ATTACKER, Attack, FEED, flood, openMany, SLOW_BODY } from './hostile-attack.js';
+import { CLIENT, probe, showProbes } from './hostile-probe.js';
+import { rssKb, treeRssKb } from './proc-stat.js';
 import { freePort, spawnNode, waitFor200, type Child } from './procs.js';
 import { newSandboxKey } from '../src/hot/sandbox/keys.js';
 
@@ -32,124 +33,9 @@ const SECONDS = Math.min(30, Number(arg('seconds', '5')));
 const SLOW = Math.min(5000, Number(arg('slow', '2000')));
 const STREAMS = Math.min(5000, Number(arg('streams', '1000')));
 const FORGED = Math.min(200_000, Number(arg('forged', '30000')));
-const ATTACKER = '127.0.0.2';
-const CLIENT = '127.0.0.3';
 const ADMIN_KEY = 'hostile-bench-admin-key-0123456789';
 
-function rssKb(pid: number): number {
-  try {
-    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Number(m[1]) : 0;
-  } catch {
-    return 0;
-  }
-}
-
-/** nginx: its master and every worker (children of the master) */
-function treeRssKb(pid: number): number {
-  let sum = rssKb(pid);
-  try {
-    for (const c of readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean)) sum += rssKb(Number(c));
-  } catch {
-    /* gone */
-  }
-  return sum;
-}
-
 const mb = (kb: number) => `${(kb / 1024).toFixed(0)} MB`;
-
-interface Probe {
-  n: number;
-  p50: number;
-  p99: number;
-  statuses: Record<string, number>;
-}
-
-/** The legitimate client: 4 keep-alive connections from CLIENT searching for `seconds`. */
-async function probe(port: number, seconds: number): Promise<Probe> {
-  const agent = new Agent({ keepAlive: true, maxSockets: 4, localAddress: CLIENT } as ConstructorParameters<typeof Agent>[0] & { localAddress: string });
-  const lat: number[] = [];
-  const statuses: Record<string, number> = {};
-  const end = Date.now() + seconds * 1000;
-  let i = 0;
-  const one = () =>
-    new Promise<void>((resolve) => {
-      const t0 = performance.now();
-      const r = request({ host: '127.0.0.1', port, path: `/services?capability=bench${i++ % 4}`, agent }, (res) => {
-        res.resume();
-        res.on('end', () => {
-          lat.push(performance.now() - t0);
-          statuses[String(res.statusCode)] = (statuses[String(res.statusCode)] ?? 0) + 1;
-          resolve();
-        });
-      });
-      r.setTimeout(10_000, () => r.destroy(new Error('timeout')));
-      r.on('error', (e) => {
-        lat.push(performance.now() - t0);
-        statuses[e.message] = (statuses[e.message] ?? 0) + 1;
-        resolve();
-      });
-      r.end();
-    });
-  await Promise.all(Array.from({ length: 4 }, async () => {
-    while (Date.now() < end) await one();
-  }));
-  agent.destroy();
-  lat.sort((a, b) => a - b);
-  const q = (p: number) => lat[Math.min(lat.length - 1, Math.floor(p * lat.length))] ?? NaN;
-  return { n: lat.length, p50: q(0.5), p99: q(0.99), statuses };
-}
-
-const fmt = (p: Probe) => `p50 ${p.p50.toFixed(2)} ms, p99 ${p.p99.toFixed(2)} ms (${p.n} requests: ${JSON.stringify(p.statuses)})`;
-
-/** Attack sockets: each reports the status line it got (or '' while held open). */
-class Attack {
-  sockets: Socket[] = [];
-  firstLines: string[] = [];
-  private timers: NodeJS.Timeout[] = [];
-
-  open(port: number, head: string, trickle: boolean): Promise<void> {
-    return new Promise((resolve) => {
-      const i = this.firstLines.push('') - 1;
-      const s = connect({ port, host: '127.0.0.1', localAddress: ATTACKER });
-      this.sockets.push(s);
-      s.on('data', (d) => {
-        if (!this.firstLines[i]) this.firstLines[i] = d.toString('latin1').split('\r\n')[0]!;
-      });
-      s.on('error', () => undefined);
-      s.on('close', () => {
-        if (!this.firstLines[i]) this.firstLines[i] = 'closed';
-      });
-      s.once('connect', () => {
-        s.write(head);
-        if (trickle) this.timers.push(setInterval(() => s.writable && s.write(' '), 4000));
-        resolve();
-      });
-      s.once('error', () => resolve());
-    });
-  }
-
-  summary(): Record<string, number> {
-    const out: Record<string, number> = {};
-    for (const l of this.firstLines) {
-      const k = l === '' ? 'held open' : l.startsWith('HTTP/') ? l.split(' ')[1]! : l;
-      out[k] = (out[k] ?? 0) + 1;
-    }
-    return out;
-  }
-
-  end(): void {
-    for (const t of this.timers) clearInterval(t);
-    for (const s of this.sockets) s.destroy();
-  }
-}
-
-async function openMany(a: Attack, port: number, n: number, head: string, trickle: boolean): Promise<void> {
-  for (let i = 0; i < n; i += 100) await Promise.all(Array.from({ length: Math.min(100, n - i) }, () => a.open(port, head, trickle)));
-}
-
-const SLOW_BODY = 'POST /sandboxes HTTP/1.1\r\nHost: registry\r\nContent-Type: application/json\r\nContent-Length: 60000\r\n\r\n{';
-const FEED = 'GET /services/changes HTTP/1.1\r\nHost: registry\r\nAccept: text/event-stream\r\n\r\n';
 
 async function main(): Promise<void> {
   const port = await freePort();
@@ -196,9 +82,7 @@ async function main(): Promise<void> {
       await new Promise((r) => setTimeout(r, 1000));
       const after = await probe(pport, SECONDS);
       console.log(`\n[proxy] ${SLOW} slow-body sockets + ${STREAMS} change-feed streams from ${ATTACKER} through nginx; ${CLIENT} searches through it`);
-      console.log(`  idle:          ${fmt(idle)}`);
-      console.log(`  under attack:  ${fmt(hit)}   (p99 ${(hit.p99 / idle.p99).toFixed(2)}× idle)`);
-      console.log(`  idle again:    ${fmt(after)}`);
+      showProbes(idle, hit, after);
       console.log(`  slow bodies:   ${JSON.stringify(slow)}; streams: ${JSON.stringify(feed)}`);
       console.log(`  RSS server ${mb(rss0)} -> ${mb(rss1)}, nginx (all processes) ${mb(nrss0)} -> ${mb(nrss1)}`);
     }
@@ -216,9 +100,7 @@ async function main(): Promise<void> {
       await new Promise((r) => setTimeout(r, 1000));
       const after = await probe(port, SECONDS);
       console.log(`\n[feed] ${STREAMS} change-feed streams from ${ATTACKER} straight at the server; ${CLIENT} searches`);
-      console.log(`  idle:          ${fmt(idle)}`);
-      console.log(`  under attack:  ${fmt(hit)}   (p99 ${(hit.p99 / idle.p99).toFixed(2)}× idle)`);
-      console.log(`  idle again:    ${fmt(after)}`);
+      showProbes(idle, hit, after);
       console.log(`  streams:       ${JSON.stringify(feed)}`);
       console.log(`  RSS server ${mb(rss0)} -> ${mb(rss1)}`);
     }
@@ -237,35 +119,15 @@ async function main(): Promise<void> {
       const idle = await probe(port, SECONDS);
       const rss0 = rssKb(pid);
       const s0 = await scans();
-      let sent = 0;
-      const statuses: Record<string, number> = {};
-      const flood = new Agent({ keepAlive: true, maxSockets: 32, localAddress: ATTACKER } as ConstructorParameters<typeof Agent>[0] & { localAddress: string });
-      const end = Date.now() + SECONDS * 1000 + 500;
-      const floodDone = Promise.all(Array.from({ length: 32 }, async () => {
-        while (Date.now() < end && sent < forged.length) {
-          await new Promise<void>((resolve) => {
-            const key = forged[sent++]!;
-            const r = request({ host: '127.0.0.1', port, path: '/services?capability=bench0', agent: flood, headers: { authorization: `Bearer ${key}` } }, (res) => {
-              statuses[String(res.statusCode)] = (statuses[String(res.statusCode)] ?? 0) + 1;
-              res.resume();
-              res.on('end', resolve);
-            });
-            r.on('error', () => resolve());
-            r.end();
-          });
-        }
-      }));
+      const floodDone = flood(port, Date.now() + SECONDS * 1000 + 500, (i) => (i < forged.length ? { path: '/services?capability=bench0', headers: { authorization: `Bearer ${forged[i]!}` } } : null));
       const hit = await probe(port, SECONDS);
-      await floodDone;
-      flood.destroy();
+      const { sent, statuses } = await floodDone;
       const rss1 = rssKb(pid);
       const s1 = await scans();
       const after = await probe(port, SECONDS);
       await db.end();
       console.log(`\n[keys] forged checksum-valid keys (a new one per request, at most ${FORGED}, 32 connections) from ${ATTACKER}; ${CLIENT} searches`);
-      console.log(`  idle:          ${fmt(idle)}`);
-      console.log(`  under attack:  ${fmt(hit)}   (p99 ${(hit.p99 / idle.p99).toFixed(2)}× idle)`);
-      console.log(`  idle again:    ${fmt(after)}`);
+      showProbes(idle, hit, after);
       console.log(`  forged:        ${sent} requests ${JSON.stringify(statuses)}; PostgreSQL scans of sandboxes: ${s1 - s0}`);
       console.log(`  RSS server ${mb(rss0)} -> ${mb(rss1)}`);
     }
@@ -273,31 +135,12 @@ async function main(): Promise<void> {
       // the reference for keys: the same flood, no key at all, each request one Redis round
       // trip (GET /services/<unknown id>: 404 from the index)
       const idle = await probe(port, SECONDS);
-      let sent = 0;
-      const statuses: Record<string, number> = {};
-      const flood = new Agent({ keepAlive: true, maxSockets: 32, localAddress: ATTACKER } as ConstructorParameters<typeof Agent>[0] & { localAddress: string });
-      const end = Date.now() + SECONDS * 1000 + 500;
-      const floodDone = Promise.all(Array.from({ length: 32 }, async () => {
-        while (Date.now() < end) {
-          await new Promise<void>((resolve) => {
-            const r = request({ host: '127.0.0.1', port, path: `/services/nope${sent++}`, agent: flood }, (res) => {
-              statuses[String(res.statusCode)] = (statuses[String(res.statusCode)] ?? 0) + 1;
-              res.resume();
-              res.on('end', resolve);
-            });
-            r.on('error', () => resolve());
-            r.end();
-          });
-        }
-      }));
+      const floodDone = flood(port, Date.now() + SECONDS * 1000 + 500, (i) => ({ path: `/services/nope${i}` }));
       const hit = await probe(port, SECONDS);
-      await floodDone;
-      flood.destroy();
+      const { sent, statuses } = await floodDone;
       const after = await probe(port, SECONDS);
       console.log(`\n[hop] unknown service ids (no key; one Redis round trip each, 32 connections) from ${ATTACKER}; ${CLIENT} searches`);
-      console.log(`  idle:          ${fmt(idle)}`);
-      console.log(`  under attack:  ${fmt(hit)}   (p99 ${(hit.p99 / idle.p99).toFixed(2)}× idle)`);
-      console.log(`  idle again:    ${fmt(after)}`);
+      showProbes(idle, hit, after);
       console.log(`  flood:         ${sent} requests ${JSON.stringify(statuses)}`);
     }
     console.log(`\nload average at the end ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);

@@ -1,5 +1,5 @@
-// One process's readings from /proc (Linux): the CPU it used (utime + stime, in jiffies) and
-// its children. Used where a bench times processes it did not start itself (PostgreSQL,
+// One process's readings from /proc (Linux): the CPU it used (utime + stime, in jiffies), its
+// children and its resident memory (VmRSS). Used where a bench times processes it did not start itself (PostgreSQL,
 // Redis) or that run in another process (the server under test).
 import { readFileSync } from 'node:fs';
 
@@ -23,4 +23,21 @@ export function childrenOf(pid: number): number[] | null {
   } catch {
     return null;
   }
+}
+
+/** Resident memory of `pid` (all its threads), kB; 0 when it is gone or has none. */
+export function rssKb(pid: number): number {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/** A process and its children, kB (nginx: its master and every worker, children of the master). */
+export function treeRssKb(pid: number): number {
+  let sum = rssKb(pid);
+  for (const c of childrenOf(pid) ?? []) sum += rssKb(c);
+  return sum;
 }
