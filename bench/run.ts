@@ -9,12 +9,12 @@ import { loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ROOT } from '../src/hot/paths.js';
-import { load, startLoad, type Generator, type LoadOptions, type LoadResult } from './cannon.js';
 import { HAS_WRK } from './wrk.js';
 import type { CeilingResponse } from './ceiling.js';
-import { share, snapshot } from './cpu.js';
 import { parseFlags, type Flags } from './flags.js';
 import { BENCH_TIERS, prepare, type BenchData } from './generate.js';
+import { isolation, measure, prepareRow } from './measure.js';
+import { rssKb } from './proc-stat.js';
 import { freePort, get, HAS_TASKSET, LOADGEN_CPU, NPROC, pinning, spawnNode, waitFor200, type Child, type Pinning, type RawResponse } from './procs.js';
 import { machine, markdown, replaceBlock, SATURATED_PCT, type Isolation, type Results, type Row, type WorkersRun } from './report.js';
 import { HEAVY, LIGHT, MAIN, paths, scenarios, uncached, type Scenario } from './scenarios.js';
@@ -29,80 +29,6 @@ const UWS_OWN = new Set(['date', 'uwebsockets', 'content-length', 'connection', 
 /** "other CPU" above this in a row that barely uses Redis means other work on the machine */
 const NOISE_PCT = 30;
 const log = (m: string) => console.log(m);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function toRow(s: Pick<Scenario, 'id' | 'title' | 'path'>, r: LoadResult, bodyBytes: number): Row {
-  return { ...r, id: s.id, title: s.title, path: s.path, ratio: null, loadgenSaturated: r.loadgenCpuPct > SATURATED_PCT, bodyBytes, serverCpuPct: null, otherCpuPct: null, stealPct: null, serverUsPerReq: null };
-}
-
-/** Run one load while watching the server's CPU and the rest of the machine's. */
-async function watched(s: Pick<Scenario, 'id' | 'title' | 'path'>, o: LoadOptions, pid: number | undefined, bodyBytes: number): Promise<Row> {
-  const a = snapshot(pid);
-  const r = await load(o);
-  const c = share(a, snapshot(pid), NPROC);
-  const row = toRow(s, r, bodyBytes);
-  if (c) {
-    row.serverCpuPct = c.serverPct;
-    // Redis, PostgreSQL and whatever else ran: what is busy beyond the server and autocannon
-    row.otherCpuPct = Math.max(0, c.machinePct - c.serverPct - r.loadgenCpuPct);
-    row.stealPct = c.stealPct;
-    row.serverUsPerReq = r.totalRps > 0 ? (c.serverPct / 100) * 1e6 / r.totalRps : null;
-  }
-  return row;
-}
-
-function show(r: Row): void {
-  const bad = r.non2xx || r.errors || r.timeouts ? `  NON-2XX ${JSON.stringify(r.statusCodes)} errors ${r.errors} timeouts ${r.timeouts}` : '';
-  const cpu = r.serverCpuPct === null ? '' : `  server CPU ${Math.round(r.serverCpuPct)} %  other ${Math.round(r.otherCpuPct ?? 0)} %`;
-  log(
-    `  ${r.id.padEnd(4)} ${r.title.padEnd(42)} ${Math.round(r.rps).toString().padStart(7)} req/s  p50 ${r.p50.toFixed(2)} ms  p99 ${r.p99.toFixed(2)} ms  ${generator} CPU ${Math.round(r.loadgenCpuPct)} %${r.loadgenSaturated ? ' (saturated)' : ''}${cpu}${bad}`,
-  );
-}
-
-let cursorSeed = 1;
-/** --generator: set once from the flags in main() */
-let generator: Generator = 'autocannon';
-
-/** Load options of a scenario; each call gets its own cursor stream, so a measured run never replays its warm-up's cursors. */
-function loadOf(base: string, s: Scenario, connections: number, durationS: number): LoadOptions {
-  return {
-    url: base + s.path,
-    headers: s.headers,
-    expect: s.expect,
-    connections,
-    durationS,
-    generator,
-    nextPath: s.cursorMax ? paths(s, cursorSeed++) : undefined,
-    cursor: s.cursorMax ? { path: s.path, max: s.cursorMax } : undefined,
-  };
-}
-
-async function measure(f: Flags, base: string, s: Scenario, bodyBytes: number, pid: number | undefined): Promise<Row> {
-  await load(loadOf(base, s, f.connections, f.warmupS));
-  const row = await watched(s, loadOf(base, s, f.connections, f.durationS), pid, bodyBytes);
-  show(row);
-  return row;
-}
-
-/**
- * Rows that need state first: a poller sends back the ETag of a first answer; an over-limit
- * row gets the key of a fresh free sandbox and spends its minute's allowance.
- */
-async function prepareRow(base: string, s: Scenario): Promise<Scenario> {
-  if (s.conditional) {
-    const first = await get(base + s.path, s.headers);
-    const etag = first.headers.find(([k]) => k.toLowerCase() === 'etag')?.[1] ?? '';
-    return { ...s, headers: { ...s.headers, 'if-none-match': etag } };
-  }
-  if (s.overLimitKey) {
-    const r = await fetch(base + '/sandboxes', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"name":"bench over limit"}' });
-    const key = ((await r.json()) as { apiKey: string }).apiKey;
-    const headers = { ...s.headers, authorization: `Bearer ${key}` };
-    for (let i = 0; i < 200 && (await get(base + s.path, headers)).status !== 429; i++);
-    return { ...s, headers };
-  }
-  return s;
-}
 
 async function startServer(d: BenchData, workers: number, pin: Pinning, name = `server-w${workers}`): Promise<{ child: Child; base: string }> {
   const port = await freePort();
@@ -116,22 +42,6 @@ async function startServer(d: BenchData, workers: number, pin: Pinning, name = `
     throw e;
   }
   return { child, base };
-}
-
-/** Scenario h: the light search alone, then beside a second autocannon on the heavy intersection. */
-async function isolation(f: Flags, base: string, pid: number | undefined, light: Scenario, heavy: Scenario, bytes: Map<string, number>, warm: boolean): Promise<Isolation> {
-  log(`  h   light ${light.id} alone, then beside ${f.heavyConnections} connections of ${heavy.id}`);
-  if (warm) await load(loadOf(base, light, f.connections, f.warmupS));
-  const alone = await watched({ ...light, id: 'h0' }, loadOf(base, light, f.connections, f.durationS), pid, bytes.get(light.id) ?? 0);
-  show(alone);
-  const bg = startLoad(loadOf(base, heavy, f.heavyConnections, f.durationS + 30));
-  await sleep(Math.min(1000, f.warmupS * 500)); // the heavy load is up to speed before the light one is measured
-  const withHeavy = await watched({ ...light, id: 'h1', title: light.title + ' + heavy' }, loadOf(base, light, f.connections, f.durationS), pid, bytes.get(light.id) ?? 0);
-  bg.stop();
-  const heavyRun = toRow({ ...heavy, id: 'h-bg', title: heavy.title + ' (beside h1)' }, await bg.done, bytes.get(heavy.id) ?? 0);
-  show(withHeavy);
-  show(heavyRun);
-  return { light: light.id, heavy: heavy.id, heavyConnections: f.heavyConnections, alone, withHeavy, heavyRun, p99Ratio: withHeavy.p99 / alone.p99 };
 }
 
 /** Serve `warm`'s bytes from the ceiling server and load it like the main scenario. */
@@ -222,12 +132,8 @@ async function runWorkers(f: Flags, d: BenchData, workers: number, list: Scenari
 
 /** Resident memory of a process (all its threads), MB, from /proc; null where there is none. */
 function rss(pid: number | undefined): number | null {
-  try {
-    const m = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Math.round(Number(m[1]) / 1024) : null;
-  } catch {
-    return null;
-  }
+  const kb = pid ? rssKb(pid) : 0;
+  return kb ? Math.round(kb / 1024) : null;
 }
 
 function reexecPinned(): void {
@@ -241,7 +147,6 @@ async function main(): Promise<void> {
   const f = parseFlags(process.argv.slice(2), NPROC);
   if (f.generator === 'wrk' && !HAS_WRK) throw new Error('--generator wrk: wrk is not installed (Debian: apt-get install wrk)');
   if (f.pin && !f.pinned && HAS_TASKSET && NPROC >= 2) return reexecPinned();
-  generator = f.generator;
   const t0 = Date.now();
   const load0 = loadavg()[0]!;
   mkdirSync(RESULTS, { recursive: true });
@@ -263,11 +168,11 @@ async function main(): Promise<void> {
   }
   const saturated = runs.flatMap((r) => [...r.rows, ...r.ceilings].filter((x) => x.loadgenSaturated).map((x) => `${x.id} (WORKERS=${r.workers})`));
   if (saturated.length) {
-    notes.push(`The load generator was the bottleneck (${generator} above ${SATURATED_PCT} % of its core) in: ${saturated.join(', ')}. Those rows measure ${generator} as much as the server; a saturated ceiling makes every ratio look better than the server's true headroom.`);
-  } else notes.push(`${generator} stayed below ${SATURATED_PCT} % of its core in every row: the load generator was not the bottleneck.`);
+    notes.push(`The load generator was the bottleneck (${f.generator} above ${SATURATED_PCT} % of its core) in: ${saturated.join(', ')}. Those rows measure ${f.generator} as much as the server; a saturated ceiling makes every ratio look better than the server's true headroom.`);
+  } else notes.push(`${f.generator} stayed below ${SATURATED_PCT} % of its core in every row: the load generator was not the bottleneck.`);
   const bad = runs.flatMap((r) => r.rows.filter((x) => x.non2xx || x.errors || x.timeouts).map((x) => x.id));
   if (bad.length) notes.push(`Rows with non-2xx answers, errors or timeouts: ${bad.join(', ')} (their req/s count 2xx only).`);
-  notes.push(`Redis and PostgreSQL are not pinned: they run on whichever core is free, beside the server and ${generator} ("other CPU" is their share plus any other work).`);
+  notes.push(`Redis and PostgreSQL are not pinned: they run on whichever core is free, beside the server and ${f.generator} ("other CPU" is their share plus any other work).`);
   for (const r of runs) if (r.rssMb) notes.push(`Server RSS after its scenarios (WORKERS=${r.workers}, result cache at its default budget): ${r.rssMb} MB.`);
   const load1 = loadavg()[0]!;
   // The load average counts the bench's own processes too, so it cannot tell noise apart;

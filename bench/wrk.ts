@@ -131,6 +131,6 @@ export function startWrk(o: LoadOptions): Running {
     });
     child.on('error', reject);
   });
-  // wrk stops on SIGINT and still prints its summary (run.ts's scenario h stops its heavy load)
+  // wrk stops on SIGINT and still prints its summary (measure.ts's scenario h stops its heavy load)
   return { done, stop: () => void child.kill('SIGINT') };
 }
