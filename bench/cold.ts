@@ -25,7 +25,7 @@ import { HAS_WRK } from './wrk.js';
 import { share, snapshot } from './cpu.js';
 import { databaseUrl, recreateDatabase } from './load.js';
 import { freePort, get, NPROC, pinning, spawnNode, waitFor200, type Child } from './procs.js';
-import { dropRedisPrefix } from '../test/helpers/processes.js';
+import { dropRedisPrefix } from '../test/helpers/test-data.js';
 
 const argv = process.argv.slice(2);
 const gi = argv.indexOf('--generator');

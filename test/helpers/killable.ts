@@ -7,7 +7,9 @@ import pg from 'pg';
 import type { Test } from 'tap';
 import { loadConfig } from '../../src/hot/config.js';
 import { ADMIN_KEY, freshDatabase } from './server.js';
-import { dropRedisPrefix, spawnServer, waitFor, type ServerProcess } from './processes.js';
+import { waitFor } from './wait.js';
+import { dropRedisPrefix } from './test-data.js';
+import { spawnServer, type ServerProcess } from './server-process.js';
 
 export interface KillableServer {
   /** the running process: a new one after restart() */

@@ -8,7 +8,7 @@ import { request, type Agent } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePort } from './processes.js';
+import { freePort } from './free-port.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 

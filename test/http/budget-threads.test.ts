@@ -9,7 +9,7 @@ import t from 'tap';
 import { loadConfig } from '../../src/hot/config.js';
 import { ADMIN_KEY, baseEnv, freshDatabase } from '../helpers/server.js';
 import { parseProm, sample } from '../helpers/metrics-util.js';
-import { requestAlone, spawnThreads } from '../helpers/processes.js';
+import { requestAlone, spawnThreads } from '../helpers/server-process.js';
 
 const MIB = 1024 * 1024;
 

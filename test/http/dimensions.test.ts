@@ -18,7 +18,7 @@ import { nearLoadReply } from '../../src/hot/redis/replies.js';
 import { decodeBuckets } from '../../src/workers/buckets.js';
 import { serve } from '../helpers/checks.js';
 import { registerProduction } from '../helpers/server.js';
-import { waitFor } from '../helpers/processes.js';
+import { waitFor } from '../helpers/wait.js';
 
 type Body = Record<string, unknown>;
 

@@ -5,7 +5,7 @@
 // the namespace and reloads: the usual lost-delta path, which shows the loss was real.
 import t from 'tap';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { waitFor } from '../helpers/processes.js';
+import { waitFor } from '../helpers/wait.js';
 
 type Svc = { id: string };
 

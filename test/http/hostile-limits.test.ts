@@ -6,7 +6,8 @@
 import t, { type Test } from 'tap';
 import { type Socket } from 'node:net';
 import { ADMIN_KEY, createSandbox, registerProduction, startTestServer, type TestServer } from '../helpers/server.js';
-import { collect, rawSocket, sleep } from '../helpers/processes.js';
+import { sleep } from '../helpers/wait.js';
+import { collect, rawSocket } from '../helpers/raw-socket.js';
 
 const MAX = 4096; // MAX_BODY_BYTES of this server
 

@@ -7,7 +7,7 @@
 import t, { type Test } from 'tap';
 import { ids, jsonBody, keyed, serve } from '../helpers/checks.js';
 import { createSandbox, registerProduction } from '../helpers/server.js';
-import { waitFor } from '../helpers/processes.js';
+import { waitFor } from '../helpers/wait.js';
 import { LEASE_SHARDS } from '../../src/hot/domain/keys.js';
 import { memberSuffixes } from '../../src/hot/domain/keys.js';
 import { serializeService } from '../../src/hot/domain/service.js';

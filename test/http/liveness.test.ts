@@ -4,7 +4,7 @@
 import t from 'tap';
 import { ids, isError, jsonBody, keyed, serve } from '../helpers/checks.js';
 import { createSandbox, registerProduction } from '../helpers/server.js';
-import { waitFor } from '../helpers/processes.js';
+import { waitFor } from '../helpers/wait.js';
 import { monitorRedis } from '../helpers/redis-monitor.js';
 import { PRODUCTION } from '../../src/hot/domain/keys.js';
 import { rebuildIndex } from '../../src/hot/index/rebuild.js';

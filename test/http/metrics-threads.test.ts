@@ -10,7 +10,8 @@ import t from 'tap';
 import { loadConfig } from '../../src/hot/config.js';
 import { ADMIN_KEY, baseEnv, freshDatabase } from '../helpers/server.js';
 import { parseProm, sample } from '../helpers/metrics-util.js';
-import { dropRedisPrefix, requestAlone, spawnThreads } from '../helpers/processes.js';
+import { dropRedisPrefix } from '../helpers/test-data.js';
+import { requestAlone, spawnThreads } from '../helpers/server-process.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 

@@ -5,7 +5,7 @@
 // every request runs the search.
 import t, { type Test } from 'tap';
 import { registerProduction, startTestServer, type TestServer } from '../helpers/server.js';
-import { waitFor } from '../helpers/processes.js';
+import { waitFor } from '../helpers/wait.js';
 
 async function nodes(t: Test) {
   const env = { RESULT_CACHE_ENTRIES: '0' };

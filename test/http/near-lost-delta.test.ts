@@ -6,7 +6,7 @@
 // shows the loss was real.
 import t from 'tap';
 import { registerProduction, startTestServer, type TestServer } from '../helpers/server.js';
-import { waitFor } from '../helpers/processes.js';
+import { waitFor } from '../helpers/wait.js';
 
 /** A thread hook that swallows the node's deltas while `on` and counts what it swallowed. */
 function deltaLoser() {

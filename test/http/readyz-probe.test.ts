@@ -7,7 +7,9 @@
 import t from 'tap';
 import { Redis } from 'ioredis';
 import { startTestServer } from '../helpers/server.js';
-import { sleep, startProxy, startRedis, waitFor } from '../helpers/processes.js';
+import { sleep, waitFor } from '../helpers/wait.js';
+import { startRedis } from '../helpers/redis-server.js';
+import { startProxy } from '../helpers/tcp-proxy.js';
 
 /** calls of `cmd` Redis has served so far (INFO commandstats) */
 async function calls(r: Redis, cmd: string): Promise<number> {

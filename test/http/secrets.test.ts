@@ -12,7 +12,10 @@ import pg from 'pg';
 import { Redis } from 'ioredis';
 import { loadConfig } from '../../src/hot/config.js';
 import { ADMIN_KEY, createSandbox, freshDatabase, registerProduction, startTestServer } from '../helpers/server.js';
-import { dropRedisPrefix, spawnServer, startProxy, waitFor } from '../helpers/processes.js';
+import { waitFor } from '../helpers/wait.js';
+import { dropRedisPrefix } from '../helpers/test-data.js';
+import { spawnServer } from '../helpers/server-process.js';
+import { startProxy } from '../helpers/tcp-proxy.js';
 
 const json = { 'content-type': 'application/json' };
 

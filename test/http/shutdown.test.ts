@@ -8,7 +8,10 @@ import t from 'tap';
 import { randomBytes } from 'node:crypto';
 import { loadConfig } from '../../src/hot/config.js';
 import { ADMIN_KEY, freshDatabase } from '../helpers/server.js';
-import { collect, dropRedisPrefix, rawSocket, sleep, spawnServer, waitFor } from '../helpers/processes.js';
+import { sleep, waitFor } from '../helpers/wait.js';
+import { dropRedisPrefix } from '../helpers/test-data.js';
+import { spawnServer } from '../helpers/server-process.js';
+import { collect, rawSocket } from '../helpers/raw-socket.js';
 
 // the port stays open for grace/4 after SIGTERM (max 2 s): 1 s here, room enough to read
 // /readyz on a new connection on a busy machine; the never-finishing request waits out its

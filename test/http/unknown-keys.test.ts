@@ -6,7 +6,7 @@
 import t from 'tap';
 import { keyed, serve } from '../helpers/checks.js';
 import { createSandbox } from '../helpers/server.js';
-import { waitFor } from '../helpers/processes.js';
+import { waitFor } from '../helpers/wait.js';
 import { newSandboxKey } from '../../src/hot/sandbox/keys.js';
 import { PRODUCTION } from '../../src/hot/domain/keys.js';
 

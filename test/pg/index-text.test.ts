@@ -23,7 +23,7 @@ import { loadIndexStates, newServiceId } from '../../src/hot/store/services.js';
 import { addReplacement, deleteService } from '../../src/hot/store/write-functions.js';
 import { loadIndexPage } from '../../src/hot/store/index-pages.js';
 import { backfillIndexText } from '../../src/hot/store/index-text.js';
-import { seedServices } from '../helpers/processes.js';
+import { seedServices } from '../helpers/test-data.js';
 import { freshDatabase } from '../helpers/server.js';
 // the same hostile bodies as test/pg/rebuild-bytes.test.ts
 import { serviceBody as body, servicePatch as patch } from '../helpers/arbitraries.js';

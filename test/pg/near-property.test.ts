@@ -25,7 +25,9 @@ import { createRedis } from '../../src/hot/redis/client.js';
 import { createPool } from '../../src/hot/store/pool.js';
 import { rebuildIndex } from '../../src/hot/index/rebuild.js';
 import { ADMIN_KEY, baseEnv, freshDatabase } from '../helpers/server.js';
-import { dropRedisPrefix, spawnServer, waitFor, type ServerProcess } from '../helpers/processes.js';
+import { waitFor } from '../helpers/wait.js';
+import { dropRedisPrefix } from '../helpers/test-data.js';
+import { spawnServer, type ServerProcess } from '../helpers/server-process.js';
 
 interface Svc {
   id: string;

@@ -15,7 +15,7 @@ import { rebuildIndex } from '../../src/hot/index/rebuild.js';
 import type { RedisClient } from '../../src/hot/redis/client.js';
 import type { Keys } from '../../src/hot/domain/keys.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { waitFor } from '../helpers/processes.js';
+import { waitFor } from '../helpers/wait.js';
 import { date, endpoint, iot, serviceBody, token, value } from '../helpers/arbitraries.js';
 
 const scenario = fc.record({

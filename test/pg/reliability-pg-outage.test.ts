@@ -5,7 +5,8 @@
 // The server reaches the test's own database through a TCP proxy the test can cut.
 import t, { type Test } from 'tap';
 import { ADMIN_KEY, createSandbox, freshDatabase, registerProduction, startTestServer, type TestServer } from '../helpers/server.js';
-import { startProxy, waitFor, type ProxyMode } from '../helpers/processes.js';
+import { waitFor } from '../helpers/wait.js';
+import { startProxy, type ProxyMode } from '../helpers/tcp-proxy.js';
 
 interface Answer {
   status: number;

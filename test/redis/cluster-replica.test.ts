@@ -9,7 +9,9 @@
 import t from 'tap';
 import { Cluster, Redis } from 'ioredis';
 import { registerProduction, startTestServer } from '../helpers/server.js';
-import { freePort, startRedis, waitFor } from '../helpers/processes.js';
+import { waitFor } from '../helpers/wait.js';
+import { freePort } from '../helpers/free-port.js';
+import { startRedis } from '../helpers/redis-server.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -10,7 +10,7 @@ import { Cluster } from 'ioredis';
 import { Writable } from 'node:stream';
 import { rebuildIndex } from '../../src/hot/index/rebuild.js';
 import { ADMIN_KEY, createSandbox, registerProduction, startTestServer, type TestServer } from '../helpers/server.js';
-import { waitFor } from '../helpers/processes.js';
+import { waitFor } from '../helpers/wait.js';
 import { ids } from '../helpers/checks.js';
 
 const NODES = process.env.REDIS_CLUSTER_NODES || process.env.TEST_REDIS_CLUSTER_NODES || '';

@@ -8,7 +8,8 @@ import { loadConfig } from '../../src/hot/config.js';
 import { Keys, PRODUCTION } from '../../src/hot/domain/keys.js';
 import { createRedis } from '../../src/hot/redis/client.js';
 import { freshDatabase, startTestServer } from '../helpers/server.js';
-import { seedServices, waitFor } from '../helpers/processes.js';
+import { waitFor } from '../helpers/wait.js';
+import { seedServices } from '../helpers/test-data.js';
 import { allPages } from '../helpers/checks.js';
 
 t.test('a live generation of the old format is rebuilt, never read', async (t) => {

@@ -6,7 +6,9 @@
 import t, { type Test } from 'tap';
 import pg from 'pg';
 import { createSandbox, freshDatabase, registerProduction, startTestServer, type TestServer } from '../helpers/server.js';
-import { redisCommand, seedServices, startRedis, waitFor } from '../helpers/processes.js';
+import { waitFor } from '../helpers/wait.js';
+import { seedServices } from '../helpers/test-data.js';
+import { redisCommand, startRedis } from '../helpers/redis-server.js';
 
 const SEEDED = 5_000; // enough that a rebuild takes a noticeable moment
 const QUERY = '/services?capability=cap3&limit=1000&property=zone:z1'; // canonical: no 302

@@ -6,7 +6,9 @@
 // rebuild when it came back empty. Redis sits behind a TCP proxy the test can cut.
 import t, { type Test } from 'tap';
 import { ADMIN_KEY, createSandbox, registerProduction, startTestServer, type TestServer } from '../helpers/server.js';
-import { startProxy, startRedis, waitFor, type TcpProxy } from '../helpers/processes.js';
+import { waitFor } from '../helpers/wait.js';
+import { startRedis } from '../helpers/redis-server.js';
+import { startProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { ids as idsOf } from '../helpers/checks.js';
 
 /** A request that must answer within `ms` (the hang detector; not a performance bound). */

@@ -6,7 +6,8 @@
 import t from 'tap';
 import { rebuildIndex } from '../../src/hot/index/rebuild.js';
 import { startTestServer } from '../helpers/server.js';
-import { seedServices, waitFor } from '../helpers/processes.js';
+import { waitFor } from '../helpers/wait.js';
+import { seedServices } from '../helpers/test-data.js';
 import { allPages, ids } from '../helpers/checks.js';
 
 const id = (g: number) => 'seed' + String(g).padStart(8, '0');

@@ -6,7 +6,8 @@
 import t from 'tap';
 import { Redis } from 'ioredis';
 import { registerProduction, startTestServer } from '../helpers/server.js';
-import { startRedis, waitFor } from '../helpers/processes.js';
+import { waitFor } from '../helpers/wait.js';
+import { startRedis } from '../helpers/redis-server.js';
 import { ids } from '../helpers/checks.js';
 
 t.test('searches are served by the replica while the primary is paused for writes', async (t) => {

@@ -1,0 +1,44 @@
+// Test data straight in the stores, past the server: services seeded into PostgreSQL in a few
+// statements, and a child server's Redis keys dropped after it.
+import pg from 'pg';
+import { Redis } from 'ioredis';
+
+/**
+ * Insert `n` services of namespace `ns` straight into PostgreSQL, in a few statements (fast
+ * enough for tens of thousands; no outbox rows: the index learns them from a rebuild).
+ * Service `<idPrefix><g>` (g = 1..n, zero-padded) has capabilities `cap<g % 7>` and
+ * `seeded`, and the property `zone:z<g % 3>`.
+ */
+export async function seedServices(databaseUrl: string, n: number, ns = 'production', idPrefix = 'seed'): Promise<void> {
+  const c = new pg.Client({ connectionString: databaseUrl });
+  await c.connect();
+  try {
+    const id = `$2::text || lpad(g::text, 8, '0')`;
+    const each = (cols: string, select: string) => `INSERT INTO ${cols} SELECT ${select} FROM generate_series(1, $1::int) g`;
+    await c.query('BEGIN');
+    await c.query(each('services (id, ns, endpoint)', `${id}, $3::text, 'https://' || ${id} || '.example.com/'`), [n, idPrefix, ns]);
+    await c.query(each('service_capabilities (service_id, capability, ord)', `${id}, 'cap' || (g % 7), 1`), [n, idPrefix]);
+    await c.query(each('service_capabilities (service_id, capability, ord)', `${id}, 'seeded', 2`), [n, idPrefix]);
+    await c.query(each('service_properties (service_id, key, value)', `${id}, 'zone', 'z' || (g % 3)`), [n, idPrefix]);
+    await c.query('COMMIT');
+  } finally {
+    await c.end();
+  }
+}
+
+/** Delete every key under `prefix` in the (standalone) Redis at `url`: a child server's leftovers. */
+export async function dropRedisPrefix(url: string, prefix: string): Promise<void> {
+  const r = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  r.on('error', () => undefined);
+  try {
+    await r.connect();
+    let cursor = '0';
+    do {
+      const [next, keys] = await r.scan(cursor, 'MATCH', prefix + '*', 'COUNT', 1000);
+      cursor = next;
+      if (keys.length) await r.unlink(...keys);
+    } while (cursor !== '0');
+  } finally {
+    r.disconnect();
+  }
+}
