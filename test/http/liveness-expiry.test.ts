@@ -1,13 +1,15 @@
 // Mass lease expiry (issue 23, deliverable 7's expiry row), against real Redis and
-// PostgreSQL on an injected clock: an expiry is visible in the index at the sweep that
-// finds it (health-flip-1.lua) and durable after (store/leases.ts expireMany, one statement
-// per batch); a heartbeat or a write racing it, and registrations while its durable writes
-// hold their connections. The durable step is held on purpose through the sweeper's pool
-// (a gate on connect()), so that "visible before durable" is observed, not assumed.
-import t, { type Test } from 'tap';
-import { ids, jsonBody, keyed, serve } from '../helpers/checks.js';
+// PostgreSQL on an injected clock (helpers/leases.ts): an expiry is visible in the index at
+// the sweep that finds it (health-flip-1.lua) and durable after (store/leases.ts expireMany,
+// one statement per batch); a heartbeat or a write racing it, and registrations while its
+// durable writes hold their connections. The durable step is held on purpose through the
+// sweeper's pool (a gate on connect()), so that "visible before durable" is observed, not
+// assumed. How a started sweeper times and lists its passes: liveness-expiry-passes.test.ts.
+import t from 'tap';
+import { ids, jsonBody, keyed } from '../helpers/checks.js';
 import { createSandbox, registerProduction } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
+import { serveOnLeaseClock, type Svc } from '../helpers/leases.js';
 import { LEASE_SHARDS } from '../../src/hot/domain/keys.js';
 import { memberSuffixes } from '../../src/hot/domain/keys.js';
 import { serializeService } from '../../src/hot/domain/service.js';
@@ -16,12 +18,8 @@ import { shardOf } from '../../src/hot/liveness/redis-lease.js';
 import { leaseRecord } from '../../src/hot/redis/replies.js';
 import { loadIndexStates } from '../../src/hot/store/services.js';
 
-let clock = Date.now();
-const s = await serve(t, { hooks: { leaseNow: () => clock, sweep: false } });
+const { s, now, advance } = await serveOnLeaseClock(t);
 await s.app.sweeper.stop(); // the sweepers of these tests hold the shards
-const advance = (seconds: number) => (clock += seconds * 1000);
-
-type Svc = { id: string; health: { status: string; ttl: number | null }; heartbeatToken?: string };
 
 /** A sweeper whose durable transactions wait at connect() until open() (flips need no connection). */
 function gatedSweeper(owner: string, o: { batch?: number; parallel?: number } = {}) {
@@ -50,7 +48,7 @@ function gatedSweeper(owner: string, o: { batch?: number; parallel?: number } = 
   const pool = new Proxy(s.app.pg, { get: (p, k) => (k === 'connect' ? connect : Reflect.get(p, k, p)) });
   const lags: number[] = [];
   const durable: number[] = [];
-  const sweeper = new LeaseSweeper(pool, s.app.redis, s.app.keys, s.app.projector, s.app.log, { intervalMs: 60_000, lockMs: 60_000, batch: o.batch ?? 50, parallel: o.parallel ?? 2, now: () => clock, owner, onExpired: (ms) => lags.push(ms), onDurable: (ms) => durable.push(ms) });
+  const sweeper = new LeaseSweeper(pool, s.app.redis, s.app.keys, s.app.projector, s.app.log, { intervalMs: 60_000, lockMs: 60_000, batch: o.batch ?? 50, parallel: o.parallel ?? 2, now, owner, onExpired: (ms) => lags.push(ms), onDurable: (ms) => durable.push(ms) });
   return {
     sweeper,
     lags,
@@ -112,7 +110,7 @@ t.test('a mass expiry across every shard, production and a sandbox: visible at t
   g.open();
   t.equal(await sweeping, all.length, 'every one committed by the same sweep');
   const rows = await pgRows(allIds);
-  t.equal(rows.filter((x) => x.hs === 'critical' && x.crit === String(clock)).length, all.length, 'all critical in PostgreSQL, since the sweep');
+  t.equal(rows.filter((x) => x.hs === 'critical' && x.crit === String(now())).length, all.length, 'all critical in PostgreSQL, since the sweep');
   const ev = await updates(allIds);
   t.equal(ev.length, all.length, 'a service.updated for each');
   t.ok(ev.every((x) => x.n === '1'), 'exactly one each');
@@ -132,7 +130,7 @@ t.test('a mass expiry across every shard, production and a sandbox: visible at t
   }
   t.equal(same, all.length, 'PostgreSQL index text, Redis document and the state agree for every one');
   const l = await leaseOfId(sand[7]!.id);
-  t.same([l.status, l.criticalSince, l.rev], ['critical', clock, states.get(sand[7]!.id)!.version], 'the lease has the committed revision');
+  t.same([l.status, l.criticalSince, l.rev], ['critical', now(), states.get(sand[7]!.id)!.version], 'the lease has the committed revision');
   t.same(await ids(await s.req('/services?capability=mass-x&healthy=true')), [bare.id, later.id]);
   t.equal(JSON.parse(await doc(later.id)).health.status, 'passing', 'a lease not due stays passing');
 
@@ -221,94 +219,4 @@ t.test('writes during a mass expiry are acknowledged; a PATCH racing the flip st
   const fresh = await Promise.all(regs.map(async (x) => ((await x.json()) as Svc).id));
   t.same(new Set(await ids(await s.req('/services?capability=writes-x-new&healthy=true'))), new Set(fresh), 'the new ones are there, healthy');
   await g.sweeper.stop();
-});
-
-t.test('a started sweeper runs its pass at the next deadline, not after its period', async (t) => {
-  const a = (await registerProduction(s, { endpoint: 'https://next-due.example.com', capability: 'next-due', ttl: 5 })) as unknown as Svc;
-  // this sweeper's clock runs in real time from 300 ms before the lease's deadline; its
-  // period is a minute: only a pass timed by the deadline flips the lease within the wait
-  const from = clock + 4700;
-  const t0 = performance.now();
-  const lags: number[] = [];
-  const sweeper = new LeaseSweeper(s.app.pg, s.app.redis, s.app.keys, s.app.projector, s.app.log, { intervalMs: 60_000, lockMs: 60_000, now: () => from + (performance.now() - t0), owner: 'next-due', onExpired: (ms) => lags.push(ms) });
-  t.teardown(() => sweeper.stop());
-  sweeper.start();
-  await waitFor('the expiry, well before the period', async () => JSON.parse(await doc(a.id)).health.status === 'critical', 15_000, 20);
-  t.ok(lags.length >= 1, 'seen by the started sweeper');
-  t.ok(sweeper.held.size === LEASE_SHARDS, 'the passes held every shard');
-  await sweeper.stop();
-});
-
-/** 400 services with a 5 s lease, registered in one batch (201 asserted); their ids */
-async function leaseBatch(t: Test, prefix: string, capability: string): Promise<string[]> {
-  const r = await s.admin('POST', '/admin/api/services/batch', { services: Array.from({ length: 400 }, (_, i) => ({ endpoint: `https://${prefix}-${i}.example.com`, capability, ttl: 5 })) });
-  t.equal(r.status, 201);
-  return ((await r.json()) as { services: Svc[] }).services.map((x) => x.id);
-}
-
-/**
- * A sweeper on the test clock that records each expiry's lag and, per shard in call order,
- * the limit of each lease-sweep call of its first pass (a later pass starts again at the
- * first page: that is not a shard listing again within a pass). `slowMs`: each call first holds the thread that long (a slow
- * Redis), so a backlog of a few calls outlasts the 10 ms a caught-up shard waits before it
- * lists again (without it, on a quick machine every shard could finish within those 10 ms).
- */
-function listingSweeper(owner: string, batch: number, firstPage: number, slowMs = 0) {
-  const calls = new Map<number, number[]>();
-  const lags: number[] = [];
-  let passes = 0;
-  const sweeper = new LeaseSweeper(s.app.pg, s.app.redis, s.app.keys, s.app.projector, s.app.log, {
-    intervalMs: 60_000,
-    lockMs: 60_000,
-    batch,
-    firstPage,
-    now: () => clock,
-    owner,
-    onExpired: (ms) => lags.push(ms),
-    onPass: () => passes++,
-    onList: (shard, limit) => {
-      if (passes === 0) calls.set(shard, [...(calls.get(shard) ?? []), limit]);
-      for (const end = performance.now() + slowMs; performance.now() < end; );
-    },
-  });
-  return { sweeper, calls, lags };
-}
-
-t.test('a pass lists each shard in growing calls: the oldest deadlines in a small first round, a backlog in full batches', async (t) => {
-  const leased = await leaseBatch(t, 'gp', 'grow-pages');
-  const perShard = new Map<number, number>();
-  for (const id of leased) perShard.set(shardOf(id), (perShard.get(shardOf(id)) ?? 0) + 1);
-  const { sweeper, calls, lags } = listingSweeper('grow-pages', 20, 3);
-  advance(6);
-  t.equal(await sweeper.sweepOnce(), leased.length, 'every lease expired, each once');
-  t.equal(lags.length, leased.length, 'each seen once');
-  // per shard: 3, 6, 12, then the batch (20) until a call comes back short
-  let checked = 0;
-  for (const [shard, n] of perShard) {
-    const want: number[] = [];
-    for (let size = 3, listed = 0; ; size = Math.min(20, size * 2)) {
-      want.push(size);
-      listed += size;
-      if (listed > n) break;
-    }
-    if ((calls.get(shard) ?? []).join() === want.join()) checked++;
-    else t.same(calls.get(shard), want, `shard ${shard} (${n} due)`);
-  }
-  t.equal(checked, perShard.size, 'every shard listed in growing calls');
-  t.same(await ids(await s.req('/services?capability=grow-pages&healthy=true')), [], 'healthy=true leaves them out');
-  await sweeper.stop();
-});
-
-t.test('a started sweeper: a shard that caught up lists again while another shard of the pass is still backlogged', async (t) => {
-  const leased = await leaseBatch(t, 'cu', 'caught-up');
-  const { sweeper, calls, lags } = listingSweeper('caught-up', 4, 1, 2);
-  t.teardown(() => sweeper.stop());
-  advance(6);
-  sweeper.start();
-  await waitFor('every expiry visible', () => lags.length >= leased.length, 20_000, 20);
-  await sweeper.stop();
-  t.equal(lags.length, leased.length, 'each seen once');
-  // calls only grow (1, 2, 4, 4, ...) within a shard's backlog; a smaller one after a larger is a poll of a shard that caught up
-  const polled = [...calls.values()].filter((l) => l.some((x, i) => i > 0 && x < l[i - 1]!)).length;
-  t.ok(polled > 0, `some shard listed again while others were backlogged (${polled} of ${calls.size})`);
 });
