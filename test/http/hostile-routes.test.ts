@@ -4,13 +4,14 @@
 // hostile path segments (bad %, invalid and overlong UTF-8, traversal), query strings,
 // header values (Authorization, Cookie, X-CSRF-Token, Last-Event-ID, If-None-Match,
 // Content-Type, X-Forwarded-For), bodies (deep nesting, size, bytes that are not UTF-8) and
-// methods. The route table below is checked against the one the server registered, so a
-// new route without a generator fails this test.
+// methods (the generators: test/helpers/hostile-requests.ts). The route table below is
+// checked against the one the server registered, so a new route without a generator fails
+// this test.
 import t from 'tap';
 import fc from 'fast-check';
 import { ADMIN_KEY, createSandbox, registerProduction, startTestServer } from '../helpers/server.js';
-import { nearService } from '../helpers/hostile.js';
-import { RawClient, type Raw } from '../helpers/raw-client.js';
+import { METHODS, body, check, headerValue, query, segment } from '../helpers/hostile-requests.js';
+import { RawClient } from '../helpers/raw-client.js';
 import { registeredRoutes } from '../../src/hot/http/route.js';
 import { buildUws } from '../../src/hot/server.js';
 import { registerAdmin } from '../../src/admin/routes.js';
@@ -59,81 +60,6 @@ const ROUTES: [string, string][] = [
   ['GET', '/admin/:file'],
   ['GET', '/no/such/route'],
 ];
-
-/** Bytes a request line can carry: controls, space, DEL and '#' percent-escaped; the rest raw. */
-function onTheWire(bytes: Uint8Array): Buffer {
-  const out: number[] = [];
-  for (const b of bytes) {
-    if (b <= 0x20 || b === 0x7f || b === 0x23 || b === 0x3f) out.push(...Buffer.from('%' + b.toString(16).toUpperCase().padStart(2, '0')));
-    else out.push(b);
-  }
-  return Buffer.from(out);
-}
-
-const ENCODING_TRICKS = ['%', '%Z', '%ZZ', '%G1', '%00', '%2F', '%2e%2e', '..', '%C0%AE', '%C0%AF', '%E0%80%AF', '%ED%A0%80', '%F4%90%80%80', '%FF', '%FE%FF', '%E2%82', '%F0%9F%98%80', '+', '%20', 'é', '\u{1F600}'];
-const segment = (real: string[]) =>
-  fc.oneof(
-    { weight: 3, arbitrary: fc.constantFrom(...real).map((s) => Buffer.from(s)) },
-    { weight: 2, arbitrary: fc.array(fc.constantFrom(...ENCODING_TRICKS), { minLength: 1, maxLength: 4 }).map((p) => onTheWire(Buffer.from(p.join('')))) },
-    { weight: 1, arbitrary: fc.uint8Array({ minLength: 1, maxLength: 40 }).map((b) => onTheWire(b)) },
-    { weight: 1, arbitrary: fc.constantFrom('x'.repeat(300), 'x'.repeat(9000), '0'.repeat(36), '00000000-0000-4000-8000-000000000000', 'ZZZZZZZZ-ZZZZ-ZZZZ-ZZZZ-ZZZZZZZZZZZZ', '__proto__', 'constructor').map((s) => Buffer.from(s)) },
-  );
-
-const QNAMES = ['capability', 'property', 'deviceClass', 'protocol', 'iotReady', 'healthy', 'limit', 'after', 'lastEventId', 'tier', 'page', 'v', '__proto__'];
-const qvalue = fc.oneof(fc.constantFrom(...ENCODING_TRICKS, '0', '-1', '1e3', '99999999999999999999', 'free', 'true'), fc.string({ maxLength: 8 }), fc.stringMatching(/^[a-zA-Z0-9._:-]{1,8}$/));
-const query = fc.oneof(
-  fc.constant(null),
-  fc.uint8Array({ maxLength: 60 }).map((b) => onTheWire(b)),
-  fc.array(fc.tuple(fc.constantFrom(...QNAMES), qvalue), { maxLength: 5 }).map((ps) => onTheWire(Buffer.from(ps.map(([n, v]) => n + '=' + v).join('&')))),
-);
-
-/** Header values as bytes: printable ASCII, obs-text (0x80-0xFF, invalid UTF-8), tricks. */
-const headerValue = (real: string[]) =>
-  fc.oneof(
-    { weight: 3, arbitrary: fc.constantFrom(...real) },
-    { weight: 1, arbitrary: fc.constantFrom('', ' ', '%', '%ZZ', '%C0%AE', '-1', '1e400', '99999999999999999999', 'null', '"', '\\', 'W/"x"', '*', 'a=b; a=c', '=;=;', ';;;', '\t') },
-    { weight: 1, arbitrary: fc.string({ maxLength: 40 }).map((s) => [...s].filter((ch) => ch.charCodeAt(0) >= 0x20 && ch.charCodeAt(0) !== 0x7f).join('')) },
-    { weight: 1, arbitrary: fc.uint8Array({ maxLength: 40 }).map((b) => Buffer.from(b.filter((x) => x >= 0x20 && x !== 0x7f)).toString('latin1')) },
-  );
-
-/** JSON nested `depth` levels: arrays, objects or both, optionally wrapped in a body object */
-const deep = fc
-  .record({ depth: fc.oneof(fc.integer({ min: 0, max: 40 }), fc.integer({ min: 3000, max: 12000 })), kind: fc.constantFrom('array', 'object', 'mixed'), wrap: fc.boolean() })
-  .map(({ depth, kind, wrap }) => {
-    let open = '';
-    let close = '';
-    for (let i = 0; i < depth; i++) {
-      const arr = kind === 'array' || (kind === 'mixed' && i % 2 === 0);
-      open += arr ? '[' : '{"a":';
-      close = (arr ? ']' : '}') + close;
-    }
-    const v = open + '1' + close;
-    return Buffer.from(wrap ? `{"endpoint":"https://d.example.com","capability":"d","properties":${v},"name":${v},"apiKey":${v}}` : v);
-  });
-const nearBody = nearService(fc.jsonValue({ maxDepth: 4 }));
-const body = fc.oneof(
-  fc.constant(null),
-  { weight: 3, arbitrary: deep },
-  nearBody.map((v) => Buffer.from(JSON.stringify(v))),
-  fc.uint8Array({ maxLength: 200 }).map((b) => Buffer.from(b)), // not JSON, not UTF-8
-  fc.constantFrom('"\\ud800"', '{"name":"\\udfff"}', '{"a":1,"a":2}', '{"__proto__":{"x":1}}', '[' + '"x",'.repeat(3000) + '"x"]', 'x'.repeat(70_000)).map((s) => Buffer.from(s)),
-);
-
-const METHODS = ['GET', 'HEAD', 'POST', 'PATCH', 'DELETE', 'PUT', 'OPTIONS'];
-
-function check(r: Raw, what: string): void {
-  if (r.status === 0) throw new Error(`${what}: connection closed without an answer`);
-  if (r.status >= 500 && !(r.status === 503 && r.headers['retry-after'])) throw new Error(`${what}: ${r.status} ${r.body.slice(0, 300)}`);
-  if (r.status >= 400 && r.body !== '') {
-    let b: { error?: { code?: unknown; message?: unknown } };
-    try {
-      b = JSON.parse(r.body) as typeof b;
-    } catch {
-      throw new Error(`${what}: ${r.status} with a body that is not JSON: ${r.body.slice(0, 200)}`);
-    }
-    if (typeof b.error?.code !== 'string' || typeof b.error.message !== 'string') throw new Error(`${what}: ${r.status} without the error body: ${r.body.slice(0, 200)}`);
-  }
-}
 
 t.test('the route table of this test is the server\'s', async (t) => {
   const s = await startTestServer();
@@ -211,93 +137,4 @@ t.test('no request to any route gets a 5xx, every 4xx has the error body, and th
   );
   t.ok((statuses.get('200') ?? 0) > 0 && (statuses.get('400') ?? 0) > 0 && (statuses.get('401') ?? 0) > 0 && (statuses.get('404') ?? 0) > 0, `a mix of answers: ${JSON.stringify(Object.fromEntries(statuses))}`);
   t.equal((await s.req('/readyz')).status, 200, 'ready afterwards');
-});
-
-t.test('deep JSON is a 400 BAD_JSON naming the limit, on every body route', async (t) => {
-  const s = await startTestServer({ env: { TIERS: 'free=1000000', SANDBOX_CREATE_PER_MINUTE: '1000000', LOGIN_FAILURES_PER_MINUTE: '1000000', MAX_JSON_DEPTH: '8' } });
-  t.teardown(() => s.close());
-  const sb = await createSandbox(s, 'Deep');
-  const svc = await registerProduction(s, { endpoint: 'https://p.example.com', capability: 'p', ttl: 30 });
-  const routes: [string, string, string][] = [
-    ['POST', '/sandboxes', ''],
-    ['POST', '/admin/session', ''],
-    ['POST', '/admin/api/services', ADMIN_KEY],
-    ['PATCH', `/admin/api/services/${svc.id}`, ADMIN_KEY],
-    ['POST', `/admin/api/services/${svc.id}/replacements`, ADMIN_KEY],
-    ['POST', `/admin/api/sandboxes/${sb.uuid}/tier`, ADMIN_KEY],
-    ['POST', `/sandbox/${sb.uuid}/services`, sb.apiKey],
-    ['PUT', `/services/${svc.id}/heartbeat`, (svc as unknown as { heartbeatToken: string }).heartbeatToken],
-  ];
-  for (const [method, path, key] of routes) {
-    for (const [depth, expect] of [[8, 'ok'], [9, 'deep'], [5000, 'deep'], [60_000, 'deep']] as const) {
-      const v = '['.repeat(depth) + ']'.repeat(depth);
-      const r = await s.req(path, { method, body: v, headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) } });
-      const b = (await r.json()) as { error?: { code: string; message: string } };
-      if (expect === 'deep') {
-        if (depth === 60_000) t.equal(r.status, 413, `${method} ${path} depth ${depth}: over the size limit first`);
-        else {
-          t.equal(r.status, 400, `${method} ${path} depth ${depth}`);
-          t.equal(b.error?.code, 'BAD_JSON');
-          t.match(b.error?.message, /limit of 8 levels/, 'the message names the limit');
-        }
-      } else t.not(b.error?.code, 'BAD_JSON', `${method} ${path} depth ${depth}: within the limit, not refused as JSON (${r.status})`);
-    }
-    // brackets inside strings are not nesting
-    const inString = JSON.stringify({ name: '['.repeat(50) + '{'.repeat(50) });
-    const r = await s.req(path, { method, body: inString, headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) } });
-    t.not(((await r.json()) as { error?: { code: string } }).error?.code, 'BAD_JSON', `${method} ${path}: brackets in a string`);
-  }
-  // and generated: any depth, shape and wrapping, on any body route
-  await fc.assert(
-    fc.asyncProperty(fc.constantFrom(...routes), deep, async ([method, path, key], b) => {
-      const r = await s.req(path, { method, body: b, headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) } });
-      const text = await r.text();
-      if (r.status >= 500) throw new Error(`${method} ${path}: ${r.status} ${text}`);
-      const code = (JSON.parse(text || '{}') as { error?: { code?: string } }).error?.code;
-      if (r.status >= 400 && !code) throw new Error(`${method} ${path}: ${r.status} without the error body`);
-    }),
-    { numRuns: 80 },
-  );
-  t.equal((await s.req('/readyz')).status, 200);
-});
-
-t.test('the change feed: lastEventId and Last-Event-ID that do not decode are 400', async (t) => {
-  const s = await startTestServer();
-  t.teardown(() => s.close());
-  for (const q of ['%ZZ', '%', '%C0%AE', '%ED%A0%80', '%FF', 'abc', '-1', '1.5', '99999999999999999999']) {
-    const r = await s.req(`/services/changes?lastEventId=${q}`);
-    t.equal(r.status, 400, `lastEventId=${q}`);
-    t.match(await r.json(), { error: { code: 'BAD_REQUEST' } });
-  }
-  // (a header value that is not UTF-8 never reaches the route: uWS hands it over empty)
-  for (const h of ['abc', '%ZZ', '-1', '1e3', '1 2', '0x10']) {
-    const r = await s.req('/services/changes', { headers: { 'last-event-id': h } });
-    t.equal(r.status, 400, `Last-Event-ID: ${h}`);
-    t.match(await r.json(), { error: { code: 'BAD_REQUEST' } });
-  }
-});
-
-t.test('the metrics listener: any request is answered without a 5xx', async (t) => {
-  const s = await startTestServer();
-  t.teardown(() => s.close());
-  const c = new RawClient(s.metricsPort!);
-  t.teardown(() => c.close());
-  const seen = new Map<number, number>();
-  await fc.assert(
-    fc.asyncProperty(
-      fc.constantFrom(...METHODS),
-      fc.oneof(fc.constant(Buffer.from('/metrics')), segment(['metrics', '', 'services']).map((b) => Buffer.concat([Buffer.from('/'), b]))),
-      query,
-      headerValue(['text/plain', 'application/openmetrics-text']),
-      async (method, path, q, accept) => {
-        const head = Buffer.concat([Buffer.from(`${method} `), path, q === null ? Buffer.alloc(0) : Buffer.concat([Buffer.from('?'), q]), Buffer.from(` HTTP/1.1\r\nHost: x\r\n`), Buffer.from(`Accept: ${accept}\r\n\r\n`, 'latin1')]);
-        const r = await c.request(head, Buffer.alloc(0), method === 'HEAD');
-        seen.set(r.status, (seen.get(r.status) ?? 0) + 1);
-        check(r, `metrics ${method} ${path.toString('latin1')}`);
-      },
-    ),
-    { numRuns: 150 },
-  );
-  t.ok((seen.get(200) ?? 0) > 0 && (seen.get(404) ?? 0) > 0, `answers: ${JSON.stringify(Object.fromEntries(seen))}`);
-  t.equal((await s.metrics()).status, 200);
 });
