@@ -203,7 +203,7 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
     cleared: () => near.clear(),
   });
 
-  // a lost final delta of a namespace: found by comparing versions with Redis (near.ts)
+  // a lost final delta of a namespace: found by comparing versions with Redis (near-sets.ts)
   const nearCheck = new NearVersionCheck(near, cfg.nearCheckMs, async (bases) => {
     const vs = await Promise.all(bases.map((b) => redis.get(keys.verAt(b))));
     return vs.map((v) => (v === null ? null : Number(v)));

@@ -28,8 +28,8 @@ export interface FetchedResult {
 }
 
 /**
- * A heavy intersection over the near cache's sets (src/hot/index/near.ts): they arrive as
- * Float64Arrays on SharedArrayBuffers, so this thread reads the serving thread's memory
+ * A heavy intersection over the near cache's sets (src/hot/index/near-sets.ts): they arrive
+ * as Float64Arrays on SharedArrayBuffers, so this thread reads the serving thread's memory
  * without a copy; the sets never change in place (a change makes a new array).
  */
 export function intersectShared(t: IntersectTask): Float64Array {

@@ -156,7 +156,7 @@ export class Index {
     // plan
     const suffixes = filterSuffixes(f);
     // sets: a pure read, a replica may answer it (a load older than the deltas this thread
-    // already has is brought up to date from its log, or refused: near.ts)
+    // already has is brought up to date from its log, or refused: near-sets.ts)
     const verKey = k.ver(ns, gen);
     const sets = await nearSets(near, base, suffixes, async (suffix) => {
       const r = nearLoadReply(await this.read((c) => c.nearLoadBuffer(verKey, base + suffix)));

@@ -1,7 +1,7 @@
-// The near cache's records (near.ts owns them): a held set and its pending overlay, a
-// delta as published by apply-service-1.lua, what this thread knows of a namespace, their
-// sizes in the budget, and the pure steps on them (merging an overlay, applying a delta,
-// parsing one, the version check's verdict).
+// The near cache's records (near-sets.ts and near.ts own them): a held set and its pending
+// overlay, a delta as published by apply-service-1.lua, what this thread knows of a
+// namespace, their sizes in the budget, and the pure steps on them (merging an overlay,
+// applying a delta, parsing one, the version check's verdict).
 import { bitmapBytes } from '../../workers/intersect.js';
 import { sharedSeqArray } from '../../workers/buckets.js';
 
