@@ -6,7 +6,7 @@
 // "deltas\t..." (the same for a page of expiries, health-flip-1.lua).
 // A (re)connected subscriber may have missed messages, so it drops everything too.
 import type { Keys } from '../domain/keys.js';
-import type { Replacements } from '../index/index.js';
+import type { Replacements } from '../index/live-index.js';
 import type { RedisClient } from '../redis/client.js';
 import type { ResultCache } from './result-cache.js';
 

@@ -1,18 +1,17 @@
-// The Redis index: which generation is live, and the read operations of the hot path. A
-// search page is built by the page pipeline's stages (pipeline/plan.ts names them), from the
-// near cache, Redis or the worker pool; the methods here choose the source and run them.
+// The Redis index's searches, the read operations of the hot path (which generation is live,
+// and the calls that are not searches: live-index.ts). A search page is built by the page
+// pipeline's stages (pipeline/plan.ts names them), from the near cache, Redis or the worker
+// pool; the methods here choose the source and run them.
 // Reads return pre-serialised documents; nothing here parses one (the device query, which
 // expands profiles into bindings, does so in routes/search.ts).
-import { ApiError } from '../domain/errors.js';
-import type { DimensionFilters } from '../domain/dimensions.js';
-import { filterSuffixes, Keys, PRODUCTION } from '../domain/keys.js';
-import { isRedisUnavailable } from '../ops/outage.js';
 import type { RedisClient } from '../redis/client.js';
 import type { IntersectPool } from '../../workers/pool.js';
 import { decodeBuckets } from '../../workers/buckets.js';
 import { newSeqArray, type NearCache } from './near.js';
 import { digested, type Doc } from '../domain/digest.js';
-import { nearLoadReply, NOT_INDEXED, replacementsReply, searchPage, serviceReply, type ReplacementsReply, type SearchPage, type ServiceRow } from '../redis/replies.js';
+import { filterSuffixes, type Keys } from '../domain/keys.js';
+import { nearLoadReply, NOT_INDEXED, searchPage, type SearchPage } from '../redis/replies.js';
+import { LiveIndex, notIndexed, type FilterSets } from './live-index.js';
 import { cursorOf, lastSeq } from './pipeline/plan.js';
 import { FetchedSets, heldSets, nearSets } from './pipeline/sets.js';
 import { heavyPool, intersectDense } from './pipeline/intersect.js';
@@ -29,9 +28,6 @@ interface HeavyPage {
   docsKey: string;
 }
 
-/** The dimension fields of Filters (domain/dimensions.ts). */
-export type FilterSets = DimensionFilters;
-
 export interface Page {
   seqs: string[];
   docs: string[];
@@ -40,51 +36,19 @@ export interface Page {
   last: string;
 }
 
-export function notIndexed(): ApiError {
-  return new ApiError('INDEX_REBUILDING', [], { 'Retry-After': '2' });
-}
-
-/**
- * Create a sandbox's namespace marker in the live generation `gen` unless it has one. The
- * production marker is checked before and after the SET: a FLUSHALL between reading
- * reg:gen and the SET would otherwise resurrect a marker in a dead generation, and a reader
- * still holding that generation would serve the namespace empty. Production's marker is
- * only ever made by a rebuild.
- */
-export async function markNamespace(redis: RedisClient, keys: Keys, ns: string, gen: string): Promise<boolean> {
-  if (ns === PRODUCTION || !(await redis.exists(keys.ver(PRODUCTION, gen)))) return false;
-  const created = (await redis.set(keys.ver(ns, gen), '1', 'NX')) === 'OK';
-  if (created && !(await redis.exists(keys.ver(PRODUCTION, gen)))) {
-    await redis.del(keys.ver(ns, gen));
-    return false;
-  }
-  return true;
-}
-
-/** An entry of the shared public replacements cache, and whether this call hit it. */
-export type Replacements = ReplacementsReply;
-
-export class Index {
-  /**
-   * The live generation; null until known (or after Redis lost it). One writer:
-   * refreshGen(), which reads it from Redis (`reg:gen`, set by the rebuild that built it).
-   * The readiness watcher, this thread's rebuild and a rebuild announced over pub/sub
-   * (compose.ts) all ask for a refresh rather than set it.
-   */
-  private live: string | null = null;
-  private turn = 0;
+export class Index extends LiveIndex {
   /** the pool path's sets, read from Redis by this thread (pipeline/sets.ts) */
   private readonly fetched = new FetchedSets();
 
   constructor(
-    readonly redis: RedisClient,
-    readonly keys: Keys,
+    redis: RedisClient,
+    keys: Keys,
     /** heavy intersections go to this pool (null: always intersect in Redis) */
     readonly intersectPool: IntersectPool | null = null,
     /** smallest-set size above which an intersection is heavy (measured: docs/decisions.md) */
     readonly heavyThreshold = 0,
-    /** read-only replicas for pure reads (REDIS_REPLICA_URLS); empty: the primary serves all */
-    readonly replicas: RedisClient[] = [],
+    /** read-only replicas for pure reads (LiveIndex) */
+    replicas: RedisClient[] = [],
     /** this thread's near cache of sets and documents (null: every search asks Redis) */
     readonly near: NearCache | null = null,
     /**
@@ -93,49 +57,13 @@ export class Index {
      * rather than pages that cannot include the writes acknowledged meanwhile
      */
     readonly serving: () => boolean = () => true,
-  ) {}
-
-  /**
-   * Run a read-only script call on the next replica in turn, or on the primary when there
-   * is none. A replica that cannot answer, or that lacks the namespace (-1: it has not
-   * replicated a fresh generation or marker yet), hands the call to the primary: a replica
-   * only ever adds capacity, never an outage or a 503 of its own.
-   */
-  private async read<T>(call: (r: RedisClient) => Promise<T>): Promise<T> {
-    if (!this.replicas.length) return call(this.redis);
-    const r = this.replicas[this.turn++ % this.replicas.length]!;
-    try {
-      const v = await call(r);
-      if (v !== NOT_INDEXED) return v;
-    } catch (e) {
-      if (!isRedisUnavailable(e)) throw e;
-    }
-    return call(this.redis);
-  }
-
-  get gen(): string | null {
-    return this.live;
+  ) {
+    super(redis, keys, replicas);
   }
 
   /** sets the pool path holds (read from Redis by this thread for its workers) */
   get fetchedSets(): number {
     return this.fetched.size;
-  }
-
-  /** Re-read the live generation; returns it (null when the index is missing). */
-  async refreshGen(): Promise<string | null> {
-    this.live = await this.redis.get(this.keys.gen());
-    return this.live;
-  }
-
-  private liveGen(): string {
-    if (!this.gen) throw notIndexed();
-    return this.gen;
-  }
-
-  filterKeys(ns: string, gen: string, f: FilterSets): string[] {
-    const base = this.keys.base(ns, gen);
-    return filterSuffixes(f).map((s) => base + s);
   }
 
   /**
@@ -219,18 +147,6 @@ export class Index {
   }
 
   /**
-   * A sandbox created while Redis was away has no namespace marker in a generation that is
-   * otherwise complete. Callers only reach a sandbox namespace after its key was verified
-   * against PostgreSQL, so it is safe to create the marker and try once more.
-   */
-  private async retryNamespace<T>(ns: string, r: T, again: () => Promise<T>): Promise<T> {
-    if (r !== NOT_INDEXED || ns === PRODUCTION || !this.gen) return r;
-    if ((await this.redis.get(this.keys.gen())) !== this.gen) return r;
-    if (!(await markNamespace(this.redis, this.keys, ns, this.gen))) return r;
-    return again();
-  }
-
-  /**
    * The Redis source: search.lua runs the sets, intersect and document stages for one page in
    * one atomic call (`buffers`: its seqs and documents as Buffers). When its planner finds
    * every set large (-2) the reply carries no page: the pool path computes it instead
@@ -311,36 +227,5 @@ export class Index {
     }
     // the documents as Buffers, digested here
     return joinPage(r.page.docs.map(digested), r.page.more, r.page.last);
-  }
-
-  async getService(ns: string, id: string): Promise<ServiceRow | null> {
-    const gen = this.liveGen();
-    const run = () => this.read(async (r) => serviceReply(await r.getService(this.keys.ver(ns, gen), this.keys.base(ns, gen), id)));
-    const r = await this.retryNamespace(ns, await run(), run);
-    if (r === NOT_INDEXED) throw notIndexed();
-    return r;
-  }
-
-  async replacements(
-    ns: string,
-    id: string,
-    ttlSeconds: number,
-  ): Promise<Replacements | null> {
-    const gen = this.liveGen();
-    const r = replacementsReply(await this.redis.replacements(this.keys.ver(ns, gen), this.keys.base(ns, gen), id, ttlSeconds, Date.now()));
-    if (r === NOT_INDEXED) throw notIndexed();
-    return r;
-  }
-
-  /** Version counter of a namespace: changes on every applied write. */
-  async version(ns: string): Promise<string | null> {
-    const gen = this.liveGen();
-    return this.redis.get(this.keys.ver(ns, gen));
-  }
-
-  /** Mark a namespace as indexed in the live (and any building) generation. */
-  async ensureNamespace(ns: string): Promise<void> {
-    const gens = [await this.redis.get(this.keys.gen()), await this.redis.get(this.keys.building())];
-    for (const g of gens) if (g) await this.redis.set(this.keys.ver(ns, g), '1', 'NX');
   }
 }

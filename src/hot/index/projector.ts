@@ -15,7 +15,7 @@ import { writeSandboxMeta } from '../store/sandbox-meta.js';
 import { loadSandboxMeta, type SandboxRow } from '../store/sandboxes.js';
 import { loadIndexStates, type IndexState } from '../store/services.js';
 import { applyManyArgs, type ServiceText, type StateToApply } from './apply-args.js';
-import { markNamespace } from './index.js';
+import { markNamespace } from './mark-namespace.js';
 import { applyServicesReply, NOT_INDEXED } from '../redis/replies.js';
 
 /** One outbox row: a committed write whose index (or sandbox metadata) update is pending. */

@@ -92,7 +92,7 @@ export function loadScripts(client: RedisClient): string[] {
 }
 
 /**
- * Connections to read-only replicas for the index's pure reads (Index.read()): those of
+ * Connections to read-only replicas for the index's pure reads (LiveIndex.read()): those of
  * REDIS_URL (REDIS_REPLICA_URLS), or in cluster mode, with REDIS_CLUSTER_REPLICA_READS, one
  * cluster client that sends them to the replicas of each key's primary. Only scripts that
  * never write are called on them. None by default.

@@ -6,7 +6,7 @@ import type { App } from '../app.js';
 import { PRODUCTION } from '../domain/keys.js';
 import { ApiError } from '../domain/errors.js';
 import { deprecationHeaders } from '../domain/service.js';
-import type { Replacements } from '../index/index.js';
+import type { Replacements } from '../index/live-index.js';
 import { route, type Headers, type Req, type RouteOptions } from '../http/route.js';
 import type { Reply } from '../http/reply.js';
 import { bearerKey } from '../sandbox/keys.js';
