@@ -2,7 +2,7 @@
 // it): apply-service-1.lua for one service's state (a row a rebuild page left out, a
 // tombstone), apply-services-1.lua for many (the projector's writes), index-page-1.lua for
 // a page of a generation being built. Used by the projector
-// (projector.ts) and the rebuild (rebuild.ts).
+// (apply-services.ts) and the rebuild (rebuild.ts).
 import type { Keys } from '../domain/keys.js';
 import { memberSuffixes } from '../domain/keys.js';
 import { headerData, serializeService, type ServiceRecord } from '../domain/service.js';

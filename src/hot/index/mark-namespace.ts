@@ -1,6 +1,6 @@
 // A sandbox namespace's marker in a generation: created where PostgreSQL has the namespace
 // and Redis lacks it (a sandbox created while Redis was away), by the projector's apply
-// (projector.ts) and by a read that found the namespace missing (live-index.ts).
+// (apply-services.ts) and by a read that found the namespace missing (live-index.ts).
 import { Keys, PRODUCTION } from '../domain/keys.js';
 import type { RedisClient } from '../redis/client.js';
 

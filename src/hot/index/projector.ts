@@ -5,7 +5,8 @@
 // in place). Outbox rows are deleted only once applied, and a sweeper re-applies any row
 // left behind (a crash between COMMIT and Redis, or Redis away), so the two never disagree
 // for good. The rule, and why the revision must come from the same snapshot as the state:
-// redis/README.md, "Revisions".
+// redis/README.md, "Revisions". The services' states reach Redis through apply-services.ts;
+// the records and hooks the projector takes and reports: projector-types.ts.
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { Keys } from '../domain/keys.js';
@@ -14,19 +15,9 @@ import type { Pool } from '../store/pool.js';
 import { writeSandboxMeta } from '../store/sandbox-meta.js';
 import { loadSandboxMeta, type SandboxRow } from '../store/sandboxes.js';
 import { loadIndexStates, type IndexState } from '../store/services.js';
-import { applyManyArgs, type ServiceText, type StateToApply } from './apply-args.js';
-import { markNamespace } from './mark-namespace.js';
-import { applyServicesReply, NOT_INDEXED } from '../redis/replies.js';
-
-/** One outbox row: a committed write whose index (or sandbox metadata) update is pending. */
-export interface OutboxEntry {
-  /** the outbox row's id */
-  row: number;
-  ns: string;
-  /** the service id, or the sandbox uuid for kind "sandbox" */
-  id: string;
-  kind?: 'service' | 'sandbox';
-}
+import type { ServiceText } from './apply-args.js';
+import { applyServices } from './apply-services.js';
+import type { CommittedEntry, OutboxEntry, ProjectorEvents, ProjectorOptions } from './projector-types.js';
 
 /** A sync that failed after loading its states: carries the revisions it was applying (for the log). */
 class SyncFailed extends Error {
@@ -36,58 +27,6 @@ class SyncFailed extends Error {
   ) {
     super(String(reason));
   }
-}
-
-/** What the projector reports to its owner (compose.ts: cache invalidation and metrics). */
-export interface ProjectorEvents {
-  /** a batch was applied, with the namespaces it touched */
-  applied?: (namespaces: Set<string>) => void;
-  /** an index update failed (it is also logged): registry_projector_failures_total */
-  failed?: (stage: FailureStage) => void;
-  /** a write was applied: its namespace base and the version after it (read-your-writes of the near cache) */
-  version?: (base: string, ver: number) => void;
-  /**
-   * a service's state was applied to the live generation: bring its lease in Redis in line
-   * (liveness/; awaited: a failure keeps the outbox row, like a failed index update)
-   */
-  lease?: (id: string, st: IndexState) => Promise<unknown>;
-}
-
-/**
- * states per apply-services call (a batch, a group commit): one call holds Redis's thread
- * for its length (~10-20 µs per state), calls are sent without waiting for each other
- */
-const APPLY_PAGE = 250;
-
-export type FailureStage = 'write' | 'sweep' | 'missing';
-
-export interface ProjectorOptions {
-  /**
-   * Test hook: awaited after a sync has its states (loaded from PostgreSQL, or returned by
-   * the write) and before it applies them to Redis, with their ids (tests hold a sync there
-   * to force an interleaving).
-   */
-  beforeApply?: (ids: string[]) => Promise<void>;
-  /**
-   * How long the outbox rows of applied writes wait to be deleted together, ms: one DELETE
-   * for every write of that time instead of one per write (a row still there when the
-   * sweeper looks is applied again, which the revision rule makes harmless).
-   */
-  ackMs?: number;
-}
-
-/** A committed write whose state the transaction returned (store/writes.ts): applied without reading it again. */
-export interface CommittedEntry {
-  row: number;
-  id: string;
-  state: IndexState;
-  /**
-   * a registration: a new id, so Redis holds no lease of it — one without a lease needs no
-   * lease apply (half of a registration's Redis scripts before; bench/README "Writes")
-   */
-  created?: true;
-  /** the state's serialised strings, when the write made them (its stored index text): not made again */
-  text?: ServiceText;
 }
 
 const NONE: ReadonlySet<string> = new Set();
@@ -194,7 +133,7 @@ export class Projector {
         applied.add('sandbox:' + uuid);
       }
       const touched = new Set<string>();
-      if (svcIds.length) await this.applyServices(entries, states, applied, touched, noLease, texts);
+      if (svcIds.length) await applyServices(this.redis, this.keys, this.log, this.events, entries, states, applied, touched, noLease, texts);
       const done = entries.filter((e) => applied.has((e.kind ?? 'service') + ':' + e.id));
       if (touched.size && this.replicaWait) await this.replicaWait().catch(() => 0);
       if (done.length) {
@@ -208,83 +147,6 @@ export class Projector {
     }
   }
 
-  private async applyServices(entries: OutboxEntry[], states: Map<string, IndexState>, applied: Set<string>, touched: Set<string>, noLease: ReadonlySet<string>, texts: ReadonlyMap<string, ServiceText>): Promise<void> {
-    // The two pointers in one consistent view: a rebuild switches by SET gen, then DEL
-    // building. Read between those two steps, "live = old, building = none" would apply this
-    // write to the retired generation only, and the new live one (built from pages read
-    // before the write committed) would miss it for good. Re-reading `gen` after `building`
-    // catches that: a changed live pointer means a switch went by, so read both again.
-    // (Found by test/pg/near-property.test.ts: a patch racing a reindex, stale after quiescence.)
-    // (The first read of `gen` may go with the read of `building`, in one write to Redis:
-    // only the re-read must come after `building` was read. Two round trips, not three.)
-    let live: string | null;
-    let building: string | null;
-    do {
-      [live, building] = await Promise.all([this.redis.get(this.keys.gen()), this.redis.get(this.keys.building())]);
-    } while ((await this.redis.get(this.keys.gen())) !== live);
-    const gens = [live, building].filter((g): g is string => !!g);
-    if (!gens.length) return;
-    const nsOf = new Map(entries.filter((e) => e.kind !== 'sandbox').map((e) => [e.id, e.ns]));
-    // a namespace that PostgreSQL has written to exists; a sandbox created while Redis was
-    // away lacks its marker in the live generation: create it (never for a missing gen)
-    if (live) for (const ns of new Set(nsOf.values())) await markNamespace(this.redis, this.keys, ns, live);
-    const todo: [string, string, IndexState][] = [];
-    for (const [id, ns] of nsOf) {
-      const st = states.get(id);
-      if (st) {
-        todo.push([id, ns, st]);
-        continue;
-      }
-      // neither a row nor a tombstone: nothing can be applied, ever; say so and drop the row
-      this.events.failed?.('missing');
-      this.log.error({ serviceId: id, ns }, 'outbox row of a service with neither a state nor a tombstone; dropped');
-      applied.add('service:' + id);
-    }
-    const appliedLive = new Set<string>();
-    // one apply-services call per namespace, generation and page of APPLY_PAGE states (each
-    // set the page's states join is read and written once), all sent without waiting for
-    // each other: the ids differ, so their order does not matter
-    const byNs = new Map<string, StateToApply[]>();
-    for (const [id, ns, st] of todo) {
-      let l = byNs.get(ns);
-      if (!l) byNs.set(ns, (l = []));
-      l.push({ id, rev: st.version, record: st.record, text: texts.get(id) });
-    }
-    const calls: Promise<void>[] = [];
-    for (const [ns, list] of byNs) {
-      for (let i = 0; i < list.length; i += APPLY_PAGE) {
-        const page = list.slice(i, i + APPLY_PAGE);
-        // the building generation's deltas too: the switch may come between reading the
-        // pointers and this apply, and a silent change to a live generation would leave
-        // near caches that loaded it stale (found by test/pg/near-property.test.ts)
-        for (const gen of gens) {
-          calls.push(
-            (async () => {
-              const r = applyServicesReply(await this.redis.applyServices(...applyManyArgs(this.keys, gen, ns, page, this.keys.invalidationChannel())), page.length);
-              // NOT_INDEXED: that generation has no such namespace (Redis was emptied): keep the rows
-              if (r === NOT_INDEXED) return;
-              let top = 0;
-              page.forEach((x, j) => {
-                if (gen === live) appliedLive.add(x.id);
-                if (r[j]! > top) top = r[j]!;
-              });
-              // this thread's near cache must not answer from sets older than its own writes
-              if (top > 0) this.events.version?.(this.keys.base(ns, gen), top);
-            })(),
-          );
-        }
-      }
-    }
-    await Promise.all(calls);
-    // leases follow the states applied (liveness/): a failure keeps the outbox rows
-    const lease = this.events.lease;
-    if (lease) await Promise.all(todo.filter(([id]) => appliedLive.has(id) && !noLease.has(id)).map(([id, , st]) => lease(id, st)));
-    for (const [id, ns] of todo) {
-      if (!appliedLive.has(id)) continue;
-      applied.add('service:' + id);
-      touched.add(ns);
-    }
-  }
 
   /** Outbox rows another path applied (the lease sweeper's expiries, liveness/expiry.ts): deleted by the next ack flush. */
   ack(rows: number[]): void {
