@@ -13,7 +13,8 @@ import { loadConfig } from '../src/hot/config.js';
 import { PRODUCTION } from '../src/hot/domain/keys.js';
 import { migrate } from '../src/hot/store/migrator.js';
 import { createPool } from '../src/hot/store/pool.js';
-import { createService, patchService } from '../src/hot/store/writes.js';
+import { patchService } from '../src/hot/store/patches.js';
+import { createService } from '../src/hot/store/writes.js';
 import { QUICK, serviceGenerator } from './dataset.js';
 import { databaseUrl } from './load.js';
 

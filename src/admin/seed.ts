@@ -4,7 +4,8 @@
 // idempotent: it does nothing when production already has services.
 import type { Pool } from '../hot/store/pool.js';
 import { addReplacement } from '../hot/store/write-functions.js';
-import { createService, patchService } from '../hot/store/writes.js';
+import { patchService } from '../hot/store/patches.js';
+import { createService } from '../hot/store/writes.js';
 import { insertSandbox } from '../hot/store/sandboxes.js';
 import { hashKey, newSandboxKey } from '../hot/sandbox/keys.js';
 import type { ServiceInput } from '../hot/domain/validation.js';

@@ -10,7 +10,8 @@ import { GroupCommitter } from '../../src/hot/store/group-commit.js';
 import { createPool, type Pool } from '../../src/hot/store/pool.js';
 import { loadIndexStates, loadService } from '../../src/hot/store/services.js';
 import { addReplacement } from '../../src/hot/store/write-functions.js';
-import { createService, patchService, preparePatch } from '../../src/hot/store/writes.js';
+import { patchService, preparePatch } from '../../src/hot/store/patches.js';
+import { createService } from '../../src/hot/store/writes.js';
 import { freshDatabase } from '../helpers/server.js';
 
 /** A pool of `size` connections on a fresh database; both are gone when `t` ends. */

@@ -1,8 +1,9 @@
 // Group commit of registry writes (issue 22): concurrent registrations, patches and
 // deletions that arrive within a short window share one statement per kind (writes.ts
-// createServices / patchServices, write-functions.ts deleteServices), so PostgreSQL parses,
-// plans, WAL-flushes and takes the change feed's lock once per batch instead of once per
-// write. Each caller is still answered only after the statement that holds its row committed.
+// createServices, patches.ts patchServices, write-functions.ts deleteServices), so
+// PostgreSQL parses, plans, WAL-flushes and takes the change feed's lock once per batch
+// instead of once per write. Each caller is still answered only after the statement that
+// holds its row committed.
 // A write that only concerns itself (a patch whose service moved on, a deletion of a missing
 // id) gets its own outcome from the statement; a batch that fails for another reason than an
 // outage (a constraint one of its writes violates) is retried write by write, so that the
@@ -13,9 +14,10 @@
 // and one apply-services call per namespace and page instead of a script per write
 // (bench/README.md, "Writes against pgbench").
 import { ApiError } from '../domain/errors.js';
+import { patchServices, type CommittedPatch, type PreparedPatch } from './patches.js';
 import type { Pool } from './pool.js';
 import { deleteServices, type CommittedWrite, type DeleteItem } from './write-functions.js';
-import { createServices, patchServices, type Committed, type CommittedPatch, type NewService, type PreparedPatch } from './writes.js';
+import { createServices, type Committed, type NewService } from './writes.js';
 
 export interface GroupCommitOptions {
   /** how long the first write of a batch waits for company, ms (0: to the end of the event-loop turn) */
@@ -101,7 +103,7 @@ export class GroupCommitter {
   }
 
   /**
-   * Commit a patch prepared against the state read at its version (writes.ts patchService's
+   * Commit a patch prepared against the state read at its version (patches.ts patchService's
    * `commit`): null when the service moved on since (read again).
    */
   patch(item: PreparedPatch): Promise<CommittedPatch | null> {

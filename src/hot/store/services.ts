@@ -1,6 +1,7 @@
 // Service state reads against PostgreSQL (the index's view of a service: service_state,
 // migration 0008), the index text stored with it, and the version draw of multi-statement
-// writes (bulk.ts, leases.ts). One-round-trip writes: writes.ts, write-functions.ts.
+// writes (bulk.ts, leases.ts). One-round-trip writes: writes.ts, patches.ts,
+// write-functions.ts.
 import { randomBase62 } from '../domain/tokens.js';
 import { memberSuffixes } from '../domain/keys.js';
 import { headerData, serializeService, type HealthStatus, type ServiceRecord } from '../domain/service.js';
@@ -140,7 +141,7 @@ export async function loadIndexStates(pool: Pool, ids: string[]): Promise<Map<st
 }
 
 export async function loadService(pool: Pool, ns: string, id: string): Promise<ServiceRecord | null> {
-  // named: the first of a patch's two round trips (writes.ts)
+  // named: the first of a patch's two round trips (patches.ts)
   const r = await query<StateRow>(pool, { name: 'load-service', text: SELECT_STATE + ' WHERE s.id = $1 AND s.ns = $2' }, [id, ns]);
   return r.rows[0] ? stateRecord(r.rows[0]) : null;
 }
