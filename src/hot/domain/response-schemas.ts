@@ -1,7 +1,7 @@
 // JSON Schemas of the response bodies that are not registry objects (schemas.ts has those):
 // sandbox dashboard and poll counters, admin statistics, pages and details, readiness.
-// Documentation only: /openapi.json publishes them (openapi.ts) and the test harness
-// validates every response a test sees against them (test/helpers/openapi-check.ts).
+// Documentation only: /openapi.json publishes them (openapi-components.ts) and the test
+// harness validates every response a test sees against them (test/helpers/openapi-check.ts).
 import { location } from './schemas.js';
 
 const count = { type: 'integer', minimum: 0 } as const;

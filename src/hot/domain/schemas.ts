@@ -1,6 +1,6 @@
 // JSON Schemas of every request body and response object. ajv compiles the request ones
-// once at start-up (validation.ts) and /openapi.json publishes all of them (openapi.ts):
-// one source, so the document and the validator cannot drift apart.
+// once at start-up (validation.ts) and /openapi.json publishes all of them
+// (openapi-components.ts): one source, so the document and the validator cannot drift apart.
 import { ERRORS, type ErrorCode } from './errors.js';
 
 const tokenIn = { type: 'string', pattern: '^[A-Za-z0-9._-]{1,64}$', description: 'token: 1-64 of [a-z0-9._-], lower-cased on input' } as const;

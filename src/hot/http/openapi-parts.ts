@@ -103,6 +103,12 @@ export function errors(statuses: number[], o: ErrorOptions = {}): Record<number,
   return out;
 }
 
+/** The errors of a public operation: its own statuses, then 414 and 503 (any route). */
+export const publicErrors = (statuses: number[]) => errors([...statuses, 414, 503]);
+
+/** The errors of an admin operation: 401 and 429 (wrong Bearer keys count against LOGIN_FAILURES_PER_MINUTE) first. */
+export const adminErrors = (statuses: number[]) => errors([401, 429, ...statuses, 414, 503]);
+
 /** 200/201 with a JSON body of `schema` and `hdrs`. */
 export const ok = (description: string, schema: Obj, hdrs: Obj = {}, extra: Obj = {}) => ({ description, headers: hdrs, ...json(schema), ...extra });
 

@@ -1,11 +1,11 @@
-// The OpenAPI 3.1 document served at /openapi.json, built from the same schemas that ajv
-// compiles (domain/schemas.ts), so the two cannot drift apart, from the table of search
-// dimensions (domain/dimensions.ts: the query parameters) and from the reusable pieces of
-// openapi-parts.ts. Every status an operation answers is listed: the test harness
+// The OpenAPI 3.1 document served at /openapi.json: its head, the public, sandbox and meta
+// operations, built from the same schemas that ajv compiles (components: openapi-components.ts),
+// so the two cannot drift apart, from the table of search dimensions (domain/dimensions.ts:
+// the query parameters) and from the reusable pieces of openapi-parts.ts; the admin
+// operations are in openapi-admin.ts, a namespace's service operations in
+// openapi-namespace.ts. Every status an operation answers is listed: the test harness
 // (test/helpers/openapi-check.ts) checks every response the HTTP tests see against it.
 import { openApiParameters } from '../domain/dimensions.js';
-import * as S from '../domain/schemas.js';
-import * as R from '../domain/response-schemas.js';
 import { RATELIMIT_DRAFT } from '../sandbox/rate-limiter.js';
 import {
   arrayOf,
@@ -17,6 +17,7 @@ import {
   json,
   ok,
   params as P,
+  publicErrors,
   ref,
   searchResponses,
   security,
@@ -24,9 +25,9 @@ import {
   uuidParam,
   type Obj,
 } from './openapi-parts.js';
+import { adminPaths } from './openapi-admin.js';
+import { openApiComponents } from './openapi-components.js';
 import { heartbeatOp, serviceWrites } from './openapi-namespace.js';
-
-const strip = ({ $id: _id, ...rest }: Obj) => rest;
 
 export interface OpenApiOptions {
   /** configured tier names (TIERS); the contract's defaults when not given */
@@ -37,10 +38,6 @@ export interface OpenApiOptions {
 export function openApiDocument(version: string, opts: OpenApiOptions = {}): Obj {
   const tiers = [...(opts.tiers ?? ['free', 'pro', 'enterprise'])];
   const tierIn = { type: 'string', enum: tiers, description: 'a configured tier (TIERS)' };
-  const tierOut = { type: 'string', description: `the sandbox's tier (configured: ${tiers.join(', ')})` };
-  const sandboxExtra = (extra: Obj, required: string[]) => ({ type: 'object', allOf: [ref('SandboxSummary')], required, properties: extra });
-  const publicErrors = (statuses: number[]) => errors([...statuses, 414, 503]);
-  const adminErrors = (statuses: number[]) => errors([401, 429, ...statuses, 414, 503]);
   return {
     openapi: '3.1.0',
     info: {
@@ -62,55 +59,7 @@ export function openApiDocument(version: string, opts: OpenApiOptions = {}): Obj
       { name: 'admin', description: 'administration: admin key or session cookie' },
       { name: 'meta', description: 'the document, liveness and readiness' },
     ],
-    components: {
-      securitySchemes: {
-        sandboxKey: {
-          type: 'http',
-          scheme: 'bearer',
-          description:
-            'sandbox API key `<prefix>_sb_<random><checksum>`: prefix `[a-z0-9]{1,16}` from the sandbox name, 32 base62 characters from a CSPRNG (~190 bits), then 6 base62 characters (alphabet 0-9A-Za-z, most significant first, zero-padded) of the CRC32 (IEEE, as zlib) of everything before them. ' +
-            'Secret scanners can match it with `\\b[a-z0-9]{1,16}_sb_[0-9A-Za-z]{38}\\b`. A key with a wrong checksum is refused without a look-up. Keys issued before the checksum (exactly 32 characters after `_sb_`) keep working.',
-          'x-key-pattern': '^[a-z0-9]{1,16}_sb_[0-9A-Za-z]{38}$',
-        },
-        adminKey: { type: 'http', scheme: 'bearer', description: 'ADMIN_API_KEY; wrong keys count against LOGIN_FAILURES_PER_MINUTE per client address (429 beyond)' },
-        adminSession: { type: 'apiKey', in: 'cookie', name: 'registry_admin', description: 'from POST /admin/session; calls other than GET also need X-CSRF-Token' },
-        heartbeatToken: {
-          type: 'http',
-          scheme: 'bearer',
-          description:
-            "a service's heartbeat token `<prefix>_hb_<random><checksum>` (the sandbox key's rules; prefix `prod` in production), from the 201 of a registration with a `ttl` or from POST …/heartbeat-token. Only its hash is stored.",
-          'x-key-pattern': '^[a-z0-9]{1,16}_hb_[0-9A-Za-z]{38}$',
-        },
-      },
-      schemas: {
-        Service: S.service,
-        Heartbeat: strip(S.heartbeat),
-        HeartbeatToken: { type: 'object', additionalProperties: false, required: ['heartbeatToken'], properties: { heartbeatToken: { type: 'string', pattern: '^[a-z0-9]{1,16}_hb_[0-9A-Za-z]{38}$' } } },
-        DeviceBinding: S.deviceBinding,
-        Error: S.error,
-        Sandbox: S.sandbox,
-        SandboxCreated: { type: 'object', allOf: [ref('Sandbox')], required: ['apiKey'], properties: { apiKey: { type: 'string', minLength: 1, description: 'shown once' } } },
-        SandboxSummary: R.sandboxSummary(tierOut),
-        Dashboard: sandboxExtra({ serviceCount: { type: 'integer', minimum: 0 }, counters: R.dashboardCounters }, ['serviceCount', 'counters']),
-        Poll: R.poll,
-        Stats: R.stats(tiers),
-        SandboxPage: R.sandboxPage('#/components/schemas/SandboxSummary', tierIn),
-        SandboxDetail: sandboxExtra(
-          { serviceCount: { type: 'integer', minimum: 0 }, health: R.healthCounts, counters: R.adminCounters, tierChanges: { type: 'array', items: R.tierChangeRecord } },
-          ['serviceCount', 'health', 'counters', 'tierChanges'],
-        ),
-        LocatedSandbox: R.locatedSandbox,
-        CsrfToken: R.csrfToken,
-        Readiness: R.readiness,
-        Liveness: R.liveness,
-        ServiceCreate: strip(S.serviceCreate),
-        ServicePatch: strip(S.servicePatch),
-        ReplacementAdd: strip(S.replacementAdd),
-        SandboxCreate: strip(S.sandboxCreate),
-        TierChange: { ...strip(S.tierChange), properties: { tier: tierIn } },
-        AdminLogin: strip(S.adminLogin),
-      },
-    },
+    components: openApiComponents(tiers, tierIn),
     // every admin operation lists 429 (wrong Bearer keys count against LOGIN_FAILURES_PER_MINUTE): adminErrors(), serviceWrites()
     paths: {
       '/services': {
@@ -254,73 +203,7 @@ export function openApiDocument(version: string, opts: OpenApiOptions = {}): Obj
       },
       ...serviceWrites('/sandbox/{uuid}/services', 'sandbox'),
       ...serviceWrites('/admin/api/services', 'admin'),
-      '/admin/session': {
-        post: {
-          operationId: 'logIn',
-          security: security.public,
-          tags: ['admin'],
-          summary: 'Log in with the admin key; sets the HttpOnly session cookie',
-          requestBody: { required: true, ...json(ref('AdminLogin')) },
-          responses: {
-            200: ok('logged in', ref('CsrfToken'), { ...H.cacheControl('no-store'), ...H.setCookie('the session: HttpOnly, SameSite=Strict, Path=/admin, Secure unless COOKIE_SECURE=false') }),
-            ...publicErrors([400, 401, 413, 415, 429]),
-          },
-        },
-        get: {
-          operationId: 'getSessionToken',
-          security: [{ adminSession: [] }],
-          tags: ['admin'],
-          summary: "The session's CSRF token again (the dashboard keeps it in memory only; after a reload it asks here with its cookie)",
-          responses: { 200: ok('the token', ref('CsrfToken'), H.cacheControl('no-store')), ...publicErrors([401]) },
-        },
-        delete: {
-          operationId: 'logOut',
-          security: security.admin,
-          tags: ['admin'],
-          summary: 'Log out (cookie callers send X-CSRF-Token)',
-          responses: { 204: empty('logged out; the cookie is cleared', { ...H.cacheControl('no-store'), ...H.setCookie('clears the session cookie') }), ...adminErrors([400, 403, 413]) },
-        },
-      },
-      '/admin/api/stats': {
-        get: { operationId: 'getStats', security: security.admin, tags: ['admin'], summary: 'Global statistics', responses: { 200: ok('statistics', ref('Stats'), H.cacheControl('no-store')), ...adminErrors([]) } },
-      },
-      '/admin/api/sandboxes': {
-        get: {
-          operationId: 'listSandboxes',
-          security: security.admin,
-          tags: ['admin'],
-          summary: 'A page of sandbox summaries, every paging field computed on the server',
-          parameters: [
-            { name: 'tier', in: 'query', required: false, description: 'only this tier (empty: every tier)', schema: { oneOf: [tierIn, { type: 'string', maxLength: 0 }] } },
-            { name: 'page', in: 'query', required: false, description: '0-based page (empty: 0)', schema: { type: 'integer', minimum: 0, maximum: 1_000_000 } },
-          ],
-          responses: { 200: ok('a page', ref('SandboxPage'), H.cacheControl('no-store')), ...adminErrors([400]) },
-        },
-      },
-      '/admin/api/locations': {
-        get: {
-          operationId: 'listLocations',
-          security: security.admin,
-          tags: ['admin'],
-          summary: 'Located sandboxes for the overview map (newest 2000)',
-          responses: { 200: ok('located sandboxes', { type: 'array', items: ref('LocatedSandbox') }, H.cacheControl('no-store')), ...adminErrors([]) },
-        },
-      },
-      '/admin/api/sandboxes/{uuid}': {
-        parameters: [uuidParam],
-        get: { operationId: 'getSandboxDetail', security: security.admin, tags: ['admin'], summary: 'Sandbox detail', responses: { 200: ok('detail', ref('SandboxDetail'), H.cacheControl('no-store')), ...adminErrors([404]) } },
-      },
-      '/admin/api/sandboxes/{uuid}/tier': {
-        parameters: [uuidParam],
-        post: {
-          operationId: 'changeTier',
-          security: security.admin,
-          tags: ['admin'],
-          summary: 'Change the tier; the new limit applies to the next request',
-          requestBody: { required: true, ...json(ref('TierChange')) },
-          responses: { 200: ok('the summary with the new tier and limit', ref('SandboxSummary'), H.cacheControl('no-store')), ...adminErrors([400, 403, 404, 413, 415]) },
-        },
-      },
+      ...adminPaths(tierIn),
       '/openapi.json': {
         get: {
           operationId: 'getOpenApi',
