@@ -1,5 +1,6 @@
 // Operator tasks run by the Makefile: `migrate`, `seed`, `reindex`.
-import { loadConfig, ConfigError } from '../hot/config.js';
+import { loadConfig } from '../hot/config.js';
+import { ConfigError } from '../hot/config-env.js';
 import { Keys } from '../hot/domain/keys.js';
 import { createRedis } from '../hot/redis/client.js';
 import { createPool } from '../hot/store/pool.js';

@@ -1,12 +1,10 @@
 // Configuration: the one module that reads process.env. Every value is validated at
-// start-up; a bad value throws a ConfigError naming the variable, and main() prints it and
-// exits. Every default is commented here, in one place (contract, "Configuration").
+// start-up (the parsers: config-env.ts); a bad value throws a ConfigError naming the
+// variable, and main() prints it and exits. Every default is commented here, in one place
+// (contract, "Configuration").
 import { randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
-import { isIP } from 'node:net';
-import { normalizeAddress } from './domain/client-address.js';
-
-export class ConfigError extends Error {}
+import { addresses, bool, ConfigError, hostName, hostPorts, int, level, url, urls, type Env } from './config-env.js';
 
 export interface TierConfig {
   /** requests per minute over the sliding window of twelve 5-second buckets */
@@ -127,69 +125,6 @@ export interface Config {
   leaseSweepParallel: number;
 }
 
-type Env = Record<string, string | undefined>;
-
-function int(env: Env, name: string, def: number, min: number, max: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return def;
-  if (!/^-?\d+$/.test(raw)) throw new ConfigError(`${name} must be an integer, got "${raw}"`);
-  const n = Number(raw);
-  if (n < min || n > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${n}`);
-  return n;
-}
-
-function bool(env: Env, name: string, def: boolean): boolean {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return def;
-  if (/^(1|true|yes|on)$/i.test(raw)) return true;
-  if (/^(0|false|no|off)$/i.test(raw)) return false;
-  throw new ConfigError(`${name} must be true or false, got "${raw}"`);
-}
-
-const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
-
-function level(env: Env, name: string, def: string): string {
-  const raw = env[name] || def;
-  if (!LEVELS.includes(raw)) throw new ConfigError(`${name} must be one of ${LEVELS.join(', ')}, got "${raw}"`);
-  return raw;
-}
-
-function url(env: Env, name: string, def: string, schemes: string[]): string {
-  const raw = env[name] || def;
-  let u: URL;
-  try {
-    u = new URL(raw);
-  } catch {
-    throw new ConfigError(`${name} is not a URL: "${redactUrl(raw)}"`);
-  }
-  if (!schemes.includes(u.protocol)) {
-    throw new ConfigError(`${name} must use ${schemes.join(' or ')}, got "${u.protocol}"`);
-  }
-  return raw;
-}
-
-/** Strip any password from a URL before it is shown. */
-export function redactUrl(raw: string): string {
-  return raw.replace(/\/\/([^:/@]*):[^@/]*@/, '//$1:***@');
-}
-
-function hostName(env: Env, name: string, def: string): string {
-  const raw = env[name] || def;
-  if (!/^[0-9a-zA-Z.:-]+$/.test(raw)) throw new ConfigError(`${name} is not a host name or address: "${raw}"`);
-  return raw;
-}
-
-/** TRUSTED_PROXIES="127.0.0.1,::1": exact IP addresses (no host names, no ranges) */
-function addresses(env: Env, name: string): string[] {
-  const raw = (env[name] || '').trim();
-  if (!raw) return [];
-  return raw.split(',').map((part) => {
-    const a = normalizeAddress(part);
-    if (!isIP(a)) throw new ConfigError(`${name} must be a comma-separated list of IP addresses, got "${part.trim()}"`);
-    return a;
-  });
-}
-
 /** TIERS="free=60,pro=600,enterprise=6000" */
 function tiers(env: Env): TierConfig {
   const raw = env.TIERS || 'free=60,pro=600,enterprise=6000'; // contract defaults
@@ -220,13 +155,8 @@ export function loadConfig(env: Env = process.env): Config {
   const defaultTier = env.DEFAULT_TIER || 'free'; // contract: new sandboxes are `free`
   if (!(defaultTier in t)) throw new ConfigError(`DEFAULT_TIER "${defaultTier}" is not one of TIERS`);
   const host = hostName(env, 'HOST', '127.0.0.1'); // contract default: loopback only
-  const clusterRaw = env.REDIS_CLUSTER_NODES || '';
-  const redisClusterNodes = clusterRaw ? clusterRaw.split(',').map((s) => s.trim()) : [];
-  for (const n of redisClusterNodes) {
-    if (!/^[^:\s]+:\d{1,5}$/.test(n)) throw new ConfigError(`REDIS_CLUSTER_NODES entries must be host:port, got "${n}"`);
-  }
-  const replicaRaw = env.REDIS_REPLICA_URLS || '';
-  const redisReplicaUrls = replicaRaw ? replicaRaw.split(',').map((s, i) => url({ [`REDIS_REPLICA_URLS[${i}]`]: s.trim() }, `REDIS_REPLICA_URLS[${i}]`, '', ['redis:', 'rediss:'])) : [];
+  const redisClusterNodes = hostPorts(env, 'REDIS_CLUSTER_NODES');
+  const redisReplicaUrls = urls(env, 'REDIS_REPLICA_URLS', ['redis:', 'rediss:']);
   const prefix = env.REDIS_KEY_PREFIX || '';
   if (!/^[a-zA-Z0-9:_-]*$/.test(prefix)) throw new ConfigError('REDIS_KEY_PREFIX may hold only [a-zA-Z0-9:_-]');
   return {

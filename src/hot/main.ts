@@ -5,7 +5,8 @@ import { Worker, isMainThread, workerData, parentPort } from 'node:worker_thread
 import { fileURLToPath } from 'node:url';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadConfig, ConfigError, redactUrl, type Config } from './config.js';
+import { loadConfig, type Config } from './config.js';
+import { ConfigError, redactUrl } from './config-env.js';
 import { checkUwsNative } from './ops/native.js';
 import { createLogger } from './app.js';
 import { buildThread, processShared, type ProcessShared } from './compose.js';

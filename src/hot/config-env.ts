@@ -1,0 +1,88 @@
+// The parsers of configuration values (config.ts reads the environment and holds every
+// setting with its default; these only read the variables it hands them): integers in a
+// range, booleans, log levels, URLs of given schemes (one or a list), host names, host:port
+// lists and IP address lists, each checked and refused with a ConfigError naming the
+// variable; redactUrl() hides a URL's password wherever one is shown.
+import { isIP } from 'node:net';
+import { normalizeAddress } from './domain/client-address.js';
+
+export class ConfigError extends Error {}
+
+export type Env = Record<string, string | undefined>;
+
+export function int(env: Env, name: string, def: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return def;
+  if (!/^-?\d+$/.test(raw)) throw new ConfigError(`${name} must be an integer, got "${raw}"`);
+  const n = Number(raw);
+  if (n < min || n > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${n}`);
+  return n;
+}
+
+export function bool(env: Env, name: string, def: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return def;
+  if (/^(1|true|yes|on)$/i.test(raw)) return true;
+  if (/^(0|false|no|off)$/i.test(raw)) return false;
+  throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+}
+
+const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+export function level(env: Env, name: string, def: string): string {
+  const raw = env[name] || def;
+  if (!LEVELS.includes(raw)) throw new ConfigError(`${name} must be one of ${LEVELS.join(', ')}, got "${raw}"`);
+  return raw;
+}
+
+export function url(env: Env, name: string, def: string, schemes: string[]): string {
+  const raw = env[name] || def;
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    throw new ConfigError(`${name} is not a URL: "${redactUrl(raw)}"`);
+  }
+  if (!schemes.includes(u.protocol)) {
+    throw new ConfigError(`${name} must use ${schemes.join(' or ')}, got "${u.protocol}"`);
+  }
+  return raw;
+}
+
+/** Strip any password from a URL before it is shown. */
+export function redactUrl(raw: string): string {
+  return raw.replace(/\/\/([^:/@]*):[^@/]*@/, '//$1:***@');
+}
+
+export function hostName(env: Env, name: string, def: string): string {
+  const raw = env[name] || def;
+  if (!/^[0-9a-zA-Z.:-]+$/.test(raw)) throw new ConfigError(`${name} is not a host name or address: "${raw}"`);
+  return raw;
+}
+
+/** REDIS_CLUSTER_NODES="host:port,host:port" (empty: none) */
+export function hostPorts(env: Env, name: string): string[] {
+  const raw = env[name] || '';
+  const list = raw ? raw.split(',').map((s) => s.trim()) : [];
+  for (const n of list) {
+    if (!/^[^:\s]+:\d{1,5}$/.test(n)) throw new ConfigError(`${name} entries must be host:port, got "${n}"`);
+  }
+  return list;
+}
+
+/** REDIS_REPLICA_URLS="redis://a:6379,redis://b:6379": each checked as url() does, named NAME[i] (empty: none) */
+export function urls(env: Env, name: string, schemes: string[]): string[] {
+  const raw = env[name] || '';
+  return raw ? raw.split(',').map((s, i) => url({ [`${name}[${i}]`]: s.trim() }, `${name}[${i}]`, '', schemes)) : [];
+}
+
+/** TRUSTED_PROXIES="127.0.0.1,::1": exact IP addresses (no host names, no ranges) */
+export function addresses(env: Env, name: string): string[] {
+  const raw = (env[name] || '').trim();
+  if (!raw) return [];
+  return raw.split(',').map((part) => {
+    const a = normalizeAddress(part);
+    if (!isIP(a)) throw new ConfigError(`${name} must be a comma-separated list of IP addresses, got "${part.trim()}"`);
+    return a;
+  });
+}
