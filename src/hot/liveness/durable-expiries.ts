@@ -9,7 +9,7 @@
 import type { Logger } from 'pino';
 import type { Keys } from '../domain/keys.js';
 import type { Projector } from '../index/projector.js';
-import { countTransition } from '../ops/metrics.js';
+import { countTransition } from '../ops/liveness-metrics.js';
 import type { RedisClient } from '../redis/client.js';
 import type { LeaseRecord } from '../redis/replies.js';
 import { expireMany, loadLease } from '../store/leases.js';

@@ -6,7 +6,7 @@
 // then the projector, which also carries the new lease state to Redis: lease-apply-2.lua).
 import type { Keys } from '../domain/keys.js';
 import type { Projector } from '../index/projector.js';
-import { countHeartbeat, countTransition } from '../ops/metrics.js';
+import { countHeartbeat, countTransition } from '../ops/liveness-metrics.js';
 import type { RedisClient } from '../redis/client.js';
 import type { IndexState } from '../store/services.js';
 import { loadLease, renewVersion, setHealth } from '../store/leases.js';

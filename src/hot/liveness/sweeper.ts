@@ -19,7 +19,7 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { LEASE_SHARDS, type Keys } from '../domain/keys.js';
 import type { Projector } from '../index/projector.js';
-import { observeExpiryLag, setLeasedServices } from '../ops/metrics.js';
+import { observeExpiryLag, setLeasedServices } from '../ops/liveness-metrics.js';
 import type { RedisClient } from '../redis/client.js';
 import { leaseSweepReply } from '../redis/replies.js';
 import type { Pool } from '../store/pool.js';

@@ -5,7 +5,8 @@
 import { BroadcastChannel, threadId } from 'node:worker_threads';
 import { randomBytes } from 'node:crypto';
 import { AggregatorRegistry, type MetricObjectWithValues, type MetricValue } from 'prom-client';
-import { readSources, registry, type ThreadSources } from './metrics.js';
+import { readSources, type ThreadSources } from './metrics.js';
+import { registry } from './metrics-registry.js';
 
 const CHANNEL = 'service-registry:metrics';
 const WAIT_MS = 1000; // a thread busy for longer than this is left out (registry_threads_reporting shows it)

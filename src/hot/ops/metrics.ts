@@ -1,11 +1,11 @@
-// Prometheus metrics (prom-client). Each uWS thread keeps its own registry (a module
-// instance is per thread); metrics-threads.ts merges them at scrape time. Counters and
-// histograms are summed; each gauge names its own aggregator.
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+// Prometheus metrics (prom-client) of the serving threads: the per-request accumulators,
+// the caches, rate limits, backends and pools. Each uWS thread keeps its own registry (a
+// module instance is per thread: metrics-registry.ts); metrics-threads.ts merges them at
+// scrape time. Counters and histograms are summed; each gauge names its own aggregator. The
+// liveness metrics are liveness-metrics.ts's.
+import { Counter, Gauge } from 'prom-client';
 import { backendOf } from './outage.js';
-
-export const registry = new Registry();
-const registers = [registry];
+import { collector, registers, type Exported } from './metrics-registry.js';
 
 // The two per-request metrics are plain accumulators exported through a minimal custom
 // collector: prom-client's labelled children re-hash their labels on every inc()/observe()
@@ -37,19 +37,6 @@ interface RouteAcc {
 const byRoute = new Map<string, Map<string, RouteAcc>>();
 const reqAcc: ReqAcc[] = [];
 const durAcc: DurAcc[] = [];
-
-type Exported = { labels: Record<string, string | number>; value: number; metricName?: string };
-
-function collector(name: string, help: string, type: 'counter' | 'histogram', values: () => Exported[]): void {
-  const m = {
-    name,
-    help,
-    type,
-    aggregator: 'sum' as const,
-    get: async () => ({ name, help, type, aggregator: 'sum' as const, values: values() }),
-  };
-  registry.registerMetric(m as unknown as Parameters<Registry['registerMetric']>[0]);
-}
 
 collector('registry_http_requests_total', 'HTTP requests answered, by route pattern, method and status ("aborted" when the client left first)', 'counter', () =>
   reqAcc.map((a) => ({ labels: { ...a.labels }, value: a.n })),
@@ -287,44 +274,4 @@ export function countUnexpected(err: unknown): void {
   const from = backendOf(err);
   if (from === 'redis') countBackendError('redis', 'command');
   else if (from === 'postgres') countBackendError('postgres', 'query');
-}
-
-// ---- liveness (src/hot/liveness/) ----
-// a plain count per result, exported by a collector: a heartbeat costs an increment, not
-// prom-client's label hashing (heartbeats are the registry's most frequent request)
-const heartbeatCounts = { renewed: 0, transition: 0, refused: 0 };
-collector('registry_heartbeats_total', 'Heartbeats answered, by result: renewed (nothing durable written), transition (the status changed: a durable write), refused (401)', 'counter', () =>
-  Object.entries(heartbeatCounts).map(([result, value]) => ({ labels: { result }, value })),
-);
-const transitions = new Counter({
-  name: 'registry_health_transitions_total',
-  help: 'Health status changes committed, by new status and cause (heartbeat, expiry), and services deregistered after staying critical (to="deleted")',
-  labelNames: ['to', 'cause'] as const,
-  registers,
-});
-const SWEEP_LAG_BUCKETS = [0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 5, 10, 30];
-const sweepLag = new Histogram({
-  name: 'registry_lease_expiry_lag_seconds',
-  help: "How late the sweeper committed a lease's expiry, from its deadline (contract: every node sees it within ttl + 2 s)",
-  buckets: SWEEP_LAG_BUCKETS,
-  registers,
-});
-const leased = new Gauge({
-  name: 'registry_leased_services',
-  help: 'Services holding a lease in Redis (all shards; every thread reads the same sets)',
-  aggregator: 'max',
-  registers,
-});
-
-export function countHeartbeat(result: 'renewed' | 'transition' | 'refused'): void {
-  heartbeatCounts[result]++;
-}
-export function countTransition(to: 'passing' | 'critical' | 'deleted', cause: 'heartbeat' | 'expiry'): void {
-  transitions.labels(to, cause).inc();
-}
-export function observeExpiryLag(seconds: number): void {
-  sweepLag.observe(Math.max(0, seconds));
-}
-export function setLeasedServices(n: number): void {
-  leased.set(n);
 }
