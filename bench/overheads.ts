@@ -1,10 +1,11 @@
-// The per-entry overheads the in-process caches count (near.ts SET_OVERHEAD / EMPTY_OVERHEAD,
+// The per-entry overheads the in-process caches count (near-state.ts SET_OVERHEAD / EMPTY_OVERHEAD,
 // near-docs.ts CHUNK_OVERHEAD / PER_DOC, result-cache.ts ENTRY_OVERHEAD), measured: N entries
 // made through the real classes, memory before and after (heap + external + array buffers, and
 // RSS, which also sees the native backing stores of SharedArrayBuffers), divided by N, beside
 // what the cache counted for them. No Redis, no server.
 //   node --expose-gc dist/bench/overheads.js [--n 100000] [--only 1..6]
-import { NearCache, newSeqArray } from '../src/hot/index/near.js';
+import { NearCache } from '../src/hot/index/near.js';
+import { newSeqArray } from '../src/hot/index/near-state.js';
 import { ownBuffer, ResultCache, type CachedResult } from '../src/hot/cache/result-cache.js';
 import { canonicalize, CursorMemo, SEARCH_SPEC, toFilters } from '../src/hot/domain/canonical.js';
 import { NearDocs, type Incoming } from '../src/hot/index/near-docs.js';

@@ -12,7 +12,7 @@ import t from 'tap';
 import { DIMENSIONS, type Dimension } from '../../src/hot/domain/dimensions.js';
 import { PRODUCTION } from '../../src/hot/domain/keys.js';
 import { rebuildIndex } from '../../src/hot/index/rebuild.js';
-import { newSeqArray } from '../../src/hot/index/near.js';
+import { newSeqArray } from '../../src/hot/index/near-state.js';
 import { ROOT } from '../../src/hot/paths.js';
 import { nearLoadReply } from '../../src/hot/redis/replies.js';
 import { decodeBuckets } from '../../src/workers/buckets.js';

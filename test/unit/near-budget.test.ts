@@ -2,7 +2,8 @@
 // documents read again, a bitmap counted with its set, empty sets in a bounded pool, and
 // counted bytes that are the allocation.
 import t from 'tap';
-import { EMPTY_MAX, EMPTY_OVERHEAD, keyBytes, NearCache, newSeqArray, SET_OVERHEAD } from '../../src/hot/index/near.js';
+import { NearCache } from '../../src/hot/index/near.js';
+import { EMPTY_MAX, EMPTY_OVERHEAD, keyBytes, newSeqArray, SET_OVERHEAD } from '../../src/hot/index/near-state.js';
 import { CHUNK_OVERHEAD, PER_DOC } from '../../src/hot/index/near-docs.js';
 import { bitmapBytes, bitmapOf, intersectDense } from '../../src/workers/intersect.js';
 import { arr, B, delta, loader } from '../helpers/near-fixtures.js';

@@ -7,7 +7,8 @@
 import type { RedisClient } from '../redis/client.js';
 import type { IntersectPool } from '../../workers/pool.js';
 import { decodeBuckets } from '../../workers/buckets.js';
-import { newSeqArray, type NearCache } from './near.js';
+import type { NearCache } from './near.js';
+import { newSeqArray } from './near-state.js';
 import { digested, type Doc } from '../domain/digest.js';
 import { filterSuffixes, type Keys } from '../domain/keys.js';
 import { nearLoadReply, NOT_INDEXED, searchPage, type SearchPage } from '../redis/replies.js';

@@ -30,8 +30,6 @@ import { NearDocs, type Incoming } from './near-docs.js';
 import { NearSets } from './near-sets.js';
 import { applyTo, LOG_MAX, parseDelta, sizeOf } from './near-state.js';
 
-export type { Doc } from '../domain/digest.js';
-export { EMPTY_MAX, EMPTY_OVERHEAD, keyBytes, newSeqArray, SET_OVERHEAD, STRING_HEADER } from './near-state.js';
 
 /** The near cache: its sets (near-sets.ts) with the documents on top. */
 export class NearCache extends NearSets {

@@ -31,8 +31,8 @@ export async function bumpVersions(c: Client, ids: string[]): Promise<void> {
 }
 
 /**
- * The strings the write path sends to Redis for a state (projector.ts: serializeService,
- * memberSuffixes joined by "\n", headerData), stored with that state in services.idx_doc,
+ * The strings the write path sends to Redis for a state (domain/service.ts: serializeService
+ * and headerData, domain/keys.ts: memberSuffixes joined by "\n"), stored with that state in services.idx_doc,
  * idx_members and idx_hdr so that a rebuild reads them instead of building them (migration
  * 0004). The members' order carries no meaning (they name sets).
  */
