@@ -12,7 +12,6 @@
 //                            [--result-entries 10000] [--services 100000 | --quick] [--allowance-mb 160] [--no-pin]
 // (REDIS_URL / DATABASE_URL as for make bench: the data set and index are reused when built.)
 import autocannon from 'autocannon';
-import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { ROOT } from '../src/hot/paths.js';
@@ -20,6 +19,7 @@ import { canonicalize, SEARCH_SPEC } from '../src/hot/domain/canonical.js';
 import { capabilityName, DEVICE_CLASSES } from './dataset.js';
 import { prepare } from './generate.js';
 import { freePort, HAS_TASKSET, pinning, spawnNode, waitFor200 } from './procs.js';
+import { rssKb } from './proc-stat.js';
 
 const log = (m: string) => console.log(m);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -48,9 +48,9 @@ interface Sample {
   responses: number;
 }
 
+/** Resident memory of the server, MB (NaN once it is gone). */
 function rssMb(pid: number): number {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Number(m[1]) / 1024 : NaN;
+  return rssKb(pid) / 1024 || NaN;
 }
 
 function metric(text: string, name: string): number {

@@ -17,6 +17,7 @@ import { registerProduction, startTestServer } from '../test/helpers/server.js';
 import { PRODUCTION } from '../src/hot/domain/keys.js';
 import { floorHandler } from './floor.js';
 import { numArg as arg } from './args.js';
+import { loadAverage } from './cpu.js';
 
 const ROUNDS = arg('rounds', 6);
 const DUR = arg('duration', 2);
@@ -101,7 +102,7 @@ try {
     }
   }
   const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
-  const load = (await import('node:fs')).readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+  const load = loadAverage();
   console.log(`heartbeat parts (wrk -t1 -c${CONN}, ${ROUNDS} rounds of ${DUR} s; load ${load}); ratio: median over rounds of the rate ÷ that round's ceiling`);
   for (const n of names) {
     const r = runs[n]!;

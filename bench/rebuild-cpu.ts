@@ -6,7 +6,6 @@
 //
 //   node dist/bench/rebuild-cpu.js --services 200000 [--keep]
 //   node --cpu-prof --cpu-prof-dir=.local/prof dist/bench/rebuild-cpu.js --services 200000
-import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import { loadConfig } from '../src/hot/config.js';
 import { Keys } from '../src/hot/domain/keys.js';
@@ -16,19 +15,11 @@ import { createPool } from '../src/hot/store/pool.js';
 import { sizedSpec, QUICK } from './dataset.js';
 import { databaseUrl } from './load.js';
 import { BENCH_TIERS } from './generate.js';
+import { loadAverage } from './cpu.js';
+import { jiffies, TICK } from './proc-stat.js';
 
-const TICK = 100; // USER_HZ: jiffies per second on Linux
-
-/** utime + stime of a process (all its threads), in seconds; 0 once it is gone. */
-function cpuOf(pid: number): number {
-  try {
-    const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
-    return (Number(f[11]) + Number(f[12])) / TICK; // fields 14 and 15 of stat
-  } catch {
-    return 0;
-  }
-}
+/** CPU seconds of `pid` (utime + stime, all its threads); 0 when it is gone. */
+const cpuOf = (pid: number): number => jiffies(pid) / TICK;
 
 /**
  * CPU of the PostgreSQL backends serving the data set's database (the rebuild is all that
@@ -96,7 +87,7 @@ async function main(): Promise<void> {
       nodeCpuS: (self.user + self.system) / 1e6,
       redisCpuS: cpuOf(redisPid) - r0,
       pgCpuS: pgCpu.total(),
-      load: readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' '),
+      load: loadAverage(),
     };
     console.log(JSON.stringify(row));
     console.log(
