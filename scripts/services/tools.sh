@@ -1,0 +1,39 @@
+# shellcheck shell=bash
+# Sourced by scripts/services.sh, not run: the tools the tests and the bench need,
+# installed from Debian's packages when missing; each command prints the tool's path.
+
+cmd_chromium() {
+  local p
+  p=$(command -v chromium || true)
+  if [[ -z $p ]]; then
+    apt_install ' (needed by the browser tests)' chromium
+    p=$(command -v chromium || true)
+    [[ -n $p ]] || die "chromium installed but not on PATH"
+  fi
+  printf '%s\n' "$p"
+}
+
+cmd_wrk() {
+  local p
+  p=$(command -v wrk || true)
+  if [[ -z $p ]]; then
+    apt_install ' (the load generator of make bench; autocannon saturates first)' wrk
+    p=$(command -v wrk || true)
+    [[ -n $p ]] || die "wrk installed but not found"
+  fi
+  echo "$p"
+}
+
+cmd_nginx() {
+  local p
+  p=$(command -v nginx || true)
+  [[ -n $p ]] || { [[ -x /usr/sbin/nginx ]] && p=/usr/sbin/nginx; }
+  if [[ -z $p ]]; then
+    # nginx-light would do, but plain nginx is in every Debian release
+    apt_install ' (needed by make proxy and the proxy tests)' nginx
+    p=$(command -v nginx || true)
+    [[ -n $p ]] || { [[ -x /usr/sbin/nginx ]] && p=/usr/sbin/nginx; }
+    [[ -n $p ]] || die "nginx installed but not found"
+  fi
+  printf '%s\n' "$p"
+}
