@@ -93,7 +93,7 @@ openapi-lint: build
 
 lint: deps
 	npx eslint .
-	node scripts/import-cycles.mjs src
+	node scripts/import-cycles.mjs src bench test
 
 # The client is checked against types generated from the server's build: the root project
 # is compiled (not --noEmit) so that dist/ holds the document's builder.

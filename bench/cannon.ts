@@ -4,52 +4,7 @@
 // the bottleneck.
 import autocannon from 'autocannon';
 import { startWrk } from './wrk.js';
-
-export interface LoadOptions {
-  /** origin and path; with nextPath, only its origin is used */
-  url: string;
-  /** a new path for every request (cache-busting cursors) */
-  nextPath?: () => string;
-  headers?: Record<string, string>;
-  /** the status a row counts as answered (rps, latencies); default: any 2xx */
-  expect?: number;
-  connections: number;
-  durationS: number;
-  pipelining?: number;
-  /** who loads: autocannon in this process (default) or wrk as a child (bench/wrk.ts) */
-  generator?: Generator;
-  /**
-   * The same cursor stream as nextPath, described for wrk (which cannot call back into this
-   * process): `path` with `after=<1..max>` put first in its query
-   */
-  cursor?: { path: string; max: number };
-}
-
-export type Generator = 'autocannon' | 'wrk';
-
-export interface LoadResult {
-  /** 2xx (or expected-status) responses per second */
-  rps: number;
-  /** every response per second */
-  totalRps: number;
-  /** latency of 2xx responses, ms */
-  p50: number;
-  p90: number;
-  p99: number;
-  max: number;
-  mean: number;
-  responses: number;
-  ok: number;
-  non2xx: number;
-  statusCodes: Record<string, number>;
-  errors: number;
-  timeouts: number;
-  durationS: number;
-  /** bytes per second of 2xx responses (headers included) */
-  bytesPerSec: number;
-  /** CPU time of this process over the run, in % of one core (both instances when two run) */
-  loadgenCpuPct: number;
-}
+import type { LoadOptions, LoadResult, Running } from './load-types.js';
 
 /** Growable sample buffer: a million responses cost 8 MB. */
 class Samples {
@@ -73,11 +28,6 @@ export function percentile(sorted: Float64Array, p: number): number {
   if (!sorted.length) return NaN;
   const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
   return sorted[i]!;
-}
-
-export interface Running {
-  done: Promise<LoadResult>;
-  stop(): void;
 }
 
 export function startLoad(o: LoadOptions): Running {

@@ -2,7 +2,8 @@
 // a warm-up then a run watched for the server's and the machine's CPU, the row printed; the
 // state some rows need first (an ETag, an over-limit key); and scenario h, the light search
 // alone and beside the heavy one.
-import { load, startLoad, type Generator, type LoadOptions, type LoadResult } from './cannon.js';
+import { load, startLoad } from './cannon.js';
+import type { Generator, LoadOptions, LoadResult } from './load-types.js';
 import { share, snapshot } from './cpu.js';
 import type { Flags } from './flags.js';
 import { get, NPROC } from './procs.js';

@@ -2,7 +2,7 @@
 // stdout, and the block of bench/README.md between the bench markers.
 import { readFileSync } from 'node:fs';
 import { cpus, release, totalmem } from 'node:os';
-import type { LoadResult } from './cannon.js';
+import type { LoadResult } from './load-types.js';
 import type { Visibility } from './visibility.js';
 
 export const START = '<!-- bench:start -->';

@@ -8,7 +8,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { LoadOptions, LoadResult, Running } from './cannon.js';
+import type { LoadOptions, LoadResult, Running } from './load-types.js';
 
 export const HAS_WRK = spawnSync('wrk', ['--version'], { stdio: 'ignore' }).error === undefined;
 
