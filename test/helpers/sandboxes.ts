@@ -3,16 +3,15 @@
 // sandbox's request total; and the fixtures of the isolation, authentication and registry
 // tests: production services and two sandboxes with services of their own.
 import type { Test } from 'tap';
-import { ids, jsonBody, keyed, serve } from './checks.js';
+import { ids, jsonBody, keyed, serve, type Svc } from './checks.js';
 import { createSandbox, registerProduction, type TestServer } from './server.js';
 
 export type Box = Awaited<ReturnType<typeof createSandbox>>;
-type Registered = Record<string, unknown> & { id: string };
 
 export interface SandboxServer {
   s: TestServer;
   /** register a service in sandbox `b` (201 or it throws) */
-  register(b: Box, body: unknown): Promise<Registered>;
+  register(b: Box, body: unknown): Promise<Svc>;
   /** the ids of sandbox `b`'s list (200 or it throws) */
   list(b: Box, q?: string): Promise<string[]>;
   /** services of namespace `ns` in PostgreSQL */
@@ -27,7 +26,7 @@ export async function serveSandboxes(t: Test): Promise<SandboxServer> {
   const register = async (b: Box, body: unknown) => {
     const r = await s.req(`/sandbox/${b.uuid}/services`, jsonBody('POST', body, b.apiKey));
     if (r.status !== 201) throw new Error(`register: ${r.status} ${await r.text()}`);
-    return (await r.json()) as Record<string, unknown> & { id: string };
+    return (await r.json()) as Svc;
   };
   const list = async (b: Box, q = '') => {
     const r = await s.req(`/sandbox/${b.uuid}/services${q}`, keyed(b.apiKey));

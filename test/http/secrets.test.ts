@@ -12,7 +12,7 @@ import pg from 'pg';
 import { Redis } from 'ioredis';
 import { loadConfig } from '../../src/hot/config.js';
 import { ADMIN_KEY, createSandbox, freshDatabase, registerProduction, startTestServer } from '../helpers/server.js';
-import { waitFor } from '../helpers/wait.js';
+import { sleep, waitFor } from '../helpers/wait.js';
 import { dropRedisPrefix } from '../helpers/test-data.js';
 import { spawnServer } from '../helpers/server-process.js';
 import { startProxy } from '../helpers/tcp-proxy.js';
@@ -147,8 +147,6 @@ t.test('no secret in any log line, error paths included', async (t) => {
   for (const [name, value] of Object.entries(secrets)) t.notOk(out.includes(value), `no ${name} in any log line`);
   t.notMatch(out, /Bearer\s+\S/, 'no Authorization value in any log line');
 });
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 t.test('unknown and foreign sandboxes look alike on every key-protected route', async (t) => {
   const s = await startTestServer({ env: { TIERS: 'free=1000000' } });
