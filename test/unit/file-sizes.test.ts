@@ -20,7 +20,10 @@ function lineCount(text: string): number {
 
 /** The files of these kinds over the limit, with their line counts. */
 function oversized(files: string[], read: (f: string) => string): string[] {
-  return files.filter((f) => lineCount(read(f)) > MAX_LINES).map((f) => `${f}: ${lineCount(read(f))} lines`);
+  return files.flatMap((f) => {
+    const n = lineCount(read(f));
+    return n > MAX_LINES ? [`${f}: ${n} lines`] : [];
+  });
 }
 
 t.test('the rule finds a file over the limit and passes one at it', async (t) => {
@@ -36,7 +39,7 @@ t.test('the rule finds a file over the limit and passes one at it', async (t) =>
 });
 
 t.test(`every shell, Lua and SQL file is at most ${MAX_LINES} lines`, async (t) => {
-  const files = [...sourceFiles(ROOT, KINDS, SKIP)].map((f) => relative(ROOT, f)).sort();
+  const files = sourceFiles(ROOT, KINDS, SKIP).map((f) => relative(ROOT, f)).sort();
   // the kinds are there to check: the service scripts, the Lua scripts, the migrations
   t.ok(files.some((f) => f.startsWith('scripts/') && f.endsWith('.sh')), 'shell scripts found');
   t.ok(files.some((f) => f.startsWith('redis/') && f.endsWith('.lua')), 'Lua scripts found');
