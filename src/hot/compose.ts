@@ -158,7 +158,7 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
       // this thread at once; every other thread and node through Redis pub/sub
       for (const ns of namespaces) {
         invalidateCaches(caches, ns);
-        redis.publish(keys.invalidationChannel(), ns).catch((err: unknown) => {
+        redis.publish(keys.invalidationChannel(), invalidation.message(ns)).catch((err: unknown) => {
           // other threads and nodes keep their cached results until RESULT_CACHE_TTL_MS
           countProjectorFailure('invalidate');
           log.warn({ err: String(err), ns }, 'cache invalidation not published');

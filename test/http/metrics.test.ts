@@ -5,7 +5,8 @@ import { createSandbox, registerProduction, startTestServer } from '../helpers/s
 import { parseProm, sample } from '../helpers/metrics-util.js';
 
 t.test('request counters equal the requests served, by route and status', async (t) => {
-  const s = await startTestServer({ env: { TIERS: 'free=3,pro=600,enterprise=6000' } });
+  // entries live an hour: on a loaded machine 17 searches may take longer than the default 2 s
+  const s = await startTestServer({ env: { TIERS: 'free=3,pro=600,enterprise=6000', RESULT_CACHE_TTL_MS: '3600000' } });
   t.teardown(() => s.close());
   const svc = await registerProduction(s, { endpoint: 'https://m.example.com', capabilities: ['metrics-test'] });
   const N = 17;

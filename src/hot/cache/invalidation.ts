@@ -1,10 +1,13 @@
 // Cross-thread and cross-node invalidation of the in-process result cache: a dedicated
 // subscriber connection per thread listens on the changes channel. Messages are a namespace
-// (drop that namespace's results), "gen:<id>" (a rebuild switched generations: drop all),
+// (drop that namespace's results), "<namespace>\t<sender>" (the same, from the thread whose
+// listener has that id: it dropped its own results when it applied the write, so its echo is
+// skipped rather than dropping a result computed since), "gen:<id>" (a rebuild switched generations: drop all),
 // "lease:<uuid>" (that sandbox's tier changed: drop its rate-limit lease), "delta\t..." (the
 // sets and documents one applied write changed: the near cache follows it, index/near.ts) or
 // "deltas\t..." (the same for a page of expiries, health-flip-1.lua).
 // A (re)connected subscriber may have missed messages, so it drops everything too.
+import { randomBytes } from 'node:crypto';
 import type { Keys } from '../domain/keys.js';
 import type { Replacements } from '../index/live-index.js';
 import type { RedisClient } from '../redis/client.js';
@@ -47,8 +50,13 @@ export interface InvalidationHandlers {
   cleared?(): void;
 }
 
+/** How long start() waits for the first subscription before the thread serves anyway (ms). */
+const SUBSCRIBE_WAIT_MS = 5000;
+
 export class InvalidationListener {
   private sub: RedisClient | null = null;
+  /** this thread's sender id in the namespace messages it publishes */
+  readonly id = randomBytes(6).toString('base64url');
 
   constructor(
     private readonly redis: RedisClient,
@@ -57,17 +65,38 @@ export class InvalidationListener {
     private readonly on: InvalidationHandlers,
   ) {}
 
-  start(): void {
-    if (this.sub) return;
+  /** The message that invalidates `ns` everywhere but on this thread (which has already). */
+  message(ns: string): string {
+    return `${ns}\t${this.id}`;
+  }
+
+  /**
+   * Resolves once the first subscription is confirmed, or the subscriber failed, or after
+   * SUBSCRIBE_WAIT_MS: a thread that opens its port before then would drop what it cached
+   * in its first moments when the subscription comes (a subscriber that (re)connects drops
+   * everything), so it waits, but never for a Redis that is away.
+   */
+  start(): Promise<void> {
+    if (this.sub) return Promise.resolve();
     const sub = (this.sub = this.redis.duplicate());
     const channel = this.keys.invalidationChannel();
     const clear = () => {
       clearCaches(this.caches);
       this.on.cleared?.();
     };
+    let first: () => void = () => undefined;
+    const waited = new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, SUBSCRIBE_WAIT_MS);
+      timer.unref();
+      first = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
     // connection errors repeat on every reconnection attempt: one report per outage
     let down = false;
     sub.on('error', (err: unknown) => {
+      first();
       if (down) return;
       down = true;
       this.on.failed(err, 'cache invalidation subscriber lost Redis; cached results are dropped when it is back');
@@ -79,7 +108,13 @@ export class InvalidationListener {
       down = false;
       this.on.subscribed?.(false);
       clear();
-      sub.subscribe(channel).then(() => this.on.subscribed?.(true), () => undefined);
+      sub.subscribe(channel).then(
+        () => {
+          this.on.subscribed?.(true);
+          first();
+        },
+        () => first(),
+      );
     });
     sub.on('message', (ch: string, msg: string) => {
       if (ch !== channel) return;
@@ -88,9 +123,17 @@ export class InvalidationListener {
       else if (msg.startsWith('gen:')) {
         this.on.generation(msg.slice(4)); // switch at once rather than at the next poll
         clear();
-      } else invalidateCaches(this.caches, msg);
+      } else {
+        const tab = msg.indexOf('\t');
+        if (tab < 0) invalidateCaches(this.caches, msg);
+        else if (msg.slice(tab + 1) !== this.id) invalidateCaches(this.caches, msg.slice(0, tab));
+      }
     });
-    sub.subscribe(channel).catch((err: unknown) => this.on.failed(err, 'cache invalidation subscribe failed: this thread sees other writes only after RESULT_CACHE_TTL_MS'));
+    sub.subscribe(channel).catch((err: unknown) => {
+      first();
+      this.on.failed(err, 'cache invalidation subscribe failed: this thread sees other writes only after RESULT_CACHE_TTL_MS');
+    });
+    return waited;
   }
 
   async stop(): Promise<void> {
