@@ -104,7 +104,8 @@ if ((rc != 0 && failed == 0)); then
   failed=1
 fi
 # Where CI shows only the end of the output, the failures must be there too: each failing
-# assertion with the subtests it sits in, and the first lines of its diagnostics.
+# assertion with the subtests it sits in, and the first lines of its diagnostics (what was
+# found and wanted, or the diff).
 failures() {
   awk '
     function indent(l) { match(l, /^ */); return RLENGTH / 4 }
@@ -115,11 +116,17 @@ failures() {
       # without a failing assertion (a timeout, a crash) is shown with its diagnostics.
       if ((d in stack) && stack[d] == t && shown[d]) { diag = 0; next }
       path = ""; for (i = 0; i < d; i++) if (i in stack) { path = path stack[i] " > "; shown[i] = 1 }
-      print "  not ok: " path t; diag = 12; next
+      print "  not ok: " path t; diag = 12; ki = -1; skip = 0; next
     }
     diag > 0 && /^ *\.\.\. *$/ { diag = 0; next }
     diag > 0 && /^ *(---)? *$/ { next }
-    diag > 0 { print "      " substr($0, 1, 200); diag-- }
+    # the YAML diagnostics without where (at, stack, source: the "not ok" line names the
+    # test), so that found, wanted and the diff fit in the lines shown
+    diag > 0 {
+      match($0, /^ */); if (ki < 0) ki = RLENGTH
+      if (RLENGTH <= ki) { k = $0; sub(/^ */, "", k); sub(/:.*/, "", k); skip = (k == "at" || k == "stack" || k == "source") }
+      if (!skip) { print "      " substr($0, 1, 200); diag-- }
+    }
   ' "$LOG"
 }
 if ((failed > 0 || top_failed > 0)); then
