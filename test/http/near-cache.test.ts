@@ -137,7 +137,7 @@ t.test('a lost delta drops the namespace and the next search reloads (never a st
 });
 
 t.test('a page computed synchronously and kept in the result cache is a copy: later pages do not overwrite it', async (t) => {
-  const s = await startTestServer({}); // result cache on
+  const s = await startTestServer({ env: { RESULT_CACHE_TTL_MS: '3600000' } }); // result cache on (an hour: the walk may outlast 2 s on a loaded machine)
   t.teardown(() => s.close());
   for (let i = 0; i < 9; i++) await registerProduction(s, { endpoint: `https://sc${i}.example.com/${'x'.repeat(i * 40)}`, capability: 'scratch' });
   const first = '/services?capability=scratch&limit=3';
