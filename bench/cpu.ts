@@ -3,6 +3,7 @@
 // Redis's own CPU seconds (INFO cpu) and the load average, as the liveness bench prints them.
 // A shared 2-core machine makes this the difference between a finding and noise.
 import { readFileSync } from 'node:fs';
+import { procStat } from './proc-stat.js';
 import type { RedisClient } from '../src/hot/redis/client.js';
 
 export interface CpuSnapshot {
@@ -29,9 +30,9 @@ export function snapshot(pid: number | undefined): CpuSnapshot | null {
     const v = line.trim().split(/\s+/).slice(1, 9).map(Number); // user nice system idle iowait irq softirq steal
     let proc = 0;
     if (pid) {
-      const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const f = s.slice(s.lastIndexOf(')') + 2).split(' '); // f[0] is field 3 (state)
-      proc = Number(f[11]) + Number(f[12]); // utime, stime
+      const st = procStat(pid);
+      if (!st) return null; // the process is gone
+      proc = st.jiffies;
     }
     return { total: v.reduce((a, b) => a + b, 0), idle: v[3]! + v[4]!, steal: v[7]!, proc };
   } catch {

@@ -20,9 +20,9 @@ import { capabilityName, DEVICE_CLASSES } from './dataset.js';
 import { prepare } from './generate.js';
 import { freePort, HAS_TASKSET, pinning, spawnNode, waitFor200 } from './procs.js';
 import { rssKb } from './proc-stat.js';
+import { sleep } from '../test/helpers/wait.js';
 
 const log = (m: string) => console.log(m);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function flag(name: string, def: number): number {
   const i = process.argv.indexOf(name);

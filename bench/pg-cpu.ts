@@ -1,7 +1,7 @@
 // The CPU a PostgreSQL server spends over a run (bench/writes.ts): its postmaster and every
 // backend, told apart from other PostgreSQL servers on the machine by parent pid.
-import { readdirSync, readFileSync } from 'node:fs';
-import { childrenOf, jiffies, TICK } from './proc-stat.js';
+import { readdirSync } from 'node:fs';
+import { childrenOf, jiffies, procStat, TICK } from './proc-stat.js';
 
 /**
  * CPU of a PostgreSQL server: the postmaster and its children. Backends come and go
@@ -25,13 +25,8 @@ export function pgCpu(postmaster: number) {
     }
     for (const d of readdirSync('/proc')) {
       if (!/^\d+$/.test(d)) continue;
-      try {
-        const s = readFileSync(`/proc/${d}/stat`, 'utf8');
-        const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
-        if (Number(f[1]) === postmaster) seen.set(Number(d), Number(f[11]) + Number(f[12]));
-      } catch {
-        /* gone */
-      }
+      const st = procStat(Number(d)); // null: gone
+      if (st?.ppid === postmaster) seen.set(Number(d), st.jiffies);
     }
   };
   sample();

@@ -5,15 +5,22 @@ import { readFileSync } from 'node:fs';
 
 export const TICK = 100; // jiffies per second (USER_HZ)
 
+/** The fields of /proc/<pid>/stat that we read, or null when it is gone (or not Linux). */
+export function procStat(pid: number): { ppid: number; jiffies: number } | null {
+  let s: string;
+  try {
+    s = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return null;
+  }
+  // after "pid (comm) ": f[0] is field 3 (state), f[1] the parent, f[11] and f[12] utime and stime
+  const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+  return { ppid: Number(f[1]), jiffies: Number(f[11]) + Number(f[12]) };
+}
+
 /** utime + stime of `pid` (all its threads), jiffies; 0 when it is gone. */
 export function jiffies(pid: number): number {
-  try {
-    const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
-    return Number(f[11]) + Number(f[12]);
-  } catch {
-    return 0;
-  }
+  return procStat(pid)?.jiffies ?? 0;
 }
 
 /** The children of `pid` (Linux's /proc/<pid>/task/<pid>/children), or null where that file is missing. */

@@ -6,7 +6,6 @@
 // stores can be costed. Run under the bench lock:
 //
 //   flock /tmp/bench.lock node dist/bench/store-writes.js [--writes 3000]
-import { readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { loadConfig } from '../src/hot/config.js';
@@ -17,11 +16,13 @@ import { patchService } from '../src/hot/store/patches.js';
 import { createService } from '../src/hot/store/writes.js';
 import { QUICK, serviceGenerator } from './dataset.js';
 import { databaseUrl } from './load.js';
+import { procStat, TICK } from './proc-stat.js';
 
+/** CPU seconds of the backend; it must be there (a backend gone would read as none used). */
 function cpuOf(pid: number): number {
-  const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
-  return (Number(f[11]) + Number(f[12])) / 100;
+  const st = procStat(pid);
+  if (!st) throw new Error(`/proc/${pid}/stat: the PostgreSQL backend is gone`);
+  return st.jiffies / TICK;
 }
 
 function stats(ms: number[]): string {
