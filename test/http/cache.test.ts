@@ -1,20 +1,11 @@
 // The in-process result cache never hides a write: on the writing node at once, and on
 // another node through Redis pub/sub (the entries' own lifetime is set to an hour here, so
 // only an invalidation message can make the write visible).
-import t, { type Test } from 'tap';
+import t from 'tap';
 import { registerProduction, startTestServer } from '../helpers/server.js';
 import { ids, rawGet } from '../helpers/checks.js';
 import { PRODUCTION } from '../../src/hot/domain/keys.js';
-
-/** Nodes A and B: same database and Redis prefix, each its own process-local cache (an hour long). */
-async function twoNodes(t: Test) {
-  const env = { RESULT_CACHE_TTL_MS: '3600000' };
-  const a = await startTestServer({ env });
-  t.teardown(() => a.close());
-  const b = await startTestServer({ env, databaseUrl: a.cfg.databaseUrl, redisKeyPrefix: a.cfg.redisKeyPrefix });
-  t.teardown(() => b.stop());
-  return { a, b };
-}
+import { HOUR_CACHE, twoNodes } from '../helpers/two-nodes.js';
 
 t.test('writes invalidate cached results on this node and on others', async (t) => {
   const { a, b } = await twoNodes(t);
@@ -74,7 +65,7 @@ t.test('the in-process copy of a replacements entry never hides a write on anoth
 });
 
 t.test('cached answers never stand in for a non-canonical query', async (t) => {
-  const a = await startTestServer({ env: { RESULT_CACHE_TTL_MS: '3600000' } });
+  const a = await startTestServer({ env: HOUR_CACHE });
   t.teardown(() => a.close());
   await registerProduction(a, { endpoint: 'https://fast.example.com', capability: 'fast' });
   for (const [path, bare] of [

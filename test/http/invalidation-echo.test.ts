@@ -4,18 +4,10 @@
 // lease sweeper's, health-flip-1.lua) and other threads' tagged ones still invalidate.
 import t, { type Test } from 'tap';
 import { randomUUID } from 'node:crypto';
-import { registerProduction, startTestServer, type TestServer } from '../helpers/server.js';
+import { registerProduction, type TestServer } from '../helpers/server.js';
 import { ids } from '../helpers/checks.js';
 import { PRODUCTION } from '../../src/hot/domain/keys.js';
-
-async function twoNodes(t: Test) {
-  const env = { RESULT_CACHE_TTL_MS: '3600000' };
-  const a = await startTestServer({ env });
-  t.teardown(() => a.close());
-  const b = await startTestServer({ env, databaseUrl: a.cfg.databaseUrl, redisKeyPrefix: a.cfg.redisKeyPrefix });
-  t.teardown(() => b.stop());
-  return { a, b };
-}
+import { twoNodes } from '../helpers/two-nodes.js';
 
 /**
  * Publish a plain message for a namespace nobody uses and wait until every node has heard
