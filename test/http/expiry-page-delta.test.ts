@@ -5,6 +5,7 @@
 // the namespace and reloads: the usual lost-delta path, which shows the loss was real.
 import t from 'tap';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { anotherNode } from '../helpers/two-nodes.js';
 import { waitFor } from '../helpers/wait.js';
 
 type Svc = { id: string };
@@ -17,18 +18,15 @@ t.test('an expiry page: followed as one version by a reader that gets it; a read
   await a.app.sweeper.stop();
   const lose = { on: false, lost: 0, pages: 0 };
   // a reader node on the writer's database and Redis, each delta message through `delta`
-  const reader = (delta: (msg: string, apply: (m: string) => void) => void) =>
-    startTestServer({ env, databaseUrl: a.cfg.databaseUrl, redisKeyPrefix: a.cfg.redisKeyPrefix, hooks: { sweep: false, delta } });
+  const reader = (delta: (msg: string, apply: (m: string) => void) => void) => anotherNode(t, a, { env, hooks: { sweep: false, delta } });
   const lossy = await reader((msg, apply) => {
     if (lose.on && msg.startsWith('deltas\t')) lose.lost++;
     else apply(msg);
   });
-  t.teardown(() => lossy.stop());
   const clean = await reader((msg, apply) => {
     if (msg.startsWith('deltas\t')) lose.pages++;
     apply(msg);
   });
-  t.teardown(() => clean.stop());
 
   const r = await a.admin('POST', '/admin/api/services/batch', { services: Array.from({ length: 40 }, (_, i) => ({ endpoint: `https://pg-${i}.example.com`, capability: 'pagex', ttl: 5 })) });
   t.equal(r.status, 201);

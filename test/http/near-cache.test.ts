@@ -5,17 +5,14 @@
 // every request runs the search.
 import t, { type Test } from 'tap';
 import { registerProduction, startTestServer, type TestServer } from '../helpers/server.js';
+import { anotherNode } from '../helpers/two-nodes.js';
 import { waitFor } from '../helpers/wait.js';
 
 async function nodes(t: Test) {
   const env = { RESULT_CACHE_ENTRIES: '0' };
   const a = await startTestServer({ env });
   t.teardown(() => a.close());
-  const more = async (extra: Record<string, string>) => {
-    const n = await startTestServer({ env: { ...env, ...extra }, databaseUrl: a.cfg.databaseUrl, redisKeyPrefix: a.cfg.redisKeyPrefix });
-    t.teardown(() => n.stop());
-    return n;
-  };
+  const more = (extra: Record<string, string>) => anotherNode(t, a, { env: { ...env, ...extra } });
   // b: another node with a near cache; redisOnly: the Redis path, the reference
   return { a, b: await more({}), redisOnly: await more({ NEAR_CACHE_MB: '0' }) };
 }

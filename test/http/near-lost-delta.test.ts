@@ -6,6 +6,7 @@
 // shows the loss was real.
 import t from 'tap';
 import { registerProduction, startTestServer, type TestServer } from '../helpers/server.js';
+import { anotherNode } from '../helpers/two-nodes.js';
 import { waitFor } from '../helpers/wait.js';
 
 /** A thread hook that swallows the node's deltas while `on` and counts what it swallowed. */
@@ -28,11 +29,7 @@ t.test('a lost final delta: the version check drops the stale namespace, the nex
   const a = await startTestServer({ env: { ...env, NEAR_CHECK_MS: '0' } });
   t.teardown(() => a.close());
   const lose = [deltaLoser(), deltaLoser()];
-  const node = async (check: string, loser: ReturnType<typeof deltaLoser>) => {
-    const n = await startTestServer({ env: { ...env, NEAR_CHECK_MS: check }, databaseUrl: a.cfg.databaseUrl, redisKeyPrefix: a.cfg.redisKeyPrefix, hooks: loser.hooks });
-    t.teardown(() => n.stop());
-    return n;
-  };
+  const node = (check: string, loser: ReturnType<typeof deltaLoser>) => anotherNode(t, a, { env: { ...env, NEAR_CHECK_MS: check }, hooks: loser.hooks });
   const checked = await node('50', lose[0]!);
   const unchecked = await node('0', lose[1]!);
 
