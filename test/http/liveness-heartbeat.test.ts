@@ -68,6 +68,42 @@ t.test('a heartbeat reporting critical, then passing', async (t) => {
   await isError(t, await beat(`/services/${a.id}/heartbeat`, a.heartbeatToken!, { status: 'critical', x: 1 }), 400, 'VALIDATION_FAILED');
 });
 
+t.test('a sandbox service read: its ETag holds across heartbeats that change nothing, changes with a transition; a 304 counts', async (t) => {
+  const sb = await createSandbox(s, 'ETags');
+  const a = (await (await s.req(`/sandbox/${sb.uuid}/services`, jsonBody('POST', { endpoint: 'https://etag.example.com', capability: 'etag', ttl: 10 }, sb.apiKey))).json()) as Svc;
+  const path = `/sandbox/${sb.uuid}/services/${a.id}`;
+  const read = (etag?: string) => s.req(path, { headers: { authorization: `Bearer ${sb.apiKey}`, ...(etag ? { 'if-none-match': etag } : {}) } });
+  const first = await read();
+  t.equal(first.status, 200);
+  const etag = first.headers.get('etag')!;
+  t.match(etag, /^"[^"]+"$/, 'a strong ETag');
+  t.equal(first.headers.get('cache-control'), 'private, no-store', 'still private');
+  const doc = await first.text();
+  for (let i = 0; i < 3; i++) {
+    advance(8);
+    t.equal((await beat(`${path}/heartbeat`, a.heartbeatToken!)).status, 204);
+    await sweep();
+  }
+  const same = await read(etag);
+  t.equal(same.status, 304, 'heartbeats that change nothing keep the ETag');
+  t.equal(same.headers.get('etag'), etag);
+  t.equal(await same.text(), '', 'no body');
+  t.match(same.headers.get('ratelimit') ?? '', /r=\d+/, 'the 304 carries the rate-limit fields (it counts)');
+  const total = async () => ((await (await s.req(`/sandbox/${sb.uuid}/poll`)).json()) as { total: number }).total;
+  const n = await total();
+  t.equal((await read(etag)).status, 304);
+  t.equal(await total(), n + 1, 'a 304 counts against the sandbox');
+  advance(11);
+  await sweep();
+  const after = await read(etag);
+  t.equal(after.status, 200, 'the expiry changed the ETag');
+  t.not(after.headers.get('etag'), etag);
+  const body = (await after.json()) as { health: { status: string } };
+  t.equal(body.health.status, 'critical');
+  t.not(JSON.stringify(body), doc);
+  t.equal((await read('"nope"')).status, 200, 'another ETag: the document');
+});
+
 t.test('dashboard: global statistics and sandbox detail count services per health status', async (t) => {
   type H = Record<'passing' | 'critical' | 'unknown', { production: number; sandboxes: number }>;
   const stats = async () => ((await (await s.admin('GET', '/admin/api/stats')).json()) as { health: H }).health;

@@ -143,7 +143,13 @@ export function serviceWrites(base: string, kind: 'sandbox' | 'admin'): Obj {
       security,
       tags,
       summary: 'Read a sandbox service',
-      responses: { 200: ok('the service', ref('Service'), { ...H.cacheControl('private, no-store'), ...H.deprecation, ...rate }), ...e([401, 429, 404]) },
+      description: "Its ETag is the document's: a heartbeat that changes nothing keeps it, a status change or any other write changes it. A 304 counts against the rate limit.",
+      parameters: [P.ifNoneMatch],
+      responses: {
+        200: ok('the service', ref('Service'), { ...H.cacheControl('private, no-store'), ...H.etag, ...H.deprecation, ...rate }),
+        304: empty('not modified (If-None-Match); no body', { ...H.cacheControl('private, no-store'), ...H.etag, ...H.deprecation, ...rate }),
+        ...e([401, 429, 404]),
+      },
     };
   }
   return out;

@@ -4,6 +4,7 @@ import type { TemplatedApp } from 'uWebSockets.js';
 import type { App } from '../app.js';
 import { ApiError } from '../domain/errors.js';
 import { deprecationHeaders } from '../domain/service.js';
+import { etagOf, notModified } from '../http/conditional.js';
 import { check, validators, type ServiceInput } from '../domain/validation.js';
 import { route, type Headers, type Req, type RouteOptions } from '../http/route.js';
 import type { Reply } from '../http/reply.js';
@@ -142,7 +143,12 @@ export function registerSandbox(uws: TemplatedApp, app: App, o: RouteOptions): v
     const id = req.params[1]!;
     const s = await app.index.getService(ns(req), id);
     if (!s) throw new ApiError('SERVICE_NOT_FOUND');
-    reply.json(200, s.doc, [...PRIVATE, ...deprecationHeaders(s.hdr, `${base(req)}/${id}/replacements`), ...rl]);
+    // the document's ETag, as on /services/{id}: a heartbeat that changes nothing keeps it,
+    // a transition or any other write changes it; a matching If-None-Match is a 304 (counted)
+    const etag = etagOf(s.doc);
+    const headers: Headers = [...PRIVATE, ['ETag', etag], ...deprecationHeaders(s.hdr, `${base(req)}/${id}/replacements`), ...rl];
+    if (notModified(req.ifNoneMatch, etag)) return reply.send(304, headers);
+    reply.json(200, s.doc, headers);
   });
 
   keyedRoute('patch', '/sandbox/:uuid/services/:id', ob, (req, reply, body, rl) => patchHandler(app, ns(req), base(req), req.params[1]!, req, reply, body, rl));
