@@ -60,7 +60,7 @@ t.test('under a wide limit: answered under the thread\'s rate-limit lease, each 
     clock += 10;
     const r = await beat(sb.path, sb.svc.heartbeatToken);
     t.equal(r.status, 204);
-    t.equal(r.headers.get('cache-control'), 'no-store');
+    t.equal(r.headers.get('cache-control'), null, 'no Cache-Control on a PUT\'s 204 (not cacheable: RFC 9110 §9.3.4)');
     t.equal(r.headers.get('content-length'), null, 'no Content-Length on a 204 (RFC 9110 §8.6)');
     t.match(r.headers.get('ratelimit') ?? '', /"sandbox";r=\d+;t=\d+/);
     t.equal(await deadline(sb.svc.id), String(clock + 30_000), 'renewed: the deadline is now + ttl');

@@ -23,7 +23,9 @@ t.test('a heartbeat that changes nothing: 204, no PostgreSQL row touched, same d
     t.equal((await beat(`/services/${a.id}/heartbeat`, a.heartbeatToken!)).status, 204);
     await sweep();
   }
-  t.equal((await beat(`/services/${a.id}/heartbeat`, a.heartbeatToken!, { status: 'passing' })).status, 204, 'an explicit passing body');
+  const explicit = await beat(`/services/${a.id}/heartbeat`, a.heartbeatToken!, { status: 'passing' });
+  t.equal(explicit.status, 204, 'an explicit passing body');
+  t.equal(explicit.headers.get('cache-control'), null, 'no Cache-Control: a response to PUT is not cacheable');
   t.same(await row(a.id), before, 'same version and xmin: no row was written');
   t.same(await events(a.id), evs, 'no change event');
   t.equal(await (await s.req(`/services/${a.id}`)).text(), doc, 'same document');

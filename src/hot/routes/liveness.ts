@@ -19,6 +19,12 @@ import { tokenPrefix } from '../store/leases.js';
 import { rotateToken } from '../store/write-functions.js';
 
 const NO_STORE: Headers = [['Cache-Control', 'no-store']];
+/**
+ * A heartbeat's 204 carries no Cache-Control: a response to PUT is not cacheable (RFC 9110
+ * §9.3.4, RFC 9111 §3) and a 204 has no content to keep; the field cost ~1.5 % of the
+ * heartbeat rows (docs/decisions.md, "The heartbeat row"). Its errors keep no-store (reply.ts).
+ */
+const NONE: Headers = [];
 
 function unauthorized(): ApiError {
   return new ApiError('HEARTBEAT_TOKEN_REQUIRED', [], { 'WWW-Authenticate': 'Bearer' });
@@ -48,7 +54,7 @@ function heartbeat(app: App, ns: string | null, id: string, req: Req, reply: Rep
     rl = app.auth.limitNow(ns); // throws the 429
     if (!rl) return general(app, ns, id, token, m.hash, want, reply, sandbox, true);
   }
-  const headers = rl ? NO_STORE.concat(rl) : NO_STORE;
+  const headers = rl ?? NONE;
   app.liveness.renew(ns, id, m.hash, want, (r, err) => {
     try {
       if (err !== undefined) throw err;
@@ -64,7 +70,7 @@ async function general(app: App, ns: string, id: string, token: string, hash: st
   let rl: Headers | null = null;
   const admit = sandbox ? async () => (rl = await app.auth.limitOrThrow(ns)) : undefined;
   const r = await app.liveness.heartbeat(ns, id, hash, want, admit, known);
-  answer(app, ns, id, token, hash, !known, r, reply, rl ? [...NO_STORE, ...(rl as Headers)] : NO_STORE);
+  answer(app, ns, id, token, hash, !known, r, reply, (rl as Headers | null) ?? NONE);
 }
 
 /** The answer to a heartbeat's result (`remember`: a token accepted for the first time). */
