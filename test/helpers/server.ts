@@ -106,7 +106,9 @@ function templateDatabase(adminUrl: URL): Promise<string> {
             continue;
           }
           await admin.query(`DROP DATABASE IF EXISTS ${work} WITH (FORCE)`);
-          if (code === '42P04') return name; // another process made it first
+          // another process made it first: 42P04, or 23505 when both renames ran at once
+          // (pg_database's unique index caught the second)
+          if (code === '42P04' || code === '23505') return name;
           throw e;
         }
       }

@@ -2,7 +2,8 @@
 // renewed from the thread's batch and answered from its callback, and a sandbox's rate limit
 // is decided by this thread when it can (its rate-limit lease, or a refusal it knows of).
 // What a user sees must not differ from the general path: every heartbeat counted once, 429
-// with its fields when over the limit, and a 429 renews nothing.
+// with its fields when over the limit, and a 429 renews nothing. A 204 carries the RateLimit
+// fields only once fewer than half the window's requests are left (draft-10 §6.2).
 import t from 'tap';
 import { Cluster } from 'ioredis';
 import { isError, jsonBody, serve } from '../helpers/checks.js';
@@ -62,7 +63,8 @@ t.test('under a wide limit: answered under the thread\'s rate-limit lease, each 
     t.equal(r.status, 204);
     t.equal(r.headers.get('cache-control'), null, 'no Cache-Control on a PUT\'s 204 (not cacheable: RFC 9110 §9.3.4)');
     t.equal(r.headers.get('content-length'), null, 'no Content-Length on a 204 (RFC 9110 §8.6)');
-    t.match(r.headers.get('ratelimit') ?? '', /"sandbox";r=\d+;t=\d+/);
+    t.equal(r.headers.get('ratelimit'), null, 'no RateLimit field: far from exhaustion');
+    t.equal(r.headers.get('ratelimit-policy'), null, 'no RateLimit-Policy field: far from exhaustion');
     t.equal(await deadline(sb.svc.id), String(clock + 30_000), 'renewed: the deadline is now + ttl');
   }
   t.ok(s.app.auth.stats.leased - leased0 > 0, `${s.app.auth.stats.leased - leased0} admitted from the thread's lease`);
@@ -72,4 +74,53 @@ t.test('under a wide limit: answered under the thread\'s rate-limit lease, each 
   const carried = s.app.liveness.batch.stats.records - carried0;
   if (s.app.liveness.redis instanceof Cluster) t.equal(carried, 0, 'a cluster carries none');
   else t.ok(carried > 0, `${carried} records carried by heartbeat calls`);
+});
+
+t.test('a 204 carries the RateLimit fields once fewer than half the window is left, on either path', async (t) => {
+  // free: 60 a minute, below the limits that lease batches: every heartbeat asks Redis (the
+  // general path); the registration was the window's first request
+  const sb = await leasedSandbox('Half Beats', 'free');
+  const seen: (number | null)[] = [];
+  for (let k = 1; k <= 60; k++) {
+    const r = await beat(sb.path, sb.svc.heartbeatToken);
+    if (r.status !== 204) {
+      t.equal(r.status, 429, `heartbeat ${k}: 204 or 429`);
+      t.match(r.headers.get('ratelimit') ?? '', /"sandbox";r=0;t=\d+/, 'the 429 carries RateLimit');
+      t.equal(r.headers.get('ratelimit-policy'), '"sandbox";q=60;w=60', 'and RateLimit-Policy');
+      await r.arrayBuffer();
+      break;
+    }
+    const f = r.headers.get('ratelimit');
+    const m = f === null ? null : /^"sandbox";r=(\d+);t=(\d+)$/.exec(f);
+    if (f !== null) {
+      t.ok(m, `heartbeat ${k}: RateLimit well formed (${f})`);
+      t.equal(r.headers.get('ratelimit-policy'), '"sandbox";q=60;w=60', `heartbeat ${k}: RateLimit-Policy beside it`);
+    } else t.equal(r.headers.get('ratelimit-policy'), null, `heartbeat ${k}: neither field`);
+    seen.push(m ? Number(m[1]) : null);
+  }
+  const first = seen.findIndex((x) => x !== null);
+  t.equal(first, 29, 'the first 29 heartbeats (more than half left) carry no fields');
+  t.equal(seen[first], 29, 'the first with fields: 29 of 60 left (registration and 30 heartbeats used)');
+  t.same(seen.slice(first), seen.slice(first).map((_, i) => 29 - i), 'then on every 204, counting down to 0');
+  t.equal(seen.length, 59, '59 heartbeats admitted (the registration was the 60th request)');
+});
+
+t.test('under a lease (the thread decides): fields once fewer than half the window is left', async (t) => {
+  // wide: 60,000 a minute, answered from the thread's rate-limit lease; 30,000 requests are
+  // too many for a test, so the window is filled in Redis first as another node would
+  const sb = await leasedSandbox('Half Wide', 'wide');
+  t.equal((await beat(sb.path, sb.svc.heartbeatToken)).status, 204, 'the token is now known to this thread');
+  const far = await beat(sb.path, sb.svc.heartbeatToken);
+  t.equal(far.headers.get('ratelimit'), null, 'far from exhaustion: no fields');
+  s.app.auth.dropLease(sb.uuid);
+  // 30,000 requests of another node, counted through the same script (one call of n)
+  await s.app.auth.limitManyOrThrow(sb.uuid, 30_000);
+  const leased0 = s.app.auth.stats.leased;
+  let near: Response | null = null;
+  for (let i = 0; i < 5; i++) near = await beat(sb.path, sb.svc.heartbeatToken);
+  t.ok(s.app.auth.stats.leased > leased0, 'answered from the thread\'s lease');
+  t.equal(near!.status, 204);
+  t.match(near!.headers.get('ratelimit') ?? '', /^"sandbox";r=\d+;t=\d+$/, 'fewer than half left: RateLimit');
+  t.ok(Number(/r=(\d+)/.exec(near!.headers.get('ratelimit') ?? '')?.[1]) < 30_000, 'and it says fewer than half are left');
+  t.equal(near!.headers.get('ratelimit-policy'), '"sandbox";q=60000;w=60', 'RateLimit-Policy beside it');
 });

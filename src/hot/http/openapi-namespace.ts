@@ -2,6 +2,7 @@
 // sandbox routes and the admin routes over production are one set of operations that differ
 // in their base path, security, operation ids and error statuses; and the heartbeat, whose
 // credential is the service's own token.
+import { RATELIMIT_DRAFT } from '../sandbox/rate-limiter.js';
 import { openApiParameters } from '../domain/dimensions.js';
 import {
   arrayOf,
@@ -167,7 +168,10 @@ export function heartbeatOp(kind: 'sandbox' | 'production'): Obj {
       'A heartbeat that does not change the status writes nothing durable and changes no document, ETag or cached page. ' +
       'One that changes it (critical → passing, or a reported `critical`) is a write like any other (change feed `service.updated`). ' +
       "Anything but this service's heartbeat token (a sandbox key, another service's token, a service without a lease) is 401 and changes nothing." +
-      (sandbox ? " Counts against the sandbox's rate limit once the token is verified." : ''),
+      (sandbox
+        ? " Counts against the sandbox's rate limit once the token is verified. The 204 carries `RateLimit-Policy` and `RateLimit` only once fewer than half the window's requests are left " +
+          `(${RATELIMIT_DRAFT} §6.2: fields only when a quota is close to exhaustion); a 429 always carries them.`
+        : ''),
     requestBody: { required: false, ...json(ref('Heartbeat')) },
     responses: {
       204: empty('renewed', sandbox ? H.rate(false) : {}),

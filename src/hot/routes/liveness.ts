@@ -25,6 +25,9 @@ const NO_STORE: Headers = [['Cache-Control', 'no-store']];
  * heartbeat rows (docs/decisions.md, "The heartbeat row"). Its errors keep no-store (reply.ts).
  */
 const NONE: Headers = [];
+// A sandbox heartbeat's 204 carries the RateLimit fields only once fewer than half the
+// window's requests are left (rate-limiter.ts nearExhaustion; draft-10 §6.2): a fleet within
+// its limit gets 204s of status line and Date alone. Its 429 carries them always.
 
 function unauthorized(): ApiError {
   return new ApiError('HEARTBEAT_TOKEN_REQUIRED', [], { 'WWW-Authenticate': 'Bearer' });
@@ -51,7 +54,7 @@ function heartbeat(app: App, ns: string | null, id: string, req: Req, reply: Rep
   if (!m.known) return general(app, ns, id, token, m.hash, want, reply, sandbox, false);
   let rl: Headers | null = null;
   if (sandbox) {
-    rl = app.auth.limitNow(ns); // throws the 429
+    rl = app.auth.limitNow(ns, 'near'); // throws the 429
     if (!rl) return general(app, ns, id, token, m.hash, want, reply, sandbox, true);
   }
   const headers = rl ?? NONE;
@@ -68,7 +71,7 @@ function heartbeat(app: App, ns: string | null, id: string, req: Req, reply: Rep
 /** The general path: a token seen for the first time, or a rate limit that asks Redis. */
 async function general(app: App, ns: string, id: string, token: string, hash: string, want: 'passing' | 'critical', reply: Reply, sandbox: boolean, known: boolean): Promise<void> {
   let rl: Headers | null = null;
-  const admit = sandbox ? async () => (rl = await app.auth.limitOrThrow(ns)) : undefined;
+  const admit = sandbox ? async () => (rl = await app.auth.limitOrThrow(ns, 'near')) : undefined;
   const r = await app.liveness.heartbeat(ns, id, hash, want, admit, known);
   answer(app, ns, id, token, hash, !known, r, reply, (rl as Headers | null) ?? NONE);
 }

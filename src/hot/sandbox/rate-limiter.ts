@@ -38,6 +38,13 @@ export interface RateLimiterOptions {
   carried?: () => boolean;
 }
 
+/**
+ * When an admitted request's answer carries the RateLimit fields: 'always' (every keyed
+ * route), or 'near' (heartbeats): only once the quota is close to exhaustion, fewer than
+ * half the window's requests left (nearExhaustion). A refusal always carries them.
+ */
+export type Fields = 'always' | 'near';
+
 export class RateLimiter {
   private leases = new Leases((uuid) => this.prefetch(uuid));
   private over = new OverLimit();
@@ -121,9 +128,9 @@ export class RateLimiter {
    * headers, or the 429 thrown; null when Redis must be asked (then call limitOrThrow()).
    * Heartbeats use it to answer without a promise per request.
    */
-  limitNow(uuid: string): Headers | null {
+  limitNow(uuid: string, fields: Fields = 'always'): Headers | null {
     const r = this.countNow(uuid);
-    return r ? this.admittedOrThrow(r) : null;
+    return r ? this.admittedOrThrow(r, fields) : null;
   }
 
   /**
@@ -219,7 +226,7 @@ export class RateLimiter {
     return { admitted: r.admitted, limit: r.limit, used: r.used, retryAfter: r.retryAfter, reset: r.reset, retryAfterMs: r.retryAfterMs };
   }
 
-  async limitOrThrow(uuid: string): Promise<Headers> {
+  async limitOrThrow(uuid: string, fields: Fields = 'always'): Promise<Headers> {
     let r: RateResult;
     try {
       r = await this.count(uuid);
@@ -230,16 +237,31 @@ export class RateLimiter {
       if (isRedisUnavailable(err)) return [];
       throw err;
     }
-    return this.admittedOrThrow(r);
+    return this.admittedOrThrow(r, fields);
   }
 
-  private admittedOrThrow(r: RateResult): Headers {
+  private admittedOrThrow(r: RateResult, fields: Fields): Headers {
     if (!r.admitted) {
       const [args, headers] = this.refusal(r);
       throw new ApiError('SANDBOX_RATE_LIMITED', args, Object.fromEntries(headers));
     }
-    return rateHeaders(r);
+    return fields === 'always' || nearExhaustion(r) ? rateHeaders(r) : NO_FIELDS;
   }
+}
+
+/** An admitted answer without the fields (Fields 'near', far from exhaustion): shared, never changed. */
+const NO_FIELDS: Headers = [];
+
+/**
+ * Whether fewer than half the window's requests are left after this one: then a heartbeat's
+ * 204 carries the RateLimit fields. draft-ietf-httpapi-ratelimit-headers-10 §6.2: servers
+ * need not send them in every response, "an implementer concerned with performance might
+ * provide RateLimit header fields only when a given quota is close to exhaustion", and §7: a
+ * client must not assume later responses carry them (docs/decisions.md, "RateLimit fields
+ * on heartbeats").
+ */
+export function nearExhaustion(r: RateResult): boolean {
+  return 2 * (r.limit - r.used) < r.limit;
 }
 
 /** RateLimit-Policy fields by limit: one per tier's limit, not a new string per answer. */
