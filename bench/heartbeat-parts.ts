@@ -54,8 +54,8 @@ try {
       res.onAborted(() => (gone = true));
       const id = req.getParameter(0)!;
       const m = app.heartbeatTokens.look(PRODUCTION, id, req.getHeader('authorization').slice('Bearer '.length));
-      if (m.refused) return void res.writeStatus('401 Unauthorized').end();
-      app.liveness.renew(PRODUCTION, id, m.hash, 'passing', (r) => {
+      if (m.refused || !m.known) return void res.writeStatus('401 Unauthorized').end();
+      app.liveness.renew(m, 'passing', (r) => {
         if (gone) return;
         if (r !== 'renewed') return res.cork(() => void res.writeStatus('500 Internal Server Error').end());
         res.cork(() => {

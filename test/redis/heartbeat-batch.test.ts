@@ -2,13 +2,14 @@
 // turn's shards in one call on a standalone Redis, one call per shard on a cluster
 // (TEST_REDIS_CLUSTER_NODES), each heartbeat answered its own; and identical heartbeats of a
 // turn share one line, each answered as its own line would be (the model of heartbeat-2.lua:
-// helpers/heartbeat-model.ts).
+// helpers/heartbeat-model.ts), whether it comes by its fields (beat) or as a known token's
+// passing renewal (beatKnown, the identity object of the token memory).
 import t from 'tap';
 import fc from 'fast-check';
 import { loadConfig } from '../../src/hot/config.js';
 import { Keys } from '../../src/hot/domain/keys.js';
 import { createRedis } from '../../src/hot/redis/client.js';
-import { HeartbeatBatch, MAX_BATCH } from '../../src/hot/liveness/heartbeat-batch.js';
+import { HeartbeatBatch, MAX_BATCH, type BeatIdentity } from '../../src/hot/liveness/heartbeat-batch.js';
 import { shardOf } from '../../src/hot/liveness/redis-lease.js';
 import { LEASE_SHARDS } from '../../src/hot/domain/keys.js';
 import { IDS, TOKS, model, record } from '../helpers/heartbeat-model.js';
@@ -77,7 +78,10 @@ t.test("a thread's batch: identical heartbeats of a turn share one line, and eac
       // few distinct heartbeats, drawn many times: most turns repeat some
       fc.array(fc.tuple(fc.constantFrom(...IDS, 'zz'), fc.constantFrom(...TOKS), fc.constantFrom<'p' | 'c'>('p', 'c'), fc.boolean()), { minLength: 1, maxLength: 6 }),
       fc.array(fc.nat(), { minLength: 1, maxLength: 40 }),
-      async (recs, pool, picks) => {
+      // whether the turn's passing renewals go as a known token's (all of them alike: the same
+      // heartbeat by both ways in one turn would be two lines, answered alike)
+      fc.boolean(),
+      async (recs, pool, picks, known) => {
         const k = new Keys(`hbd${process.pid}-${run++}:`);
         const now = 1_764_000_000_000 + run;
         const batch = new HeartbeatBatch(redis, k, () => now);
@@ -96,8 +100,18 @@ t.test("a thread's batch: identical heartbeats of a turn share one line, and eac
             return m.r;
           });
           const [calls, sent] = [batch.stats.calls, batch.stats.lines];
-          // one turn: every heartbeat handed over in the same tick
-          const got = await Promise.all(beats.map(([id, tok, w, chk]) => batch.beatAsync('production', id, tok, w, chk)));
+          // one turn: every heartbeat handed over in the same tick; a passing renewal of a token
+          // drawn as "known" goes by its identity object (beatKnown: the token memory's entry,
+          // one object per token), the others by their fields (beat)
+          const ids = new Map<string, BeatIdentity>();
+          const identity = (id: string, tok: string) => ids.get(id + ' ' + tok) ?? ids.set(id + ' ' + tok, { ns: 'production', id, hash: tok, shard: shardOf(id) }).get(id + ' ' + tok)!;
+          const got = await Promise.all(
+            beats.map(([id, tok, w, chk]) =>
+              w === 'p' && !chk && known
+                ? new Promise<number>((ok, no) => batch.beatKnown(identity(id, tok), (r, err) => (err === undefined ? ok(r) : no(err))))
+                : batch.beatAsync('production', id, tok, w, chk),
+            ),
+          );
           if (JSON.stringify(got) !== JSON.stringify(want)) {
             t.same(got, want, `answers of ${JSON.stringify(lines)} with ${JSON.stringify(recs)}`);
             return false;

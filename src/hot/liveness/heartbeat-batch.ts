@@ -65,14 +65,33 @@ export interface RateRecords {
   flush(): void;
 }
 
+/**
+ * A heartbeat token this thread has seen accepted, for its service (sandbox/token-memory.ts's
+ * entry): the same object for every heartbeat of that token, so a turn's identical passing
+ * heartbeats are found by it (beatKnown) without a line built and hashed per request.
+ */
+export interface BeatIdentity {
+  readonly ns: string;
+  readonly id: string;
+  /** the token's sha256 (hex) */
+  readonly hash: string;
+  /** shardOf(id) */
+  readonly shard: number;
+}
+
 interface Pending {
   /** the batch's lines, each once */
   text: string;
   /** the answer index (line) of each heartbeat, by `done`'s order */
   at: number[];
   done: BeatDone[];
-  /** line -> its index: identical heartbeats of a turn share one line */
-  lines: Map<string, number>;
+  /** line (or the identity of a known token's passing heartbeat) -> its index: identical heartbeats of a turn share one line */
+  lines: Map<string | BeatIdentity, number>;
+}
+
+/** A batch line: "<id> <hash> <p|c> <0|1> <ns>\n". */
+function lineOf(id: string, tokenHash: string, want: 'p' | 'c', checkOnly: boolean, ns: string): string {
+  return id + ' ' + tokenHash + (want === 'p' ? ' p ' : ' c ') + (checkOnly ? '1 ' : '0 ') + ns + '\n';
 }
 
 /**
@@ -89,6 +108,11 @@ export function plainField(s: string): boolean {
     if (!((c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 95 || c === 45)) return false;
   }
   return true;
+}
+
+/** The line of a known token's passing, renewing heartbeat. */
+function knownLine(k: BeatIdentity): string {
+  return lineOf(k.id, k.hash, 'p', false, k.ns);
 }
 
 export class HeartbeatBatch {
@@ -118,17 +142,32 @@ export class HeartbeatBatch {
    */
   beat(ns: string, id: string, tokenHash: string, want: 'p' | 'c', checkOnly: boolean, done: BeatDone): void {
     if (!plainField(id) || !plainField(ns)) return done(-2);
-    const s = shardOf(id);
-    const line = id + ' ' + tokenHash + (want === 'p' ? ' p ' : ' c ') + (checkOnly ? '1 ' : '0 ') + ns + '\n';
+    const line = lineOf(id, tokenHash, want, checkOnly, ns);
+    this.add(shardOf(id), line, line, done);
+  }
+
+  /**
+   * beat() of a passing heartbeat (renewing) with a token this thread knows: its fields were
+   * checked when it was accepted, its shard is known, and a turn's identical ones are found
+   * by the identity object (its line is built once a turn).
+   */
+  beatKnown(k: BeatIdentity, done: BeatDone): void {
+    this.add(k.shard, k, null, done);
+  }
+
+  /** Add a heartbeat to its shard's batch: `key` finds an identical one of the turn; `line` (null: built from `key`) is its text. */
+  private add(s: number, key: string | BeatIdentity, line: string | null, done: BeatDone): void {
     let p = this.shards.get(s);
-    if (!p) this.shards.set(s, (p = { text: line, at: [0], done: [done], lines: new Map([[line, 0]]) }));
-    else {
+    if (!p) {
+      const text = line ?? knownLine(key as BeatIdentity);
+      this.shards.set(s, (p = { text, at: [0], done: [done], lines: new Map([[key, 0]]) }));
+    } else {
       // the same line twice in one call answers the same and renews the same deadline (one
       // `now` a call; the script writes nothing else): one line serves both
-      let k = p.lines.get(line);
+      let k = p.lines.get(key);
       if (k === undefined) {
-        p.lines.set(line, (k = p.lines.size));
-        p.text += line;
+        p.lines.set(key, (k = p.lines.size));
+        p.text += line ?? knownLine(key as BeatIdentity);
       }
       p.at.push(k);
       p.done.push(done);

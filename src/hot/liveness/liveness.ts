@@ -11,7 +11,7 @@ import type { RedisClient } from '../redis/client.js';
 import type { IndexState } from '../store/services.js';
 import { loadLease, renewVersion, setHealth } from '../store/leases.js';
 import type { Pool } from '../store/pool.js';
-import { HeartbeatBatch } from './heartbeat-batch.js';
+import { HeartbeatBatch, type BeatDone, type BeatIdentity } from './heartbeat-batch.js';
 import { applyLease, leaseOf } from './redis-lease.js';
 
 export type HeartbeatResult = 'renewed' | 'changed' | 'unauthorized' | 'unavailable';
@@ -64,19 +64,22 @@ export class Liveness {
   }
 
   /**
-   * heartbeat() of an admitted request (a known token, its rate limit already counted, or
-   * none), by callback: the common case, one batch entry and no promise unless the status
-   * changes. `done` gets the result, or the error (a Redis or PostgreSQL failure).
+   * heartbeat() of an admitted request with a token this thread knows (`k`, the token
+   * memory's entry; its rate limit already counted, or none), by callback: the common case,
+   * one batch entry and no promise unless the status changes. `done` gets the result, or the
+   * error (a Redis or PostgreSQL failure).
    */
-  renew(ns: string, id: string, tokenHash: string, want: 'passing' | 'critical', done: (r: HeartbeatResult, err?: unknown) => void): void {
-    this.batch.beat(ns, id, tokenHash, want === 'passing' ? 'p' : 'c', false, (r, err) => {
+  renew(k: BeatIdentity, want: 'passing' | 'critical', done: (r: HeartbeatResult, err?: unknown) => void): void {
+    const answered: BeatDone = (r, err) => {
       if (err !== undefined) return done('unavailable', err);
       if (r === 0) {
         countHeartbeat('renewed');
         return done('renewed');
       }
-      this.settle(ns, id, want, r).then(done, (e: unknown) => done('unavailable', e));
-    });
+      this.settle(k.ns, k.id, want, r).then(done, (e: unknown) => done('unavailable', e));
+    };
+    if (want === 'passing') this.batch.beatKnown(k, answered);
+    else this.batch.beat(k.ns, k.id, k.hash, 'c', false, answered);
   }
 
   /** What a heartbeat-2.lua answer `r` means, after the durable write it asks for (1). */

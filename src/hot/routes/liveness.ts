@@ -58,7 +58,7 @@ function heartbeat(app: App, ns: string | null, id: string, req: Req, reply: Rep
     if (!rl) return general(app, ns, id, token, m.hash, want, reply, sandbox, true);
   }
   const headers = rl ?? NONE;
-  app.liveness.renew(ns, id, m.hash, want, (r, err) => {
+  app.liveness.renew(m, want, (r, err) => {
     try {
       if (err !== undefined) throw err;
       answer(app, ns, id, token, m.hash, false, r, reply, headers);

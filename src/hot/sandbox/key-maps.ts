@@ -17,12 +17,26 @@ export function stringBytes(s: string): number {
   return 16 + ((s.length + 7) & ~7);
 }
 
-export class ByteBoundedMap<V extends string | number> {
+/** heap bytes of a plain object with this many in-object fields (a 12-byte header, 4 bytes a field: compressed pointers) */
+export function objectBytes(fields: number): number {
+  return 12 + 4 * fields;
+}
+
+/** a value's counted bytes: a string's, or a heap number's */
+function scalarBytes(v: unknown): number {
+  return typeof v === 'string' ? stringBytes(v) : NUMBER_BYTES;
+}
+
+export class ByteBoundedMap<V> {
   private readonly map = new Map<string, V>();
   /** counted bytes of every entry */
   bytes = 0;
 
-  constructor(readonly budget: number) {}
+  /** `valueBytes`: what a value occupies beyond the entry and its key (strings and numbers by default) */
+  constructor(
+    readonly budget: number,
+    private readonly valueBytes: (v: V) => number = scalarBytes,
+  ) {}
 
   get size(): number {
     return this.map.size;
@@ -40,18 +54,18 @@ export class ByteBoundedMap<V extends string | number> {
     const v = this.map.get(k);
     if (v === undefined) return;
     this.map.delete(k);
-    this.bytes -= cost(k, v);
+    this.bytes -= this.cost(k, v);
   }
 
   /** Insert or replace; the oldest entries go until it fits. An entry larger than the whole budget is not kept. */
   set(k: string, v: V): void {
     this.delete(k);
-    const c = cost(k, v);
+    const c = this.cost(k, v);
     if (c > this.budget) return;
     while (this.bytes + c > this.budget) {
       const [ok, ov] = this.map.entries().next().value as [string, V];
       this.map.delete(ok);
-      this.bytes -= cost(ok, ov);
+      this.bytes -= this.cost(ok, ov);
     }
     this.map.set(k, v);
     this.bytes += c;
@@ -61,8 +75,8 @@ export class ByteBoundedMap<V extends string | number> {
     this.map.clear();
     this.bytes = 0;
   }
-}
 
-function cost(k: string, v: string | number): number {
-  return ENTRY_BYTES + stringBytes(k) + (typeof v === 'string' ? stringBytes(v) : NUMBER_BYTES);
+  private cost(k: string, v: V): number {
+    return ENTRY_BYTES + stringBytes(k) + this.valueBytes(v);
+  }
 }
