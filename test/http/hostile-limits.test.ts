@@ -92,6 +92,31 @@ t.test('limits', async (t) => {
     c.destroy();
   });
 
+  await t.test('a heartbeat (a bearer-only route) reads a chunked body; with neither length nor chunks, none', async (t) => {
+    const svc = (await registerProduction(s, { endpoint: 'https://hb-chunked.example.com', capability: 'limits', ttl: 60 })) as unknown as { id: string; heartbeatToken: string };
+    const path = `/services/${svc.id}/heartbeat`;
+    const auth = { Authorization: `Bearer ${svc.heartbeatToken}` };
+    const status = async () => ((await (await s.req(`/services/${svc.id}`)).json()) as { health: { status: string } }).health.status;
+    const body = JSON.stringify({ status: 'critical' });
+    const c = await rawSocket(port);
+    c.write(head('PUT', path, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked', ...auth }));
+    c.write(`${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`);
+    t.equal(statusOf((await collect(c, 1000)).data), 204, 'a chunked {"status":"critical"}: 204');
+    c.destroy();
+    t.equal(await status(), 'critical', 'the chunked body was read');
+    const d = await rawSocket(port);
+    d.write(head('PUT', path, { 'Content-Type': 'text/plain', 'Transfer-Encoding': 'chunked', ...auth }));
+    d.write(`${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`);
+    const r = await collect(d, 1000);
+    t.equal(statusOf(r.data), 415, 'a chunked body of another Content-Type: 415 (the type is read when a body comes)');
+    d.destroy();
+    const e = await rawSocket(port);
+    e.write(head('PUT', path, auth));
+    t.equal(statusOf((await collect(e, 1000)).data), 204, 'neither Content-Length nor Transfer-Encoding: no body, 204');
+    e.destroy();
+    t.equal(await status(), 'passing', 'a heartbeat without a body reports passing');
+  });
+
   await t.test('over-long URLs: 414; far too long: refused', async (t) => {
     const c = await rawSocket(port);
     c.write(head('GET', '/services?capability=' + 'a'.repeat(9000), {}));

@@ -9,6 +9,17 @@ import type { Headers } from './types.js';
 
 export const JSON_TYPE = 'application/json; charset=utf-8';
 
+/** status lines as bytes, by status: uWS reads a Uint8Array in place (a string is converted per call) */
+const STATUS_LINES: Uint8Array[] = [];
+
+function statusLine(status: number): Uint8Array | string {
+  const known = STATUS_LINES[status];
+  if (known) return known;
+  const text = STATUS_TEXT[status];
+  if (text === undefined) return String(status);
+  return (STATUS_LINES[status] = new TextEncoder().encode(text));
+}
+
 export class Reply {
   aborted = false;
   done = false;
@@ -50,7 +61,7 @@ export class Reply {
     this.done = true;
     this.status = status;
     this.res.cork(() => {
-      this.res.writeStatus(STATUS_TEXT[status] ?? String(status));
+      this.res.writeStatus(statusLine(status));
       for (const [k, v] of headers) this.res.writeHeader(k, v);
       // 204 and 304 have no content, and no Content-Length either (RFC 9110 §8.6: a server
       // MUST NOT send one with a 204, nor a 304's unless it is the 200's length); uWS's end()
@@ -102,7 +113,7 @@ export class Reply {
       this.done = true;
       this.status = status;
       this.res.cork(() => {
-        this.res.writeStatus(STATUS_TEXT[status] ?? String(status));
+        this.res.writeStatus(statusLine(status));
         for (const [k, v] of headers) this.res.writeHeader(k, v);
         this.res.endWithoutBody();
       });
@@ -111,7 +122,7 @@ export class Reply {
     }
     this.status = status;
     this.res.cork(() => {
-      this.res.writeStatus(STATUS_TEXT[status] ?? String(status));
+      this.res.writeStatus(statusLine(status));
       for (const [k, v] of headers) this.res.writeHeader(k, v);
       this.res.write(first);
     });

@@ -12,6 +12,22 @@ export type { Headers, Req } from './types.js';
 
 const NO_PROXIES: ReadonlySet<string> = new Set();
 
+/**
+ * Header names as bytes: uWS reads a Uint8Array in place, where a string argument is
+ * converted to UTF-8 on every call (docs/decisions.md, "The heartbeat row"). Each is its own
+ * ArrayBuffer (TextEncoder), offset 0.
+ */
+const enc = (s: string) => new TextEncoder().encode(s);
+const H = {
+  contentLength: enc('content-length'),
+  authorization: enc('authorization'),
+  cookie: enc('cookie'),
+  csrf: enc('x-csrf-token'),
+  ifNoneMatch: enc('if-none-match'),
+  contentType: enc('content-type'),
+  transferEncoding: enc('transfer-encoding'),
+};
+
 function remoteOf(req: HttpRequest, res: HttpResponse, trusted: ReadonlySet<string>): string {
   const own = Buffer.from(res.getRemoteAddressAsText()).toString();
   if (trusted.size === 0) return own;
@@ -30,18 +46,22 @@ export function readReq(req: HttpRequest, res: HttpResponse, nParams: number, wi
   const q = req.getQuery();
   const params: string[] = [];
   for (let i = 0; i < nParams; i++) params.push(req.getParameter(i) ?? '');
-  const cl = req.getHeader('content-length');
+  const cl = req.getHeader(H.contentLength);
   const contentLength = cl === '' ? -1 : /^\d{1,15}$/.test(cl) ? Number(cl) : -2;
+  // a bearer-only route (a body route) with neither Content-Length nor Transfer-Encoding has
+  // no body: it reads no Content-Type (others read Transfer-Encoding in route(), body routes only)
+  const te = bearerOnly && contentLength === -1 ? req.getHeader(H.transferEncoding) : undefined;
   return {
     method: method ?? req.getMethod().toUpperCase(),
     path: req.getUrl(),
     query: q === undefined ? null : q,
     params,
-    authorization: req.getHeader('authorization'),
-    cookie: bearerOnly ? '' : req.getHeader('cookie'),
-    csrf: bearerOnly ? '' : req.getHeader('x-csrf-token'),
-    ifNoneMatch: bearerOnly ? '' : req.getHeader('if-none-match'),
-    contentType: bearerOnly && contentLength === 0 ? '' : req.getHeader('content-type'),
+    authorization: req.getHeader(H.authorization),
+    cookie: bearerOnly ? '' : req.getHeader(H.cookie),
+    csrf: bearerOnly ? '' : req.getHeader(H.csrf),
+    ifNoneMatch: bearerOnly ? '' : req.getHeader(H.ifNoneMatch),
+    contentType: bearerOnly && (contentLength === 0 || (contentLength === -1 && te === '')) ? '' : req.getHeader(H.contentType),
+    transferEncoding: te,
     contentLength,
     remote: withRemote ? remoteOf(req, res, trusted) : '',
     startedAt: performance.now(),
@@ -207,7 +227,7 @@ export function route(app: TemplatedApp, method: 'get' | 'post' | 'put' | 'patch
     }
     // no body at all (Content-Length: 0, or neither it nor Transfer-Encoding): nothing to
     // wait for, no onData callback and no buffers (a heartbeat is usually such a request)
-    if (req.contentLength === 0 || (req.contentLength === -1 && r.getHeader('transfer-encoding') === '')) {
+    if (req.contentLength === 0 || (req.contentLength === -1 && (req.transferEncoding ?? r.getHeader(H.transferEncoding)) === '')) {
       return run(handler, req, reply, EMPTY_BODY, o);
     }
     readBody(res, o.maxBody, (body) => {

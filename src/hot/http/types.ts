@@ -15,6 +15,8 @@ export interface Req {
   ifNoneMatch: string;
   contentType: string;
   contentLength: number;
+  /** Transfer-Encoding, read with the other headers on bearer-only routes without Content-Length (route.ts); otherwise not read here */
+  transferEncoding?: string;
   /**
    * the client address: "" unless the route reads it (RouteOptions.remote, body routes); from
    * X-Forwarded-For / X-Real-IP when the connection comes from a trusted proxy
