@@ -115,7 +115,7 @@ export async function heartbeats(s: TestServer, o: HeartbeatSettings): Promise<v
     console.log(`fleet leases renewed by the runs: ${await renewed(fleet[1]!.beats)} of ${FLEET} in production, ${await renewed(fleet[0]!.beats)} of ${FLEET} in the sandbox`);
   }
   const b = s.app.liveness.batch.stats;
-  console.log(`heartbeat script calls: ${b.calls - batch0.calls} answering ${b.beats - batch0.beats} heartbeats (${((b.beats - batch0.beats) / Math.max(1, b.calls - batch0.calls)).toFixed(1)} a call) in ${b.lines - batch0.lines} lines (identical heartbeats of a turn share one), carrying ${b.records - batch0.records} sandboxes' rate records; token memory: ${s.app.heartbeatTokens.stats.hashed} hashed`);
+  console.log(`heartbeat script calls: ${b.calls - batch0.calls} (${b.lineCalls - batch0.lineCalls} on the heartbeat connection) answering ${b.beats - batch0.beats} heartbeats (${((b.beats - batch0.beats) / Math.max(1, b.calls - batch0.calls)).toFixed(1)} a call) in ${b.lines - batch0.lines} lines (identical heartbeats of a turn share one), carrying ${b.records - batch0.records} sandboxes' rate records; token memory: ${s.app.heartbeatTokens.stats.hashed} hashed`);
   // the sandbox row's rate limit: requests answered from this thread's lease, script calls that
   // requests waited for, and script calls for a batch asked for ahead (nobody waits for those)
   const a = s.app.auth.stats;

@@ -25,7 +25,7 @@ import { createWatchers } from './ops/lifecycle.js';
 import { countBackendError, countProjectorFailure } from './ops/metrics.js';
 import { MetricsAggregation } from './ops/metrics-threads.js';
 import { AppState } from './ops/state.js';
-import { connectRedis, createRedis, createReplicas, replicaWaiter } from './redis/client.js';
+import { connectRedis, createRedis, createReplicas, replicaWaiter, scriptLineFor } from './redis/client.js';
 import { HeartbeatTokenMemory } from './sandbox/token-memory.js';
 import { SandboxAuth } from './sandbox/auth.js';
 import { createServer, type Server } from './server.js';
@@ -170,7 +170,9 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
     lease: (id, st): Promise<number> => liveness.applyState(id, st),
   }, replicaWait, { beforeApply: hooks.beforeApply });
   const leaseNow = hooks.leaseNow ?? Date.now;
-  const liveness: Liveness = new Liveness(pg, writer, keys, projector, { now: leaseNow, indexReady: () => state.ready });
+  // the turn's heartbeat call on a connection of its own (a standalone Redis; REDIS_HEARTBEAT_LINE)
+  const heartbeatLine = cfg.redisHeartbeatLine ? scriptLineFor(writer, { onError: (err) => log.error({ err: String(err) }, 'a heartbeat callback threw') }) : null;
+  const liveness: Liveness = new Liveness(pg, writer, keys, projector, { now: leaseNow, indexReady: () => state.ready, line: heartbeatLine });
   const heartbeatTokens = new HeartbeatTokenMemory(threadShare(cfg.heartbeatTokenCacheBytes, cfg.uwsThreads), leaseNow);
   const sweeper = new LeaseSweeper(pg, writer, keys, projector, log, { intervalMs: cfg.leaseSweepMs, lockMs: cfg.leaseLockMs, batch: cfg.leaseSweepBatch, parallel: cfg.leaseSweepParallel, now: leaseNow, owner: hooks.sweeperOwner });
   // each batch's registrations are applied to the index together, before they are answered
@@ -239,6 +241,8 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
     },
     // replicas and the writer hold nothing worth a QUIT (which would wait for one that is away)
     { name: 'redis-replicas', start: () => [...replicas, ...(writer !== redis ? [writer] : [])].forEach(connectRedis), stop: () => [...replicas, ...(writer !== redis ? [writer] : [])].forEach((r) => r.disconnect()) },
+    // after the HTTP side stopped (parts stop in reverse): calls in flight are answered first
+    { name: 'heartbeat-line', start: () => heartbeatLine?.start(), stop: () => heartbeatLine?.close() },
     { name: 'intersect-pool', start: () => intersectPool?.start(), stop: () => intersectPool?.close() },
     { name: 'metrics', start: () => metrics.start(), stop: () => metrics.stop() },
     // now, not at the first stream: it also prunes expired change events

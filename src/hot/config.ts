@@ -99,6 +99,11 @@ export interface Config {
   sandboxKeyCacheBytes: number;
   /** heartbeat token memory (accepted and refused tokens), bytes per process, split evenly across uWS threads */
   heartbeatTokenCacheBytes: number;
+  /**
+   * the turn's heartbeat call on a connection of its own (redis/script-line.ts) instead of
+   * ioredis's, on a standalone Redis: ~7 % of a heartbeat's CPU
+   */
+  redisHeartbeatLine: boolean;
   /** Piscina: intersections whose smallest set exceeds this run in the worker pool */
   heavyIntersectionThreshold: number;
   poolMaxQueue: number;
@@ -226,6 +231,7 @@ export function loadConfig(env: Env = process.env): Config {
     // service, namespace and hash), so 16 MiB remember ~24,000 tokens a thread of 2; a token
     // not remembered costs a SHA-256, and a sandbox heartbeat one more script entry
     heartbeatTokenCacheBytes: int(env, 'HEARTBEAT_TOKEN_CACHE_MB', 16, 1, 65_536) * 1024 * 1024,
+    redisHeartbeatLine: bool(env, 'REDIS_HEARTBEAT_LINE', true), // on: a lean connection per thread for heartbeat calls (standalone Redis)
     heavyIntersectionThreshold: int(env, 'HEAVY_INTERSECTION_THRESHOLD', 5_000, 0, 100_000_000), // 0 disables the pool
     poolMaxQueue: int(env, 'POOL_MAX_QUEUE', 64, 1, 100_000),
     poolThreads: int(env, 'POOL_THREADS', 1, 1, 64),

@@ -56,6 +56,7 @@ t.test('under a wide limit: answered under the thread\'s rate-limit lease, each 
   const n0 = await poll();
   const leased0 = s.app.auth.stats.leased;
   const carried0 = s.app.liveness.batch.stats.records;
+  const onLine0 = s.app.liveness.batch.stats.lineCalls;
   const N = 30;
   for (let i = 0; i < N; i++) {
     clock += 10;
@@ -74,6 +75,10 @@ t.test('under a wide limit: answered under the thread\'s rate-limit lease, each 
   const carried = s.app.liveness.batch.stats.records - carried0;
   if (s.app.liveness.redis instanceof Cluster) t.equal(carried, 0, 'a cluster carries none');
   else t.ok(carried > 0, `${carried} records carried by heartbeat calls`);
+  // on a standalone Redis those calls go on the heartbeat connection (redis/script-line.ts)
+  const onLine = s.app.liveness.batch.stats.lineCalls - onLine0;
+  if (s.app.liveness.redis instanceof Cluster) t.equal(onLine, 0, 'a cluster keeps ioredis');
+  else t.ok(onLine >= N, `${onLine} heartbeat calls on the heartbeat connection`);
 });
 
 t.test('a 204 carries the RateLimit fields once fewer than half the window is left, on either path', async (t) => {
@@ -123,4 +128,18 @@ t.test('under a lease (the thread decides): fields once fewer than half the wind
   t.match(near!.headers.get('ratelimit') ?? '', /^"sandbox";r=\d+;t=\d+$/, 'fewer than half left: RateLimit');
   t.ok(Number(/r=(\d+)/.exec(near!.headers.get('ratelimit') ?? '')?.[1]) < 30_000, 'and it says fewer than half are left');
   t.equal(near!.headers.get('ratelimit-policy'), '"sandbox";q=60000;w=60', 'RateLimit-Policy beside it');
+});
+
+// last: its server's teardown closes the shared HTTP clients (helpers/checks.ts serve)
+t.test('REDIS_HEARTBEAT_LINE=false: heartbeat calls through ioredis, answered alike', async (t) => {
+  const off = await serve(t, { hooks: { sweep: false }, env: { REDIS_HEARTBEAT_LINE: 'false' } });
+  const sb = await createSandbox(off, 'No Line');
+  const svc = (await (await off.req(`/sandbox/${sb.uuid}/services`, jsonBody('POST', { endpoint: 'https://no-line.example.com', capability: 'hb-fast', ttl: 30 }, sb.apiKey))).json()) as Svc;
+  const calls0 = off.app.liveness.batch.stats.calls;
+  for (let i = 0; i < 3; i++) {
+    const r = await off.req(`/sandbox/${sb.uuid}/services/${svc.id}/heartbeat`, { method: 'PUT', headers: { authorization: `Bearer ${svc.heartbeatToken}` } });
+    t.equal(r.status, 204);
+  }
+  t.ok(off.app.liveness.batch.stats.calls - calls0 >= 3, 'the calls were sent');
+  t.equal(off.app.liveness.batch.stats.lineCalls, 0, 'none on a heartbeat connection');
 });

@@ -33,51 +33,20 @@
 // Redis before any request it counts is answered: a heartbeat is answered after its call.
 import { Cluster } from 'ioredis';
 import type { Keys } from '../domain/keys.js';
-import type { RedisClient } from '../redis/client.js';
+import { scriptSource, type RedisClient } from '../redis/client.js';
+import type { ScriptLine } from '../redis/script-line.js';
 import { RATE_WINDOW } from '../domain/rate-window.js';
 import { heartbeatReplies } from '../redis/replies.js';
 import { shardOf } from './redis-lease.js';
+import { lineOf, plainField, type BeatDone, type BeatIdentity, type RateRecord, type RateRecords } from './beat-lines.js';
+
+export { plainField, type BeatDone, type BeatIdentity, type RateRecord, type RateRecords } from './beat-lines.js';
 
 export const MAX_BATCH = 256;
 
-/**
- * One heartbeat's answer from heartbeat-2.lua: 0 renewed (status unchanged), 1 the status
- * must change, -1 no lease, -2 not this service's token; or the call's error (then `r` is NaN).
- */
-export type BeatDone = (r: number, err?: unknown) => void;
-
-/** Requests of a sandbox answered without asking Redis, to record (rate-count-2.lua's arguments). */
-export interface RateRecord {
-  uuid: string;
-  /** requests, refused ones included */
-  n: number;
-  /** how many of them were refused */
-  rejected: number;
-}
-
-/** Where a turn's rate records wait (sandbox/rate-records.ts): the heartbeat call takes them. */
-export interface RateRecords {
-  /** the records waiting, handed over (and forgotten there) */
-  take(): RateRecord[];
-  /** records a failed call carried: to be sent again */
-  restore(records: RateRecord[]): void;
-  /** send the records waiting on their own (a turn whose heartbeats all went already) */
-  flush(): void;
-}
-
-/**
- * A heartbeat token this thread has seen accepted, for its service (sandbox/token-memory.ts's
- * entry): the same object for every heartbeat of that token, so a turn's identical passing
- * heartbeats are found by it (beatKnown) without a line built and hashed per request.
- */
-export interface BeatIdentity {
-  readonly ns: string;
-  readonly id: string;
-  /** the token's sha256 (hex) */
-  readonly hash: string;
-  /** shardOf(id) */
-  readonly shard: number;
-}
+/** The two scripts, for calls on the thread's ScriptLine (EVALSHA, and EVAL after NOSCRIPT). */
+const HEARTBEAT = scriptSource('heartbeat-2.lua');
+const HEARTBEATS = scriptSource('heartbeats.lua');
 
 interface Pending {
   /** the batch's lines, each once */
@@ -89,27 +58,6 @@ interface Pending {
   lines: Map<string | BeatIdentity, number>;
 }
 
-/** A batch line: "<id> <hash> <p|c> <0|1> <ns>\n". */
-function lineOf(id: string, tokenHash: string, want: 'p' | 'c', checkOnly: boolean, ns: string): string {
-  return id + ' ' + tokenHash + (want === 'p' ? ' p ' : ' c ') + (checkOnly ? '1 ' : '0 ') + ns + '\n';
-}
-
-/**
- * Whether `s` can be a field of a batch line: 1-64 of [A-Za-z0-9_-] (service ids, the
- * contract's pattern; namespaces: `production` and sandbox uuids). Nothing else holds a
- * lease, and a space or newline in a field would shift every later line of the batch.
- */
-export function plainField(s: string): boolean {
-  const n = s.length;
-  if (n === 0 || n > 64) return false;
-  for (let i = 0; i < n; i++) {
-    const c = s.charCodeAt(i);
-    // 0-9, A-Z, a-z, '_', '-'
-    if (!((c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 95 || c === 45)) return false;
-  }
-  return true;
-}
-
 /** The line of a known token's passing, renewing heartbeat. */
 function knownLine(k: BeatIdentity): string {
   return lineOf(k.id, k.hash, 'p', false, k.ns);
@@ -119,17 +67,25 @@ export class HeartbeatBatch {
   private shards = new Map<number, Pending>();
   private scheduled = false;
   private readonly flushNow = () => this.flush();
-  /** script calls sent, heartbeats they answered, lines and rate records they carried (tests, the bench) */
-  readonly stats = { calls: 0, beats: 0, lines: 0, records: 0 };
+  /** script calls sent (of them on the lean connection), heartbeats they answered, lines and rate records they carried (tests, the bench) */
+  readonly stats = { calls: 0, lineCalls: 0, beats: 0, lines: 0, records: 0 };
   /** whether the shards of a turn may share a call (a standalone Redis) */
   private readonly together: boolean;
   /** the rate records a turn's call carries (standalone Redis only: carry()) */
   private records: RateRecords | null = null;
+  /** calls carrying rate records in flight, by number: the waiters of landed() on each */
+  private carrying = new Map<number, (() => void)[]>();
+  private carrySeq = 0;
 
+  /**
+   * @param line the thread's lean connection for these calls (redis/script-line.ts); a call
+   * goes through `redis` (ioredis) whenever it is not ready, or when there is none
+   */
   constructor(
     private readonly redis: RedisClient,
     private readonly keys: Keys,
     private readonly now: () => number,
+    private readonly line: ScriptLine | null = null,
   ) {
     this.together = !(redis instanceof Cluster);
   }
@@ -186,7 +142,23 @@ export class HeartbeatBatch {
    * their keys are in other slots, and the records go their own way).
    */
   carry(records: RateRecords): void {
-    if (this.together) this.records = records;
+    if (!this.together) return;
+    this.records = records;
+    records.carriedBy?.(this);
+  }
+
+  /**
+   * Settles once every call carrying rate records that is in flight now has been answered
+   * (or failed); null when none is. A poll waits for it before it reads the totals: those
+   * calls may go on the lean connection, and Redis does not promise to run two connections'
+   * commands in the order they were written (sandbox/summary.ts).
+   */
+  landed(): Promise<void> | null {
+    if (this.carrying.size === 0) return null;
+    return new Promise((ok) => {
+      let left = this.carrying.size;
+      for (const waiters of this.carrying.values()) waiters.push(() => --left === 0 && ok());
+    });
   }
 
   /** Whether a call of this turn will take the rate records waiting (carry(); a flush is due). */
@@ -242,32 +214,23 @@ export class HeartbeatBatch {
     this.stats.calls++;
     this.stats.lines += n;
     this.stats.records += records.length;
+    // a call that carries records: landed() waits for it
+    let seq = 0;
+    if (records.length) this.carrying.set((seq = ++this.carrySeq), []);
+    const settled = () => {
+      if (seq === 0) return;
+      const waiters = this.carrying.get(seq);
+      this.carrying.delete(seq);
+      if (waiters) for (const w of waiters) w();
+    };
     const fail = (e: unknown) => {
       // the records were not counted (the call is one script: all or nothing): again later
       if (records.length) this.records?.restore(records);
+      settled();
       for (const [, p] of group) for (const f of p.done) f(NaN, e);
     };
-    let call: Promise<unknown>;
-    if (group.length === 1 && records.length === 0) {
-      const [s, p] = group[0]!;
-      call = this.redis.heartbeat(this.keys.leases(s), this.keys.deadlines(s), this.now(), p.text);
-    } else {
-      const keys: string[] = [];
-      const args: (string | number)[] = [this.now(), group.length];
-      for (const [s, p] of group) {
-        keys.push(this.keys.leases(s), this.keys.deadlines(s));
-        args.push(p.text);
-      }
-      if (records.length) {
-        args.push(RATE_WINDOW.bucketMs, RATE_WINDOW.historyTtlS);
-        for (const r of records) {
-          keys.push(this.keys.rateHistory(r.uuid), this.keys.rateTotals(r.uuid));
-          args.push(r.n, r.rejected);
-        }
-      }
-      call = this.redis.heartbeats(keys.length, ...keys, ...args);
-    }
-    call.then((r) => {
+    const answer = (r: unknown) => {
+      settled();
       let rs: number[];
       try {
         rs = heartbeatReplies(r, n);
@@ -281,6 +244,39 @@ export class HeartbeatBatch {
         for (let i = 0; i < done.length; i++) done[i]!(rs[base + at[i]!]!);
         base += p.lines.size;
       }
-    }, fail);
+    };
+    // heartbeat-2.lua (one shard, no records) or heartbeats.lua: its keys, then its arguments
+    const one = group.length === 1 && records.length === 0;
+    let args: (string | number)[];
+    let nKeys: number;
+    if (one) {
+      const [s, p] = group[0]!;
+      args = [this.keys.leases(s), this.keys.deadlines(s), this.now(), p.text];
+      nKeys = 2;
+    } else {
+      const keys: string[] = [];
+      const rest: (string | number)[] = [this.now(), group.length];
+      for (const [s, p] of group) {
+        keys.push(this.keys.leases(s), this.keys.deadlines(s));
+        rest.push(p.text);
+      }
+      if (records.length) {
+        rest.push(RATE_WINDOW.bucketMs, RATE_WINDOW.historyTtlS);
+        for (const r of records) {
+          keys.push(this.keys.rateHistory(r.uuid), this.keys.rateTotals(r.uuid));
+          rest.push(r.n, r.rejected);
+        }
+      }
+      nKeys = keys.length;
+      args = (keys as (string | number)[]).concat(rest);
+    }
+    // the lean connection when it is ready: one callback, no promise
+    const src = one ? HEARTBEAT : HEARTBEATS;
+    if (this.line?.evalsha(src.sha, src.lua, nKeys, args, (err, r) => (err ? fail(err) : answer(r)))) {
+      this.stats.lineCalls++;
+      return;
+    }
+    const call = one ? this.redis.heartbeat(...args) : this.redis.heartbeats(nKeys, ...args);
+    call.then(answer, fail);
   }
 }

@@ -8,6 +8,7 @@ import type { Keys } from '../domain/keys.js';
 import type { Projector } from '../index/projector.js';
 import { countHeartbeat, countTransition } from '../ops/liveness-metrics.js';
 import type { RedisClient } from '../redis/client.js';
+import type { ScriptLine } from '../redis/script-line.js';
 import type { IndexState } from '../store/services.js';
 import { loadLease, renewVersion, setHealth } from '../store/leases.js';
 import type { Pool } from '../store/pool.js';
@@ -21,6 +22,8 @@ export interface LivenessOptions {
   now?: () => number;
   /** whether the index (and so every lease) is complete in Redis: a lease missing then is no lease */
   indexReady?: () => boolean;
+  /** a lean connection for the heartbeat calls (redis/script-line.ts; started and closed by the caller) */
+  line?: ScriptLine | null;
 }
 
 export class Liveness {
@@ -38,7 +41,7 @@ export class Liveness {
   ) {
     this.now = o.now ?? Date.now;
     this.indexReady = o.indexReady ?? (() => true);
-    this.batch = new HeartbeatBatch(redis, keys, this.now);
+    this.batch = new HeartbeatBatch(redis, keys, this.now, o.line ?? null);
   }
 
   /** The projector's hook: the lease of a state it applied to the index. */

@@ -5,6 +5,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis, Cluster, type RedisOptions } from 'ioredis';
 import type { Config } from '../config.js';
+import { ScriptLine, type LineTarget, type ScriptLineOptions } from './script-line.js';
 import { memberRuleLua } from '../domain/dimensions.js';
 import { ROOT } from '../paths.js';
 
@@ -68,6 +69,31 @@ function scriptCommand(file: string): { name: string; lua: string; numberOfKeys:
   const m = /^([a-z-]+?)(?:-(\d+))?\.lua$/.exec(file);
   if (!m) return null;
   return { name: camel(m[1]!), lua: scriptText(file), numberOfKeys: m[2] === undefined ? undefined : Number(m[2]) };
+}
+
+/** A script's text and SHA1, for a call sent on a ScriptLine (EVALSHA, EVAL after NOSCRIPT). */
+export interface ScriptSource {
+  readonly lua: string;
+  readonly sha: string;
+}
+
+/** The source of the script file `file` of redis/ (as defineCommand() loads it). */
+export function scriptSource(file: string): ScriptSource {
+  const lua = scriptCommand(file)!.lua;
+  return { lua, sha: createHash('sha1').update(lua).digest('hex') };
+}
+
+/**
+ * A lean connection for the heartbeat call (redis/script-line.ts) to the server of a
+ * standalone client, as it connects (host or Unix socket, TLS, user, password, database);
+ * null for a cluster client (the heartbeat batch keeps ioredis there). Not connected yet.
+ */
+export function scriptLineFor(client: RedisClient, o: ScriptLineOptions = {}): ScriptLine | null {
+  if (client instanceof Cluster) return null;
+  const c = client.options;
+  const target: LineTarget = { host: c.host, port: c.port, path: c.path, username: c.username, password: c.password, db: c.db };
+  if (c.tls) target.tls = c.tls;
+  return new ScriptLine(target, { timeoutMs: c.commandTimeout ?? 5000, connectTimeoutMs: c.connectTimeout ?? 2000, name: 'registry-heartbeats', ...o });
 }
 
 /**

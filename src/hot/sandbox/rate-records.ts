@@ -12,6 +12,8 @@ import type { RedisClient } from '../redis/client.js';
 export class PendingRecords implements RateRecords {
   private pending = new Map<string, { n: number; rejected: number }>();
   private flushing: NodeJS.Timeout | NodeJS.Immediate | null = null;
+  /** the heartbeat batch that carries records in its calls (carriedBy) */
+  private carrier: { landed(): Promise<void> | null } | null = null;
 
   /**
    * `flushMs`: how long records may wait (0: the end of the turn); `carried`: whether a call
@@ -74,6 +76,18 @@ export class PendingRecords implements RateRecords {
     for (const [uuid, p] of this.pending) out.push({ uuid, n: p.n, rejected: p.rejected });
     this.pending.clear();
     return out;
+  }
+
+  carriedBy(batch: { landed(): Promise<void> | null }): void {
+    this.carrier = batch;
+  }
+
+  /**
+   * Settles when the records already handed to calls in flight (take()) are counted in
+   * Redis, or their calls failed; null when none is in flight. A poll waits for it.
+   */
+  landed(): Promise<void> | null {
+    return this.carrier?.landed() ?? null;
   }
 
   /** Records a failed call carried: they wait for the next flush again. */

@@ -21,10 +21,15 @@ export const POLL_BUCKETS = RATE_WINDOW.historyBuckets;
 
 /**
  * Counters of a sandbox from Redis: totals and the last `n` 5-second buckets. `counted`:
- * this thread's rate limiter, whose requests answered without Redis (leased, refused
- * locally) are sent first, on the same connection, so that the totals count every one.
+ * this thread's rate limiter's records, whose requests answered without Redis (leased,
+ * refused locally) are sent first, on the same connection, so that the totals count every
+ * one; and records already carried by heartbeat calls in flight (on the heartbeat
+ * connection, liveness/heartbeat-batch.ts) are waited for.
  */
-export async function pollData(redis: RedisClient, k: Keys, uuid: string, n: number = POLL_BUCKETS, counted: { flush(): void } | null = null): Promise<{ limit: number; total: number; rejected: number; tier: string; buckets: number[] } | null> {
+export async function pollData(redis: RedisClient, k: Keys, uuid: string, n: number = POLL_BUCKETS, counted: { flush(): void; landed?(): Promise<void> | null } | null = null): Promise<{ limit: number; total: number; rejected: number; tier: string; buckets: number[] } | null> {
+  // the waiting records first (on this connection, before the poll), then those in flight
   counted?.flush();
+  const inFlight = counted?.landed?.();
+  if (inFlight) await inFlight;
   return pollReply(await redis.pollData(k.sandbox(uuid), k.rateHistory(uuid), k.rateTotals(uuid), n, RATE_WINDOW.bucketMs));
 }

@@ -1,0 +1,271 @@
+// A lean Redis connection of its own for one hot call: the turn's heartbeat script call
+// (liveness/heartbeat-batch.ts). Through ioredis that call cost the serving thread ~7 % of a
+// sandbox heartbeat's CPU beyond the socket write itself (a Command object, argument
+// flattening and encoding, a timer per command, the script's NOSCRIPT wrapper, a promise
+// and its microtasks per reply; bench/README.md, Liveness, "Heartbeat row"). Here a call is
+// one RESP string written to the socket and one callback, answered in order.
+//
+// It is an optimisation, never a second way to be right: a call is sent on the line only
+// while it is ready (connected, authenticated, database selected); otherwise `evalsha`
+// returns false and the caller sends it through ioredis as before. What it does not do it
+// leaves to ioredis: a cluster (the batch uses it only on a standalone Redis), Sentinel,
+// the offline queue. Losing the connection fails the calls in flight with an error the
+// outage classifier reads as "Redis unavailable" (ops/outage.ts: a 503 with Retry-After),
+// and it reconnects after 100 ms, 200 ms, ... at most 1 s apart. A call unanswered for
+// `timeoutMs` (ioredis's commandTimeout) drops the connection the same way: one watchdog
+// timer for the line, not a timer per call. A script Redis does not have (NOSCRIPT: a
+// restart, SCRIPT FLUSH) is sent again at once as EVAL with its text, which loads it.
+// (docs/decisions.md, "A connection of its own for the heartbeat call")
+import { connect as netConnect, type Socket } from 'node:net';
+import { connect as tlsConnect, type ConnectionOptions } from 'node:tls';
+import { encodeCommand, LineReplyError, RespReader } from './resp-reader.js';
+
+export { encodeCommand, LineReplyError, RespReader } from './resp-reader.js';
+
+/** Where the line connects, and as whom: a standalone ioredis client's own options. */
+export interface LineTarget {
+  host?: string;
+  port?: number;
+  /** a Unix socket (ioredis `path`) */
+  path?: string;
+  username?: string;
+  password?: string;
+  db?: number;
+  tls?: ConnectionOptions;
+}
+
+/** A call's answer: an error (a reply error, or the connection lost), or the reply. */
+export type LineDone = (err: Error | undefined, reply: unknown) => void;
+
+interface Call {
+  done: LineDone;
+  /** when it was written (ms, Date.now()), for the watchdog */
+  at: number;
+  /** EVAL's command of the same call, sent when Redis answers NOSCRIPT (null: none, or sent) */
+  again: string | null;
+}
+
+export interface ScriptLineOptions {
+  /** a call unanswered this long drops the connection (ms; ioredis's commandTimeout) */
+  timeoutMs?: number;
+  /** connecting gives up after this long (ms; ioredis's connectTimeout) */
+  connectTimeoutMs?: number;
+  /** the connection's name (CLIENT SETNAME): operators find it in CLIENT LIST */
+  name?: string;
+  /** a call's callback threw (a bug of the caller's; the line goes on) */
+  onError?: (err: unknown) => void;
+}
+
+/** Bytes written and not yet taken by the kernel beyond which the line refuses calls (ioredis takes them). */
+const MAX_BUFFERED = 1 << 20;
+
+export class ScriptLine {
+  private socket: Socket | null = null;
+  private ready = false;
+  private closing = false;
+  /** calls written and not answered, oldest first (from `head`) */
+  private calls: Call[] = [];
+  private head = 0;
+  private reader = new RespReader();
+  private attempts = 0;
+  private retry: NodeJS.Timeout | null = null;
+  private watchdog: NodeJS.Timeout | null = null;
+  private readonly timeoutMs: number;
+  private readonly connectTimeoutMs: number;
+  private readonly onError: (err: unknown) => void;
+  private readonly name: string;
+  /** the error the calls in flight fail with when the connection goes */
+  private lost: Error | null = null;
+  /** calls sent, replies, NOSCRIPT resends, connections made (tests, the bench) */
+  readonly stats = { calls: 0, replies: 0, noscript: 0, connects: 0 };
+
+  constructor(
+    private readonly target: LineTarget,
+    o: ScriptLineOptions = {},
+  ) {
+    this.timeoutMs = o.timeoutMs ?? 5000;
+    this.connectTimeoutMs = o.connectTimeoutMs ?? 2000;
+    this.name = o.name ?? 'registry-script-line';
+    this.onError = o.onError ?? ((e) => process.emitWarning(e instanceof Error ? e : String(e)));
+  }
+
+  /** Connect (again after a loss, by itself), and start the watchdog. */
+  start(): void {
+    if (this.closing) return;
+    if (!this.watchdog) {
+      this.watchdog = setInterval(() => this.check(), Math.max(50, Math.min(1000, this.timeoutMs / 4)));
+      this.watchdog.unref();
+    }
+    if (!this.socket) this.open();
+  }
+
+  /** Whether calls go on the line now (connected, authenticated, database selected). */
+  get isReady(): boolean {
+    return this.ready;
+  }
+
+  /**
+   * EVALSHA `sha` with `numKeys` keys among `args`, answered through `done` (once). False,
+   * and `done` never called, when the line is not ready: the caller sends it another way.
+   */
+  evalsha(sha: string, lua: string, numKeys: number, args: readonly (string | number)[], done: LineDone): boolean {
+    const s = this.socket;
+    if (!this.ready || !s || s.destroyed || s.writableLength > MAX_BUFFERED) return false;
+    let tail = '$' + numKeys.toString().length + '\r\n' + numKeys + '\r\n';
+    for (const a of args) {
+      const v = typeof a === 'string' ? a : String(a);
+      tail += '$' + Buffer.byteLength(v) + '\r\n' + v + '\r\n';
+    }
+    const n = args.length + 3;
+    const again = '*' + n + '\r\n$4\r\nEVAL\r\n$' + Buffer.byteLength(lua) + '\r\n' + lua + '\r\n' + tail;
+    this.calls.push({ done, at: Date.now(), again });
+    this.stats.calls++;
+    s.write('*' + n + '\r\n$7\r\nEVALSHA\r\n$40\r\n' + sha + '\r\n' + tail);
+    return true;
+  }
+
+  /**
+   * Stop: no more calls; those in flight are answered (QUIT is answered after them), then
+   * the connection closes. No reconnection after this.
+   */
+  close(): void {
+    this.closing = true;
+    this.ready = false;
+    if (this.watchdog) clearInterval(this.watchdog);
+    if (this.retry) clearTimeout(this.retry);
+    const s = this.socket;
+    if (!s) return;
+    if (this.head === this.calls.length) {
+      s.destroy();
+      return;
+    }
+    this.calls.push({ done: () => s.end(), at: Date.now(), again: null });
+    s.write(encodeCommand(['QUIT']));
+    // a Redis that does not answer is not waited for long
+    setTimeout(() => s.destroy(), this.timeoutMs).unref();
+  }
+
+  private open(): void {
+    const t = this.target;
+    const s: Socket = t.tls
+      ? tlsConnect({ ...t.tls, host: t.host, port: t.port ?? 6379 })
+      : t.path
+        ? netConnect({ path: t.path })
+        : netConnect({ host: t.host ?? '127.0.0.1', port: t.port ?? 6379 });
+    this.socket = s;
+    this.reader = new RespReader();
+    this.lost = null;
+    s.setNoDelay(true);
+    s.setTimeout(this.connectTimeoutMs, () => s.destroy(Object.assign(new Error('connect ETIMEDOUT'), { code: 'ETIMEDOUT' })));
+    s.once(t.tls ? 'secureConnect' : 'connect', () => {
+      s.setTimeout(0);
+      this.stats.connects++;
+      this.handshake(s);
+    });
+    s.on('data', (chunk: Buffer) => this.data(s, chunk));
+    s.on('error', (e: Error) => (this.lost ??= e));
+    s.on('close', () => this.gone(s));
+  }
+
+  /** AUTH and SELECT as the client's options ask, and the name; ready once each answered OK. */
+  private handshake(s: Socket): void {
+    const steps: (string | number)[][] = [];
+    const t = this.target;
+    if (t.password) steps.push(t.username ? ['AUTH', t.username, t.password] : ['AUTH', t.password]);
+    if (t.db) steps.push(['SELECT', t.db]);
+    steps.push(['CLIENT', 'SETNAME', this.name]);
+    let left = steps.length;
+    for (const step of steps) {
+      this.calls.push({
+        done: (err) => {
+          if (err) return s.destroy(err);
+          if (--left === 0) this.up();
+        },
+        at: Date.now(),
+        again: null,
+      });
+      s.write(encodeCommand(step));
+    }
+  }
+
+  private up(): void {
+    if (this.closing) return;
+    this.ready = true;
+    this.attempts = 0;
+  }
+
+  private data(s: Socket, chunk: Buffer): void {
+    try {
+      this.reader.feed(chunk, (v) => this.answer(s, v));
+    } catch (e) {
+      // bytes that are not RESP: nothing later on this connection can be trusted
+      s.destroy(e as Error);
+    }
+  }
+
+  private answer(s: Socket, v: unknown): void {
+    if (this.head >= this.calls.length) throw new Error('Redis line: a reply without a call');
+    const c = this.calls[this.head]!;
+    this.calls[this.head++] = undefined as unknown as Call;
+    if (this.head === this.calls.length) {
+      // none left in flight (the usual case between turns): start the queue again
+      this.calls.length = 0;
+      this.head = 0;
+    } else if (this.head > 1024 && this.head * 2 > this.calls.length) {
+      this.calls = this.calls.slice(this.head);
+      this.head = 0;
+    }
+    this.stats.replies++;
+    if (v instanceof LineReplyError) {
+      if (c.again !== null && v.message.startsWith('NOSCRIPT')) {
+        // the script is not loaded (a restart, SCRIPT FLUSH): EVAL loads it; the answer
+        // comes after those of the calls already written, as the FIFO expects
+        this.stats.noscript++;
+        this.calls.push({ done: c.done, at: Date.now(), again: null });
+        s.write(c.again);
+        return;
+      }
+      return this.settle(c, v, undefined);
+    }
+    this.settle(c, undefined, v);
+  }
+
+  /** A call's callback, which must not throw: if it does, the line goes on (onError hears of it). */
+  private settle(c: Call, err: Error | undefined, v: unknown): void {
+    try {
+      c.done(err, v);
+    } catch (e) {
+      this.onError(e);
+    }
+  }
+
+  /** The connection went: its calls fail, and it comes back unless the line is closing. */
+  private gone(s: Socket): void {
+    if (this.socket !== s) return;
+    this.socket = null;
+    this.ready = false;
+    const err = this.lost ?? new Error('Connection is closed.');
+    const failed = this.calls.slice(this.head);
+    this.calls = [];
+    this.head = 0;
+    const closed = Object.assign(new Error(err.message.startsWith('Command timed out') ? err.message : 'Connection is closed.'), { cause: err });
+    for (const c of failed) this.settle(c, closed, undefined);
+    if (this.closing) return;
+    const wait = Math.min(++this.attempts * 100, 1000);
+    this.retry = setTimeout(() => {
+      this.retry = null;
+      this.start();
+    }, wait);
+    this.retry.unref();
+  }
+
+  /** The watchdog: a call unanswered for timeoutMs drops the connection (its calls fail). */
+  private check(): void {
+    const s = this.socket;
+    if (!s || this.head >= this.calls.length) return;
+    if (Date.now() - this.calls[this.head]!.at > this.timeoutMs) {
+      this.lost = new Error('Command timed out');
+      s.destroy();
+    }
+  }
+}
