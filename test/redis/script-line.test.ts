@@ -109,7 +109,7 @@ t.test('the connection lost: calls in flight fail as an outage (503), the line c
   t.ok(line.stats.connects >= 2);
 });
 
-t.test('AUTH and SELECT from the client options; a wrong password never makes it ready', async (t) => {
+t.test('AUTH (password, ACL user) and SELECT from the client options; a wrong password never makes it ready', async (t) => {
   const r = await startRedis();
   t.teardown(() => r.kill());
   const admin = new Redis(r.url);
@@ -125,6 +125,14 @@ t.test('AUTH and SELECT from the client options; a wrong password never makes it
   const [e] = await call(line, SHAPES, ['in-db-3'], [1, 'a']);
   t.equal(e, undefined);
   t.equal(await io.get('in-db-3'), '1', 'the key was written in database 3, where the client reads');
+  // an ACL user who may not name its connection (no CLIENT): the name is skipped, not fatal
+  await io.call('ACL', 'SETUSER', 'beats', 'on', '>beatpw', '~*', '+@all', '-client');
+  const user = new ScriptLine({ host: '127.0.0.1', port: r.port, username: 'beats', password: 'beatpw' });
+  t.teardown(() => user.close());
+  user.start();
+  await ready(user);
+  const [eu, vu] = await call(user, SHAPES, ['as-user'], [9, 'u']);
+  t.same([eu, (vu as unknown[])[0]], [undefined, 9], 'an ACL user without CLIENT: ready, its calls answered');
   const wrong = new ScriptLine({ host: '127.0.0.1', port: r.port, password: 'nope' });
   t.teardown(() => wrong.close());
   wrong.start();

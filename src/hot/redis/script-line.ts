@@ -167,24 +167,28 @@ export class ScriptLine {
     s.on('close', () => this.gone(s));
   }
 
-  /** AUTH and SELECT as the client's options ask, and the name; ready once each answered OK. */
+  /**
+   * AUTH and SELECT as the client's options ask, then the name; ready once each answered.
+   * A refused AUTH or SELECT drops the connection (tried again later, ioredis meanwhile); a
+   * refused name does not (an ACL user may lack CLIENT): it is only for operators.
+   */
   private handshake(s: Socket): void {
-    const steps: (string | number)[][] = [];
+    const steps: { cmd: (string | number)[]; must: boolean }[] = [];
     const t = this.target;
-    if (t.password) steps.push(t.username ? ['AUTH', t.username, t.password] : ['AUTH', t.password]);
-    if (t.db) steps.push(['SELECT', t.db]);
-    steps.push(['CLIENT', 'SETNAME', this.name]);
+    if (t.password) steps.push({ cmd: t.username ? ['AUTH', t.username, t.password] : ['AUTH', t.password], must: true });
+    if (t.db) steps.push({ cmd: ['SELECT', t.db], must: true });
+    steps.push({ cmd: ['CLIENT', 'SETNAME', this.name], must: false });
     let left = steps.length;
     for (const step of steps) {
       this.calls.push({
         done: (err) => {
-          if (err) return s.destroy(err);
+          if (err && step.must) return s.destroy(err);
           if (--left === 0) this.up();
         },
         at: Date.now(),
         again: null,
       });
-      s.write(encodeCommand(step));
+      s.write(encodeCommand(step.cmd));
     }
   }
 
