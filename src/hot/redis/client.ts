@@ -77,10 +77,15 @@ export interface ScriptSource {
   readonly sha: string;
 }
 
+/** A script's SHA1, as Redis names it for EVALSHA. */
+function scriptSha(lua: string): string {
+  return createHash('sha1').update(lua).digest('hex');
+}
+
 /** The source of the script file `file` of redis/ (as defineCommand() loads it). */
 export function scriptSource(file: string): ScriptSource {
   const lua = scriptCommand(file)!.lua;
-  return { lua, sha: createHash('sha1').update(lua).digest('hex') };
+  return { lua, sha: scriptSha(lua) };
 }
 
 /**
@@ -163,7 +168,7 @@ function createClusterReader(cfg: Config): RedisClient {
   const c = createRedis(cfg, { enableAutoPipelining: false }, { scaleReads: 'slave' });
   for (const f of READ_ONLY_SCRIPTS) {
     const { name, lua, numberOfKeys } = scriptCommand(f)!;
-    const sha = createHash('sha1').update(lua).digest('hex');
+    const sha = scriptSha(lua);
     const keys = numberOfKeys === undefined ? [] : [numberOfKeys];
     for (const buffer of [false, true]) {
       const send = (buffer ? c.callBuffer : c.call).bind(c) as (...a: unknown[]) => Promise<unknown>;

@@ -122,12 +122,17 @@ export class RespReader {
   }
 }
 
-/** A command as RESP: an array of bulk strings. */
-export function encodeCommand(args: readonly (string | number)[]): string {
-  let s = '*' + args.length + '\r\n';
+/** RESP bulk strings of `args`, one after another (a command's body, without its array header). */
+export function bulkStrings(args: readonly (string | number)[]): string {
+  let s = '';
   for (const a of args) {
     const v = typeof a === 'string' ? a : String(a);
     s += '$' + Buffer.byteLength(v) + '\r\n' + v + '\r\n';
   }
   return s;
+}
+
+/** A command as RESP: an array of bulk strings. */
+export function encodeCommand(args: readonly (string | number)[]): string {
+  return '*' + args.length + '\r\n' + bulkStrings(args);
 }

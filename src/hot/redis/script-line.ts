@@ -18,7 +18,7 @@
 // (docs/decisions.md, "A connection of its own for the heartbeat call")
 import { connect as netConnect, type Socket } from 'node:net';
 import { connect as tlsConnect, type ConnectionOptions } from 'node:tls';
-import { encodeCommand, LineReplyError, RespReader } from './resp-reader.js';
+import { bulkStrings, encodeCommand, LineReplyError, RespReader } from './resp-reader.js';
 
 export { encodeCommand, LineReplyError, RespReader } from './resp-reader.js';
 
@@ -41,8 +41,12 @@ interface Call {
   done: LineDone;
   /** when it was written (ms, Date.now()), for the watchdog */
   at: number;
-  /** EVAL's command of the same call, sent when Redis answers NOSCRIPT (null: none, or sent) */
-  again: string | null;
+  /** the script of an EVALSHA, sent as EVAL when Redis answers NOSCRIPT (null: none, or sent) */
+  lua: string | null;
+  /** the EVALSHA's numkeys, keys and arguments as RESP bulk strings (the same for EVAL) */
+  tail: string;
+  /** how many bulk strings `tail` holds */
+  size: number;
 }
 
 export interface ScriptLineOptions {
@@ -111,16 +115,10 @@ export class ScriptLine {
   evalsha(sha: string, lua: string, numKeys: number, args: readonly (string | number)[], done: LineDone): boolean {
     const s = this.socket;
     if (!this.ready || !s || s.destroyed || s.writableLength > MAX_BUFFERED) return false;
-    let tail = '$' + numKeys.toString().length + '\r\n' + numKeys + '\r\n';
-    for (const a of args) {
-      const v = typeof a === 'string' ? a : String(a);
-      tail += '$' + Buffer.byteLength(v) + '\r\n' + v + '\r\n';
-    }
-    const n = args.length + 3;
-    const again = '*' + n + '\r\n$4\r\nEVAL\r\n$' + Buffer.byteLength(lua) + '\r\n' + lua + '\r\n' + tail;
-    this.calls.push({ done, at: Date.now(), again });
+    const tail = bulkStrings([numKeys]) + bulkStrings(args);
+    this.calls.push({ done, at: Date.now(), lua, tail, size: args.length + 1 });
     this.stats.calls++;
-    s.write('*' + n + '\r\n$7\r\nEVALSHA\r\n$40\r\n' + sha + '\r\n' + tail);
+    s.write('*' + (args.length + 3) + '\r\n$7\r\nEVALSHA\r\n$40\r\n' + sha + '\r\n' + tail);
     return true;
   }
 
@@ -139,7 +137,7 @@ export class ScriptLine {
       s.destroy();
       return;
     }
-    this.calls.push({ done: () => s.end(), at: Date.now(), again: null });
+    this.calls.push({ done: () => s.end(), at: Date.now(), lua: null, tail: '', size: 0 });
     s.write(encodeCommand(['QUIT']));
     // a Redis that does not answer is not waited for long
     setTimeout(() => s.destroy(), this.timeoutMs).unref();
@@ -186,7 +184,9 @@ export class ScriptLine {
           if (--left === 0) this.up();
         },
         at: Date.now(),
-        again: null,
+        lua: null,
+        tail: '',
+        size: 0,
       });
       s.write(encodeCommand(step.cmd));
     }
@@ -221,12 +221,13 @@ export class ScriptLine {
     }
     this.stats.replies++;
     if (v instanceof LineReplyError) {
-      if (c.again !== null && v.message.startsWith('NOSCRIPT')) {
-        // the script is not loaded (a restart, SCRIPT FLUSH): EVAL loads it; the answer
-        // comes after those of the calls already written, as the FIFO expects
+      if (c.lua !== null && v.message.startsWith('NOSCRIPT')) {
+        // the script is not loaded (a restart, SCRIPT FLUSH): EVAL with its text loads it
+        // (the command built only now); the answer comes after those of the calls already
+        // written, as the FIFO expects
         this.stats.noscript++;
-        this.calls.push({ done: c.done, at: Date.now(), again: null });
-        s.write(c.again);
+        this.calls.push({ done: c.done, at: Date.now(), lua: null, tail: c.tail, size: c.size });
+        s.write('*' + (c.size + 2) + '\r\n$4\r\nEVAL\r\n' + bulkStrings([c.lua]) + c.tail);
         return;
       }
       return this.settle(c, v, undefined);
