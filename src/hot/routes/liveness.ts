@@ -54,7 +54,8 @@ function heartbeat(app: App, ns: string | null, id: string, req: Req, reply: Rep
   if (!m.known) return general(app, ns, id, token, m.hash, want, reply, sandbox, false);
   let rl: Headers | null = null;
   if (sandbox) {
-    rl = app.auth.limitNow(ns, 'near'); // throws the 429
+    // the entry's namespace: the same text, its hash already computed (the path's is new)
+    rl = app.auth.limitNow(m.ns, 'near'); // throws the 429
     if (!rl) return general(app, ns, id, token, m.hash, want, reply, sandbox, true);
   }
   const headers = rl ?? NONE;

@@ -14,6 +14,7 @@ export class PendingRecords implements RateRecords {
   private flushing: NodeJS.Timeout | NodeJS.Immediate | null = null;
   /** the heartbeat batch that carries records in its calls (carriedBy) */
   private carrier: { landed(): Promise<void> | null } | null = null;
+  private readonly flushTurnNow = () => this.flushTurn();
 
   /**
    * `flushMs`: how long records may wait (0: the end of the turn); `carried`: whether a call
@@ -60,7 +61,7 @@ export class PendingRecords implements RateRecords {
 
   private schedule(): void {
     if (this.flushing) return;
-    this.flushing = this.flushMs > 0 ? setTimeout(() => this.flushTurn(), this.flushMs).unref() : setImmediate(() => this.flushTurn());
+    this.flushing = this.flushMs > 0 ? setTimeout(this.flushTurnNow, this.flushMs).unref() : setImmediate(this.flushTurnNow);
   }
 
   /** The turn's (or flushMs's) flush: the records go, unless the turn's heartbeat call carries them. */
