@@ -12,6 +12,7 @@
 // the admission doorkeeper's keys are counted too.
 import type { Headers } from '../http/types.js';
 import { SingleFlight } from './single-flight.js';
+import { Oldest } from '../domain/oldest.js';
 
 export interface CachedResult {
   body: Buffer;
@@ -70,6 +71,7 @@ export function ownBuffer(b: Buffer, copy = false): Buffer {
 /** V: what an entry holds (a serialised result by default). */
 export class ResultCache<V extends object = CachedResult> {
   private entries = new Map<string, Entry<V>>();
+  private readonly oldest = new Oldest(this.entries);
   private versions = new Map<string, number>();
   /** bumped by clear(): entries of namespaces never invalidated before die too */
   private epoch = 0;
@@ -140,7 +142,8 @@ export class ResultCache<V extends object = CachedResult> {
     const now = this.clock();
     let age = this.ttlMs;
     while (this.entries.size > 0 && (this.entries.size >= this.maxEntries || this.bytes + bytes > this.maxBytes)) {
-      const [k, e] = this.entries.entries().next().value!;
+      const k = this.oldest.next()!;
+      const e = this.entries.get(k)!;
       age = Math.min(age, now - e.at);
       this.drop(k, e);
     }

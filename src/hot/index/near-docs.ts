@@ -15,6 +15,7 @@
 // used by chunk, with a second chance for a chunk read since it was last passed over (CLOCK).
 import type { Doc } from '../domain/digest.js';
 import { entry, find, LAYOUT, lowerBound, PageJoin, sizeOf, toWord, type Chunk, type Incoming } from './near-chunk.js';
+import { Oldest } from '../domain/oldest.js';
 
 // the chunk layout as module-local consts (folded by the optimiser: near-chunk.ts, LAYOUT)
 const { SLOTS, M, SLOT, START, END, DIG } = LAYOUT;
@@ -26,6 +27,8 @@ export class NearDocs {
   private byBase = new Map<number, (Chunk | undefined)[]>();
   /** every chunk, oldest insertion first (eviction order) */
   private order = new Set<Chunk>();
+  /** the clock's hand over `order` (domain/oldest.ts: a chunk passed is moved to the end or dropped) */
+  private readonly hand = new Oldest(this.order);
   bytes = 0;
   count = 0;
 
@@ -207,7 +210,7 @@ export class NearDocs {
 
   /** Evict one chunk (a used one gets a second chance first); false when none is held. */
   evictOne(): boolean {
-    for (const c of this.order) {
+    for (let c = this.hand.next(); c !== undefined; c = this.hand.next()) {
       if (c.used) {
         c.used = false;
         this.order.delete(c);

@@ -6,9 +6,12 @@
 // top: it follows the deltas, holds the documents and evicts to the budget, so the hot
 // paths (setNow, set) call straight into the part they need.
 import { applyTo, EMPTY, EmptySets, held, lostDelta, materialise, sizeOf, type Loader, type NsState, type SetEntry } from './near-state.js';
+import { Oldest } from '../domain/oldest.js';
 
 export abstract class NearSets {
   protected sets = new Map<string, SetEntry>();
+  /** the least recently used sets first, for eviction (domain/oldest.ts) */
+  protected readonly oldestSet = new Oldest(this.sets);
   /** empty sets (filters that match nothing): at most EMPTY_MAX, counting their own bytes */
   protected empty = new EmptySets();
   /** what this thread knows of each namespace, by base */

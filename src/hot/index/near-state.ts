@@ -4,6 +4,7 @@
 // applying a delta, parsing one, the version check's verdict).
 import { bitmapBytes } from '../../workers/intersect.js';
 import { sharedSeqArray } from '../../workers/buckets.js';
+import { Oldest } from '../domain/oldest.js';
 
 export type Loader = (suffix: string) => Promise<{ ver: number; members: Float64Array } | null>;
 
@@ -113,6 +114,7 @@ export const sizeOf = (key: string, e: SetEntry) => SET_OVERHEAD + keyBytes(key)
  */
 export class EmptySets {
   private held = new Map<string, number>();
+  private readonly oldest = new Oldest(this.held);
   bytes = 0;
 
   /** EMPTY when `key` is held at reset count `resets` (moved to the end: used); a dead one is dropped */
@@ -142,9 +144,9 @@ export class EmptySets {
 
   /** Drop the least recently used; false when none is held. */
   dropOldest(): boolean {
-    const k = this.held.keys().next();
-    if (k.done) return false;
-    this.drop(k.value);
+    const k = this.oldest.next();
+    if (k === undefined) return false;
+    this.drop(k);
     return true;
   }
 

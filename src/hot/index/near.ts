@@ -183,8 +183,8 @@ export class NearCache extends NearSets {
   protected override evict(): void {
     while (this.bytes > this.maxBytes && this.docs.evictOne());
     while (this.bytes > this.maxBytes && this.sets.size) {
-      const [k, e] = this.sets.entries().next().value!;
-      this.dropSet(k, e);
+      const k = this.oldestSet.next()!;
+      this.dropSet(k, this.sets.get(k)!);
     }
     while (this.bytes > this.maxBytes && this.empty.dropOldest());
   }

@@ -7,6 +7,8 @@
 // (key, value and chain slots, bucket, growth slack: ENTRY_BYTES rounds it up); a number
 // that is not a small integer (a timestamp) a 16-byte heap number.
 
+import { Oldest } from '../domain/oldest.js';
+
 /** a Map entry's own cost, above its key and value (measured ~37 on average; doubling slack) */
 export const ENTRY_BYTES = 48;
 /** a heap number (a value that is not a small integer) */
@@ -29,6 +31,8 @@ function scalarBytes(v: unknown): number {
 
 export class ByteBoundedMap<V> {
   private readonly map = new Map<string, V>();
+  /** the oldest entries, for eviction (domain/oldest.ts: O(1) an eviction, not O(size)) */
+  private readonly oldest = new Oldest(this.map);
   /** counted bytes of every entry */
   bytes = 0;
 
@@ -63,7 +67,8 @@ export class ByteBoundedMap<V> {
     const c = this.cost(k, v);
     if (c > this.budget) return;
     while (this.bytes + c > this.budget) {
-      const [ok, ov] = this.map.entries().next().value as [string, V];
+      const ok = this.oldest.next()!;
+      const ov = this.map.get(ok)!;
       this.map.delete(ok);
       this.bytes -= this.cost(ok, ov);
     }

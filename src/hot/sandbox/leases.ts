@@ -28,6 +28,7 @@
 // one by one (a batch that runs out of time with admissions left is not followed by the
 // next: the ask that follows gives both back).
 import { RATE_WINDOW } from '../domain/rate-window.js';
+import { Oldest } from '../domain/oldest.js';
 
 /** The answer of the rate limiter for one request of a sandbox. */
 export interface RateResult {
@@ -89,6 +90,7 @@ const usable = (l: Lease | null, now: number): boolean => l !== null && l.left >
 
 export class Leases {
   private states = new Map<string, State>();
+  private readonly oldest = new Oldest(this.states);
 
   /** `onLow`: a batch is down to its last quarter and nothing is being asked: ask for the next (prefetch()) */
   constructor(private readonly onLow: (uuid: string) => void = () => undefined) {}
@@ -96,7 +98,7 @@ export class Leases {
   private state(uuid: string): State {
     let st = this.states.get(uuid);
     if (!st) {
-      if (this.states.size >= STATES_MAX) this.states.delete(this.states.keys().next().value!);
+      if (this.states.size >= STATES_MAX) this.states.delete(this.oldest.next()!);
       st = { lease: null, next: null, want: 1, asking: null, refunds: new Map(), limit: 0 };
       this.states.set(uuid, st);
     }

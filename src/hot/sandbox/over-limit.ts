@@ -13,6 +13,7 @@
 // holds some of its own asks Redis instead of refusing locally (rate-limiter.ts), so only other
 // threads' can be missed: within leases.ts's early-refusal bound (docs/decisions.md).
 import type { RateResult } from './leases.js';
+import { Oldest } from '../domain/oldest.js';
 
 const STATES_MAX = 50_000;
 
@@ -25,11 +26,12 @@ interface Over {
 
 export class OverLimit {
   private over = new Map<string, Over>();
+  private readonly oldest = new Oldest(this.over);
 
   /** Redis refused a request sent at monotonic time `sentAt`; it stays over for `overMs`. */
   refused(uuid: string, r: RateResult, overMs: number, sentAt: number): void {
     if (!(overMs > 0)) return;
-    if (this.over.size >= STATES_MAX) this.over.delete(this.over.keys().next().value!);
+    if (this.over.size >= STATES_MAX) this.over.delete(this.oldest.next()!);
     this.over.set(uuid, { until: sentAt + overMs, limit: r.limit, used: r.used });
   }
 

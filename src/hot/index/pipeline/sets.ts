@@ -5,6 +5,7 @@
 // - pool path: FetchedSets, the sets of heavy intersections this thread fetched from Redis,
 //   kept by namespace version; a worker decodes the new ones (workers/intersect-task.ts)
 import type { NearCache } from '../near.js';
+import { Oldest } from '../../domain/oldest.js';
 
 /** Loads one set of a namespace base for the near cache (null: the namespace is not indexed). */
 export type SetLoad = (suffix: string) => Promise<{ ver: number; members: Float64Array } | null>;
@@ -38,6 +39,7 @@ export const FETCHED_MAX = 64;
  */
 export class FetchedSets {
   private held = new Map<string, { ver: string; members: Float64Array }>();
+  private readonly oldest = new Oldest(this.held);
 
   constructor(readonly max = FETCHED_MAX) {}
 
@@ -54,7 +56,7 @@ export class FetchedSets {
 
   keep(key: string, ver: string, members: Float64Array): void {
     this.held.delete(key);
-    if (this.held.size >= this.max) this.held.delete(this.held.keys().next().value!);
+    if (this.held.size >= this.max) this.held.delete(this.oldest.next()!);
     this.held.set(key, { ver, members });
   }
 
