@@ -5,7 +5,10 @@
 // same order as before (key-maps, token memory, result cache, near cache tests).
 import t from 'tap';
 import fc from 'fast-check';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { Oldest } from '../../src/hot/domain/oldest.js';
+import { ByteBoundedMap } from '../../src/hot/sandbox/key-maps.js';
 
 type Op = ['set' | 'touch' | 'delete' | 'evict' | 'evictMany' | 'clear', number];
 
@@ -71,4 +74,44 @@ t.test('a FIFO of 20,000 under 100,000 evictions keeps its order across table re
   }
   t.equal(wrong, 0, 'every eviction took the oldest');
   t.equal(m.size, 20_000);
+});
+
+// V8's gc() for the retention checks (the test runner does not pass --expose-gc)
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+const collected = async (ref: WeakRef<object>): Promise<boolean> => {
+  // a WeakRef keeps its target through the job that made or read it: collect after it
+  await new Promise((r) => setImmediate(r));
+  gc();
+  return ref.deref() === undefined;
+};
+
+t.test("a kept walk holds a cleared map's entries until reset()", async (t) => {
+  const fill = (m: Map<string, object>) => {
+    for (let i = 0; i < 8; i++) m.set('k' + i, { i });
+    return new WeakRef(m.get('k7')!);
+  };
+  const m = new Map<string, object>();
+  const o = new Oldest(m);
+  const kept = fill(m);
+  m.delete(o.next()!);
+  m.clear();
+  t.notOk(await collected(kept), 'without reset() the old table, and its values, stay reachable (V8)');
+  o.reset();
+  t.ok(await collected(kept), 'reset() lets them go');
+});
+
+t.test("ByteBoundedMap.clear() lets its values go after evictions (its walk is reset)", async (t) => {
+  const m = new ByteBoundedMap<object>(2000, () => 16);
+  // (in a function of its own: an async function's frame may keep a dead local's value)
+  const fill = () => {
+    for (let i = 0; i < 99; i++) m.set('key-' + i, { i }); // past the budget: the oldest go, through the kept walk
+    const last = { i: 99 };
+    m.set('key-99', last);
+    return new WeakRef(last);
+  };
+  const ref = fill();
+  t.ok(m.size < 100, 'evicted');
+  m.clear();
+  t.ok(await collected(ref), 'nothing of the cleared map is held');
 });

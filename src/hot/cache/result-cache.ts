@@ -188,6 +188,7 @@ export class ResultCache<V extends object = CachedResult> {
     this.epoch++;
     this.clearSeen();
     this.entries.clear();
+    this.oldest.reset();
     this.stored = 0;
   }
 

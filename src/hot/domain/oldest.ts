@@ -11,7 +11,10 @@
 // skip entries deleted after them and reach entries added after them (ECMA-262 Map.prototype
 // .forEach semantics). So every key returned must leave the map (deleted, or deleted and set
 // again, which puts it last) before the next call: a key returned and kept would be passed over
-// until the walk starts again.
+// until the walk starts again. And a kept iterator holds the table it walks: after `clear()`
+// the old table, with every key and value it held, stays reachable until the walk moves on,
+// so an owner that clears its map calls reset() with it (a cache of 64 MB cleared and filled
+// again would otherwise hold 128 MB until its next eviction).
 interface Keyed<K> {
   keys(): IterableIterator<K>;
 }
@@ -20,6 +23,11 @@ export class Oldest<K> {
   private walk: IterableIterator<K> | null = null;
 
   constructor(private readonly of: Keyed<K>) {}
+
+  /** Forget the walk: call it with the map's clear() (see above). */
+  reset(): void {
+    this.walk = null;
+  }
 
   /** The oldest key, or undefined when there is none. The caller deletes it (see above). */
   next(): K | undefined {

@@ -237,6 +237,7 @@ export class NearDocs {
   clear(): void {
     this.byBase.clear();
     this.order.clear();
+    this.hand.reset();
     this.bytes = 0;
     this.count = 0;
   }

@@ -212,6 +212,7 @@ export abstract class NearSets {
   clear(): void {
     this.cleared++;
     this.sets.clear();
+    this.oldestSet.reset();
     this.empty.clear();
     this.states.clear();
     this.setBytes = 0;

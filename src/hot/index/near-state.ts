@@ -152,6 +152,7 @@ export class EmptySets {
 
   clear(): void {
     this.held.clear();
+    this.oldest.reset();
     this.bytes = 0;
   }
 

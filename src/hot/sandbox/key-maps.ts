@@ -78,6 +78,7 @@ export class ByteBoundedMap<V> {
 
   clear(): void {
     this.map.clear();
+    this.oldest.reset();
     this.bytes = 0;
   }
 

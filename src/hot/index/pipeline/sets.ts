@@ -62,6 +62,7 @@ export class FetchedSets {
 
   clear(): void {
     this.held.clear();
+    this.oldest.reset();
   }
 
   get size(): number {
