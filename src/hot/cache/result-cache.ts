@@ -187,8 +187,7 @@ export class ResultCache<V extends object = CachedResult> {
   clear(): void {
     this.epoch++;
     this.clearSeen();
-    this.entries.clear();
-    this.oldest.reset();
+    this.oldest.clear(); // the map too (domain/oldest.ts)
     this.stored = 0;
   }
 

@@ -13,10 +13,11 @@
 // again, which puts it last) before the next call: a key returned and kept would be passed over
 // until the walk starts again. And a kept iterator holds the table it walks: after `clear()`
 // the old table, with every key and value it held, stays reachable until the walk moves on,
-// so an owner that clears its map calls reset() with it (a cache of 64 MB cleared and filled
-// again would otherwise hold 128 MB until its next eviction).
+// so an owner clears its map through clear() here, which forgets the walk too (a cache of
+// 64 MB cleared and filled again would otherwise hold 128 MB until its next eviction).
 interface Keyed<K> {
   keys(): IterableIterator<K>;
+  clear(): void;
 }
 
 export class Oldest<K> {
@@ -24,8 +25,9 @@ export class Oldest<K> {
 
   constructor(private readonly of: Keyed<K>) {}
 
-  /** Forget the walk: call it with the map's clear() (see above). */
-  reset(): void {
+  /** Clear the map (or set) and forget the walk, which would hold the old table (see above). */
+  clear(): void {
+    this.of.clear();
     this.walk = null;
   }
 

@@ -236,8 +236,7 @@ export class NearDocs {
 
   clear(): void {
     this.byBase.clear();
-    this.order.clear();
-    this.hand.reset();
+    this.hand.clear(); // the map too (domain/oldest.ts)
     this.bytes = 0;
     this.count = 0;
   }

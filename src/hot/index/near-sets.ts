@@ -211,8 +211,7 @@ export abstract class NearSets {
   /** Forget every set and what this thread knows of each namespace (NearCache.clear: the documents too). */
   clear(): void {
     this.cleared++;
-    this.sets.clear();
-    this.oldestSet.reset();
+    this.oldestSet.clear(); // the map too (domain/oldest.ts)
     this.empty.clear();
     this.states.clear();
     this.setBytes = 0;

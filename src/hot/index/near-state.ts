@@ -151,8 +151,7 @@ export class EmptySets {
   }
 
   clear(): void {
-    this.held.clear();
-    this.oldest.reset();
+    this.oldest.clear(); // the map too (domain/oldest.ts)
     this.bytes = 0;
   }
 

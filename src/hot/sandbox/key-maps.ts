@@ -77,8 +77,7 @@ export class ByteBoundedMap<V> {
   }
 
   clear(): void {
-    this.map.clear();
-    this.oldest.reset();
+    this.oldest.clear(); // the map too (domain/oldest.ts)
     this.bytes = 0;
   }
 

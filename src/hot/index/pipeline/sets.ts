@@ -61,8 +61,7 @@ export class FetchedSets {
   }
 
   clear(): void {
-    this.held.clear();
-    this.oldest.reset();
+    this.oldest.clear(); // the map too (domain/oldest.ts)
   }
 
   get size(): number {
