@@ -15,13 +15,13 @@
 //
 // Uses REDIS_URL under a key prefix of its own (dropped afterwards).
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { Keys } from '../src/hot/domain/keys.js';
 import { shardOf } from '../src/hot/liveness/redis-lease.js';
 import { loadConfig } from '../src/hot/config.js';
 import { scriptText } from '../src/hot/redis/client.js';
 import { numArg } from './args.js';
+import { jiffies, procStat, TICK } from './proc-stat.js';
 
 const NATIVE = process.argv.includes('--native');
 const N = numArg('services', NATIVE ? 1000 : 40_000);
@@ -87,11 +87,8 @@ async function lua(): Promise<void> {
 /** Redis's CPU (µs) a heartbeat: heartbeats.lua against native ZADD XX CH, 8 distinct heartbeats a call */
 async function native(): Promise<void> {
   const pid = Number(/process_id:(\d+)/.exec(await r.info('server'))?.[1]);
-  const tick = 1e6 / 100; // USER_HZ
-  const cpu = () => {
-    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return (Number(f[11]) + Number(f[12])) * tick;
-  };
+  if (!procStat(pid)) throw new Error(`--native reads Redis's CPU from /proc/${pid}: REDIS_URL must be a Redis on this machine`);
+  const cpu = () => (jiffies(pid) * 1e6) / TICK; // µs
   const member = (id: string) => `${id}|${hash(id)}|30`;
   const fast = (s: number) => k.deadlines(s) + ':native';
   for (let i = 0; i < N; i += 5000) {
