@@ -52,6 +52,7 @@ export const REGISTRY = {
   BODY_NOT_JSON: { code: 'BAD_JSON', message: 'the body is not valid JSON' },
   BODY_TOO_DEEP: { code: 'BAD_JSON', message: 'the body nests arrays and objects deeper than the limit of %s levels' },
   BODY_BAD_UNICODE: { code: 'BAD_JSON', message: 'the body holds a string that is not valid Unicode (an unpaired surrogate escape)' },
+  BODY_NOT_UTF8: { code: 'BAD_JSON', message: 'the body is not valid UTF-8' },
   // 400: JSON bodies that break the schema or a rule (the schema's texts come from ajv)
   BODY_INVALID: { code: 'VALIDATION_FAILED', message: '%s' },
   PROPERTY_KEY_TWICE: { code: 'VALIDATION_FAILED', message: '/properties has the key "%s" twice (keys are case-insensitive)' },

@@ -1,6 +1,7 @@
 // Request bodies: reading them from uWS (capped, copied) and parsing them as JSON (415 for
-// another declared type, 400 for bad JSON, JSON nested deeper than MAX_JSON_DEPTH, or a
-// string that is not Unicode).
+// another declared type, 400 for bad JSON, JSON nested deeper than MAX_JSON_DEPTH, bytes
+// that are not UTF-8, or a string that is not Unicode).
+import { isUtf8 } from 'node:buffer';
 import type { HttpResponse } from 'uWebSockets.js';
 import { ApiError } from '../domain/errors.js';
 import { hasLoneSurrogate } from '../domain/tokens.js';
@@ -50,8 +51,9 @@ export function jsonDepthExceeds(text: Buffer, limit: number): boolean {
 }
 
 /**
- * Parse a JSON body; 415 for a declared non-JSON type, 400 for bad JSON or nesting deeper
- * than the limit (checked before JSON.parse, so nothing after it recurses deeper).
+ * Parse a JSON body; 415 for a declared non-JSON type, 400 for bad JSON, bytes that are not
+ * UTF-8, or nesting deeper than the limit (checked before JSON.parse, so nothing after it
+ * recurses deeper).
  */
 export function parseJson(req: Req, body: Buffer | null): unknown {
   if (req.contentType && !/^application\/([a-z0-9.+-]*\+)?json\s*(;|$)/i.test(req.contentType)) {
@@ -62,6 +64,9 @@ export function parseJson(req: Req, body: Buffer | null): unknown {
   if (jsonDepthExceeds(body, limit)) {
     throw new ApiError('BODY_TOO_DEEP', [limit]);
   }
+  // toString('utf8') would turn every invalid sequence into U+FFFD and the service would be
+  // stored other than sent: refused instead (one pass, native)
+  if (!isUtf8(body)) throw new ApiError('BODY_NOT_UTF8');
   let v: unknown;
   try {
     v = JSON.parse(body.toString('utf8'));
