@@ -12,7 +12,7 @@ import { pollData, sandboxSummary } from '../hot/sandbox/summary.js';
 import { countServices, getSandbox, setTier } from '../hot/store/sandboxes.js';
 import { healthCounts } from '../hot/store/leases.js';
 import { countProjectorFailure } from '../hot/ops/metrics.js';
-import { requireAdmin } from './auth.js';
+import { adminGuard, requireAdmin } from './auth.js';
 import { pageFields, parseListQuery } from './paging.js';
 import { listSandboxes, locatedSandboxes, tierHistory } from './queries.js';
 import { stats } from './stats.js';
@@ -22,7 +22,8 @@ const NO_STORE: Headers = [['Cache-Control', 'no-store']];
 const MAP_POINTS = 2000;
 
 export function registerAdminApi(uws: TemplatedApp, app: App, o: RouteOptions): void {
-  const ob = { ...o, body: true };
+  // the credential before the body (adminGuard): a stranger's body is never read
+  const ob = { ...o, body: true, guard: adminGuard(app) };
 
   route(uws, 'get', '/admin/api/stats', async (req, reply) => {
     await requireAdmin(app, req);

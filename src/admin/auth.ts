@@ -1,5 +1,6 @@
 // Admin authentication: `Authorization: Bearer <ADMIN_API_KEY>` for scripts, compared in
-// constant time. Browser sessions (cookie + CSRF) are in session.ts and plug in here.
+// constant time. Browser sessions (cookie + CSRF) are in session.ts and plug in here. Routes
+// with a body check it before reading the body (adminGuard).
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { App } from '../hot/app.js';
 import { ApiError } from '../hot/domain/errors.js';
@@ -8,7 +9,7 @@ import { bearerKey } from '../hot/sandbox/keys.js';
 import { integer } from '../hot/redis/replies.js';
 import { TurnReads } from '../hot/redis/turn-reads.js';
 import { isRedisUnavailable } from '../hot/ops/outage.js';
-import { sessionFromCookie } from './session.js';
+import { cookieValue, sessionFromCookie } from './session.js';
 
 function digest(s: string): Buffer {
   return createHash('sha256').update(s).digest();
@@ -73,16 +74,42 @@ export async function checkAdminKey(app: App, remote: string, key: string): Prom
   return false;
 }
 
+/** each request's answer of requireAdmin(): a route's guard asks first, its handler again */
+const principals = new WeakMap<Req, Promise<AdminPrincipal>>();
+
 /**
  * 401 without a valid admin key or session cookie; a Bearer key counts as an attempt at the
  * admin key (checkAdminKey: 429 beyond the address's failures of the minute); for cookie callers, every method other
- * than GET must carry the session's CSRF token in X-CSRF-Token (403 otherwise).
+ * than GET must carry the session's CSRF token in X-CSRF-Token (403 otherwise). Asked once
+ * a request (a wrong key counts once), however often it is called.
  */
-export async function requireAdmin(app: App, req: Req): Promise<AdminPrincipal> {
+export function requireAdmin(app: App, req: Req): Promise<AdminPrincipal> {
+  let p = principals.get(req);
+  if (!p) principals.set(req, (p = checkAdmin(app, req)));
+  return p;
+}
+
+/**
+ * requireAdmin() as the guard of a route with a body (route.ts), before the body is read: a
+ * request with neither a Bearer credential nor a session cookie is refused at once, without
+ * a promise; any other waits for requireAdmin(), whose answer its handler then reuses.
+ */
+export function adminGuard(app: App): (req: Req) => Promise<void> | undefined {
+  return (req) => {
+    if (!bearerKey(req.authorization) && !cookieValue(req.cookie)) throw notAdmin();
+    return requireAdmin(app, req).then(() => undefined);
+  };
+}
+
+function notAdmin(): ApiError {
+  return new ApiError('ADMIN_AUTH_REQUIRED', [], { 'WWW-Authenticate': 'Bearer' });
+}
+
+async function checkAdmin(app: App, req: Req): Promise<AdminPrincipal> {
   const key = bearerKey(req.authorization);
   if (key && (await checkAdminKey(app, req.remote, key))) return { by: 'admin-api-key', via: 'bearer' };
   const s = await sessionFromCookie(app, req.cookie);
-  if (!s) throw new ApiError('ADMIN_AUTH_REQUIRED', [], { 'WWW-Authenticate': 'Bearer' });
+  if (!s) throw notAdmin();
   if (req.method !== 'GET' && req.method !== 'HEAD') {
     const sent = Buffer.from(req.csrf || '');
     const want = Buffer.from(s.csrf);

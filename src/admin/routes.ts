@@ -5,7 +5,7 @@ import { ApiError } from '../hot/domain/errors.js';
 import { route, type RouteOptions } from '../hot/http/route.js';
 import { parseJson } from '../hot/http/body.js';
 import { registerAdminApi } from './api.js';
-import { checkAdminKey, requireAdmin } from './auth.js';
+import { adminGuard, checkAdminKey, requireAdmin } from './auth.js';
 import { cookieValue, createSession, destroySession, sessionFromCookie, setCookie } from './session.js';
 import { registerAdminServices } from './services-routes.js';
 import { registerStatic } from './static.js';
@@ -41,7 +41,7 @@ export function registerAdmin(uws: TemplatedApp, app: App, routeOptions: RouteOp
     const id = cookieValue(req.cookie);
     if (id) await destroySession(app, id);
     reply.send(204, [['Set-Cookie', setCookie(app, '', 0)], ['Cache-Control', 'no-store']]);
-  }, ob);
+  }, { ...ob, guard: adminGuard(app) });
 
   registerAdminServices(uws, app, o);
   registerAdminApi(uws, app, o);

@@ -5,12 +5,13 @@ import { PRODUCTION } from '../hot/domain/keys.js';
 import { route, type RouteOptions } from '../hot/http/route.js';
 import { addReplacementHandler, batchHandler, createHandler, deleteHandler, listReplacementsHandler, parseBatch, patchHandler } from '../hot/routes/writes.js';
 import { heartbeatTokenHandler } from '../hot/routes/liveness.js';
-import { requireAdmin } from './auth.js';
+import { adminGuard, requireAdmin } from './auth.js';
 
 const NONE: [string, string][] = [];
 
 export function registerAdminServices(uws: TemplatedApp, app: App, o: RouteOptions): void {
-  const ob = { ...o, body: true };
+  // the credential before the body (adminGuard): a stranger's body is never read
+  const ob = { ...o, body: true, guard: adminGuard(app) };
   route(uws, 'post', '/admin/api/services', async (req, reply, body) => {
     await requireAdmin(app, req);
     await createHandler(app, PRODUCTION, '/services', req, reply, body, NONE);

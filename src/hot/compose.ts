@@ -28,7 +28,7 @@ import { AppState } from './ops/state.js';
 import { connectRedis, createRedis, createReplicas, replicaWaiter, scriptLineFor } from './redis/client.js';
 import { HeartbeatTokenMemory } from './sandbox/token-memory.js';
 import { SandboxAuth } from './sandbox/auth.js';
-import { createServer, type Server } from './server.js';
+import { createServer, type Server, type ServerOptions } from './server.js';
 import { startMetricsListener, type MetricsListener } from './routes/metrics.js';
 import { createPool, SERVING_TIMEOUTS } from './store/pool.js';
 import { IntersectPool } from '../workers/pool.js';
@@ -100,6 +100,8 @@ export interface ThreadHooks {
    * passes it on (tests lose deltas on purpose by not calling it)
    */
   delta?: (msg: string, apply: (msg: string) => void) => void;
+  /** hears what reading each request's body cost (RouteOptions.bodyHooks) */
+  body?: ServerOptions['bodyHooks'];
 }
 
 /**
@@ -223,7 +225,7 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
 
   const app: App = { cfg, pg, redis, keys, index, projector, commits, auth, hub, metrics, log, state, version, ...caches, intersectPool, liveness, sweeper, heartbeatTokens };
   const watchers = createWatchers(app);
-  const server = createServer(app, { port: at.port, host: at.host, sharePort: at.sharePort, routes: [registerAdmin] });
+  const server = createServer(app, { port: at.port, host: at.host, sharePort: at.sharePort, routes: [registerAdmin], bodyHooks: hooks.body });
   let metricsListener: MetricsListener | null = null;
   const serveMetrics = (at.metrics ?? true) && cfg.metricsEnabled;
 

@@ -27,6 +27,8 @@ export interface ServerOptions {
   sharePort?: boolean;
   /** registered after the public and sandbox routes, before the catch-all */
   routes: RegisterRoutes[];
+  /** test hooks of the body reader (RouteOptions.bodyHooks) */
+  bodyHooks?: RouteOptions['bodyHooks'];
 }
 
 export interface Server {
@@ -43,7 +45,7 @@ export interface Server {
   inflight(): number;
 }
 
-export function buildUws(app: App, routes: RegisterRoutes[], hooks: Partial<Pick<RouteOptions, 'onStart' | 'onDone' | 'draining'>> = {}): uWS.TemplatedApp {
+export function buildUws(app: App, routes: RegisterRoutes[], hooks: Partial<Pick<RouteOptions, 'onStart' | 'onDone' | 'draining' | 'bodyHooks'>> = {}): uWS.TemplatedApp {
   const uws = uWS.App();
   const o: RouteOptions = {
     maxBody: app.cfg.maxBodyBytes,
@@ -94,6 +96,7 @@ export function createServer(app: App, opts: ServerOptions): Server {
       if (--inflight === 0) for (const f of idle.splice(0)) f();
     },
     draining: () => app.state.shuttingDown,
+    bodyHooks: opts.bodyHooks,
   });
   let socket: uWS.us_listen_socket | null = null;
   const server: Server = {

@@ -7,8 +7,11 @@ import { ApiError } from '../domain/errors.js';
 import { hasLoneSurrogate } from '../domain/tokens.js';
 import type { Req } from './types.js';
 
-/** Collect the body, copying each chunk (uWS reuses their memory), refusing past `max`. */
-export function readBody(res: HttpResponse, max: number, onDone: (body: Buffer | null) => void): void {
+/**
+ * Collect the body, copying each chunk (uWS reuses their memory), refusing past `max`.
+ * `onChunk` (a test hook) hears the size of every chunk copied.
+ */
+export function readBody(res: HttpResponse, max: number, onDone: (body: Buffer | null) => void, onChunk?: (bytes: number) => void): void {
   const chunks: Buffer[] = [];
   let size = 0;
   let over = false;
@@ -20,9 +23,37 @@ export function readBody(res: HttpResponse, max: number, onDone: (body: Buffer |
       onDone(null);
       return;
     }
+    onChunk?.(ab.byteLength);
     chunks.push(Buffer.from(ab.slice(0)));
     if (isLast) onDone(Buffer.concat(chunks, size));
   });
+}
+
+/**
+ * readBody() behind a check still under way (a credential: RouteOptions.guard). Nothing more
+ * is read from the socket until `gate` settles (res.pause()): only what uWS had read with the
+ * request's head reaches `onData` meanwhile (one read of the socket, kept, never parsed).
+ * Passed: reading resumes and `onDone` gets the body as readBody() gives it. Refused:
+ * `onRefused` answers, and the rest of the body is never read (the answer closes the
+ * connection). `gone`: the client left (nothing may touch `res` then).
+ */
+export function readBodyAfter(res: HttpResponse, max: number, gate: Promise<void>, onDone: (body: Buffer | null) => void, onRefused: (err: unknown) => void, gone: () => boolean, onChunk?: (bytes: number) => void): void {
+  let passed = false;
+  let read: { body: Buffer | null } | null = null; // the body, once read (null: over `max`)
+  readBody(res, max, (body) => (passed ? onDone(body) : (read = { body })), onChunk);
+  res.pause();
+  gate.then(
+    () => {
+      if (gone()) return;
+      passed = true;
+      // resumed even when the body is all here: a paused socket reads no next request
+      res.resume();
+      if (read) onDone(read.body);
+    },
+    (err: unknown) => {
+      if (!gone()) onRefused(err);
+    },
+  );
 }
 
 /** Default nesting limit when a Req carries none (config.ts: MAX_JSON_DEPTH). */

@@ -8,6 +8,9 @@ import { ref, type Obj } from './openapi-parts.js';
 
 const strip = ({ $id: _id, ...rest }: Obj) => rest;
 
+/** what every credential's scheme says of bodies (contract "Input limits") */
+const BEFORE_BODY = ' Checked before a request body is read: a missing or wrong one is 401 whatever the body, and when a body was sent the answer closes the connection without reading it.';
+
 /** `components` for the configured tiers; `tierIn` is the schema of a tier a request names. */
 export function openApiComponents(tiers: string[], tierIn: Obj): Obj {
   const tierOut = { type: 'string', description: `the sandbox's tier (configured: ${tiers.join(', ')})` };
@@ -19,11 +22,11 @@ export function openApiComponents(tiers: string[], tierIn: Obj): Obj {
         scheme: 'bearer',
         description:
           'sandbox API key `<prefix>_sb_<random><checksum>`: prefix `[a-z0-9]{1,16}` from the sandbox name, 32 base62 characters from a CSPRNG (~190 bits), then 6 base62 characters (alphabet 0-9A-Za-z, most significant first, zero-padded) of the CRC32 (IEEE, as zlib) of everything before them. ' +
-          'Secret scanners can match it with `\\b[a-z0-9]{1,16}_sb_[0-9A-Za-z]{38}\\b`. A key with a wrong checksum is refused without a look-up. Keys issued before the checksum (exactly 32 characters after `_sb_`) keep working.',
+          'Secret scanners can match it with `\\b[a-z0-9]{1,16}_sb_[0-9A-Za-z]{38}\\b`. A key with a wrong checksum is refused without a look-up. Keys issued before the checksum (exactly 32 characters after `_sb_`) keep working.' + BEFORE_BODY,
         'x-key-pattern': '^[a-z0-9]{1,16}_sb_[0-9A-Za-z]{38}$',
       },
-      adminKey: { type: 'http', scheme: 'bearer', description: 'ADMIN_API_KEY; wrong keys count against LOGIN_FAILURES_PER_MINUTE per client address (429 beyond)' },
-      adminSession: { type: 'apiKey', in: 'cookie', name: 'registry_admin', description: 'from POST /admin/session; calls other than GET also need X-CSRF-Token' },
+      adminKey: { type: 'http', scheme: 'bearer', description: 'ADMIN_API_KEY; wrong keys count against LOGIN_FAILURES_PER_MINUTE per client address (429 beyond).' + BEFORE_BODY },
+      adminSession: { type: 'apiKey', in: 'cookie', name: 'registry_admin', description: 'from POST /admin/session; calls other than GET also need X-CSRF-Token.' + BEFORE_BODY },
       heartbeatToken: {
         type: 'http',
         scheme: 'bearer',

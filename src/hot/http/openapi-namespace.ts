@@ -71,7 +71,7 @@ export function serviceWrites(base: string, kind: 'sandbox' | 'admin'): Obj {
         summary: 'Register 1-1000 services at once: all or nothing (one transaction), answered in order',
         description:
           'Its own body limit (MAX_BATCH_BODY_BYTES, default 4 MiB). ' +
-          (sandbox ? 'Counts as one request per service against the rate limit; when the window has no room for all of them: 429 and nothing written.' : 'Not rate-limited.'),
+          (sandbox ? 'Counts as one request per service against the rate limit; when the window has no room for all of them: 429 and nothing written. The key is checked before the body is read (a refused key costs no parsing and counts nothing); a batch refused after that (400) counts as one request.' : 'Not rate-limited.'),
         parameters: pre,
         requestBody: { required: true, ...json({ type: 'object', additionalProperties: false, required: ['services'], properties: { services: { type: 'array', minItems: 1, maxItems: 1000, items: ref('ServiceCreate') } } }) },
         responses: {

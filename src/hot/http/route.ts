@@ -1,14 +1,15 @@
 // uWebSockets.js plumbing, the request side (models: uWS examples AsyncFunction.mjs and
 // JsonPost.js): read everything from `req` synchronously, attach onAborted before any await
-// (a Reply does, reply.ts, which also writes the answer inside cork()), read bodies (body.ts),
-// and route: 405 and 414 before a handler, shadowed templates, HEAD twins of GET routes.
+// (a Reply does, reply.ts, which also writes the answer inside cork()), read bodies (body.ts)
+// behind the route's credential check (guard), and route: 405 and 414 before a handler,
+// shadowed templates, HEAD twins of GET routes.
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import { clientAddress } from '../domain/client-address.js';
-import { readBody } from './body.js';
+import { readBody, readBodyAfter } from './body.js';
 import { Reply, sendError } from './reply.js';
-import type { Req } from './types.js';
+import type { BodyHooks, Req } from './types.js';
 
-export type { Headers, Req } from './types.js';
+export type { BodyHooks, Headers, Req } from './types.js';
 
 const NO_PROXIES: ReadonlySet<string> = new Set();
 
@@ -104,6 +105,17 @@ export interface RouteOptions {
   anonymous?: boolean;
   /** addresses of reverse proxies whose X-Forwarded-For is believed (TRUSTED_PROXIES) */
   trustedProxies?: ReadonlySet<string>;
+  /**
+   * The request's credential, checked before a byte of its body is read (contract "Input
+   * limits": a wrong key costs no body parsing). A throw or a rejected promise refuses the
+   * request: answered at once, the connection closed, the rest of the body never read;
+   * while a promise is pending the body waits in the socket (body.ts readBodyAfter). It
+   * answers synchronously (undefined) whenever it can tell without I/O: no promise on a hot
+   * path. A request without a body skips it (its handler checks the credential as ever).
+   */
+  guard?: (req: Req) => Promise<void> | undefined;
+  /** test hooks: the body bytes a request cost (compose.ts ThreadHooks.body) */
+  bodyHooks?: BodyHooks;
 }
 
 /**
@@ -186,6 +198,12 @@ function shadowing(app: TemplatedApp, pattern: string): Shadow[] {
   return [...found.values()].map((f) => ({ re: f.re, methods: [...f.methods], allow: [...f.methods].join(', ') }));
 }
 
+/** A credential refused before the body was read: the answer closes the connection (the rest of the body is not worth receiving). */
+function refuse(reply: Reply, req: Req, err: unknown, o: RouteOptions): void {
+  reply.closeAfter = true;
+  sendError(reply, err, (e) => o.onError(e, req));
+}
+
 const EMPTY_BODY = Buffer.alloc(0);
 
 const METHOD_NAME = { get: 'GET', post: 'POST', put: 'PUT', patch: 'PATCH', del: 'DELETE' } as const;
@@ -230,10 +248,21 @@ export function route(app: TemplatedApp, method: 'get' | 'post' | 'put' | 'patch
     if (req.contentLength === 0 || (req.contentLength === -1 && (req.transferEncoding ?? r.getHeader(H.transferEncoding)) === '')) {
       return run(handler, req, reply, EMPTY_BODY, o);
     }
-    readBody(res, o.maxBody, (body) => {
+    const hooks = o.bodyHooks;
+    const onChunk = hooks ? (n: number) => hooks.read(req, n) : undefined;
+    const take = (body: Buffer | null) => {
       if (body === null) return reply.error('BODY_TOO_LARGE', [o.maxBody], [], true);
+      hooks?.handed(req);
       run(handler, req, reply, body, o);
-    });
+    };
+    let gate: Promise<void> | undefined;
+    try {
+      gate = o.guard?.(req);
+    } catch (err) {
+      return refuse(reply, req, err, o);
+    }
+    if (gate) readBodyAfter(res, o.maxBody, gate, take, (err) => refuse(reply, req, err, o), () => reply.aborted, onChunk);
+    else readBody(res, o.maxBody, take, onChunk);
   });
   register(method);
   if (method === 'get') register('head');

@@ -1,5 +1,6 @@
-// The request as a handler sees it and the header list of an answer: plain types that the
-// routing (route.ts), the body reader (body.ts) and the parts below the routes share.
+// The request as a handler sees it, the header list of an answer and the body reader's test
+// hooks: plain types that the routing (route.ts), the body reader (body.ts) and the parts
+// below the routes share.
 export type Headers = [string, string][];
 
 /** What a handler may know about the request, copied out of uWS's stack-allocated req. */
@@ -27,4 +28,12 @@ export interface Req {
   extra?: Record<string, string>;
   /** deepest JSON nesting a body may have (RouteOptions.maxJsonDepth; body.ts) */
   maxJsonDepth?: number;
+}
+
+/** Test hooks of the body reader (RouteOptions.bodyHooks): what reading a request's body cost. */
+export interface BodyHooks {
+  /** `bytes` of req's body were copied out of uWS */
+  read(req: Req, bytes: number): void;
+  /** req's whole body went to its handler (to be parsed) */
+  handed(req: Req): void;
 }

@@ -1,5 +1,6 @@
 // Sandbox routes: creation (public, throttled per client address), the public dashboard
-// and poll data, and the key-protected, rate-limited registry of one sandbox.
+// and poll data, and the key-protected, rate-limited registry of one sandbox (its key
+// checked before a body is read: the routes' guard).
 import type { TemplatedApp } from 'uWebSockets.js';
 import type { App } from '../app.js';
 import { ApiError } from '../domain/errors.js';
@@ -100,6 +101,10 @@ export function registerSandbox(uws: TemplatedApp, app: App, o: RouteOptions): v
   const base = (req: Req) => `/sandbox/${req.params[0]!.toLowerCase()}/services`;
   const ns = (req: Req) => req.params[0]!.toLowerCase();
 
+  // the key alone, before a body is read (a wrong one costs no body: route.ts); the handler's
+  // admit() then counts the request (the key resolved by then: from this thread's maps)
+  const guard = (req: Req) => app.auth.verify(req.authorization, req.params[0]!);
+
   /**
    * A route that needs this sandbox's key: the key is checked (and the request counted)
    * first; every answer to an admitted request, errors included, carries the rate headers.
@@ -113,12 +118,13 @@ export function registerSandbox(uws: TemplatedApp, app: App, o: RouteOptions): v
         if (err instanceof ApiError) for (const [k, v] of rl) err.headers[k] ??= v;
         throw err;
       }
-    }, opts);
+    }, opts.body ? { ...opts, guard } : opts);
 
   keyedRoute('post', '/sandbox/:uuid/services', ob, (req, reply, body, rl) => createHandler(app, ns(req), base(req), req, reply, body, rl));
 
-  // a batch counts one request per service, all admitted or none (admitMany): its body is
-  // read and checked first, so that an invalid batch counts as the one request it is
+  // a batch counts one request per service, all admitted or none (admitMany): the key is
+  // checked first without counting (guard), then the body is read and checked, so that an
+  // invalid batch counts as the one request it is and a refused key costs no body at all
   route(uws, 'post', '/sandbox/:uuid/services/batch', async (req, reply, body) => {
     let inputs: ServiceInput[];
     try {
@@ -135,7 +141,7 @@ export function registerSandbox(uws: TemplatedApp, app: App, o: RouteOptions): v
       if (err instanceof ApiError) for (const [k, v] of rl) err.headers[k] ??= v;
       throw err;
     }
-  }, { ...ob, maxBody: app.cfg.maxBatchBodyBytes });
+  }, { ...ob, maxBody: app.cfg.maxBatchBodyBytes, guard });
 
   keyedRoute('get', '/sandbox/:uuid/services', o, (req, reply, _body, rl) => searchServices(app, req, reply, ns(req), [...PRIVATE, ['Vary', 'Authorization'], ...rl]));
 

@@ -1,6 +1,6 @@
 // A sandbox route's credential and its count: the key must be that sandbox's
 // (key-resolver.ts), then the request counts against the sandbox's rate limit
-// (rate-limiter.ts). SandboxAuth is the rate limiter with the key check on top, so the hot
+// (rate-limiter.ts); a route with a body checks the key alone before reading it (verify). SandboxAuth is the rate limiter with the key check on top, so the hot
 // paths (heartbeats' limitNow, a keyed search's resolvedNow) call straight into the part
 // they need.
 import type { TierConfig } from '../config.js';
@@ -55,13 +55,29 @@ export class SandboxAuth extends RateLimiter {
     return this.limitManyOrThrow(await this.owner(authorization, uuid), n);
   }
 
+  /**
+   * owner()'s check alone, for a request whose body is still to be read (route.ts guard):
+   * nothing is counted (admit() or admitMany() counts once the body is read). Answered
+   * without a promise when this thread can tell: no key, a key refused by its text or
+   * remembered unknown, a key it has resolved (401 thrown, or undefined).
+   */
+  verify(authorization: string, uuid: string): Promise<void> | undefined {
+    const key = bearerKey(authorization);
+    const now = key ? this.resolver.resolveNow(key) : null;
+    if (now === undefined) return this.owner(authorization, uuid).then(() => undefined);
+    if (now === null || now !== uuid.toLowerCase()) throw keyRequired();
+    return undefined;
+  }
+
   /** The sandbox of the request's key when it is `uuid`'s; 401 otherwise. */
   private async owner(authorization: string, uuid: string): Promise<string> {
     const key = bearerKey(authorization);
     const owner = key ? await this.resolve(key) : null;
-    if (!owner || owner !== uuid.toLowerCase()) {
-      throw new ApiError('SANDBOX_KEY_REQUIRED', [], { 'WWW-Authenticate': 'Bearer' });
-    }
+    if (!owner || owner !== uuid.toLowerCase()) throw keyRequired();
     return owner;
   }
+}
+
+function keyRequired(): ApiError {
+  return new ApiError('SANDBOX_KEY_REQUIRED', [], { 'WWW-Authenticate': 'Bearer' });
 }

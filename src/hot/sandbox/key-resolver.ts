@@ -132,6 +132,22 @@ export class KeyResolver {
     return uuid;
   }
 
+  /**
+   * resolve()'s answer when this thread has it without a look-up (no promise): the sandbox of
+   * a key it holds, null for a key refused by its text or one remembered unknown; undefined:
+   * ask resolve().
+   */
+  resolveNow(key: string): string | null | undefined {
+    const held = this.resolvedNow(key);
+    if (held !== undefined) return held;
+    if (keyShape(key) === 'invalid') {
+      this.stats.refusedByShape++;
+      return null;
+    }
+    const unknownUntil = this.unknown.get(hashKey(key).toString('hex'));
+    return unknownUntil !== undefined && unknownUntil > this.now() ? null : undefined;
+  }
+
   private remember(key: string, hex: string): void {
     if (!this.hashes.has(key)) this.hashes.set(key, hex);
   }
