@@ -1,5 +1,5 @@
 // A credential is checked before a body is read (contract "Input limits"): on every route
-// that takes a sandbox key or the admin credential together with a body,
+// that takes a sandbox key, a heartbeat token or the admin credential together with a body,
 // a missing, malformed, forged or foreign credential (or a sandbox that does not exist) is a
 // 401 that closes the connection; its body never reaches the route (never parsed) and at
 // most what arrived with the request's head is copied (one read of the socket), nothing at
@@ -16,6 +16,7 @@ import { ADMIN_KEY, createSandbox, registerProduction } from '../helpers/server.
 import { RawClient } from '../helpers/raw-client.js';
 import { collect, rawSocket } from '../helpers/raw-socket.js';
 import { newSandboxKey } from '../../src/hot/sandbox/keys.js';
+import { newHeartbeatToken } from '../../src/hot/sandbox/heartbeat-tokens.js';
 
 /** what uWS copies of a body with the request's head: at most one read of the socket (uSockets' receive buffer, 512 KiB) */
 const ONE_READ = 512 * 1024;
@@ -32,6 +33,7 @@ const B = await createSandbox(s, 'Beta');
 type Leased = { id: string; heartbeatToken: string };
 const a1 = (await (await s.req(`/sandbox/${A.uuid}/services`, jsonBody('POST', { endpoint: 'https://a1.example.com', capability: 'c', ttl: 60 }, A.apiKey))).json()) as Leased;
 const p1 = (await registerProduction(s, { endpoint: 'https://p1.example.com', capability: 'c', ttl: 60 })) as unknown as Leased;
+const p2 = (await registerProduction(s, { endpoint: 'https://p2.example.com', capability: 'c', ttl: 60 })) as unknown as Leased;
 
 /** A credential: its headers (made per request: forged ones are new each time), whether the thread refuses it without I/O, and a path of an unknown sandbox instead of A's. */
 interface Cred {
@@ -51,6 +53,13 @@ const SANDBOX: Cred[] = [
   { what: "another sandbox's key", headers: () => bearer(B.apiKey), sync: false },
   { what: 'a key, unknown sandbox', headers: () => bearer(A.apiKey), sync: false, unknownSandbox: true },
 ];
+const HEARTBEAT: Cred[] = [
+  { what: 'no token', headers: () => ({}), sync: true },
+  { what: 'malformed', headers: () => bearer('x_hb_nope'), sync: true },
+  { what: 'the sandbox key', headers: () => bearer(A.apiKey), sync: true },
+  { what: 'forged checksum-valid token', headers: () => bearer(newHeartbeatToken('prod').token), sync: false },
+  { what: "another service's token", headers: () => bearer(p2.heartbeatToken), sync: false },
+];
 const ADMIN: Cred[] = [
   { what: 'nothing', headers: () => ({}), sync: true },
   { what: 'wrong admin key', headers: () => bearer('wrong-admin-key'), sync: false },
@@ -66,6 +75,8 @@ const ROUTES: { method: string; path: (sb: string) => string; creds: Cred[] }[] 
   { method: 'DELETE', path: (sb) => `/sandbox/${sb}/services/${a1.id}`, creds: SANDBOX },
   { method: 'POST', path: (sb) => `/sandbox/${sb}/services/${a1.id}/heartbeat-token`, creds: SANDBOX },
   { method: 'POST', path: (sb) => `/sandbox/${sb}/services/${a1.id}/replacements`, creds: SANDBOX },
+  { method: 'PUT', path: (sb) => `/sandbox/${sb}/services/${a1.id}/heartbeat`, creds: [...HEARTBEAT, { what: 'a production token', headers: () => bearer(p1.heartbeatToken), sync: false }] },
+  { method: 'PUT', path: () => `/services/${p1.id}/heartbeat`, creds: [...HEARTBEAT, { what: "a sandbox service's token", headers: () => bearer(a1.heartbeatToken), sync: false }] },
   { method: 'POST', path: () => '/admin/api/services', creds: ADMIN },
   { method: 'POST', path: () => '/admin/api/services/batch', creds: ADMIN },
   { method: 'PATCH', path: () => `/admin/api/services/${p1.id}`, creds: ADMIN },
@@ -137,6 +148,19 @@ t.test('the hooks see what an accepted credential costs: the whole body, parsed 
   t.equal((await totalOf(A.uuid)) - before, 1, 'an invalid batch with a valid key counts one request');
 });
 
+t.test('a heartbeat: a wrong token with a bad body is 401 (the body never decides first); the right token with it is 400', async (t) => {
+  const bad = { 'content-type': 'application/json' };
+  for (const [path, own, wrong] of [[`/services/${p1.id}/heartbeat`, p1.heartbeatToken, p2.heartbeatToken], [`/sandbox/${A.uuid}/services/${a1.id}/heartbeat`, a1.heartbeatToken, newHeartbeatToken('alpha').token]] as const) {
+    for (const body of ['{', '{"status":"bogus"}']) {
+      await isError(t, await s.req(path, { method: 'PUT', headers: { ...bad, ...bearer(newHeartbeatToken('prod').token) }, body }), 401, 'UNAUTHORIZED', `${path}: a forged token, body ${body}`);
+      await isError(t, await s.req(path, { method: 'PUT', headers: { ...bad, ...bearer(wrong) }, body }), 401, 'UNAUTHORIZED', `${path}: a wrong token, body ${body}`);
+      await isError(t, await s.req(path, { method: 'PUT', headers: { ...bad, ...bearer(own) }, body }), 400, undefined, `${path}: its own token, body ${body}`);
+    }
+    // a token first seen with a body: verified, then its body read (and remembered: the next is the common path)
+    t.equal((await s.req(path, { method: 'PUT', headers: { ...bad, ...bearer(own) }, body: '{"status":"passing"}' })).status, 204, `${path}: its own token with a body: 204`);
+  }
+});
+
 t.test('a client still sending a 3.4 MB batch gets its 401 and the connection closed before it has sent the rest', async (t) => {
   const body = bodyOf(3_400_000);
   const cases: [string, string, Record<string, string>][] = [
@@ -145,12 +169,13 @@ t.test('a client still sending a 3.4 MB batch gets its 401 and the connection cl
     [`/sandbox/${A.uuid}/services/batch`, "another sandbox's key", bearer(B.apiKey)],
     [`/sandbox/${randomUUID()}/services/batch`, 'an unknown sandbox', bearer(A.apiKey)],
     ['/admin/api/services/batch', 'a wrong admin key', bearer('wrong-admin-key')],
+    [`/services/${p1.id}/heartbeat`, 'a forged token', bearer(newHeartbeatToken('prod').token)],
   ];
   for (const [path, what, headers] of cases) {
     const c = await rawSocket(s.server.port);
     c.on('error', () => undefined);
     // the head and the first 64 KiB; the rest is never sent
-    c.write(Buffer.concat([head('POST', path, headers, body.length), body.subarray(0, 64 * 1024)]));
+    c.write(Buffer.concat([head(path.endsWith('heartbeat') ? 'PUT' : 'POST', path, headers, body.length), body.subarray(0, 64 * 1024)]));
     const r = await collect(c, 5000);
     t.match(r.data, /^HTTP\/1\.1 401 /, `${what}: 401 before the body is complete`);
     t.match(r.data, /\r\nConnection: close\r\n/i, `${what}: Connection: close`);

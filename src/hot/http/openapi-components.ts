@@ -31,7 +31,7 @@ export function openApiComponents(tiers: string[], tierIn: Obj): Obj {
         type: 'http',
         scheme: 'bearer',
         description:
-          "a service's heartbeat token `<prefix>_hb_<random><checksum>` (the sandbox key's rules; prefix `prod` in production), from the 201 of a registration with a `ttl` or from POST …/heartbeat-token. Only its hash is stored.",
+          "a service's heartbeat token `<prefix>_hb_<random><checksum>` (the sandbox key's rules; prefix `prod` in production), from the 201 of a registration with a `ttl` or from POST …/heartbeat-token. Only its hash is stored." + BEFORE_BODY,
         'x-key-pattern': '^[a-z0-9]{1,16}_hb_[0-9A-Za-z]{38}$',
       },
     },

@@ -67,6 +67,18 @@ export class Liveness {
   }
 
   /**
+   * Whether `tokenHash` is the token of service `id`'s lease, asked before a heartbeat's body
+   * is read: one check-only line of the turn's batch, renewing and counting nothing.
+   */
+  async verify(ns: string, id: string, tokenHash: string): Promise<'verified' | 'unauthorized' | 'unavailable'> {
+    const r = await this.batch.beatAsync(ns, id, tokenHash, 'p', true);
+    if (r === -1 && !this.indexReady()) return 'unavailable';
+    if (r >= 0) return 'verified';
+    countHeartbeat('refused');
+    return 'unauthorized';
+  }
+
+  /**
    * heartbeat() of an admitted request with a token this thread knows (`k`, the token
    * memory's entry; its rate limit already counted, or none), by callback: the common case,
    * one batch entry and no promise unless the status changes. `done` gets the result, or the

@@ -3,7 +3,9 @@
 // service's heartbeat token, nothing else: a token of the wrong shape is refused from its
 // text, any other mismatch by the lease record in Redis; no PostgreSQL look-up either way.
 // The thread's token memory (sandbox/token-memory.ts) spares a known token its hashing and a
-// refused one its Redis call; a heartbeat without a body reads none (route.ts).
+// refused one its Redis call; a heartbeat without a body reads none (route.ts), and one with
+// a body has its token verified before the body is read (verifyToken): a wrong token never
+// has its body parsed, whatever the body.
 import type { TemplatedApp } from 'uWebSockets.js';
 import type { App } from '../app.js';
 import { ApiError } from '../domain/errors.js';
@@ -40,6 +42,28 @@ function wanted(req: Req, body: Buffer | null): 'passing' | 'critical' {
 }
 
 /**
+ * A heartbeat's token before its body is read (route.ts guard; a heartbeat without a body
+ * skips it): a token the thread's memory knows passes, one it refuses is refused, at once;
+ * any other is asked of Redis first (a check-only line: nothing renewed, nothing counted
+ * against a rate limit) and remembered as accepted, so that its handler takes the common path.
+ */
+function verifyToken(app: App, ns: string | null, id: string, req: Req): Promise<void> | undefined {
+  const token = bearerKey(req.authorization);
+  if (!ns || !token) throw unauthorized();
+  const m = app.heartbeatTokens.look(ns, id, token);
+  if (m.refused) throw unauthorized();
+  if (m.known) return undefined;
+  return app.liveness.verify(ns, id, m.hash).then((r) => {
+    if (r === 'unavailable') throw new ApiError('LEASES_RESTORING', [], { 'Retry-After': '1' });
+    if (r === 'unauthorized') {
+      app.heartbeatTokens.refuse(ns, id, token);
+      throw unauthorized();
+    }
+    app.heartbeatTokens.accept(ns, id, token, m.hash);
+  });
+}
+
+/**
  * A heartbeat: the common case (a token this thread has seen accepted, and for a sandbox a
  * rate-limit answer this thread has without Redis) goes to Redis in the thread's batch and
  * is answered from its callback, without a promise; anything else takes the general path
@@ -48,9 +72,11 @@ function wanted(req: Req, body: Buffer | null): 'passing' | 'critical' {
 function heartbeat(app: App, ns: string | null, id: string, req: Req, reply: Reply, body: Buffer | null, sandbox: boolean, o: RouteOptions): Promise<void> | void {
   const token = bearerKey(req.authorization);
   if (!ns || !token) throw unauthorized();
-  const want = wanted(req, body);
   const m = app.heartbeatTokens.look(ns, id, token);
   if (m.refused) throw unauthorized();
+  // the body after the token: a body came only after verifyToken (Redis said yes), and a
+  // token refused here never has one parsed
+  const want = wanted(req, body);
   if (!m.known) return general(app, ns, id, token, m.hash, want, reply, sandbox, false);
   let rl: Headers | null = null;
   if (sandbox) {
@@ -109,6 +135,6 @@ export function registerLiveness(uws: TemplatedApp, app: App, o: RouteOptions): 
   // the handlers never read the client address (the access log may still want it)
   // nor any header but Authorization (and Content-Type when a body comes)
   const ob = { ...o, body: true, addressFree: true, bearerOnly: true };
-  route(uws, 'put', '/services/:id/heartbeat', (req, reply, body) => heartbeat(app, PRODUCTION, req.params[0]!, req, reply, body, false, o), ob);
-  route(uws, 'put', '/sandbox/:uuid/services/:id/heartbeat', (req, reply, body) => heartbeat(app, sandboxUuid(req.params[0]!), req.params[1]!, req, reply, body, true, o), ob);
+  route(uws, 'put', '/services/:id/heartbeat', (req, reply, body) => heartbeat(app, PRODUCTION, req.params[0]!, req, reply, body, false, o), { ...ob, guard: (req) => verifyToken(app, PRODUCTION, req.params[0]!, req) });
+  route(uws, 'put', '/sandbox/:uuid/services/:id/heartbeat', (req, reply, body) => heartbeat(app, sandboxUuid(req.params[0]!), req.params[1]!, req, reply, body, true, o), { ...ob, guard: (req) => verifyToken(app, sandboxUuid(req.params[0]!), req.params[1]!, req) });
 }
