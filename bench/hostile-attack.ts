@@ -1,6 +1,7 @@
 // The attacker of the hostile-load bench (bench/hostile.ts), from its own loopback address:
 // sockets held open (slow bodies trickled a byte at a time, change-feed streams) with the
-// status line each got, and floods of GETs over 32 keep-alive connections.
+// status line each got, floods of GETs over 32 keep-alive connections, and senders of large
+// bodies that each take a new connection (a refused credential closes it).
 import { Agent, request } from 'node:http';
 import { connect, type Socket } from 'node:net';
 
@@ -81,5 +82,36 @@ export async function flood(port: number, end: number, next: (i: number) => { pa
     }
   }));
   agent.destroy();
+  return { sent, statuses };
+}
+
+/**
+ * `conns` senders from ATTACKER, each sending `head(i)` + `body` on a new connection, waiting
+ * for its answer (or the close), and again until `end` (a Date.now() time). Resolves with the
+ * requests sent and the status each got ('closed' without an answer).
+ */
+export async function bodyFlood(port: number, end: number, conns: number, head: (i: number) => string, body: Buffer): Promise<{ sent: number; statuses: Record<string, number> }> {
+  let sent = 0;
+  const statuses: Record<string, number> = {};
+  const one = (i: number) =>
+    new Promise<void>((resolve) => {
+      const s = connect({ port, host: '127.0.0.1', localAddress: ATTACKER });
+      let over = false;
+      const done = (line: string) => {
+        if (over) return;
+        over = true;
+        const k = line.startsWith('HTTP/') ? line.split(' ')[1]! : 'closed';
+        statuses[k] = (statuses[k] ?? 0) + 1;
+        s.destroy();
+        resolve();
+      };
+      s.on('data', (d) => done(d.toString('latin1').split('\r\n')[0]!));
+      s.on('error', () => undefined);
+      s.once('close', () => done(''));
+      s.once('connect', () => s.write(Buffer.concat([Buffer.from(head(i), 'latin1'), body])));
+    });
+  await Promise.all(Array.from({ length: conns }, async () => {
+    while (Date.now() < end) await one(sent++);
+  }));
   return { sent, statuses };
 }

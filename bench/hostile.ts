@@ -8,18 +8,20 @@
 //   keys    forged checksum-valid keys (a new one per request) from 127.0.0.2, with
 //           PostgreSQL's scan counters of `sandboxes` read before and after
 //   hop     the reference for keys: unknown service ids, no key, one Redis round trip each
+//   batch   anonymous senders of 3.4 MB batches (1,000 registrations) to a sandbox's batch
+//           route with no key, a malformed one or a new forged one, with the server's CPU
 // Loopback addresses only; every count and duration is bounded (flags below). Needs
 // DATABASE_URL and REDIS_URL (.local/env.sh) and an open-files limit above the socket count
 // (`ulimit -n 8192`). Usage:
-//   node dist/bench/hostile.js [--scenarios proxy,feed,keys,hop] [--seconds S] [--slow N] [--streams N] [--forged N]
+//   node dist/bench/hostile.js [--scenarios proxy,feed,keys,hop,batch] [--seconds S] [--slow N] [--streams N] [--forged N] [--senders N]
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { ATTACKER, Attack, FEED, flood, openMany, SLOW_BODY } from './hostile-attack.js';
+import { ATTACKER, Attack, bodyFlood, FEED, flood, openMany, SLOW_BODY } from './hostile-attack.js';
 import { CLIENT, probe, showProbes } from './hostile-probe.js';
-import { rssKb, treeRssKb } from './proc-stat.js';
+import { jiffies, rssKb, TICK, treeRssKb } from './proc-stat.js';
 import { freePort, spawnNode, waitFor200, type Child } from './procs.js';
 import { newSandboxKey } from '../src/hot/sandbox/keys.js';
 
@@ -28,11 +30,12 @@ const arg = (name: string, dflt: string) => {
   const i = process.argv.indexOf(`--${name}`);
   return i > 0 && process.argv[i + 1] ? process.argv[i + 1]! : dflt;
 };
-const SCENARIOS = arg('scenarios', 'proxy,feed,keys,hop').split(',');
+const SCENARIOS = arg('scenarios', 'proxy,feed,keys,hop,batch').split(',');
 const SECONDS = Math.min(30, Number(arg('seconds', '5')));
 const SLOW = Math.min(5000, Number(arg('slow', '2000')));
 const STREAMS = Math.min(5000, Number(arg('streams', '1000')));
 const FORGED = Math.min(200_000, Number(arg('forged', '30000')));
+const SENDERS = Math.min(64, Number(arg('senders', '8')));
 const ADMIN_KEY = 'hostile-bench-admin-key-0123456789';
 
 const mb = (kb: number) => `${(kb / 1024).toFixed(0)} MB`;
@@ -142,6 +145,27 @@ async function main(): Promise<void> {
       console.log(`\n[hop] unknown service ids (no key; one Redis round trip each, 32 connections) from ${ATTACKER}; ${CLIENT} searches`);
       showProbes(idle, hit, after);
       console.log(`  flood:         ${sent} requests ${JSON.stringify(statuses)}`);
+    }
+    if (SCENARIOS.includes('batch')) {
+      const made = await fetch(`http://127.0.0.1:${port}/sandboxes`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'hostile batch' }) });
+      const { uuid } = (await made.json()) as { uuid: string };
+      // a batch a real client could send: 1,000 valid registrations, ~3.4 MB
+      const body = Buffer.from(JSON.stringify({ services: Array.from({ length: 1000 }, (_, i) => ({ endpoint: `https://batch${i}.example.com/${'p'.repeat(3300)}`, capabilities: ['flood', `n${i}`] })) }));
+      const forged = Array.from({ length: 3000 }, () => newSandboxKey('forged').key); // made before: ~120 µs each
+      const auth = (i: number) => (i % 3 === 0 ? '' : i % 3 === 1 ? 'Authorization: Bearer not-a-key\r\n' : `Authorization: Bearer ${forged[i % forged.length]!}\r\n`);
+      const head = (i: number) => `POST /sandbox/${uuid}/services/batch HTTP/1.1\r\nHost: registry\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n${auth(i)}\r\n`;
+      const idle = await probe(port, SECONDS);
+      const j0 = jiffies(pid);
+      const t0 = performance.now();
+      const floodDone = bodyFlood(port, Date.now() + SECONDS * 1000 + 500, SENDERS, head, body);
+      const hit = await probe(port, SECONDS);
+      const { sent, statuses } = await floodDone;
+      const cpu = (jiffies(pid) - j0) / TICK;
+      const secs = (performance.now() - t0) / 1000;
+      const after = await probe(port, SECONDS);
+      console.log(`\n[batch] ${SENDERS} senders from ${ATTACKER} of ${(body.length / 1e6).toFixed(1)} MB batches (1,000 registrations; no key, malformed, forged in turn), a new connection each; ${CLIENT} searches`);
+      showProbes(idle, hit, after);
+      console.log(`  batches:       ${sent} sent ${JSON.stringify(statuses)}; server CPU ${cpu.toFixed(2)} s in ${secs.toFixed(1)} s (${((cpu * 1000) / Math.max(1, sent)).toFixed(2)} ms a batch, the timed client's searches included)`);
     }
     console.log(`\nload average at the end ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
   } finally {
