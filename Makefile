@@ -112,7 +112,7 @@ bench-quick: build services
 	scripts/services.sh wrk >/dev/null
 	$(WITH_ENV) node dist/bench/run.js --quick
 
-# Mutation testing (StrykerJS, stryker.config.mjs) of src/hot/domain, src/hot/sandbox/keys.ts
+# Mutation testing (StrykerJS, stryker.config.mjs) of src/hot/domain, src/hot/sandboxes/keys.ts
 # and src/admin/paging.ts against the unit tests; fails below a 90 % score. Not part of
 # .ci/run: it takes far more than a few minutes (README, "Mutation testing").
 mutate: deps

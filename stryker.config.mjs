@@ -23,7 +23,7 @@ export default {
     nodeArgs: ['-r', '{{hookFile}}', '{{testFile}}'],
   },
   buildCommand: 'npx tsc -p tsconfig.stryker.json',
-  mutate: ['src/hot/domain/**/*.ts', 'src/hot/sandbox/keys.ts', 'src/admin/paging.ts'],
+  mutate: ['src/hot/domain/**/*.ts', 'src/hot/sandboxes/keys.ts', 'src/admin/paging.ts'],
   // each test file records which mutants it reaches: a mutant runs only the files that reach it
   coverageAnalysis: 'perTest',
   concurrency: 1,

@@ -15,7 +15,7 @@ import autocannon from 'autocannon';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { ROOT } from '../src/hot/paths.js';
-import { canonicalize, SEARCH_SPEC } from '../src/hot/domain/canonical.js';
+import { canonicalize, SEARCH_SPEC } from '../src/hot/search/canonical.js';
 import { capabilityName, DEVICE_CLASSES } from './dataset.js';
 import { prepare } from './generate.js';
 import { freePort, HAS_TASKSET, pinning, spawnNode, waitFor200 } from './procs.js';

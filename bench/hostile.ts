@@ -23,7 +23,7 @@ import { ATTACKER, Attack, bodyFlood, FEED, flood, openMany, SLOW_BODY } from '.
 import { CLIENT, probe, showProbes } from './hostile-probe.js';
 import { jiffies, rssKb, TICK, treeRssKb } from './proc-stat.js';
 import { freePort, spawnNode, waitFor200, type Child } from './procs.js';
-import { newSandboxKey } from '../src/hot/sandbox/keys.js';
+import { newSandboxKey } from '../src/hot/sandboxes/keys.js';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const arg = (name: string, dflt: string) => {

@@ -6,8 +6,8 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { TestServer } from '../test/helpers/server.js';
 import { LEASE_SHARDS } from '../src/hot/domain/keys.js';
-import { rebuildIndex } from '../src/hot/index/rebuild.js';
-import { backfillIndexText } from '../src/hot/store/index-text.js';
+import { rebuildIndex } from '../src/hot/reindex/rebuild.js';
+import { backfillIndexText } from '../src/hot/reindex/index-text.js';
 import { LeaseSweeper } from '../src/hot/liveness/sweeper.js';
 import { loadAverage, redisCpuS } from './cpu.js';
 

@@ -2,15 +2,15 @@
 // of DATABASE_URL, migrated with the project's migrator, filled with multi-row INSERTs
 // over unnest() arrays (thousands of rows per statement, no outbox rows: the index is
 // rebuilt from the tables afterwards; each service's index text is stored with it as every
-// write stores it: store/services.ts indexText(), the write path's serialiser), and stamped with a marker row so that a re-run with
+// write stores it: writes/state.ts indexText(), the write path's serialiser), and stamped with a marker row so that a re-run with
 // the same parameters reuses it.
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { PRODUCTION } from '../src/hot/domain/keys.js';
-import { migrate } from '../src/hot/store/migrator.js';
-import { createPool, type Pool } from '../src/hot/store/pool.js';
-import { indexText, loadStatesWhere, newServiceId } from '../src/hot/store/services.js';
-import { hashKey, newSandboxKey } from '../src/hot/sandbox/keys.js';
+import { migrate } from '../src/hot/pg/migrator.js';
+import { createPool, type Pool } from '../src/hot/pg/pool.js';
+import { indexText, loadStatesWhere, newServiceId } from '../src/hot/writes/state.js';
+import { hashKey, newSandboxKey } from '../src/hot/sandboxes/keys.js';
 import { sandboxLocation, sandboxTier, serviceGenerator, type DatasetSpec, type GenService } from './dataset.js';
 
 /** services per INSERT round (their capability and property rows go in the same round) */

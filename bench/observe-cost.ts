@@ -8,7 +8,7 @@ import { createLogger } from '../src/hot/app.js';
 import { loadConfig } from '../src/hot/config.js';
 import type { Req } from '../src/hot/http/route.js';
 import type { Reply } from '../src/hot/http/reply.js';
-import { requestObserver } from '../src/hot/ops/observe.js';
+import { requestObserver } from '../src/hot/metrics/observe.js';
 
 const N = 200_000;
 const req: Req = {

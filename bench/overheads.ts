@@ -4,11 +4,11 @@
 // RSS, which also sees the native backing stores of SharedArrayBuffers), divided by N, beside
 // what the cache counted for them. No Redis, no server.
 //   node --expose-gc dist/bench/overheads.js [--n 100000] [--only 1..6]
-import { NearCache } from '../src/hot/index/near.js';
-import { newSeqArray } from '../src/hot/index/near-state.js';
-import { ownBuffer, ResultCache, type CachedResult } from '../src/hot/cache/result-cache.js';
-import { canonicalize, CursorMemo, SEARCH_SPEC, toFilters } from '../src/hot/domain/canonical.js';
-import { NearDocs, type Incoming } from '../src/hot/index/near-docs.js';
+import { NearCache } from '../src/hot/search/near/near-cache.js';
+import { newSeqArray } from '../src/hot/search/near/state.js';
+import { ownBuffer, ResultCache, type CachedResult } from '../src/hot/search/result-cache.js';
+import { canonicalize, CursorMemo, SEARCH_SPEC, toFilters } from '../src/hot/search/canonical.js';
+import { NearDocs, type Incoming } from '../src/hot/search/near/docs.js';
 import { digested } from '../src/hot/domain/digest.js';
 
 const gc = (globalThis as { gc?: () => void }).gc;

@@ -9,9 +9,9 @@
 import pg from 'pg';
 import { loadConfig } from '../src/hot/config.js';
 import { Keys } from '../src/hot/domain/keys.js';
-import { dropGeneration, rebuildIndex } from '../src/hot/index/rebuild.js';
+import { dropGeneration, rebuildIndex } from '../src/hot/reindex/rebuild.js';
 import { createRedis } from '../src/hot/redis/client.js';
-import { createPool } from '../src/hot/store/pool.js';
+import { createPool } from '../src/hot/pg/pool.js';
 import { sizedSpec, QUICK } from './dataset.js';
 import { databaseUrl } from './load.js';
 import { BENCH_TIERS } from './generate.js';

@@ -17,7 +17,7 @@
 -- ARGV[9]  channel        pub/sub channel for the delta of an applied write ("" none: the
 --                          rebuild's own applies, before anyone reads that generation): the
 --                          near caches of every node apply it to the sets they hold
---                          (src/hot/index/near.ts). "delta\t<base>\t<ver>\t<oldSeq>\t
+--                          (src/hot/search/near/near-cache.ts). "delta\t<base>\t<ver>\t<oldSeq>\t
 --                          <old members>\t<newSeq>\t<new members>" (members newline-
 --                          separated; seqs "" when absent). Published inside the script, so
 --                          deltas reach subscribers in the order writes were applied.

@@ -15,7 +15,7 @@
 -- The page is one write for the near caches: the namespace version rises by one (not one per
 -- service) and one delta names every seq it changed:
 --   deltas\t<base>\t<ver>\t<seq,seq,…>\t<sets left>\t<sets joined>
--- (redis/README.md, the pub/sub channel; src/hot/index/near-state.ts parseDelta).
+-- (redis/README.md, the pub/sub channel; src/hot/search/near/state.ts parseDelta).
 -- KEYS[1]  <base>ver:2…  the namespace marker/version counter; also routes the call
 -- ARGV[1]  <base>        "<prefix>reg:{ns}:<gen>:"
 -- ARGV[2]  channel       pub/sub channel for deltas and the namespace's cache invalidation ("" none)

@@ -1,4 +1,4 @@
--- lease-settle: the committed expiries of one shard (store/leases.ts expireMany) recorded in
+-- lease-settle: the committed expiries of one shard (liveness/store.ts expireMany) recorded in
 -- their leases, one call per page instead of a lease-apply per service: the committed
 -- revision and critical time, and the due time the critical state has (its deregistration,
 -- or none). Only a record made from the state the expiry was made from is settled here (the

@@ -1,5 +1,5 @@
 -- near-load: one filter set of a namespace, whole, with the namespace version it is
--- consistent with, for a node's near cache (src/hot/index/near.ts). Atomic: the members are
+-- consistent with, for a node's near cache (src/hot/search/near/near-cache.ts). Atomic: the members are
 -- exactly those of that version, so the deltas published after it (apply-service-1.lua)
 -- bring the copy up to date.
 -- KEYS[1]  <base>ver:2    namespace marker and version

@@ -4,7 +4,7 @@
 -- KEYS[2]  rl:{uuid}:h   hash: bucket -> all requests
 -- KEYS[3]  rl:{uuid}:t   hash: total, rejected
 -- ARGV[1]  buckets       how many buckets of history, newest last (72 = six minutes)
--- ARGV[2]  bucket length (ms): src/hot/domain/rate-window.ts
+-- ARGV[2]  bucket length (ms): src/hot/ratelimit/window.ts
 -- Returns { limit, total, rejected, tier, c1 .. cN } or { -1 } for an unknown sandbox
 local limit = redis.call('HGET', KEYS[1], 'limit')
 if not limit then return { -1 } end

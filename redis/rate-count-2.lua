@@ -7,7 +7,7 @@
 -- KEYS[1]  rl:{uuid}:h      hash: bucket -> all requests
 -- KEYS[2]  rl:{uuid}:t      hash: total, rejected
 -- ARGV[1]  requests to record (all of them, refused ones included)
--- ARGV[2]  bucket length (ms), ARGV[3] history TTL (s): src/hot/domain/rate-window.ts
+-- ARGV[2]  bucket length (ms), ARGV[3] history TTL (s): src/hot/ratelimit/window.ts
 -- ARGV[4]  how many of them were refused (default 0)
 --@include rate-count.lua
 local n = tonumber(ARGV[1])

@@ -11,11 +11,11 @@
 -- KEYS[4]  rl:{uuid}:t      hash: total, rejected
 -- ARGV[1]  want: admissions to take at once, this request's included (default 1). The
 --          window counts them now; the thread answers want-1 more requests of this bucket
---          without asking (see src/hot/sandbox/leases.ts, docs/decisions.md)
+--          without asking (see src/hot/ratelimit/admission.ts, docs/decisions.md)
 -- ARGV[2]  requests the thread answered under its lease and has not recorded yet (history)
 -- ARGV[3]  unused admissions of the thread's previous leases, given back to the window:
 --          "bucket:count,bucket:count" ("" none; buckets as this script reported them)
--- ARGV[4..8] the clock, from src/hot/domain/rate-window.ts: bucket length (ms), window
+-- ARGV[4..8] the clock, from src/hot/ratelimit/window.ts: bucket length (ms), window
 --          buckets (12), window TTL (s), history buckets (72), history TTL (s)
 -- ARGV[9]  need: requests this call counts at once, all admitted or all refused (a batch
 --          of registrations counts one per service; default 1). With need > 1 no lease is

@@ -11,7 +11,7 @@
 -- heavy (the caller runs it in the worker pool); otherwise
 --   { more (0/1), lastSeq ("" none), seq1, doc1, seq2, doc2, ... }
 -- (decoded by searchPage() in src/hot/redis/replies.ts; the caller joins the documents and
--- digests them for the page's ETag: the page pipeline, src/hot/index/pipeline/)
+-- digests them for the page's ETag: the page pipeline, src/hot/search/pipeline/)
 --@include buckets.lua
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 local limit = tonumber(ARGV[2])

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Generates the client's types from the OpenAPI document (issue 24): the document the server
-// serves at /openapi.json is built by openApiDocument() (src/hot/http/openapi.ts); this script
+// serves at /openapi.json is built by openApiDocument() (src/hot/openapi/document.ts); this script
 // calls that builder from the server's build output (dist/, `npx tsc -p tsconfig.json` first:
 // nothing is started, nothing listens), writes the document to client/openapi.json and turns
 // it into client/src/generated/openapi.ts (types only) with openapi-typescript. Both outputs are build
@@ -17,7 +17,7 @@ import openapiTS, { astToString } from 'openapi-typescript';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = resolve(here, '../..');
-const builder = resolve(root, 'dist/src/hot/http/openapi.js');
+const builder = resolve(root, 'dist/src/hot/openapi/document.js');
 
 /** The document as the server builds it (the version string does not reach the types). */
 export async function buildDocument() {

@@ -1,7 +1,7 @@
 // Canonical query strings, made by the client itself (contract, "Canonical query strings"):
 // the server answers any other spelling with a 302 to this one, so a client that sends its
 // parameters in object order pays two round trips per page. Pure, and written apart from the
-// server's canonicalizer (src/hot/domain/canonical.ts) on purpose: the client's tests then
+// server's canonicalizer (src/hot/search/canonical.ts) on purpose: the client's tests then
 // check one implementation against the other through the server's 302s.
 
 /** A query value as callers give it: one value or several, flags as booleans. */

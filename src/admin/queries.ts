@@ -1,8 +1,8 @@
 // PostgreSQL reads behind the admin API: the paged sandbox list, a sandbox's tier history,
 // registry-wide counts, and a keyset walk over every sandbox uuid (for the request totals).
 // Writes stay in src/hot/store (setTier records who/when there).
-import { query, type Pool } from '../hot/store/pool.js';
-import type { SandboxRow } from '../hot/store/sandboxes.js';
+import { query, type Pool } from '../hot/pg/pool.js';
+import type { SandboxRow } from '../hot/sandboxes/store.js';
 
 export interface ListedSandbox extends SandboxRow {
   service_count: string;

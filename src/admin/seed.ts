@@ -2,12 +2,12 @@
 // capabilities, properties and IoT profiles, a deprecated service with ranked replacements,
 // and a handful of located sandboxes for the dashboard. Deterministic (seeded PRNG) and
 // idempotent: it does nothing when production already has services.
-import type { Pool } from '../hot/store/pool.js';
-import { addReplacement } from '../hot/store/write-functions.js';
-import { patchService } from '../hot/store/patches.js';
-import { createService } from '../hot/store/writes.js';
-import { insertSandbox } from '../hot/store/sandboxes.js';
-import { hashKey, newSandboxKey } from '../hot/sandbox/keys.js';
+import type { Pool } from '../hot/pg/pool.js';
+import { addReplacement } from '../hot/writes/write-functions.js';
+import { patchService } from '../hot/writes/patches.js';
+import { createService } from '../hot/writes/register.js';
+import { insertSandbox } from '../hot/sandboxes/store.js';
+import { hashKey, newSandboxKey } from '../hot/sandboxes/keys.js';
 import type { ServiceInput } from '../hot/domain/validation.js';
 import { PRODUCTION } from '../hot/domain/keys.js';
 

@@ -3,9 +3,9 @@ import { loadConfig } from '../hot/config.js';
 import { ConfigError } from '../hot/config-env.js';
 import { Keys } from '../hot/domain/keys.js';
 import { createRedis } from '../hot/redis/client.js';
-import { createPool } from '../hot/store/pool.js';
-import { migrate } from '../hot/store/migrator.js';
-import { rebuildIndex } from '../hot/index/rebuild.js';
+import { createPool } from '../hot/pg/pool.js';
+import { migrate } from '../hot/pg/migrator.js';
+import { rebuildIndex } from '../hot/reindex/rebuild.js';
 import { seedDemo } from './seed.js';
 
 async function main(cmd: string | undefined): Promise<void> {

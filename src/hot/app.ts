@@ -6,17 +6,17 @@ import pino, { type Logger } from 'pino';
 import type { Config } from './config.js';
 import type { ChangeHub } from './changes/hub.js';
 import type { Keys } from './domain/keys.js';
-import type { Index } from './index/index.js';
-import type { Replacements } from './index/live-index.js';
-import type { Projector } from './index/projector.js';
-import type { MetricsAggregation } from './ops/metrics-threads.js';
-import type { AppState } from './ops/state.js';
+import type { Index } from './search/searches.js';
+import type { Replacements } from './search/live-index.js';
+import type { Projector } from './writes/projector.js';
+import type { MetricsAggregation } from './metrics/threads.js';
+import type { AppState } from './readiness/state.js';
 import type { RedisClient } from './redis/client.js';
-import type { SandboxAuth } from './sandbox/auth.js';
-import type { HeartbeatTokenMemory } from './sandbox/token-memory.js';
-import type { Pool } from './store/pool.js';
-import type { GroupCommitter } from './store/group-commit.js';
-import type { ResultCache } from './cache/result-cache.js';
+import type { SandboxAuth } from './sandboxes/auth.js';
+import type { HeartbeatTokenMemory } from './liveness/token-memory.js';
+import type { Pool } from './pg/pool.js';
+import type { GroupCommitter } from './writes/group-commit.js';
+import type { ResultCache } from './search/result-cache.js';
 import type { IntersectPool } from '../workers/pool.js';
 import type { Liveness } from './liveness/liveness.js';
 import type { LeaseSweeper } from './liveness/sweeper.js';
@@ -31,7 +31,7 @@ export interface App {
   keys: Keys;
   index: Index;
   projector: Projector;
-  /** group commit of registrations (store/group-commit.ts) */
+  /** group commit of registrations (writes/group-commit.ts) */
   commits: GroupCommitter;
   auth: SandboxAuth;
   log: Logger;

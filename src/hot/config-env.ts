@@ -4,7 +4,7 @@
 // lists and IP address lists, each checked and refused with a ConfigError naming the
 // variable; redactUrl() hides a URL's password wherever one is shown.
 import { isIP } from 'node:net';
-import { normalizeAddress } from './domain/client-address.js';
+import { normalizeAddress } from './http/client-address.js';
 
 export class ConfigError extends Error {}
 

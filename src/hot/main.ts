@@ -7,11 +7,11 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfig, type Config } from './config.js';
 import { ConfigError, redactUrl } from './config-env.js';
-import { checkUwsNative } from './ops/native.js';
+import { checkUwsNative } from './http/native.js';
 import { createLogger } from './app.js';
 import { buildThread, processShared, type ProcessShared } from './compose.js';
-import { createPool } from './store/pool.js';
-import { migrate } from './store/migrator.js';
+import { createPool } from './pg/pool.js';
+import { migrate } from './pg/migrator.js';
 import { ROOT } from './paths.js';
 
 const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;

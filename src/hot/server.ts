@@ -4,14 +4,14 @@
 import uWS from 'uWebSockets.js';
 import type { App } from './app.js';
 import { allowedMethods, route, type RouteOptions } from './http/route.js';
-import { readinessProbe } from './ops/lifecycle.js';
-import { openApiDocument } from './http/openapi.js';
-import { registerPublic } from './routes/public.js';
-import { registerSandbox } from './routes/sandbox.js';
-import { registerLiveness } from './routes/liveness.js';
-import { registerChanges } from './changes/route.js';
-import { countUnexpected } from './ops/metrics.js';
-import { requestObserver } from './ops/observe.js';
+import { readinessProbe } from './readiness/watcher.js';
+import { openApiDocument } from './openapi/document.js';
+import { registerPublic } from './search/routes.js';
+import { registerSandbox } from './sandboxes/routes.js';
+import { registerLiveness } from './liveness/routes.js';
+import { registerChanges } from './changes/routes.js';
+import { countUnexpected } from './metrics/metrics.js';
+import { requestObserver } from './metrics/observe.js';
 
 /** Registers a group of routes (the admin ones come from src/admin through compose.ts). */
 export type RegisterRoutes = (uws: uWS.TemplatedApp, app: App, o: RouteOptions) => void;
@@ -70,7 +70,7 @@ export function buildUws(app: App, routes: RegisterRoutes[], hooks: Partial<Pick
     if (ready) reply.json(200, body, [['Cache-Control', 'no-store']]);
     else reply.json(503, body, [['Cache-Control', 'no-store'], ['Retry-After', '1']]);
   }, o);
-  registerChanges(uws, app, o); // before /services/:id (see changes/route.ts)
+  registerChanges(uws, app, o); // before /services/:id (see changes/routes.ts)
   registerPublic(uws, app, o);
   registerSandbox(uws, app, o);
   registerLiveness(uws, app, o);

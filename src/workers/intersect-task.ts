@@ -1,6 +1,6 @@
 // Piscina tasks: intersections, and nothing else. A worker gets its sets from the serving
 // thread, which holds or fetches them (the page pipeline's sets stage,
-// src/hot/index/pipeline/sets.ts): sorted Float64Arrays on SharedArrayBuffers, read here
+// src/hot/search/pipeline/sets.ts): sorted Float64Arrays on SharedArrayBuffers, read here
 // without a copy, or, for sets the serving thread has not held yet, the bucket strings it
 // read from Redis, decoded here onto shared memory (so decoding tens of thousands of members
 // never runs on a serving thread's event loop) and handed back for it to keep. No worker
@@ -28,7 +28,7 @@ export interface FetchedResult {
 }
 
 /**
- * A heavy intersection over the near cache's sets (src/hot/index/near-sets.ts): they arrive
+ * A heavy intersection over the near cache's sets (src/hot/search/near/sets.ts): they arrive
  * as Float64Arrays on SharedArrayBuffers, so this thread reads the serving thread's memory
  * without a copy; the sets never change in place (a change makes a new array).
  */

@@ -1,7 +1,7 @@
 // Every bench request must be canonical: otherwise the server answers 302 and the bench
 // measures redirects. Checked with the server's own canonicalizer, cursors included.
 import t from 'tap';
-import { canonicalize, DEVICES_SPEC, SEARCH_SPEC } from '../../src/hot/domain/canonical.js';
+import { canonicalize, DEVICES_SPEC, SEARCH_SPEC } from '../../src/hot/search/canonical.js';
 import { FULL } from '../../bench/dataset.js';
 import type { BenchData } from '../../bench/generate.js';
 import { paths, scenarios, uncached } from '../../bench/scenarios.js';

@@ -4,7 +4,7 @@
 import { connect } from 'node:net';
 import t from 'tap';
 import { PRODUCTION } from '../../src/hot/domain/keys.js';
-import { bulkUpsert } from '../../src/hot/store/bulk.js';
+import { bulkUpsert } from '../../src/hot/writes/bulk.js';
 import { registerProduction, startTestServer } from '../helpers/server.js';
 
 /** The body of a chunked HTTP/1.1 response (events are ASCII: characters are bytes). */

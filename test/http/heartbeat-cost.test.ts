@@ -5,8 +5,8 @@
 import t from 'tap';
 import { isError, jsonBody, serve } from '../helpers/checks.js';
 import { createSandbox, registerProduction } from '../helpers/server.js';
-import { newHeartbeatToken } from '../../src/hot/sandbox/heartbeat-tokens.js';
-import { REFUSED_MS } from '../../src/hot/sandbox/token-memory.js';
+import { newHeartbeatToken } from '../../src/hot/liveness/tokens.js';
+import { REFUSED_MS } from '../../src/hot/liveness/token-memory.js';
 
 let clock = Date.now();
 // the smallest budget the configuration takes (1 MiB: 256 KiB of it for refused tokens)

@@ -1,4 +1,4 @@
-// The heartbeat's common path (routes/liveness.ts): a token this thread has seen accepted is
+// The heartbeat's common path (liveness/routes.ts): a token this thread has seen accepted is
 // renewed from the thread's batch and answered from its callback, and a sandbox's rate limit
 // is decided by this thread when it can (its rate-limit lease, or a refusal it knows of).
 // What a user sees must not differ from the general path: every heartbeat counted once, 429
@@ -12,7 +12,7 @@ import { leaseKeys } from '../../src/hot/liveness/redis-lease.js';
 
 let clock = Date.now();
 // tiny: every admission asks Redis, then refusals are known to this thread; wide: batches of
-// admissions are leased to this thread (limits of 2,000 a minute and more, sandbox/leases.ts)
+// admissions are leased to this thread (limits of 2,000 a minute and more, ratelimit/admission.ts)
 const s = await serve(t, { hooks: { leaseNow: () => clock, sweep: false }, env: { TIERS: 'free=60,pro=600,enterprise=6000,tiny=5,wide=60000' } });
 
 type Svc = { id: string; heartbeatToken: string };

@@ -15,8 +15,8 @@ import { isError, jsonBody, keyed, serve } from '../helpers/checks.js';
 import { ADMIN_KEY, createSandbox, registerProduction } from '../helpers/server.js';
 import { RawClient } from '../helpers/raw-client.js';
 import { collect, rawSocket } from '../helpers/raw-socket.js';
-import { newSandboxKey } from '../../src/hot/sandbox/keys.js';
-import { newHeartbeatToken } from '../../src/hot/sandbox/heartbeat-tokens.js';
+import { newSandboxKey } from '../../src/hot/sandboxes/keys.js';
+import { newHeartbeatToken } from '../../src/hot/liveness/tokens.js';
 
 /** what uWS copies of a body with the request's head: at most one read of the socket (uSockets' receive buffer, 512 KiB) */
 const ONE_READ = 512 * 1024;

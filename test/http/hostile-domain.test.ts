@@ -10,7 +10,7 @@
 // input tests rather than in test/unit so that the whole hostile-input story is in one place.)
 import t from 'tap';
 import fc from 'fast-check';
-import { canonicalize, DEVICES_SPEC, SEARCH_SPEC, serialize, toFilters } from '../../src/hot/domain/canonical.js';
+import { canonicalize, DEVICES_SPEC, SEARCH_SPEC, serialize, toFilters } from '../../src/hot/search/canonical.js';
 import { ApiError } from '../../src/hot/domain/errors.js';
 import { check, parseServiceCreate, parseServicePatch, validators } from '../../src/hot/domain/validation.js';
 import { nearService } from '../helpers/hostile.js';

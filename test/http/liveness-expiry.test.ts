@@ -1,6 +1,6 @@
 // Mass lease expiry (issue 23, deliverable 7's expiry row), against real Redis and
 // PostgreSQL on an injected clock (helpers/leases.ts): an expiry is visible in the index at
-// the sweep that finds it (health-flip-1.lua) and durable after (store/leases.ts expireMany,
+// the sweep that finds it (health-flip-1.lua) and durable after (liveness/store.ts expireMany,
 // one statement per batch); a heartbeat or a write racing it, and registrations while its
 // durable writes hold their connections. The durable step is held on purpose through the
 // sweeper's pool (a gate on connect()), so that "visible before durable" is observed, not
@@ -16,7 +16,7 @@ import { serializeService } from '../../src/hot/domain/service.js';
 import { LeaseSweeper } from '../../src/hot/liveness/sweeper.js';
 import { shardOf } from '../../src/hot/liveness/redis-lease.js';
 import { leaseRecord } from '../../src/hot/redis/replies.js';
-import { loadIndexStates } from '../../src/hot/store/services.js';
+import { loadIndexStates } from '../../src/hot/writes/state.js';
 
 const { s, now, advance } = await serveOnLeaseClock(t);
 await s.app.sweeper.stop(); // the sweepers of these tests hold the shards

@@ -8,7 +8,7 @@ import { ids } from '../helpers/checks.js';
 import { registerProduction } from '../helpers/server.js';
 import { serveOnLeaseClock, type Svc } from '../helpers/leases.js';
 import { PRODUCTION } from '../../src/hot/domain/keys.js';
-import { rebuildIndex } from '../../src/hot/index/rebuild.js';
+import { rebuildIndex } from '../../src/hot/reindex/rebuild.js';
 
 const { s, now, advance, beat, health, row } = await serveOnLeaseClock(t);
 

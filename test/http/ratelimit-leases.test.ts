@@ -1,11 +1,11 @@
-// Rate-limit leases (src/hot/sandbox/leases.ts): a sandbox with a high limit is answered
+// Rate-limit leases (src/hot/ratelimit/admission.ts): a sandbox with a high limit is answered
 // mostly without a Redis round trip per request, yet its window never admits more than
 // the limit, its RateLimit fields count down one by one, /poll's total counts every
 // request answered before it, and a tier change applies to the very next request.
 import t from 'tap';
 import { keyed, serve } from '../helpers/checks.js';
 import { createSandbox } from '../helpers/server.js';
-import { RATE_LIMIT_ARGS } from '../../src/hot/domain/rate-window.js';
+import { RATE_LIMIT_ARGS } from '../../src/hot/ratelimit/window.js';
 import { NOT_INDEXED, rateLimitReply } from '../../src/hot/redis/replies.js';
 
 const TIERS = 'free=60,pro=600,mid=3000,busy=9000,huge=1000000';

@@ -1,6 +1,6 @@
 // The exact width of the rate-limit window (issue 24's survivor: a window of 11 buckets
 // instead of 12 let a second node admit, at 55 s, a request that must be refused). The
-// window is twelve 5-second buckets on Redis's clock (src/hot/domain/rate-window.ts,
+// window is twelve 5-second buckets on Redis's clock (src/hot/ratelimit/window.ts,
 // redis/rate-limit-4.lua): a full bucket 11 buckets back still counts, one 12 back does not.
 // The test writes the full bucket itself, at a bucket number read from Redis's TIME, and
 // asks from a node that has seen no refusal of that sandbox (a fresh sandbox each time:

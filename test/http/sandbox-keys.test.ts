@@ -6,7 +6,7 @@ import t from 'tap';
 import { connect } from 'node:net';
 import pg from 'pg';
 import { createSandbox, registerProduction, startTestServer } from '../helpers/server.js';
-import { hashKey, keyShape } from '../../src/hot/sandbox/keys.js';
+import { hashKey, keyShape } from '../../src/hot/sandboxes/keys.js';
 import { ids } from '../helpers/checks.js';
 
 const s = await startTestServer();

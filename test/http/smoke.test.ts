@@ -13,7 +13,7 @@ t.test('a registered production service is found by capability', async (t) => {
 });
 
 t.test("the server under test runs uWebSockets.js's native binary, not its JavaScript fallback", async (t) => {
-  const { checkUwsNative } = await import('../../src/hot/ops/native.js');
+  const { checkUwsNative } = await import('../../src/hot/http/native.js');
   const n = checkUwsNative();
   t.ok(n.native, n.reason || `loaded ${n.binary}`);
 });

@@ -7,7 +7,7 @@ import t from 'tap';
 import { keyed, serve } from '../helpers/checks.js';
 import { createSandbox } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
-import { newSandboxKey } from '../../src/hot/sandbox/keys.js';
+import { newSandboxKey } from '../../src/hot/sandboxes/keys.js';
 import { PRODUCTION } from '../../src/hot/domain/keys.js';
 
 const s = await serve(t);

@@ -1,15 +1,15 @@
-// Migration 0007 (store/endpoints.ts): stored endpoints become their WHATWG serialisation as
+// Migration 0007 (reindex/endpoints.ts): stored endpoints become their WHATWG serialisation as
 // a write would make them: new version, index text whose document carries the new endpoint
 // (the rebuild serves those bytes), an outbox row, a service.updated event. Rows are written
 // at schema 0004 through the store directly (no validation: that is how old rows look).
 import t from 'tap';
 import { PRODUCTION } from '../../src/hot/domain/keys.js';
 import { serializeService } from '../../src/hot/domain/service.js';
-import { createPool } from '../../src/hot/store/pool.js';
-import { migrate } from '../../src/hot/store/migrator.js';
-import { loadIndexPage } from '../../src/hot/store/index-pages.js';
-import { loadIndexStates } from '../../src/hot/store/services.js';
-import { createService } from '../../src/hot/store/writes.js';
+import { createPool } from '../../src/hot/pg/pool.js';
+import { migrate } from '../../src/hot/pg/migrator.js';
+import { loadIndexPage } from '../../src/hot/reindex/index-pages.js';
+import { loadIndexStates } from '../../src/hot/writes/state.js';
+import { createService } from '../../src/hot/writes/register.js';
 import { freshDatabase } from '../helpers/server.js';
 
 const input = (endpoint: string) => ({ endpoint, capabilities: ['a'], properties: {}, iot: null, deprecated: false, locked: false, sunsetDate: null });

@@ -6,12 +6,12 @@
 import t, { type Test } from 'tap';
 import { PRODUCTION } from '../../src/hot/domain/keys.js';
 import { parseServiceCreate } from '../../src/hot/domain/validation.js';
-import { GroupCommitter } from '../../src/hot/store/group-commit.js';
-import { createPool, type Pool } from '../../src/hot/store/pool.js';
-import { loadIndexStates, loadService } from '../../src/hot/store/services.js';
-import { addReplacement } from '../../src/hot/store/write-functions.js';
-import { patchService, preparePatch } from '../../src/hot/store/patches.js';
-import { createService } from '../../src/hot/store/writes.js';
+import { GroupCommitter } from '../../src/hot/writes/group-commit.js';
+import { createPool, type Pool } from '../../src/hot/pg/pool.js';
+import { loadIndexStates, loadService } from '../../src/hot/writes/state.js';
+import { addReplacement } from '../../src/hot/writes/write-functions.js';
+import { patchService, preparePatch } from '../../src/hot/writes/patches.js';
+import { createService } from '../../src/hot/writes/register.js';
 import { freshDatabase } from '../helpers/server.js';
 
 /** A pool of `size` connections on a fresh database; both are gone when `t` ends. */

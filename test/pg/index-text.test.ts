@@ -6,7 +6,7 @@
 // memberSuffixes, headerData) applied to the committed state as the projector reads it
 // (loadIndexStates), and with the rebuild's page row of that service. bin/registry
 // backfill-index-text fills rows written without it (before migration 0004) with the same,
-// and so does the migrator on every start (store/index-text.ts), which also recomputes every
+// and so does the migrator on every start (reindex/index-text.ts), which also recomputes every
 // row's text when the member rule of the search dimensions changed.
 import t from 'tap';
 import fc from 'fast-check';
@@ -14,16 +14,16 @@ import { memberSuffixes, PRODUCTION } from '../../src/hot/domain/keys.js';
 import { headerData, serializeService } from '../../src/hot/domain/service.js';
 import { ApiError } from '../../src/hot/domain/errors.js';
 import { parseServiceCreate, parseServicePatch } from '../../src/hot/domain/validation.js';
-import { bulkReplacements, bulkUpsert } from '../../src/hot/store/bulk.js';
-import { createPool, type Pool } from '../../src/hot/store/pool.js';
-import { patchService } from '../../src/hot/store/patches.js';
-import { createService } from '../../src/hot/store/writes.js';
-import { migrate } from '../../src/hot/store/migrator.js';
+import { bulkReplacements, bulkUpsert } from '../../src/hot/writes/bulk.js';
+import { createPool, type Pool } from '../../src/hot/pg/pool.js';
+import { patchService } from '../../src/hot/writes/patches.js';
+import { createService } from '../../src/hot/writes/register.js';
+import { migrate } from '../../src/hot/pg/migrator.js';
 import { MEMBER_RULE } from '../../src/hot/domain/dimensions.js';
-import { loadIndexStates, newServiceId } from '../../src/hot/store/services.js';
-import { addReplacement, deleteService } from '../../src/hot/store/write-functions.js';
-import { loadIndexPage } from '../../src/hot/store/index-pages.js';
-import { backfillIndexText } from '../../src/hot/store/index-text.js';
+import { loadIndexStates, newServiceId } from '../../src/hot/writes/state.js';
+import { addReplacement, deleteService } from '../../src/hot/writes/write-functions.js';
+import { loadIndexPage } from '../../src/hot/reindex/index-pages.js';
+import { backfillIndexText } from '../../src/hot/reindex/index-text.js';
 import { seedServices } from '../helpers/test-data.js';
 import { freshDatabase } from '../helpers/server.js';
 // the same hostile bodies as test/pg/rebuild-bytes.test.ts

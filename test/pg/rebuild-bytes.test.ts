@@ -3,7 +3,7 @@
 // apply-service.lua) and stores those strings with the state (services.idx_*); the rebuild
 // reads the stored strings, or computes them with indexText() for a row found without (the
 // migrator fills such rows, but one may be written by hand since: loadIndexPage in
-// store/index-pages.ts; index-page-1.lua). fast-check generates
+// reindex/index-pages.ts; index-page-1.lua). fast-check generates
 // services with hostile strings (unicode beyond the BMP, quotes, backslashes, U+2028, DEL,
 // maximal lengths, keys that are array indices or "__proto__", IoT or none, deprecation,
 // sunset dates, replacements, patches, deletions), writes them through the API, NULLs the
@@ -11,7 +11,7 @@
 // write path produced, rebuilds, and compares with a dump of the rebuilt generation.
 import t from 'tap';
 import fc from 'fast-check';
-import { rebuildIndex } from '../../src/hot/index/rebuild.js';
+import { rebuildIndex } from '../../src/hot/reindex/rebuild.js';
 import type { RedisClient } from '../../src/hot/redis/client.js';
 import type { Keys } from '../../src/hot/domain/keys.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';

@@ -5,8 +5,8 @@
 // the projector's beforeApply hook holds a sync between loading and applying; the
 // rebuild's progress callback runs at a chosen point), never left to timing.
 import t, { type Test } from 'tap';
-import { rebuildIndex } from '../../src/hot/index/rebuild.js';
-import { bulkUpsert } from '../../src/hot/store/bulk.js';
+import { rebuildIndex } from '../../src/hot/reindex/rebuild.js';
+import { bulkUpsert } from '../../src/hot/writes/bulk.js';
 import { PRODUCTION } from '../../src/hot/domain/keys.js';
 import { gate, holdControl, until } from '../helpers/interleave.js';
 import { applyHook, registerProduction, startTestServer, type TestServer } from '../helpers/server.js';

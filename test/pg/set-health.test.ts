@@ -1,4 +1,4 @@
-// A lease's status change (store/leases.ts setHealth, migration 0009) is one round trip:
+// A lease's status change (liveness/store.ts setHealth, migration 0009) is one round trip:
 // one durable write with exactly one change event and one outbox row, whose patched index
 // text is what indexText() makes of the state committed, and whose returned state is that
 // state; nothing to do writes nothing; a transition that fails writes nothing (real
@@ -6,10 +6,10 @@
 import t, { type Test } from 'tap';
 import { PRODUCTION } from '../../src/hot/domain/keys.js';
 import { parseServiceCreate } from '../../src/hot/domain/validation.js';
-import { setHealth } from '../../src/hot/store/leases.js';
-import { createPool, type Pool } from '../../src/hot/store/pool.js';
-import { indexText, loadIndexStates } from '../../src/hot/store/services.js';
-import { createService } from '../../src/hot/store/writes.js';
+import { setHealth } from '../../src/hot/liveness/store.js';
+import { createPool, type Pool } from '../../src/hot/pg/pool.js';
+import { indexText, loadIndexStates } from '../../src/hot/writes/state.js';
+import { createService } from '../../src/hot/writes/register.js';
 import { freshDatabase } from '../helpers/server.js';
 
 const leased = (i: number, ttl: number | null = 30) =>

@@ -8,7 +8,7 @@
 import t from 'tap';
 import { Cluster } from 'ioredis';
 import { Writable } from 'node:stream';
-import { rebuildIndex } from '../../src/hot/index/rebuild.js';
+import { rebuildIndex } from '../../src/hot/reindex/rebuild.js';
 import { ADMIN_KEY, createSandbox, registerProduction, startTestServer, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
 import { ids } from '../helpers/checks.js';

@@ -8,7 +8,7 @@
 import t from 'tap';
 import { loadConfig } from '../../src/hot/config.js';
 import { Keys, LEASE_SHARDS } from '../../src/hot/domain/keys.js';
-import { RATE_LIMIT_ARGS, RATE_WINDOW } from '../../src/hot/domain/rate-window.js';
+import { RATE_LIMIT_ARGS, RATE_WINDOW } from '../../src/hot/ratelimit/window.js';
 import { createRedis, DIRECT_COMMANDS } from '../../src/hot/redis/client.js';
 import { HeartbeatBatch } from '../../src/hot/liveness/heartbeat-batch.js';
 
@@ -34,7 +34,7 @@ for (const mode of ['standalone', 'cluster'] as const) {
       t.equal(await beat, -1, 'and is answered (no lease)');
       const counted = redis.rateCount(k.rateHistory(UUID), k.rateTotals(UUID), 3, RATE_WINDOW.bucketMs, RATE_WINDOW.historyTtlS, 0);
       t.equal(redis.autoPipelineQueueSize, 0, 'a rate record is not held either');
-      // a batch asked for ahead (sandbox/leases.ts): rate-limit under its second name, sent at once
+      // a batch asked for ahead (ratelimit/admission.ts): rate-limit under its second name, sent at once
       const ahead = redis.rateAhead(k.sandbox(UUID), k.rateWindow(UUID), k.rateHistory(UUID), k.rateTotals(UUID), 4, 0, '', ...RATE_LIMIT_ARGS, 0);
       t.equal(redis.autoPipelineQueueSize, 0, 'a rate-limit call asked ahead is not held either');
       t.same(await ahead, [-1], 'and is answered by rate-limit (an unknown sandbox)');

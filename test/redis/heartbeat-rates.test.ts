@@ -9,7 +9,7 @@ import { Keys } from '../../src/hot/domain/keys.js';
 import { createRedis, type RedisClient } from '../../src/hot/redis/client.js';
 import { heartbeatReplies } from '../../src/hot/redis/replies.js';
 import { HeartbeatBatch, type RateRecord, type RateRecords } from '../../src/hot/liveness/heartbeat-batch.js';
-import { RATE_WINDOW } from '../../src/hot/domain/rate-window.js';
+import { RATE_WINDOW } from '../../src/hot/ratelimit/window.js';
 import { shardOf } from '../../src/hot/liveness/redis-lease.js';
 import { IDS, line, record, seedShard } from '../helpers/heartbeat-model.js';
 
@@ -81,7 +81,7 @@ t.test("a thread's batch on a standalone Redis carries the turn's rate records i
   const now = 1_764_000_000_000;
   const batch = new HeartbeatBatch(redis, k, () => now);
   const uuid = '0f6c1a52-1b7e-4a61-9a0f-3f2b1c0d9eff';
-  // the records waiting, as sandbox/rate-records.ts keeps them (one entry per sandbox)
+  // the records waiting, as ratelimit/records.ts keeps them (one entry per sandbox)
   const waiting = new Map<string, RateRecord>();
   const flushed: RateRecord[][] = [];
   const records: RateRecords = {

@@ -4,7 +4,7 @@
 // The writes are made from the rebuild's progress hook, between its pages, so the
 // interleaving is forced, not timed.
 import t from 'tap';
-import { rebuildIndex } from '../../src/hot/index/rebuild.js';
+import { rebuildIndex } from '../../src/hot/reindex/rebuild.js';
 import { startTestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
 import { seedServices } from '../helpers/test-data.js';

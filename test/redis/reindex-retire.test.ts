@@ -3,7 +3,7 @@
 // every key of it — readers hammering a search through several reindexes only ever see the
 // whole answer — and its keys are gone once the result's `retired` settles.
 import t from 'tap';
-import { rebuildIndex } from '../../src/hot/index/rebuild.js';
+import { rebuildIndex } from '../../src/hot/reindex/rebuild.js';
 import { registerProduction, startTestServer } from '../helpers/server.js';
 
 t.test('no search sees a dropped generation; the old keys go after the grace period', async (t) => {

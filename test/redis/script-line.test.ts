@@ -16,12 +16,12 @@ import { createRedis, scriptLineFor } from '../../src/hot/redis/client.js';
 import { LineReplyError, ScriptLine, type LineDone } from '../../src/hot/redis/script-line.js';
 import { HeartbeatBatch } from '../../src/hot/liveness/heartbeat-batch.js';
 import { shardOf } from '../../src/hot/liveness/redis-lease.js';
-import { isRedisUnavailable, outageError } from '../../src/hot/ops/outage.js';
+import { isRedisUnavailable, outageError } from '../../src/hot/domain/outage.js';
 import { startRedis } from '../helpers/redis-server.js';
 import { startProxy } from '../helpers/tcp-proxy.js';
-import { PendingRecords } from '../../src/hot/sandbox/rate-records.js';
-import { pollData } from '../../src/hot/sandbox/summary.js';
-import { writeSandboxMeta } from '../../src/hot/store/sandbox-meta.js';
+import { PendingRecords } from '../../src/hot/ratelimit/records.js';
+import { pollData } from '../../src/hot/sandboxes/summary.js';
+import { writeSandboxMeta } from '../../src/hot/sandboxes/meta.js';
 import { waitFor } from '../helpers/wait.js';
 
 const lua = (body: string) => ({ lua: body, sha: createHash('sha1').update(body).digest('hex') });

@@ -2,7 +2,7 @@
 // Index.search (one string per document) does, for every kind of query, page and cursor,
 // in Redis and through the worker pool.
 import t from 'tap';
-import type { FilterSets } from '../../src/hot/index/live-index.js';
+import type { FilterSets } from '../../src/hot/search/live-index.js';
 import { PRODUCTION } from '../../src/hot/domain/keys.js';
 import { registerProduction, startTestServer } from '../helpers/server.js';
 

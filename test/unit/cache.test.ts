@@ -1,5 +1,5 @@
 import t from 'tap';
-import { ENTRY_OVERHEAD, ownBuffer, ResultCache, stringBytes } from '../../src/hot/cache/result-cache.js';
+import { ENTRY_OVERHEAD, ownBuffer, ResultCache, stringBytes } from '../../src/hot/search/result-cache.js';
 
 const v = (s: string) => ({ body: Buffer.from(s), headers: [] as [string, string][], etag: '"e"' });
 

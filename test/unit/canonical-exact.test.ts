@@ -1,10 +1,10 @@
-// Canonical queries (src/hot/domain/canonical.ts) to the letter: the exact 400 message of each
+// Canonical queries (src/hot/search/canonical.ts) to the letter: the exact 400 message of each
 // undecodable query, percent-encoding at the edges of UTF-16 (surrogate pairs), `limit` values
 // that only look numeric, every filter message, and the cursor memo's bounds. canonical.test.ts
 // holds the contract's table; this file pins what a client reads in each answer. Every
 // expected value is written out by hand.
 import t from 'tap';
-import { canonicalize, CursorMemo, encodeValue, nextQueryOf, SEARCH_SPEC, toFilters, type Canonical } from '../../src/hot/domain/canonical.js';
+import { canonicalize, CursorMemo, encodeValue, nextQueryOf, SEARCH_SPEC, toFilters, type Canonical } from '../../src/hot/search/canonical.js';
 
 const P = '/services';
 

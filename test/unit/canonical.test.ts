@@ -3,7 +3,7 @@
 // Location, or an error (400).
 import t from 'tap';
 import fc from 'fast-check';
-import { canonicalize, CursorMemo, DEVICES_SPEC, encodeValue, nextQuery, nextQueryOf, SEARCH_SPEC, toFilters, type QuerySpec } from '../../src/hot/domain/canonical.js';
+import { canonicalize, CursorMemo, DEVICES_SPEC, encodeValue, nextQuery, nextQueryOf, SEARCH_SPEC, toFilters, type QuerySpec } from '../../src/hot/search/canonical.js';
 
 type Expect = { ok: true } | { redirect: string } | { error: true } | { invalid: true };
 

@@ -5,7 +5,7 @@ import t from 'tap';
 import { numberOption, parseArgs } from '../../src/admin/cli/args.js';
 import { exportLine, LineError, parseLine } from '../../src/admin/cli/jsonl.js';
 import { main, USAGE } from '../../src/admin/cli/main.js';
-import { recordOf } from '../../src/hot/store/bulk.js';
+import { recordOf } from '../../src/hot/writes/bulk.js';
 
 t.test('parseArgs', async (t) => {
   const p = parseArgs(['sandbox', 'create', 'My', 'Lab', '--lat', '-33.9', '--lon=151.2', '--json'], ['lat', 'lon', 'tier']);

@@ -1,7 +1,7 @@
 // The client address behind trusted proxies (TRUSTED_PROXIES): X-Forwarded-For is believed
 // only from a trusted connection, walked from the right past trusted hops.
 import t from 'tap';
-import { clientAddress, normalizeAddress } from '../../src/hot/domain/client-address.js';
+import { clientAddress, normalizeAddress } from '../../src/hot/http/client-address.js';
 
 const T = new Set(['127.0.0.1', '::1', '10.0.0.2']);
 

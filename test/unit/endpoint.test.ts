@@ -6,7 +6,7 @@ import fc from 'fast-check';
 import { ENDPOINT_MAX, normaliseEndpoint } from '../../src/hot/domain/endpoint.js';
 import { ApiError } from '../../src/hot/domain/errors.js';
 import { parseServiceCreate, parseServicePatch } from '../../src/hot/domain/validation.js';
-import { docWithEndpoint, storedEndpointFix } from '../../src/hot/store/endpoints.js';
+import { docWithEndpoint, storedEndpointFix } from '../../src/hot/reindex/endpoints.js';
 
 const href = (s: string): string | null => {
   const r = normaliseEndpoint(s);

@@ -1,9 +1,9 @@
-// What an expiry changes in a stored service (src/hot/domain/expiry-patch.ts), written out by
-// hand: the SQL of store/leases.ts expireMany and redis/health-flip-1.lua swap exactly this
+// What an expiry changes in a stored service (src/hot/liveness/expiry-patch.ts), written out by
+// hand: the SQL of liveness/store.ts expireMany and redis/health-flip-1.lua swap exactly this
 // tail of the document and drop exactly these sets. A document whose health is not its last
 // field, or a new dimension on health, changes these strings and fails here first.
 import t from 'tap';
-import { EXPIRY_PATCH, derivePatch } from '../../src/hot/domain/expiry-patch.js';
+import { EXPIRY_PATCH, derivePatch } from '../../src/hot/liveness/expiry-patch.js';
 import { serializeService, type ServiceRecord } from '../../src/hot/domain/service.js';
 
 t.test('the patch: the health tail before and after, the healthy set left, none joined', async (t) => {
@@ -53,5 +53,5 @@ t.test('derivePatch: the sets a critical service leaves, and a refusal when it w
   const healthy = (s: ServiceRecord) => (s.health!.status === 'passing' ? ['c:pay', 'h'] : ['c:pay']);
   t.strictSame(derivePatch(doc, healthy).left, ['h'], 'only the set that depends on health');
   const joins = (s: ServiceRecord) => (s.health!.status === 'critical' ? ['c:pay', 'sick', 'dead'] : ['c:pay', 'h']);
-  t.throws(() => derivePatch(doc, joins), { message: 'expiry-patch: a critical service joins sets (sick, dead); store/leases.ts expireMany cannot add them' });
+  t.throws(() => derivePatch(doc, joins), { message: 'expiry-patch: a critical service joins sets (sick, dead); liveness/store.ts expireMany cannot add them' });
 });

@@ -1,9 +1,9 @@
 // What a lease's status change patches in the stored index text (src/hot/domain/
-// health-patch.ts; store/leases.ts setHealth, migration 0009), written out by hand, and its
+// health-patch.ts; liveness/store.ts setHealth, migration 0009), written out by hand, and its
 // guard: the health-dependent member lines must be the last ones, or appending them on the
 // way back to passing would not give indexText()'s text.
 import t from 'tap';
-import { HEALTH_PATCH, deriveHealthPatch } from '../../src/hot/domain/health-patch.js';
+import { HEALTH_PATCH, deriveHealthPatch } from '../../src/hot/liveness/health-patch.js';
 import { memberSuffixes } from '../../src/hot/domain/keys.js';
 import type { ServiceRecord } from '../../src/hot/domain/service.js';
 
@@ -27,7 +27,7 @@ t.test('deriveHealthPatch refuses a member rule with the healthy set before othe
   const last = (s: ServiceRecord) => (s.health!.status === 'passing' ? ['all', 'c:x', 'h'] : ['all', 'c:x']);
   t.strictSame(deriveHealthPatch(patch, last), { passing: 'p', critical: 'c', sets: ['h'] }, 'last: accepted');
   const first = (s: ServiceRecord) => (s.health!.status === 'passing' ? ['all', 'h', 'c:x'] : ['all', 'c:x']);
-  t.throws(() => deriveHealthPatch(patch, first), { message: "health-patch: the sets that depend on health are no longer the last member lines; store/leases.ts setHealth cannot append them" });
+  t.throws(() => deriveHealthPatch(patch, first), { message: "health-patch: the sets that depend on health are no longer the last member lines; liveness/store.ts setHealth cannot append them" });
   // compared with the critical state itself, not any state that is not passing: a rule that
   // files unknown services apart must still be accepted
   const apart = (s: ServiceRecord) => (s.health!.status === 'passing' ? ['all', 'h'] : s.health!.status === 'critical' ? ['all'] : ['all', 'u']);

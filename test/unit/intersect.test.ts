@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { bitmapOf, gallop, intersectDense, intersectSorted } from '../../src/workers/intersect.js';
 import { intersectFetched, intersectShared } from '../../src/workers/intersect-task.js';
 import { sharedSeqArray } from '../../src/workers/buckets.js';
-import { joinPage } from '../../src/hot/index/pipeline/join.js';
+import { joinPage } from '../../src/hot/search/pipeline/join.js';
 import { digestBytes, digested, pageEtag } from '../../src/hot/domain/digest.js';
 import { prng } from '../../src/admin/seed.js';
 

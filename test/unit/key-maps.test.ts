@@ -2,7 +2,7 @@
 // pass the budget, they are the sum of what the entries hold, and the oldest go first.
 import t from 'tap';
 import fc from 'fast-check';
-import { ByteBoundedMap, ENTRY_BYTES, NUMBER_BYTES, stringBytes } from '../../src/hot/sandbox/key-maps.js';
+import { ByteBoundedMap, ENTRY_BYTES, NUMBER_BYTES, stringBytes } from '../../src/hot/domain/byte-map.js';
 
 const cost = (k: string, v: string | number) => ENTRY_BYTES + stringBytes(k) + (typeof v === 'string' ? stringBytes(v) : NUMBER_BYTES);
 

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { LEASE_DIVISOR, LEASE_MAX, LEASE_MS, Leases, PREFETCH_MIN } from '../../src/hot/sandbox/leases.js';
+import { LEASE_DIVISOR, LEASE_MAX, LEASE_MS, Leases, PREFETCH_MIN } from '../../src/hot/ratelimit/admission.js';
 
 const T0 = 1_000_000 * 5000 + 100; // 100 ms into a 5-second bucket
 const ok = (limit: number, used: number, reset = 60) => ({ admitted: true, limit, used, retryAfter: 0, reset });

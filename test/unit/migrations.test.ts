@@ -4,7 +4,7 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { migrationFiles } from '../../src/hot/store/migrator.js';
+import { migrationFiles } from '../../src/hot/pg/migrator.js';
 
 t.test('the shipped migrations have one number each, in order', async (t) => {
   const files = await migrationFiles();

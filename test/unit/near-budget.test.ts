@@ -2,9 +2,9 @@
 // documents read again, a bitmap counted with its set, empty sets in a bounded pool, and
 // counted bytes that are the allocation.
 import t from 'tap';
-import { NearCache } from '../../src/hot/index/near.js';
-import { EMPTY_MAX, EMPTY_OVERHEAD, keyBytes, newSeqArray, SET_OVERHEAD } from '../../src/hot/index/near-state.js';
-import { CHUNK_OVERHEAD, PER_DOC } from '../../src/hot/index/near-docs.js';
+import { NearCache } from '../../src/hot/search/near/near-cache.js';
+import { EMPTY_MAX, EMPTY_OVERHEAD, keyBytes, newSeqArray, SET_OVERHEAD } from '../../src/hot/search/near/state.js';
+import { CHUNK_OVERHEAD, PER_DOC } from '../../src/hot/search/near/docs.js';
 import { bitmapBytes, bitmapOf, intersectDense } from '../../src/workers/intersect.js';
 import { arr, B, delta, loader } from '../helpers/near-fixtures.js';
 

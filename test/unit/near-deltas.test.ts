@@ -3,7 +3,7 @@
 // namespace, a set loaded before deltas replays the log, read-your-writes gating, and the
 // version check.
 import t from 'tap';
-import { NearCache } from '../../src/hot/index/near.js';
+import { NearCache } from '../../src/hot/search/near/near-cache.js';
 import { arr, B, delta, loader } from '../helpers/near-fixtures.js';
 
 t.test('a loaded set follows later deltas key by key; other sets are untouched', async (t) => {

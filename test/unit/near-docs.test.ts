@@ -7,7 +7,7 @@
 // documents of every length, the empty one included.
 import t from 'tap';
 import fc from 'fast-check';
-import { NearDocs } from '../../src/hot/index/near-docs.js';
+import { NearDocs } from '../../src/hot/search/near/docs.js';
 import { digestBytes, digested } from '../../src/hot/domain/digest.js';
 
 const seqArb = fc.integer({ min: 0, max: 600 });

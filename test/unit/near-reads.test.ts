@@ -2,7 +2,7 @@
 // documents fetched across a delta not kept, and the synchronous page and set reads under
 // the same rules as the async ones.
 import t from 'tap';
-import { NearCache } from '../../src/hot/index/near.js';
+import { NearCache } from '../../src/hot/search/near/near-cache.js';
 import { digestBytes, digested } from '../../src/hot/domain/digest.js';
 import { B, delta, loader } from '../helpers/near-fixtures.js';
 

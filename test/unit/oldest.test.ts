@@ -8,7 +8,7 @@ import fc from 'fast-check';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { Oldest } from '../../src/hot/domain/oldest.js';
-import { ByteBoundedMap } from '../../src/hot/sandbox/key-maps.js';
+import { ByteBoundedMap } from '../../src/hot/domain/byte-map.js';
 
 type Op = ['set' | 'touch' | 'delete' | 'evict' | 'evictMany' | 'clear', number];
 

@@ -1,8 +1,8 @@
-// The pool path's sets (src/hot/index/pipeline/sets.ts, FetchedSets): held by key at the
+// The pool path's sets (src/hot/search/pipeline/sets.ts, FetchedSets): held by key at the
 // namespace version they were read at, a set read at another version is not answered, and
 // at most `max` are held, the least recently used out first.
 import t from 'tap';
-import { FetchedSets, FETCHED_MAX } from '../../src/hot/index/pipeline/sets.js';
+import { FetchedSets, FETCHED_MAX } from '../../src/hot/search/pipeline/sets.js';
 
 const arr = (...xs: number[]) => Float64Array.from(xs);
 

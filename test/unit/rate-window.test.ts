@@ -1,9 +1,9 @@
-// The rate limiter's clock (src/hot/domain/rate-window.ts): the numbers the Lua scripts, the
+// The rate limiter's clock (src/hot/ratelimit/window.ts): the numbers the Lua scripts, the
 // leases and the poll data share, written out by hand, and the relations between them that
 // the contract's sliding minute depends on (a twelfth bucket missing lets a second node admit
 // a request at 55 s that must be refused: issue 24's surviving mutant).
 import t from 'tap';
-import { RATE_LIMIT_ARGS, RATE_WINDOW } from '../../src/hot/domain/rate-window.js';
+import { RATE_LIMIT_ARGS, RATE_WINDOW } from '../../src/hot/ratelimit/window.js';
 
 t.test('the window: twelve 5-second buckets, a 72-bucket history, and their lifetimes', async (t) => {
   t.strictSame(RATE_WINDOW, { bucketMs: 5000, windowBuckets: 12, windowTtlS: 65, historyBuckets: 72, historyTtlS: 420 });

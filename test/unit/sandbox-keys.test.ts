@@ -2,7 +2,7 @@
 import t from 'tap';
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
-import { bearerKey, crc32, hashKey, keyChecksum, keyPrefix, keyShape, KEY_RE, LEGACY_KEY_RE, newSandboxKey, sandboxUuid } from '../../src/hot/sandbox/keys.js';
+import { bearerKey, crc32, hashKey, keyChecksum, keyPrefix, keyShape, KEY_RE, LEGACY_KEY_RE, newSandboxKey, sandboxUuid } from '../../src/hot/sandboxes/keys.js';
 
 t.test('crc32 is the IEEE/zlib one', async (t) => {
   t.equal(crc32('123456789'), 0xcbf43926, 'the standard check value');
@@ -113,7 +113,7 @@ t.test('hashKey: the SHA-256 of the key text, 32 bytes (only this is stored)', a
   t.equal(hashKey('').toString('hex'), 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855', 'the SHA-256 of nothing');
 });
 
-// the rule bearerKey reads without a regular expression (sandbox/keys.ts)
+// the rule bearerKey reads without a regular expression (sandboxes/keys.ts)
 const BEARER_RE = /^Bearer[ \t]+(\S+)[ \t]*$/i;
 const byRegex = (a: string) => BEARER_RE.exec(a)?.[1] ?? '';
 // every white space character of \s, and neighbours of each range that are not
@@ -154,7 +154,7 @@ t.test('bearerKey: the credential of "Bearer <credential>", exactly as /^Bearer[
   );
 });
 
-// the rule sandboxUuid reads without a regular expression (sandbox/keys.ts)
+// the rule sandboxUuid reads without a regular expression (sandboxes/keys.ts)
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const uuidByRe = (s: string) => (UUID_RE.test(s) ? s.toLowerCase() : null);
 

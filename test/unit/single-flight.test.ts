@@ -1,5 +1,5 @@
 import t from 'tap';
-import { SingleFlight } from '../../src/hot/cache/single-flight.js';
+import { SingleFlight } from '../../src/hot/search/single-flight.js';
 
 function deferred<T>() {
   let resolve!: (v: T) => void;

@@ -1,10 +1,10 @@
-// The thread's heartbeat token memory (sandbox/token-memory.ts): keyed by the token alone, an
+// The thread's heartbeat token memory (liveness/token-memory.ts): keyed by the token alone, an
 // entry answers only for the service and namespace it was accepted for; a refusal for another
 // service leaves it; the accepted entries stay within their share of the byte budget.
 import t from 'tap';
 import { shardOf } from '../../src/hot/liveness/redis-lease.js';
-import { newHeartbeatToken } from '../../src/hot/sandbox/heartbeat-tokens.js';
-import { HeartbeatTokenMemory, REFUSED_MS } from '../../src/hot/sandbox/token-memory.js';
+import { newHeartbeatToken } from '../../src/hot/liveness/tokens.js';
+import { HeartbeatTokenMemory, REFUSED_MS } from '../../src/hot/liveness/token-memory.js';
 
 const SB = '0f6c1a52-1b7e-4a61-9a0f-3f2b1c0d9e8a';
 

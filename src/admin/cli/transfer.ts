@@ -1,13 +1,13 @@
 // `registry import` and `registry export`: production services as JSON Lines, streamed both
 // ways (a batch in memory at a time). Import upserts batches of BATCH rows with multi-row
-// statements (store/bulk.ts), sets replacement candidates once every line is in, then
+// statements (writes/bulk.ts), sets replacement candidates once every line is in, then
 // rebuilds the Redis index once: far faster than applying 100,000 single writes.
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
 import { PRODUCTION } from '../../hot/domain/keys.js';
-import type { Pool } from '../../hot/store/pool.js';
-import { bulkReplacements, bulkUpsert, dropOutbox, exportPage, type BulkRow } from '../../hot/store/bulk.js';
+import type { Pool } from '../../hot/pg/pool.js';
+import { bulkReplacements, bulkUpsert, dropOutbox, exportPage, type BulkRow } from '../../hot/writes/bulk.js';
 import { exportLine, LineError, parseLine } from './jsonl.js';
 
 export const BATCH = 1000;

@@ -1,11 +1,11 @@
-// Change events: written by every service write inside its own transaction (store/services.ts,
-// store/bulk.ts), read by the change feed (changes/hub.ts). Why the advisory lock: a bigserial
+// Change events: written by every service write inside its own transaction (writes/state.ts,
+// writes/bulk.ts), read by the change feed (changes/hub.ts). Why the advisory lock: a bigserial
 // id is drawn at INSERT but becomes visible at COMMIT, so two writers can commit out of id
 // order and a reader that has moved past id 7 would never see a late-committing id 6.
 // Holding one transaction-scoped lock from the id draw until COMMIT hands ids out in commit
 // order; the insert is the last statement of each write, so the lock is held for one
 // statement and the COMMIT round trip only.
-import type { Client, Pool } from '../store/pool.js';
+import type { Client, Pool } from '../pg/pool.js';
 
 export type ChangeType = 'service.created' | 'service.updated' | 'service.deprecated' | 'service.deleted';
 

@@ -10,8 +10,8 @@
 // or lost at the hand-over).
 import type { Config } from '../config.js';
 import type { Reply } from '../http/reply.js';
-import type { Pool } from '../store/pool.js';
-import { changeStreams, countBackendError } from '../ops/metrics.js';
+import type { Pool } from '../pg/pool.js';
+import { changeStreams, countBackendError } from '../metrics/metrics.js';
 import { lastChangeId, pruneChanges, readAllChanges, readChanges, type ChangeEvent } from './events.js';
 import { StreamShares } from './shares.js';
 

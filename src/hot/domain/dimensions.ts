@@ -185,7 +185,7 @@ export function memberRuleLua(dimensions: readonly Dimension[] = DIMENSIONS): st
  * is part of the namespace marker's name (Keys.verAt), so a generation built under another
  * rule reads as not indexed and is rebuilt, and the migrator compares it with the one the
  * stored index text (services.idx_members) was computed under, recomputing that text when
- * they differ (store/index-text.ts).
+ * they differ (reindex/index-text.ts).
  */
 export const MEMBER_RULE = createHash('sha256')
   .update(JSON.stringify((DIMENSIONS as readonly Dimension[]).map((d) => [d.set, d.kind, d.path, d.oneOf ?? null])))

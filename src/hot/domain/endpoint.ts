@@ -2,7 +2,7 @@
 // stored and returned in its WHATWG URL serialisation (`new URL(x).href`: lower-case scheme
 // and host, IDN hosts as punycode, default port dropped, path dot-segments resolved). User
 // info and control characters are refused. The request validator (validation.ts) and the
-// migration that normalises stored rows (store/endpoints.ts) both go through here.
+// migration that normalises stored rows (reindex/endpoints.ts) both go through here.
 
 /** Longest endpoint stored, counted on the serialisation (it can be longer than the input). */
 export const ENDPOINT_MAX = 2048;

@@ -17,7 +17,7 @@ export const healthCounts = {
   properties: { passing: count, critical: count, unknown: count },
 } as const;
 
-/** A sandbox as the admin and dashboard routes show it (sandbox/summary.ts); `tier` names a configured tier. */
+/** A sandbox as the admin and dashboard routes show it (sandboxes/summary.ts); `tier` names a configured tier. */
 export function sandboxSummary(tier: object) {
   return {
     type: 'object',

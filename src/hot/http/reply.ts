@@ -4,7 +4,7 @@
 // errors with the contract's body. Requests and routing are route.ts's.
 import type { HttpResponse } from 'uWebSockets.js';
 import { ApiError, ERRORS, errorBody, errorMessage, REGISTRY, STATUS_TEXT, type ErrorArg, type ErrorCode, type ErrorKey } from '../domain/errors.js';
-import { outageError } from '../ops/outage.js';
+import { outageError } from '../domain/outage.js';
 import type { Headers } from './types.js';
 
 export const JSON_TYPE = 'application/json; charset=utf-8';

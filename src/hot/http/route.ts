@@ -4,7 +4,7 @@
 // behind the route's credential check (guard), and route: 405 and 414 before a handler,
 // shadowed templates, HEAD twins of GET routes.
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
-import { clientAddress } from '../domain/client-address.js';
+import { clientAddress } from './client-address.js';
 import { readBody, readBodyAfter } from './body.js';
 import { Reply, sendError } from './reply.js';
 import type { BodyHooks, Req } from './types.js';

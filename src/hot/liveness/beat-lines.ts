@@ -18,7 +18,7 @@ export interface RateRecord {
   rejected: number;
 }
 
-/** Where a turn's rate records wait (sandbox/rate-records.ts): the heartbeat call takes them. */
+/** Where a turn's rate records wait (ratelimit/records.ts): the heartbeat call takes them. */
 export interface RateRecords {
   /** the records waiting, handed over (and forgotten there) */
   take(): RateRecord[];
@@ -31,7 +31,7 @@ export interface RateRecords {
 }
 
 /**
- * A heartbeat token this thread has seen accepted, for its service (sandbox/token-memory.ts's
+ * A heartbeat token this thread has seen accepted, for its service (liveness/token-memory.ts's
  * entry): the same object for every heartbeat of that token, so a turn's identical passing
  * heartbeats are found by it (beatKnown) without a line built and hashed per request.
  */

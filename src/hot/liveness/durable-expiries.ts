@@ -1,6 +1,6 @@
 // The durable side of lease expiry (sweeper.ts): the expiries a periodic pass made
 // visible (flipped in Redis and in the index), queued and written to PostgreSQL by at most
-// `parallel` workers in set-based transactions (store/leases.ts expireMany: only a service
+// `parallel` workers in set-based transactions (liveness/store.ts expireMany: only a service
 // still at the version its lease was made from; a heartbeat or write since then drew a newer
 // one, which stands), then recorded in Redis; and the critical leases found due:
 // deregistration (DELETE's write) once PostgreSQL agrees the service stayed critical that
@@ -8,13 +8,13 @@
 // or while they keep finding expiries, the writes wait (up to DURABLE_YIELD_MS for the oldest).
 import type { Logger } from 'pino';
 import type { Keys } from '../domain/keys.js';
-import type { Projector } from '../index/projector.js';
-import { countTransition } from '../ops/liveness-metrics.js';
+import type { Projector } from '../writes/projector.js';
+import { countTransition } from './metrics.js';
 import type { RedisClient } from '../redis/client.js';
 import type { LeaseRecord } from '../redis/replies.js';
-import { expireMany, loadLease } from '../store/leases.js';
-import type { Pool } from '../store/pool.js';
-import { deleteService } from '../store/write-functions.js';
+import { expireMany, loadLease } from './store.js';
+import type { Pool } from '../pg/pool.js';
+import { deleteService } from '../writes/write-functions.js';
 import { applyExpired } from './expiry.js';
 import { applyLease } from './redis-lease.js';
 

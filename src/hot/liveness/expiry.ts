@@ -11,12 +11,12 @@
 //                  leases given their committed record (lease-settle-2.lua, a page per
 //                  shard), the outbox rows acknowledged. Ids the scripts cannot patch go
 //                  through the projector's general path (or lease-apply).
-import { EXPIRY_PATCH } from '../domain/expiry-patch.js';
+import { EXPIRY_PATCH } from './expiry-patch.js';
 import type { Keys } from '../domain/keys.js';
-import type { Projector } from '../index/projector.js';
+import type { Projector } from '../writes/projector.js';
 import type { RedisClient } from '../redis/client.js';
 import { healthFlipReply, stringArray } from '../redis/replies.js';
-import type { ExpiredEntry } from '../store/leases.js';
+import type { ExpiredEntry } from './store.js';
 import { applyLease, shardOf } from './redis-lease.js';
 
 /** services per health-flip call (one Lua call holds Redis for its page: ~10 µs a service) */
@@ -76,7 +76,7 @@ export async function flipIndex(redis: RedisClient, keys: Keys, gen: string, ite
 }
 
 /**
- * Apply committed expiries (store/leases.ts expireMany) to Redis: the index (health-flip in
+ * Apply committed expiries (liveness/store.ts expireMany) to Redis: the index (health-flip in
  * commit mode; the general path for what it leaves, and for everything while a rebuild
  * runs), then each lease's committed record; their outbox rows go with the projector's next
  * ack flush. Returns whether all of it reached Redis; when not, the outbox rows stay and the

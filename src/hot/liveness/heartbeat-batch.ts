@@ -26,7 +26,7 @@
 // fleet in one call"). A cluster refuses keys of several slots in one script: there each
 // shard is its own heartbeat-2.lua call.
 //
-// On a standalone Redis the turn's rate records (sandbox/rate-records.ts: the requests answered from a
+// On a standalone Redis the turn's rate records (ratelimit/records.ts: the requests answered from a
 // rate-limit lease, sandbox heartbeats among them) ride in the turn's heartbeats.lua call
 // instead of a rate-count call of their own: that call was ~5 % of a sandbox heartbeat's
 // cost (docs/decisions.md, "Rate records ride in the heartbeat call"). A record still reaches
@@ -35,7 +35,7 @@ import { Cluster } from 'ioredis';
 import type { Keys } from '../domain/keys.js';
 import { scriptSource, type RedisClient } from '../redis/client.js';
 import type { ScriptLine } from '../redis/script-line.js';
-import { RATE_WINDOW } from '../domain/rate-window.js';
+import { RATE_WINDOW } from '../ratelimit/window.js';
 import { heartbeatReplies } from '../redis/replies.js';
 import { shardOf } from './redis-lease.js';
 import { lineOf, plainField, type BeatDone, type BeatIdentity, type RateRecord, type RateRecords } from './beat-lines.js';
@@ -151,7 +151,7 @@ export class HeartbeatBatch {
    * Settles once every call carrying rate records that is in flight now has been answered
    * (or failed); null when none is. A poll waits for it before it reads the totals: those
    * calls may go on the lean connection, and Redis does not promise to run two connections'
-   * commands in the order they were written (sandbox/summary.ts).
+   * commands in the order they were written (sandboxes/summary.ts).
    */
   landed(): Promise<void> | null {
     if (this.carrying.size === 0) return null;

@@ -2,16 +2,16 @@
 // entry of a batched Lua call (heartbeat-2.lua through heartbeat-batch.ts) that checks the
 // token's hash against the lease record in Redis and renews the deadline: no PostgreSQL, no
 // document, no cache touched. Only a heartbeat
-// that changes the status writes, through the normal write path (store/leases.ts setHealth,
+// that changes the status writes, through the normal write path (liveness/store.ts setHealth,
 // then the projector, which also carries the new lease state to Redis: lease-apply-2.lua).
 import type { Keys } from '../domain/keys.js';
-import type { Projector } from '../index/projector.js';
-import { countHeartbeat, countTransition } from '../ops/liveness-metrics.js';
+import type { Projector } from '../writes/projector.js';
+import { countHeartbeat, countTransition } from './metrics.js';
 import type { RedisClient } from '../redis/client.js';
 import type { ScriptLine } from '../redis/script-line.js';
-import type { IndexState } from '../store/services.js';
-import { loadLease, renewVersion, setHealth } from '../store/leases.js';
-import type { Pool } from '../store/pool.js';
+import type { IndexState } from '../writes/state.js';
+import { loadLease, renewVersion, setHealth } from './store.js';
+import type { Pool } from '../pg/pool.js';
 import { HeartbeatBatch, type BeatDone, type BeatIdentity } from './heartbeat-batch.js';
 import { applyLease, leaseOf } from './redis-lease.js';
 

@@ -5,8 +5,8 @@ import { LEASE_SHARDS, type Keys } from '../domain/keys.js';
 import type { ServiceRecord } from '../domain/service.js';
 import type { RedisClient } from '../redis/client.js';
 import { integer } from '../redis/replies.js';
-import { loadLeasePage, type LeaseRow } from '../store/leases.js';
-import type { Pool } from '../store/pool.js';
+import { loadLeasePage, type LeaseRow } from './store.js';
+import type { Pool } from '../pg/pool.js';
 
 /** FNV-1a of the id's UTF-16 units, mod LEASE_SHARDS (ids are ASCII) */
 export function shardOf(id: string): number {

@@ -18,11 +18,11 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { LEASE_SHARDS, type Keys } from '../domain/keys.js';
-import type { Projector } from '../index/projector.js';
-import { observeExpiryLag, setLeasedServices } from '../ops/liveness-metrics.js';
+import type { Projector } from '../writes/projector.js';
+import { observeExpiryLag, setLeasedServices } from './metrics.js';
 import type { RedisClient } from '../redis/client.js';
 import { leaseSweepReply } from '../redis/replies.js';
-import type { Pool } from '../store/pool.js';
+import type { Pool } from '../pg/pool.js';
 import { DurableExpiries, type ExpiryTask } from './durable-expiries.js';
 import { flipIndex, liveGeneration } from './expiry.js';
 

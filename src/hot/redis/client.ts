@@ -103,7 +103,7 @@ export function scriptLineFor(client: RedisClient, o: ScriptLineOptions = {}): S
 
 /**
  * Second names of a script's command, for calls of it sent another way (DIRECT_COMMANDS):
- * rateAhead is rate-limit's, for a sandbox's next batch asked for ahead (sandbox/leases.ts),
+ * rateAhead is rate-limit's, for a sandbox's next batch asked for ahead (ratelimit/admission.ts),
  * which no request waits on and which comes once per batch, not once per request.
  */
 export const SCRIPT_ALIASES: Readonly<Record<string, string>> = { rateAhead: 'rateLimit' };

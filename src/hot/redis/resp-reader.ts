@@ -3,7 +3,7 @@
 // reads kept until its end comes. Replies read as ioredis reads them (integers as numbers,
 // strings as strings, nil as null, error replies as values named ReplyError).
 
-/** An error reply of Redis (its name as ioredis's, so ops/outage.ts classifies it alike). */
+/** An error reply of Redis (its name as ioredis's, so domain/outage.ts classifies it alike). */
 export class LineReplyError extends Error {
   override name = 'ReplyError';
 }

@@ -10,7 +10,7 @@
 // returns false and the caller sends it through ioredis as before. What it does not do it
 // leaves to ioredis: a cluster (the batch uses it only on a standalone Redis), Sentinel,
 // the offline queue. Losing the connection fails the calls in flight with an error the
-// outage classifier reads as "Redis unavailable" (ops/outage.ts: a 503 with Retry-After),
+// outage classifier reads as "Redis unavailable" (domain/outage.ts: a 503 with Retry-After),
 // and it reconnects after 100 ms, 200 ms, ... at most 1 s apart. A call unanswered for
 // `timeoutMs` (ioredis's commandTimeout) drops the connection the same way: one watchdog
 // timer for the line, not a timer per call. A script Redis does not have (NOSCRIPT: a

@@ -1,0 +1,79 @@
+// Applies migrations/NNNN_name.sql in order, each in its own transaction, under an
+// advisory lock so that concurrent starters do not race; applied ones are recorded in the
+// schema_migrations ledger. Then, under the same lock, the one step written in TypeScript:
+// ensureIndexText() (index-text.ts), which needs indexText() and runs on every start.
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { normaliseStoredEndpoints } from '../reindex/endpoints.js';
+import type { Client, Pool } from './pool.js';
+import { ROOT } from '../paths.js';
+import { ensureIndexText } from '../reindex/index-text.js';
+
+const LOCK_ID = 7_242_001; // arbitrary, fixed: the migrator's advisory lock
+
+export const MIGRATIONS_DIR = join(ROOT, 'src/hot/pg/migrations');
+
+/**
+ * Migrations that need code SQL does not have (a WHATWG URL parser): run in the same
+ * transaction right after the SQL file of the same version.
+ */
+const CODE: Record<number, (c: Client, log: (msg: string) => void) => Promise<unknown>> = {
+  7: normaliseStoredEndpoints,
+};
+
+export interface MigrateOptions {
+  /**
+   * apply versions up to this one only, and skip ensureIndexText() (the schema it needs may
+   * not be there yet): a migration's test starts from the version before it
+   */
+  upTo?: number;
+}
+
+/**
+ * The migration files in order. Two files with one number would have the second skipped as
+ * applied (the ledger is keyed by number): that is refused here, before anything runs.
+ */
+export async function migrationFiles(dir = MIGRATIONS_DIR): Promise<string[]> {
+  const files = (await readdir(dir)).filter((f) => /^\d{4}_[a-z0-9_]+\.sql$/.test(f)).sort();
+  const seen = new Map<string, string>();
+  for (const f of files) {
+    const other = seen.get(f.slice(0, 4));
+    if (other) throw new Error(`migrations ${other} and ${f} share the number ${f.slice(0, 4)}: renumber one`);
+    seen.set(f.slice(0, 4), f);
+  }
+  return files;
+}
+
+export async function migrate(pool: Pool, log: (msg: string) => void = () => undefined, opts: MigrateOptions = {}): Promise<string[]> {
+  const files = await migrationFiles();
+  const client = await pool.connect();
+  const applied: string[] = [];
+  try {
+    await client.query('SELECT pg_advisory_lock($1)', [LOCK_ID]);
+    await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+      version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
+    const done = new Set((await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((r) => r.version));
+    for (const f of files) {
+      const version = Number(f.slice(0, 4));
+      if (done.has(version) || version > (opts.upTo ?? Infinity)) continue;
+      const sql = await readFile(join(MIGRATIONS_DIR, f), 'utf8');
+      await client.query('BEGIN');
+      try {
+        await client.query(sql);
+        await CODE[version]?.(client, log);
+        await client.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [version, f]);
+        await client.query('COMMIT');
+      } catch (err) {
+        await client.query('ROLLBACK');
+        throw new Error(`migration ${f} failed: ${(err as Error).message}`, { cause: err });
+      }
+      applied.push(f);
+      log(`applied migration ${f}`);
+    }
+    if (opts.upTo === undefined) await ensureIndexText(client, log);
+  } finally {
+    await client.query('SELECT pg_advisory_unlock($1)', [LOCK_ID]).catch(() => undefined);
+    client.release();
+  }
+  return applied;
+}

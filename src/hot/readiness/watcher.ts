@@ -1,0 +1,183 @@
+// The readiness watcher of a serving thread: learn the live index generation (and rebuild
+// the index from PostgreSQL when Redis has none, or lost it), watch PostgreSQL, and derive
+// readiness from both (the outbox sweeper is a part of its own, see compose.ts). The two
+// probes run side by side, each with its own time limit, so one sick server never freezes
+// the view of the other; a rebuild runs beside the probes, so a long one does not freeze
+// readiness either.
+import type { App } from '../app.js';
+import { dropGeneration, dropStaleBuild, rebuildIndex } from '../reindex/rebuild.js';
+import { PRODUCTION } from '../domain/keys.js';
+import { ifEqualReply } from '../redis/replies.js';
+
+export interface Watchers {
+  /** start the periodic checks; resolves after the first round (and the rebuild it started) */
+  start(): Promise<void>;
+  stop(): void;
+  /** one round of checks now, and the rebuild it starts (tests and start-up use it) */
+  tick(): Promise<void>;
+}
+
+/** a probe that takes longer than this counts as a failure */
+const PROBE_MS = 2000;
+
+class NoAnswer extends Error {}
+
+function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let t: NodeJS.Timeout;
+  return Promise.race([
+    p,
+    new Promise<never>((_, reject) => {
+      t = setTimeout(() => reject(new NoAnswer(`${what} did not answer within ${ms} ms`)), ms);
+    }),
+  ]).finally(() => clearTimeout(t));
+}
+
+/**
+ * Does the live generation still have its keys? `null` when Redis did not say in time: the
+ * caller then goes by the watchers' view (app.state), which has its own, longer bound.
+ */
+async function indexAlive(app: App, gen: string): Promise<boolean | null> {
+  try {
+    return (await within(app.redis.exists(app.keys.ver(PRODUCTION, gen)), PROBE_MS / 2, 'Redis')) === 1;
+  } catch (e) {
+    return e instanceof NoAnswer ? null : false;
+  }
+}
+
+/**
+ * The index check behind GET /readyz, shared: one Redis EXISTS per `reuseMs` per thread,
+ * however many probes ask (a flood of /readyz is not a flood of Redis commands; callers
+ * meanwhile get the answer under way). A check that finds the marker gone, or Redis
+ * refusing, reads "not ready" at once (an index emptied since the last watcher round); a
+ * check that Redis is merely slow to answer defers to the watchers (`app.state.redisUp`):
+ * one late answer on a loaded machine does not take the node out of its load balancer.
+ */
+export function readinessProbe(app: App, reuseMs = 100, now: () => number = () => performance.now()): () => Promise<boolean> {
+  let last: { at: number; gen: string; alive: Promise<boolean | null> } | null = null;
+  return async () => {
+    const gen = app.index.gen;
+    if (!gen) return false;
+    const t = now();
+    if (!last || last.gen !== gen || t - last.at >= reuseMs) last = { at: t, gen, alive: indexAlive(app, gen) };
+    return (await last.alive) ?? app.state.redisUp;
+  };
+}
+
+export function createWatchers(app: App, intervalMs = 500): Watchers {
+  const s = app.state;
+  /** the round under way; callers meanwhile share it */
+  let current: Promise<void> | null = null;
+  let stopped = false;
+  /** PostgreSQL answered at least once: from then on its outage degrades writes only */
+  let pgSeen = false;
+  let rebuild: Promise<void> | null = null;
+
+  const probePg = async (): Promise<boolean> => {
+    try {
+      await within(app.pg.query('SELECT 1'), PROBE_MS, 'PostgreSQL');
+      return true;
+    } catch {
+      return false;
+    }
+  };
+
+  /**
+   * The live generation, or null when the index is missing or was emptied under us (its
+   * production marker is gone: a FLUSHALL, a restart, an eviction). Throws while Redis is
+   * unreachable.
+   */
+  const probeIndex = async (): Promise<string | null> => {
+    const gen = await within(app.index.refreshGen(), PROBE_MS, 'Redis');
+    if (!gen) return null;
+    if ((await within(app.redis.exists(app.keys.ver(PRODUCTION, gen)), PROBE_MS, 'Redis')) === 1) return gen;
+    // broken: drop the live pointer so that a rebuild starts — unless a rebuild switched to
+    // a new generation meanwhile (and is dropping the old one we just looked at)
+    if (ifEqualReply(await app.redis.delIfEqual(app.keys.gen(), gen), 'del-if-equal')) {
+      app.log.warn({ gen }, 'the live index generation lost its keys (Redis emptied?) or is of another index format or member rule; rebuilding');
+      // what is left of it (all of it when it was built in another format: INDEX_FORMAT in
+      // keys.ts) is dropped like a retired generation; nothing reads it any more
+      void dropGeneration(app.redis, app.keys, gen).catch(() => undefined);
+    }
+    // none now (the pointer just dropped), or the one a rebuild elsewhere switched to
+    return app.index.refreshGen();
+  };
+
+  const startRebuild = (): Promise<void> => {
+    s.rebuild(true);
+    const p = (async () => {
+      try {
+        app.log.warn('no search index in Redis; rebuilding it from PostgreSQL (searches answer 503 until it is complete)');
+        const r = await rebuildIndex(app.pg, app.redis, app.keys, app.cfg.tiers, undefined, undefined, app.liveness.now);
+        if (r) {
+          app.log.info({ gen: r.gen, services: r.services, sandboxes: r.sandboxes, ms: r.ms }, 'index rebuilt from PostgreSQL');
+          // the rebuild made its generation live in Redis (reg:gen): read it from there
+          await app.index.refreshGen().catch(() => null); // (else the next round reads it)
+        }
+      } catch (err) {
+        app.log.error({ err: String(err) }, 'index rebuild failed; will retry');
+      } finally {
+        s.rebuild(false);
+        rebuild = null;
+      }
+    })();
+    rebuild = p;
+    return p;
+  };
+
+  const round = (): Promise<void> => {
+    if (stopped) return Promise.resolve();
+    current ??= oneRound().finally(() => (current = null));
+    return current;
+  };
+
+  let first = true;
+  const oneRound = async () => {
+    const [pgUp, idx] = await Promise.all([
+      probePg(),
+      probeIndex().then(
+        (gen) => ({ up: true, gen }),
+        (err: unknown) => {
+          // an open connection that answers nothing (a partition) holds every command until
+          // its timeout: drop it; while it reconnects, commands fail at once (503)
+          if (err instanceof NoAnswer) app.redis.disconnect(true);
+          return { up: false, gen: app.index.gen };
+        },
+      ),
+    ]);
+    if (!first && pgUp !== s.pgUp) app.log.warn(pgUp ? 'PostgreSQL is reachable again' : 'PostgreSQL is unreachable: writes answer 503, reads go on from Redis');
+    if (!first && idx.up !== s.redisUp) app.log.warn(idx.up ? 'Redis is reachable again' : 'Redis is unreachable: searches answer 503, writes go on (the outbox keeps them for the index)');
+    first = false;
+    pgSeen ||= pgUp;
+    if (idx.up && !idx.gen && pgUp && !rebuild && !stopped) void startRebuild().then(round);
+    if (idx.up && !rebuild) {
+      void dropStaleBuild(app.redis, app.keys).then(
+        (gen) => gen && app.log.warn({ gen }, 'dropped the partial index of a rebuild that died'),
+        () => undefined,
+      );
+    }
+    // ready: a complete index generation is live in a reachable Redis, and PostgreSQL has
+    // answered (since start-up: a later PostgreSQL outage degrades writes, not reads)
+    s.observed({ pgUp, redisUp: idx.up, indexLive: !!idx.gen, pgSeen });
+  };
+
+  let t: NodeJS.Timeout | null = null;
+  const watchers: Watchers = {
+    async start() {
+      t ??= setInterval(() => void round(), intervalMs);
+      t.unref();
+      await watchers.tick();
+    },
+    stop() {
+      stopped = true;
+      if (t) clearInterval(t);
+    },
+    async tick() {
+      await round();
+      if (rebuild) await rebuild;
+      // a round begun before the rebuild ended may have seen no index yet: look again
+      while (current) await current;
+      await round();
+    },
+  };
+  return watchers;
+}

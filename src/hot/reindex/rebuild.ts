@@ -1,0 +1,231 @@
+// Rebuild the Redis index from PostgreSQL into a fresh generation of keys, then switch the
+// live generation in one SET. Readers never see a half-built index: until the switch they
+// keep the old generation (or, when Redis lost everything, answer 503). Writers apply to
+// the building generation too. Every state is applied at its own revision (the version read
+// with it), never 0, and deleted ids get their tombstone revisions back: a sync that loaded
+// an older state before the rebuild read a newer one loses to it in the new generation as
+// in the old (redis/README.md, "Revisions").
+import { randomBytes } from 'node:crypto';
+import type { Keys } from '../domain/keys.js';
+import { PRODUCTION } from '../domain/keys.js';
+import { reseedLeases } from '../liveness/redis-lease.js';
+import { applyArgs, pageArgs, pageRowApplyArgs } from '../writes/apply-args.js';
+import type { RedisClient } from '../redis/client.js';
+import type { Pool } from '../pg/pool.js';
+import { loadIndexPage, loadTombstonePage, type IndexPageRow } from './index-pages.js';
+import { writeSandboxMeta } from '../sandboxes/meta.js';
+import type { TierConfig } from '../config.js';
+import { ifEqualReply, indexPageReply, NOT_INDEXED } from '../redis/replies.js';
+
+export interface RebuildResult {
+  gen: string;
+  services: number;
+  sandboxes: number;
+  ms: number;
+  /**
+   * Settles once the previous generation's keys are gone (after RETIRE_GRACE_MS): a
+   * short-lived caller (the CLI) awaits it before disconnecting; a server need not.
+   */
+  retired: Promise<number>;
+}
+
+/**
+ * How long the previous generation outlives the switch. Every thread learns of the switch
+ * from the "gen:" message at once, or from its watcher within a tick (500 ms) should the
+ * message be lost; a search that read the old pointer just before the switch still finds
+ * its keys meanwhile instead of answering 503.
+ */
+export const RETIRE_GRACE_MS = 2000;
+
+// The lock is short and renewed while the rebuild runs: a rebuilder that dies (SIGKILL,
+// lost host) blocks the next one for at most LOCK_MS, not for the length of a rebuild.
+const LOCK_MS = 15_000;
+const RENEW_MS = 5_000;
+// Services per PostgreSQL page and per index-page.lua call. Each set a page touches costs
+// the script a read and a write of its buckets, so bigger pages amortise that: 1,000 -> 2,000
+// took Redis's CPU for 300,000 services from 18.1 to 14.8 s (3,000: 15.2 s, no better;
+// bench/README.md). 2,000 keeps every unpack() at 4,000 values (two per service), half of
+// Lua's C-stack bound of 8,000.
+const BATCH = 2000;
+
+/** The rebuild lost its footing (Redis emptied or restarted under it, lock lost): retry. */
+export class RebuildAborted extends Error {}
+
+export async function rebuildIndex(
+  pool: Pool,
+  redis: RedisClient,
+  keys: Keys,
+  tiers: TierConfig,
+  /** after each page is handed to Redis; a returned promise holds the rebuild (tests interleave writes there) */
+  onProgress: (done: number) => unknown = () => undefined,
+  /** services per page (tests that interleave writes between pages fix it) */
+  pageSize = BATCH,
+  /** the clock fresh leases are counted from (liveness; tests inject theirs) */
+  now: () => number = Date.now,
+): Promise<RebuildResult | null> {
+  const t0 = Date.now();
+  const token = randomBytes(8).toString('hex');
+  if ((await redis.set(keys.rebuildLock(), token, 'PX', LOCK_MS, 'NX')) !== 'OK') return null; // another node rebuilds
+  let lost = false;
+  const heartbeat = setInterval(() => {
+    redis.pexpireIfEqual(keys.rebuildLock(), token, LOCK_MS).then(
+      (r) => {
+        try {
+          lost ||= !ifEqualReply(r, 'pexpire-if-equal');
+        } catch {
+          lost = true; // a reply of another shape: the lock is not known to be ours
+        }
+      },
+      () => undefined, // Redis away: the next command of the rebuild fails too
+    );
+  }, RENEW_MS);
+  heartbeat.unref();
+  try {
+    const gen = randomBytes(5).toString('hex');
+    const oldGen = await redis.get(keys.gen());
+    // we hold the lock: a building pointer left now is a dead rebuild's partial generation
+    const dead = await redis.get(keys.building());
+    await redis.set(keys.building(), gen);
+    if (dead && dead !== oldGen) void dropGeneration(redis, keys, dead).catch(() => undefined);
+    // namespaces first, so that writers can apply to the building generation
+    const sbs = await pool.query<{ uuid: string; name: string; tier: string; version: string; key_hash: Buffer }>('SELECT uuid, name, tier, version, key_hash FROM sandboxes');
+    await redis.set(keys.ver(PRODUCTION, gen), '1');
+    await Promise.all(sbs.rows.map((s) => redis.set(keys.ver(s.uuid, gen), '1')));
+    await Promise.all(sbs.rows.map((s) => writeSandboxMeta(redis, keys, s, tiers[s.tier] ?? 0, s.key_hash.toString('hex'))));
+    let n = 0;
+    // Three stages overlap: PostgreSQL reads page k+2 while this thread serialises page k+1
+    // and Redis writes page k (docs/decisions.md, "Bulk rebuild").
+    const fetch = (after: number) => {
+      const p = loadIndexPage(pool, after, pageSize);
+      p.catch(() => undefined); // handled where it is awaited; no unhandled rejection meanwhile
+      return p;
+    };
+    const settle = async (writing: Promise<number[]>) => {
+      // NOT_INDEXED: a namespace marker of this generation vanished — Redis was emptied under us
+      if ((await writing).includes(NOT_INDEXED)) throw new RebuildAborted('the index being built vanished (Redis emptied or restarted); starting over');
+      if (lost) throw new RebuildAborted('the rebuild lock was lost; another rebuild may be running');
+    };
+    let next = fetch(0);
+    let writing: Promise<number[]> | null = null;
+    for (;;) {
+      const page = await next;
+      if (!page.length) break;
+      const [, , , lastSeq] = page[page.length - 1]!;
+      next = fetch(Number(lastSeq));
+      const w = writePage(redis, keys, gen, page);
+      w.catch(() => undefined); // awaited by settle() below
+      if (writing) await settle(writing);
+      writing = w;
+      n += page.length;
+      await onProgress(n);
+    }
+    if (writing) await settle(writing);
+    // deleted ids keep their tombstone revisions in the new generation too, so that a sync
+    // still holding a state loaded before the deletion cannot bring the service back
+    for (let after = ''; ; ) {
+      const tombs = await loadTombstonePage(pool, after, pageSize);
+      if (!tombs.length) break;
+      after = tombs[tombs.length - 1]!.id;
+      const rs = await Promise.all(tombs.map((x) => redis.applyService(...applyArgs(keys, gen, x.ns, x.id, x.version, null))));
+      if (rs.includes(NOT_INDEXED)) throw new RebuildAborted('the index being built vanished (Redis emptied or restarted); starting over');
+    }
+    // leases lost with Redis start a full fresh ttl now, before anyone can heartbeat against
+    // the new generation (liveness/redis-lease.ts)
+    await reseedLeases(pool, redis, keys, now);
+    // Switch only to a generation that is whole: our building pointer and production's
+    // marker must still be there (a FLUSHALL at any point before removes both), and check
+    // again after the switch, undoing it if Redis was emptied in between — a live pointer
+    // to a dead generation would answer 503 for good instead of triggering a rebuild.
+    const whole = async () => (await redis.get(keys.building())) === gen && (await redis.exists(keys.ver(PRODUCTION, gen))) === 1;
+    if (!(await whole())) throw new RebuildAborted('the index being built vanished before the switch; starting over');
+    await redis.set(keys.gen(), gen);
+    if (!(await redis.exists(keys.ver(PRODUCTION, gen)))) {
+      await redis.delIfEqual(keys.gen(), gen);
+      throw new RebuildAborted('Redis was emptied during the switch; starting over');
+    }
+    await redis.delIfEqual(keys.building(), gen);
+    await redis.publish(keys.invalidationChannel(), 'gen:' + gen);
+    const retired =
+      oldGen && oldGen !== gen
+        ? new Promise<void>((r) => setTimeout(r, RETIRE_GRACE_MS)).then(() => dropGeneration(redis, keys, oldGen)).catch(() => 0)
+        : Promise.resolve(0);
+    return { gen, services: n, sandboxes: sbs.rowCount ?? 0, ms: Date.now() - t0, retired };
+  } finally {
+    clearInterval(heartbeat);
+    // release only our own lock (compare-and-delete in one step)
+    await redis.delIfEqual(keys.rebuildLock(), token).catch(() => undefined);
+  }
+}
+
+/**
+ * One page into the building generation: one index-page.lua call per namespace run,
+ * pipelined. When the script finds ids of the run already in the generation (a sync applied
+ * them while the rebuild ran), it writes nothing and names them: the run is sent again
+ * without them, and those with an older state in place ("left") are applied one by one with
+ * apply-service, at the version read. Resolves to one status per call: NOT_INDEXED when the
+ * namespace marker was gone.
+ */
+function writePage(redis: RedisClient, keys: Keys, gen: string, page: IndexPageRow[]): Promise<number[]> {
+  const calls: Promise<number>[] = [];
+  for (let i = 0; i < page.length; ) {
+    const [, ns] = page[i]!;
+    let j = i + 1;
+    while (j < page.length && page[j]![1] === ns) j++;
+    calls.push(writeRun(redis, keys, gen, ns, page.slice(i, j)));
+    i = j;
+  }
+  return Promise.all(calls);
+}
+
+/** A run of one namespace's services (seq order) into the building generation: 1, or NOT_INDEXED. */
+async function writeRun(redis: RedisClient, keys: Keys, gen: string, ns: string, run: IndexPageRow[]): Promise<number> {
+  const left: IndexPageRow[] = [];
+  for (;;) {
+    const r = indexPageReply(await redis.indexPage(...pageArgs(keys, gen, ns, run)));
+    if (r === NOT_INDEXED) return NOT_INDEXED;
+    if (!r) break;
+    // each retry leaves at least one id out (the script names only ids of the run), so this ends
+    const out = new Set([...r.skip, ...r.left]);
+    const back = new Set(r.left);
+    for (const s of run) if (back.has(s[0])) left.push(s);
+    run = run.filter(([id]) => !out.has(id));
+    if (!run.length) break;
+  }
+  const rs = await Promise.all(left.map((s) => redis.applyService(...pageRowApplyArgs(keys, gen, s))));
+  return rs.includes(NOT_INDEXED) ? NOT_INDEXED : 1;
+}
+
+/**
+ * A rebuild that died (SIGKILL, lost host) leaves its building pointer, and writers keep
+ * applying to its partial generation. Once its lock has expired, drop both. Returns the
+ * generation dropped, or null.
+ */
+export async function dropStaleBuild(redis: RedisClient, keys: Keys): Promise<string | null> {
+  const stale = await redis.get(keys.building());
+  if (!stale || (await redis.exists(keys.rebuildLock())) === 1) return null;
+  // compare-and-delete: a rebuild that just started has put its own generation there
+  if (!ifEqualReply(await redis.delIfEqual(keys.building(), stale), 'del-if-equal')) return null;
+  if (stale !== (await redis.get(keys.gen()))) await dropGeneration(redis, keys, stale);
+  return stale;
+}
+
+/** Delete every key of an old generation (SCAN on each primary; UNLINK frees in background). */
+export async function dropGeneration(redis: RedisClient, keys: Keys, gen: string): Promise<number> {
+  const nodes = 'nodes' in redis && typeof redis.nodes === 'function' ? redis.nodes('master') : [redis];
+  let n = 0;
+  for (const node of nodes) {
+    let cursor = '0';
+    do {
+      const [next, batch] = await node.scan(cursor, 'MATCH', keys.genPattern(gen), 'COUNT', 1000);
+      cursor = next;
+      if (batch.length) {
+        // one UNLINK per key (keys of a batch may lie in different cluster slots), pipelined:
+        // a key at a time cost a round trip each, ~10 minutes for the ~700,000 keys of a
+        // million-service generation on a loaded machine
+        await Promise.all(batch.map((k) => node.unlink(k)));
+        n += batch.length;
+      }
+    } while (cursor !== '0');
+  }
+  return n;
+}

@@ -1,0 +1,202 @@
+// The near cache: this thread's copy of the index sets it searched (sorted Float64Arrays of
+// seqs, on SharedArrayBuffers so the worker pool reads them without a copy) and of the
+// pre-serialised documents it served (bytes), loaded from Redis on first use and kept
+// current key by key: every applied write publishes its delta (apply-service-1.lua: the
+// namespace version after it, the service's old seq and set memberships, its new ones),
+// and only the sets named there change, only the documents of those seqs are dropped.
+//
+// Consistency (docs/decisions.md, "Near cache"):
+// - A set is loaded atomically with the namespace version `v` it matches (near-load-2.lua)
+//   and then follows every delta newer than `v`, in order (deltas are published inside
+//   the script that applies the write, so they arrive in the order Redis applied them).
+//   A delta that skips a version (a lost message) drops the set: it reloads on next use.
+//   Deltas that arrived while the set was loading are replayed from a short log.
+// - Documents fetched while a delta of their namespace arrived are not kept (the fetch may
+//   have read the state before it); a delta drops the documents of the seqs it names.
+// - Read-your-writes on the writing thread: the projector reports the version its write
+//   produced (require()); until this thread has received that delta, searches of the
+//   namespace go to Redis as before.
+// - Bounded by bytes (this thread's share of NEAR_CACHE_MB, a process total), least recently
+//   used out, sets and documents alike (documents in chunks of consecutive seqs: near-docs.ts).
+//   The bytes are what is allocated: each array's buffer at its byteLength, the key string,
+//   and the objects around them at constants measured with bench/overheads.ts
+//   (docs/decisions.md, "Memory budgets that hold in resident memory").
+// - A set that is empty (a filter value that matches nothing: any string a client makes up)
+//   costs no set entry: it is kept in a pool of its own, at most EMPTY_MAX keys, counted in
+//   the budget, so a flood of distinct unknown values churns that pool and nothing else.
+
+import { digested, type Doc } from '../../domain/digest.js';
+import { NearDocs, type Incoming } from './docs.js';
+import { NearSets } from './sets.js';
+import { applyTo, LOG_MAX, parseDelta, sizeOf } from './state.js';
+
+
+/** The near cache: its sets (near-sets.ts) with the documents on top. */
+export class NearCache extends NearSets {
+  /** documents, in chunks of consecutive seqs per namespace (near-docs.ts) */
+  private docs = new NearDocs();
+  /** small integer per namespace base (the documents' namespace key); forgotten with everything in clear() */
+  private baseIds = new Map<string, number>();
+
+  /** bytes held, sets (empty ones too) and documents */
+  get bytes(): number {
+    return this.setBytes + this.empty.bytes + this.docs.bytes;
+  }
+
+  /** A delta message: a write's "delta\t<base>\t<ver>\t<oldSeq>\t<oldMem>\t<newSeq>\t<newMem>", or an expiry page's "deltas\t…" (near-state.ts parseDelta). */
+  onDelta(msg: string): void {
+    if (!this.enabled) return;
+    const parsed = parseDelta(msg);
+    if (!parsed) return;
+    const { base, delta: d } = parsed;
+    this.stats.deltas++;
+    const s = this.state(base);
+    if (d.ver <= s.latest) return; // (a duplicate: never expected)
+    // a version skipped means a message was lost: nothing of the namespace can be trusted;
+    // before the first delta, only sets loaded at versions older than its predecessor can
+    // have missed one
+    if (s.latest > 0 ? d.ver !== s.latest + 1 : s.minLoaded < d.ver - 1) {
+      this.stats.resets++;
+      s.resets++;
+      s.log = [];
+    }
+    s.latest = d.ver;
+    s.epoch++;
+    s.log.push(d);
+    if (s.log.length > LOG_MAX) s.log.splice(0, s.log.length - LOG_MAX / 2);
+    if (d.oldSeq !== null) this.docs.drop(this.baseId(base), d.oldSeq);
+    if (d.newSeq !== null) this.docs.drop(this.baseId(base), d.newSeq);
+    if (d.seqs) for (const seq of d.seqs) this.docs.drop(this.baseId(base), seq);
+    for (const suffix of new Set([...d.oldMembers, ...d.newMembers])) {
+      const key = base + suffix;
+      if (this.empty.size) this.empty.drop(key); // it may not be empty now: reloaded on next use
+      const e = this.sets.get(key);
+      if (!e) continue;
+      if (e.resets !== s.resets) this.dropSet(key, e);
+      else if (d.ver > e.loadedVer) {
+        const before = e.bytes;
+        applyTo(e, suffix, d);
+        e.bytes = sizeOf(key, e);
+        this.setBytes += e.bytes - before;
+      }
+    }
+    this.evict();
+  }
+
+  /**
+   * Documents of `seqs` (ascending) in that order (null: the namespace no longer has it).
+   * Misses are fetched in one call and kept unless a delta of the namespace arrived meanwhile.
+   */
+  async documents(base: string, seqs: Float64Array, fetch: (seqs: number[]) => Promise<(Buffer | null)[]>): Promise<(Doc | null)[]> {
+    const resets = this.states.get(base)?.resets ?? 0;
+    const id = this.baseId(base);
+    const out: (Doc | null)[] = new Array<Doc | null>(seqs.length).fill(null);
+    const missing: number[] = [];
+    const at: number[] = [];
+    for (let i = 0; i < seqs.length; i++) {
+      const d = this.docs.get(id, resets, seqs[i]!);
+      if (d) out[i] = d;
+      else {
+        missing.push(seqs[i]!);
+        at.push(i);
+      }
+    }
+    this.stats.docHits += seqs.length - missing.length;
+    this.stats.docMisses += missing.length;
+    if (!missing.length) return out;
+    const { docs } = await this.fetchDocs(base, resets, missing, fetch);
+    for (let k = 0; k < missing.length; k++) out[at[k]!] = docs[k] ?? null;
+    return out;
+  }
+
+  /**
+   * Fetch the documents of `missing` (ascending) in one call and digest them; keep the ones
+   * there are (null: gone from the namespace) unless a delta of the namespace, a reset or a
+   * clear() arrived during the fetch (the fetch may have read the state before it).
+   */
+  private async fetchDocs(base: string, resets: number, missing: number[], fetch: (seqs: number[]) => Promise<(Buffer | null)[]>): Promise<{ docs: (Doc | null)[]; kept: boolean }> {
+    const epoch = this.epoch(base);
+    const cleared = this.cleared;
+    const got = await fetch(missing);
+    const kept = this.epoch(base) === epoch && (this.states.get(base)?.resets ?? 0) === resets && this.cleared === cleared;
+    const docs = missing.map((_, k) => {
+      const d = got[k];
+      return d ? digested(d) : null;
+    });
+    if (kept) {
+      const incoming: Incoming[] = [];
+      for (let k = 0; k < missing.length; k++) {
+        const doc = docs[k];
+        if (doc) incoming.push({ seq: missing[k]!, doc });
+      }
+      if (incoming.length) {
+        this.docs.insert(this.baseId(base), resets, incoming, this.maxBytes);
+        this.evict();
+      }
+    }
+    return { docs, kept };
+  }
+
+  /**
+   * Make every document of `seqs` held: the missing ones fetched in one call and kept. True
+   * when all are held now; false when one could not be (gone from the namespace: the others
+   * are kept; or a delta arrived during the fetch: nothing fetched is kept). No document
+   * object is made for the ones already held (the async page then joins with joinNow(), as
+   * the sync one does).
+   */
+  async fill(base: string, seqs: Float64Array, fetch: (seqs: number[]) => Promise<(Buffer | null)[]>): Promise<boolean> {
+    const resets = this.states.get(base)?.resets ?? 0;
+    const id = this.baseId(base);
+    const missing: number[] = [];
+    for (let i = 0; i < seqs.length; i++) if (!this.docs.has(id, resets, seqs[i]!)) missing.push(seqs[i]!);
+    this.stats.docHits += seqs.length - missing.length;
+    this.stats.docMisses += missing.length;
+    if (!missing.length) return true;
+    const { docs, kept } = await this.fetchDocs(base, resets, missing, fetch);
+    return kept && docs.every((d) => d !== null);
+  }
+
+  /**
+   * The page of `seqs` (ascending) as its JSON array and its documents' digests (16 bytes
+   * each, page order), if this thread holds every document now; null when one is missing:
+   * the caller takes documents() instead. Documents held are dropped by the delta of any
+   * write to their seq, so a document held is the one the sets held agree with. Both are
+   * views of scratch memory, valid until the next call. `count`: as hits (false after
+   * fill(), which counted them).
+   */
+  joinNow(base: string, seqs: Float64Array, count = true): { body: Buffer; digests: Buffer } | null {
+    const page = this.docs.join(this.baseId(base), this.states.get(base)?.resets ?? 0, seqs);
+    if (page && count) this.stats.docHits += seqs.length;
+    return page;
+  }
+
+  private baseId(base: string): number {
+    let id = this.baseIds.get(base);
+    if (id === undefined) {
+      if (this.baseIds.size >= 2 ** 20) this.clear(); // (a bound on the map; never expected)
+      this.baseIds.set(base, (id = this.baseIds.size));
+    }
+    return id;
+  }
+
+  /** Least recently used out until within budget: documents first (cheap to refetch, many), empty sets last. */
+  protected override evict(): void {
+    while (this.bytes > this.maxBytes && this.docs.evictOne());
+    while (this.bytes > this.maxBytes && this.sets.size) {
+      const k = this.oldestSet.next()!;
+      this.dropSet(k, this.sets.get(k)!);
+    }
+    while (this.bytes > this.maxBytes && this.empty.dropOldest());
+  }
+
+  /** Forget everything (a generation switch, a lost subscription). */
+  override clear(): void {
+    super.clear();
+    this.docs.clear();
+    this.baseIds.clear();
+  }
+
+  get docCount(): number {
+    return this.docs.count;
+  }
+}

@@ -1,0 +1,263 @@
+// Keeps Redis in step with PostgreSQL. Every write commits an outbox row; right after COMMIT
+// the writer calls sync(), which reads the committed state together with its revision (the
+// service's version, or its tombstone's; a sandbox row's version) in one statement and
+// applies both (apply-service-1.lua / apply-sandbox-1.lua ignore a revision older than the one
+// in place). Outbox rows are deleted only once applied, and a sweeper re-applies any row
+// left behind (a crash between COMMIT and Redis, or Redis away), so the two never disagree
+// for good. The rule, and why the revision must come from the same snapshot as the state:
+// redis/README.md, "Revisions". The services' states reach Redis through apply-services.ts;
+// the records and hooks the projector takes and reports: projector-types.ts.
+import type { Logger } from 'pino';
+import type { Config } from '../config.js';
+import type { Keys } from '../domain/keys.js';
+import type { RedisClient } from '../redis/client.js';
+import type { Pool } from '../pg/pool.js';
+import { writeSandboxMeta } from '../sandboxes/meta.js';
+import { loadSandboxMeta, type SandboxRow } from '../sandboxes/store.js';
+import { loadIndexStates, type IndexState } from './state.js';
+import type { ServiceText } from './apply-args.js';
+import { applyServices } from './apply-services.js';
+import type { CommittedEntry, OutboxEntry, ProjectorEvents, ProjectorOptions } from './projector-types.js';
+
+/** A sync that failed after loading its states: carries the revisions it was applying (for the log). */
+class SyncFailed extends Error {
+  constructor(
+    readonly reason: unknown,
+    readonly revisions: Map<string, number>,
+  ) {
+    super(String(reason));
+  }
+}
+
+const NONE: ReadonlySet<string> = new Set();
+const NO_TEXT: ReadonlyMap<string, ServiceText> = new Map();
+
+export class Projector {
+  private timer: NodeJS.Timeout | null = null;
+  private sweeping = false;
+  /** outbox rows applied by applyCommitted(), deleted together by the next ack flush */
+  private acks: number[] = [];
+  private ackTimer: NodeJS.Timeout | null = null;
+  private readonly beforeApply: ((ids: string[]) => Promise<void>) | null;
+  private readonly ackMs: number;
+  /**
+   * a sandbox's outbox row (its key hash among what it carries) is waiting: the Redis index
+   * may miss a key, so key look-ups ask PostgreSQL (SandboxAuth's indexMarker). Set by the
+   * last sweep, and at once by sandboxPending()
+   */
+  private sandboxRowsWaiting = false;
+
+  constructor(
+    readonly pool: Pool,
+    readonly redis: RedisClient,
+    readonly keys: Keys,
+    readonly tiers: Config['tiers'],
+    readonly log: Logger,
+    private readonly events: ProjectorEvents = {},
+    /**
+     * Replicas serve reads: a write is acknowledged once they have it (WAIT on the
+     * connections that wrote it, which must then be the projector's own: replicaWaiter()),
+     * or after REDIS_REPLICA_WAIT_MS at most — then a replica may serve the previous state
+     * until it catches up (the staleness bound, docs/decisions.md "Read replicas"). null: no
+     * replicas.
+     */
+    private readonly replicaWait: (() => Promise<unknown>) | null = null,
+    opts: ProjectorOptions = {},
+  ) {
+    this.beforeApply = opts.beforeApply ?? null;
+    this.ackMs = opts.ackMs ?? 20;
+  }
+
+  /**
+   * Apply committed writes. Returns the entries applied (or found already covered by a
+   * newer revision); the others (Redis away, index missing) stay in the outbox for the
+   * sweeper. Throws when Redis fails.
+   */
+  async sync(entries: OutboxEntry[]): Promise<OutboxEntry[]> {
+    if (!entries.length) return [];
+    const svcIds = [...new Set(entries.filter((e) => e.kind !== 'sandbox').map((e) => e.id))];
+    const sbIds = [...new Set(entries.filter((e) => e.kind === 'sandbox').map((e) => e.id))];
+    const [states, sandboxes] = await Promise.all([
+      svcIds.length ? loadIndexStates(this.pool, svcIds) : new Map<string, IndexState>(),
+      sbIds.length ? loadSandboxMeta(this.pool, sbIds) : new Map<string, SandboxRow & { key_hash: Buffer }>(),
+    ]);
+    return this.apply(entries, svcIds, sbIds, states, sandboxes, false);
+  }
+
+  /**
+   * Apply writes whose committed state (and revision) their transaction returned: no read
+   * of PostgreSQL; their outbox rows are deleted by the next ack flush. Returns whether
+   * every one was applied; a failure is logged and counted, and left to the sweeper.
+   */
+  async applyCommitted(committed: CommittedEntry[]): Promise<boolean> {
+    if (!committed.length) return true;
+    const entries = committed.map((c) => ({ row: c.row, ns: c.state.ns, id: c.id }));
+    try {
+      // an id written twice in one group (a delete's listing service deleted by the next
+      // write): its newest revision is the one that counts (the revision rule)
+      const states = new Map<string, IndexState>();
+      const texts = new Map<string, ServiceText>();
+      for (const c of committed) {
+        const had = states.get(c.id);
+        if (had && had.version >= c.state.version) continue;
+        states.set(c.id, c.state);
+        if (c.text) texts.set(c.id, c.text);
+        else texts.delete(c.id);
+      }
+      const noLease = new Set(committed.filter((c) => c.created && !c.state.record?.lease).map((c) => c.id));
+      return (await this.apply(entries, [...states.keys()], [], states, new Map(), true, noLease, texts)).length === entries.length;
+    } catch (err) {
+      this.failed('write', err, entries);
+      return false;
+    }
+  }
+
+  private async apply(
+    entries: OutboxEntry[],
+    svcIds: string[],
+    sbIds: string[],
+    states: Map<string, IndexState>,
+    sandboxes: Map<string, SandboxRow & { key_hash: Buffer }>,
+    ackLater: boolean,
+    noLease: ReadonlySet<string> = NONE,
+    texts: ReadonlyMap<string, ServiceText> = NO_TEXT,
+  ): Promise<OutboxEntry[]> {
+    if (this.beforeApply) await this.beforeApply([...svcIds, ...sbIds]);
+    const revisions = new Map<string, number>([...states].map(([id, st]) => [id, st.version]));
+    try {
+      const applied = new Set<string>();
+      for (const uuid of sbIds) {
+        const s = sandboxes.get(uuid);
+        // (a sandbox is never deleted; a row that vanished has nothing left to apply)
+        if (s) await writeSandboxMeta(this.redis, this.keys, s, this.tiers[s.tier] ?? 0, s.key_hash.toString('hex'));
+        applied.add('sandbox:' + uuid);
+      }
+      const touched = new Set<string>();
+      if (svcIds.length) await applyServices(this.redis, this.keys, this.log, this.events, entries, states, applied, touched, noLease, texts);
+      const done = entries.filter((e) => applied.has((e.kind ?? 'service') + ':' + e.id));
+      if (touched.size && this.replicaWait) await this.replicaWait().catch(() => 0);
+      if (done.length) {
+        if (ackLater) this.ackLater(done.map((e) => e.row));
+        else await this.pool.query('DELETE FROM outbox WHERE id = ANY($1)', [done.map((e) => e.row)]);
+        if (touched.size) this.events.applied?.(touched);
+      }
+      return done;
+    } catch (err) {
+      throw new SyncFailed(err, revisions);
+    }
+  }
+
+
+  /** Outbox rows another path applied (the lease sweeper's expiries, liveness/expiry.ts): deleted by the next ack flush. */
+  ack(rows: number[]): void {
+    if (rows.length) this.ackLater(rows);
+  }
+
+  private ackLater(rows: number[]): void {
+    for (const r of rows) this.acks.push(r);
+    this.ackTimer ??= setTimeout(() => void this.flushAcks(), this.ackMs).unref();
+  }
+
+  /** Delete the outbox rows of applied writes (one statement); a failure leaves them to the sweeper. */
+  async flushAcks(): Promise<void> {
+    if (this.ackTimer) clearTimeout(this.ackTimer);
+    this.ackTimer = null;
+    const rows = this.acks;
+    this.acks = [];
+    if (rows.length) await this.pool.query('DELETE FROM outbox WHERE id = ANY($1)', [rows]).catch(() => undefined);
+  }
+
+  /** Sync right after a commit; a failure is logged and counted, and left to the sweeper. */
+  async syncQuietly(entries: OutboxEntry[]): Promise<boolean> {
+    try {
+      return (await this.sync(entries)).length === entries.length;
+    } catch (err) {
+      this.failed('write', err, entries);
+      return false;
+    }
+  }
+
+  private failed(stage: 'write' | 'sweep', err: unknown, entries: OutboxEntry[]): void {
+    this.events.failed?.(stage);
+    const revs = err instanceof SyncFailed ? err.revisions : new Map<string, number>();
+    const ids = [...new Set(entries.map((e) => e.id))];
+    this.log.warn(
+      {
+        err: String(err instanceof SyncFailed ? err.reason : err),
+        stage,
+        serviceIds: ids,
+        revisions: ids.map((id) => revs.get(id) ?? null),
+        outboxRows: entries.map((e) => e.row),
+      },
+      'index update failed; the outbox sweeper will retry',
+    );
+  }
+
+  /** Re-apply outbox rows older than `minAgeMs` (their writer's own sync did not happen). */
+  async sweep(minAgeMs = 1000, batch = 500): Promise<number> {
+    if (this.sweeping) return 0;
+    this.sweeping = true;
+    let waiting = false;
+    try {
+      let total = 0;
+      for (;;) {
+        const r = await this.pool.query<{ id: string; ns: string; service_id: string; kind: 'service' | 'sandbox' }>(
+          `SELECT id, ns, service_id, kind FROM outbox WHERE created_at < now() - make_interval(secs => $1) ORDER BY id LIMIT $2`,
+          [minAgeMs / 1000, batch],
+        );
+        if (!r.rows.length) return total;
+        const rows = r.rows.map((x) => ({ row: Number(x.id), ns: x.ns, id: x.service_id, kind: x.kind }));
+        let done: OutboxEntry[];
+        try {
+          done = await this.sync(rows);
+        } catch (err) {
+          // the rows after this batch are unseen: they may hold sandboxes too
+          waiting = rows.length === batch || rows.some((e) => e.kind === 'sandbox');
+          this.failed('sweep', err, rows);
+          return total;
+        }
+        const applied = new Set(done.map((e) => e.row));
+        if (rows.some((e) => e.kind === 'sandbox' && !applied.has(e.row))) waiting = true;
+        total += done.length;
+        if (done.length < r.rows.length || r.rows.length < batch) return total;
+      }
+    } finally {
+      this.sandboxRowsWaiting = waiting;
+      this.sweeping = false;
+    }
+  }
+
+  /** A sandbox's metadata (its key hash) could not reach Redis and waits in the outbox. */
+  sandboxPending(): void {
+    this.sandboxRowsWaiting = true;
+  }
+
+  /** Whether a sandbox's metadata may be missing from Redis (the last sweep left some, or sandboxPending()). */
+  sandboxesWaiting(): boolean {
+    return this.sandboxRowsWaiting;
+  }
+
+  /** Outbox rows not yet applied (lag, for readiness and metrics). */
+  async lag(): Promise<number> {
+    const r = await this.pool.query<{ n: string }>('SELECT count(*) AS n FROM outbox');
+    return Number(r.rows[0]!.n);
+  }
+
+  start(intervalMs: number): void {
+    this.timer = setInterval(() => {
+      this.sweep().catch((err: unknown) => {
+        // reading the outbox failed (PostgreSQL away): seen, and tried again next tick
+        this.events.failed?.('sweep');
+        this.log.warn({ err: String(err), stage: 'sweep' }, 'outbox sweep failed; will retry');
+      });
+    }, intervalMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    if (this.ackTimer) clearTimeout(this.ackTimer);
+    this.ackTimer = null;
+  }
+}
