@@ -16,41 +16,36 @@ const nodeGlobals = Object.fromEntries(
   ].map((name) => [name, 'readonly']),
 );
 
-// The layering of src/hot (docs/decisions.md, "Layers"): domain <- store / index / redis
-// <- sandbox, cache <- routes <- server <- compose.ts (the composition root) <- main.ts.
-// Imports point down only; nothing in src/hot reaches into src/admin except compose.ts,
-// which hands the admin routes to the server. Cycles (type-only ones too) are checked by
+// The rooms of src/hot (README, "Layout"). Infrastructure (domain/, http/, redis/, pg/,
+// metrics/ and the configuration modules) knows no feature. A feature imports infrastructure,
+// and another feature only through that feature's entry module (<feature>/index.ts) and only
+// when that feature sits below it in FEATURES. The roots (app.ts, server.ts, compose.ts,
+// migrate.ts, main.ts) and src/admin use the features through their entry modules too; no
+// feature imports a root or src/admin. Cycles (type-only ones too) are checked by
 // scripts/import-cycles.mjs, which `make lint` runs after eslint.
-/** the folders of src/hot other than domain/ */
-const OTHER_FOLDERS = ['store', 'index', 'redis', 'sandbox', 'cache', 'changes', 'http', 'ops', 'routes', 'liveness'];
+/** the features, lowest first: each may use the ones before it */
+const FEATURES = ['ratelimit', 'sandboxes', 'registry', 'liveness', 'writes', 'reindex', 'search', 'changes', 'readiness', 'openapi'];
+const INFRA = ['domain', 'http', 'redis', 'pg', 'metrics'];
+const ROOT_FILES = ['**/app.js', '**/server.js', '**/compose.js', '**/migrate.js', '**/main.js'];
 const NO_ADMIN = { group: ['**/admin/**'], message: 'only the composition root (src/hot/compose.ts) imports src/admin' };
-const NO_ROOTS = { group: ['**/compose.js', '**/main.js'], message: 'the roots import the parts, never the other way round' };
-const BELOW_APP = ['**/routes/**', '**/app.js', '**/server.js', '**/http/route.js'];
-const LAYERS = {
-  domain: [{ group: ['../*.js', '../../**', ...OTHER_FOLDERS.map((d) => `../${d}/**`)], message: 'domain/ is pure: it imports nothing else of the project' }],
-  store: [{ group: ['**/sandbox/**', '**/cache/**', '**/index/**', '**/ops/**', '!**/ops/outage.js', '**/http/**', ...BELOW_APP], message: 'store/ sits below index/, sandbox/, cache/ and the routes' }],
-  redis: [{ group: ['**/sandbox/**', '**/cache/**', '**/index/**', '**/store/**', '**/ops/**', '!**/ops/outage.js', '**/http/**', ...BELOW_APP], message: 'redis/ sits below index/, sandbox/, cache/ and the routes' }],
-  index: [{ group: ['**/sandbox/**', '**/cache/**', '**/ops/**', '!**/ops/outage.js', '**/http/**', ...BELOW_APP], message: 'index/ sits below sandbox/, cache/ and the routes' }],
-  liveness: [{ group: ['**/sandbox/**', '**/cache/**', '**/http/**', ...BELOW_APP], message: 'liveness/ (leases, the sweeper) sits below sandbox/, cache/ and the routes' }],
-  sandbox: [{ group: ['**/cache/**', '**/changes/**', ...BELOW_APP], message: 'sandbox/ sits below the routes (request types: http/types.ts)' }],
-  cache: [{ group: ['**/sandbox/**', '**/changes/**', ...BELOW_APP], message: 'cache/ sits below the routes (request types: http/types.ts)' }],
-  http: [{ group: ['**/routes/**', '**/changes/**', '**/app.js', '**/server.js'], message: 'http/ (routing, bodies) sits below the routes' }],
-  // domain/outage.ts (the error classifier) sits at the bottom with domain/: see OUTAGE below
-  ops: [{ group: ['**/routes/**', '**/changes/**', '**/server.js'], message: 'ops/ sits below the routes' }],
-  changes: [{ group: ['**/server.js'], message: 'the change feed sits below the server' }],
-  routes: [{ group: ['**/server.js'], message: 'routes sit below the server' }],
-};
-const OUTAGE = { group: ['../*.js', '../../**', ...OTHER_FOLDERS.map((d) => `../${d}/**`), './*', '!./outage.js'], message: 'domain/outage.ts (the one error classifier) imports only domain/: store/ and redis/ use it' };
-const layerBlocks = [
-  ...Object.entries(LAYERS).map(([dir, own]) => ({
-    files: [`src/hot/${dir}/**/*.ts`],
-    rules: { 'no-restricted-imports': ['error', { patterns: [NO_ADMIN, NO_ROOTS, ...own] }] },
-  })),
-  { files: ['src/hot/*.ts'], ignores: ['src/hot/compose.ts', 'src/hot/main.ts'], rules: { 'no-restricted-imports': ['error', { patterns: [NO_ADMIN, NO_ROOTS] }] } },
-  // after the ops/ block: for a file two blocks name, the later one's options win
-  { files: ['src/hot/domain/outage.ts'], rules: { 'no-restricted-imports': ['error', { patterns: [NO_ADMIN, NO_ROOTS, OUTAGE] }] } },
-  { files: ['src/hot/compose.ts'], rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['**/main.js'], message: NO_ROOTS.message }] }] } },
+const NO_ROOTS = { group: ROOT_FILES, message: 'the roots (app, server, compose, migrate, main) import the rooms, never the other way round' };
+const NO_FEATURES = { group: FEATURES.map((f) => `**/${f}/**`), message: 'infrastructure (domain, http, redis, pg, metrics, config) knows no feature' };
+/** from outside a feature: its entry module only */
+const entryOnly = (f) => ({ group: [`**/${f}/**`, `!**/${f}/index.js`], message: `use the ${f} room through its entry module (${f}/index.ts)` });
+const above = (f) => ({ group: FEATURES.slice(FEATURES.indexOf(f) + 1).map((g) => `**/${g}/**`), message: `${f}/ sits below ${FEATURES.slice(FEATURES.indexOf(f) + 1).join(', ')} (eslint.config.js FEATURES)` });
+const featureBlocks = FEATURES.map((f) => ({
+  files: [`src/hot/${f}/**/*.ts`],
+  rules: { 'no-restricted-imports': ['error', { patterns: [NO_ADMIN, NO_ROOTS, ...(FEATURES.indexOf(f) < FEATURES.length - 1 ? [above(f)] : []), ...FEATURES.slice(0, FEATURES.indexOf(f)).map(entryOnly)] }] },
+}));
+const infraBlocks = [
+  { files: INFRA.map((d) => `src/hot/${d}/**/*.ts`).concat(['src/hot/config.ts', 'src/hot/config-env.ts', 'src/hot/paths.ts']), rules: { 'no-restricted-imports': ['error', { patterns: [NO_ADMIN, NO_ROOTS, NO_FEATURES] }] } },
+  // domain/ is pure: nothing else of the project (after the block above: the later one wins)
+  { files: ['src/hot/domain/**/*.ts'], rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['../*.js', '../../**', ...INFRA.filter((d) => d !== 'domain').map((d) => `../${d}/**`), ...FEATURES.map((d) => `../${d}/**`)], message: 'domain/ is pure: it imports nothing else of the project' }] }] } },
 ];
+const rootBlocks = [
+  { files: ['src/hot/*.ts', 'src/admin/**/*.ts'], ignores: ['src/hot/config.ts', 'src/hot/config-env.ts', 'src/hot/paths.ts'], rules: { 'no-restricted-imports': ['error', { patterns: FEATURES.map(entryOnly) }] } },
+];
+const layerBlocks = [...featureBlocks, ...infraBlocks, ...rootBlocks];
 
 export default defineConfig(
   {

@@ -18,7 +18,7 @@ import { loadConfig } from '../src/hot/config.js';
 import { Keys } from '../src/hot/domain/keys.js';
 import { createRedis } from '../src/hot/redis/client.js';
 import { createPool } from '../src/hot/pg/pool.js';
-import { migrate } from '../src/hot/pg/migrator.js';
+import { migrate } from '../src/hot/migrate.js';
 import { rebuildIndex } from '../src/hot/reindex/rebuild.js';
 import { load } from './cannon.js';
 import type { Generator, LoadOptions } from './load-types.js';

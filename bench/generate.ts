@@ -14,7 +14,7 @@ import { createRedis, type RedisClient } from '../src/hot/redis/client.js';
 import { writeSandboxMeta } from '../src/hot/sandboxes/meta.js';
 import { MIGRATIONS_DIR } from '../src/hot/pg/migrator.js';
 import { createPool, type Pool } from '../src/hot/pg/pool.js';
-import { indexText } from '../src/hot/writes/state.js';
+import { indexText } from '../src/hot/registry/state.js';
 import { capabilityName, QUICK, sizedSpec, type DatasetSpec } from './dataset.js';
 import { cachedDataset, countWhere, databaseUrl, loadDataset, recreateDatabase, rotateKey, type StoredDataset } from './load.js';
 

@@ -116,10 +116,10 @@ export async function heartbeats(s: TestServer, o: HeartbeatSettings): Promise<v
   }
   const b = s.app.liveness.batch.stats;
   console.log(`heartbeat script calls: ${b.calls - batch0.calls} (${b.lineCalls - batch0.lineCalls} on the heartbeat connection) answering ${b.beats - batch0.beats} heartbeats (${((b.beats - batch0.beats) / Math.max(1, b.calls - batch0.calls)).toFixed(1)} a call) in ${b.lines - batch0.lines} lines (identical heartbeats of a turn share one), carrying ${b.records - batch0.records} sandboxes' rate records; token memory: ${s.app.heartbeatTokens.stats.hashed} hashed`);
-  // the sandbox row's rate limit: requests answered from this thread's lease, script calls that
+  // the sandbox row's rate limit: requests answered from this thread's admission batch, script calls that
   // requests waited for, and script calls for a batch asked for ahead (nobody waits for those)
   const a = s.app.auth.stats;
-  console.log(`rate limit: ${a.leased - auth0.leased} sandbox requests admitted from the lease, ${a.asked - auth0.asked} rate-limit script calls for requests, ${a.prefetched - auth0.prefetched} for batches asked ahead`);
+  console.log(`rate limit: ${a.batched - auth0.batched} sandbox requests admitted from the thread's admission batch, ${a.asked - auth0.asked} rate-limit script calls for requests, ${a.prefetched - auth0.prefetched} for batches asked ahead`);
   if (listenSocket) uWS.us_listen_socket_close(listenSocket);
   if (floorSocket) uWS.us_listen_socket_close(floorSocket);
 }

@@ -2,14 +2,14 @@
 // of DATABASE_URL, migrated with the project's migrator, filled with multi-row INSERTs
 // over unnest() arrays (thousands of rows per statement, no outbox rows: the index is
 // rebuilt from the tables afterwards; each service's index text is stored with it as every
-// write stores it: writes/state.ts indexText(), the write path's serialiser), and stamped with a marker row so that a re-run with
+// write stores it: registry/state.ts indexText(), the write path's serialiser), and stamped with a marker row so that a re-run with
 // the same parameters reuses it.
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { PRODUCTION } from '../src/hot/domain/keys.js';
-import { migrate } from '../src/hot/pg/migrator.js';
+import { migrate } from '../src/hot/migrate.js';
 import { createPool, type Pool } from '../src/hot/pg/pool.js';
-import { indexText, loadStatesWhere, newServiceId } from '../src/hot/writes/state.js';
+import { indexText, loadStatesWhere, newServiceId } from '../src/hot/registry/state.js';
 import { hashKey, newSandboxKey } from '../src/hot/sandboxes/keys.js';
 import { sandboxLocation, sandboxTier, serviceGenerator, type DatasetSpec, type GenService } from './dataset.js';
 

@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { loadConfig } from '../src/hot/config.js';
 import { PRODUCTION } from '../src/hot/domain/keys.js';
-import { migrate } from '../src/hot/pg/migrator.js';
+import { migrate } from '../src/hot/migrate.js';
 import { createPool } from '../src/hot/pg/pool.js';
 import { patchService } from '../src/hot/writes/patches.js';
 import { createService } from '../src/hot/writes/register.js';

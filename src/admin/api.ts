@@ -7,10 +7,10 @@ import { ApiError } from '../hot/domain/errors.js';
 import { check, validators } from '../hot/domain/validation.js';
 import { route, type Headers, type RouteOptions } from '../hot/http/route.js';
 import { parseJson } from '../hot/http/body.js';
-import { sandboxUuid } from '../hot/sandboxes/keys.js';
-import { pollData, sandboxSummary } from '../hot/sandboxes/summary.js';
-import { countServices, getSandbox, setTier } from '../hot/sandboxes/store.js';
-import { healthCounts } from '../hot/liveness/store.js';
+import { sandboxUuid } from '../hot/sandboxes/index.js';
+import { pollData, sandboxSummary } from '../hot/sandboxes/index.js';
+import { countServices, getSandbox, setTier } from '../hot/sandboxes/index.js';
+import { healthCounts } from '../hot/liveness/index.js';
 import { countProjectorFailure } from '../hot/metrics/metrics.js';
 import { adminGuard, requireAdmin } from './auth.js';
 import { pageFields, parseListQuery } from './paging.js';
@@ -85,10 +85,10 @@ export function registerAdminApi(uws: TemplatedApp, app: App, o: RouteOptions): 
     if (row.outbox !== null) await app.projector.syncQuietly([{ row: row.outbox, ns: row.uuid, id: row.uuid, kind: 'sandbox' }]);
     // Threads holding a rate-limit lease of this sandbox drop it: this one at once, the
     // others (and other nodes) when the message arrives, at the latest when it expires
-    app.auth.dropLease(row.uuid);
+    app.auth.dropAdmissions(row.uuid);
     await app.redis.publish(app.keys.invalidationChannel(), 'lease:' + row.uuid).catch((err: unknown) => {
       countProjectorFailure('invalidate');
-      app.log.warn({ err: String(err), uuid: row.uuid }, 'lease drop not published: other threads keep their lease until it expires (LEASE_MS)');
+      app.log.warn({ err: String(err), uuid: row.uuid }, 'lease drop not published: other threads keep their lease until it expires (BATCH_MS)');
     });
     reply.json(200, JSON.stringify(sandboxSummary(app.cfg.tiers, row)), NO_STORE);
   }, ob);

@@ -5,7 +5,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { App } from '../hot/app.js';
 import { ApiError } from '../hot/domain/errors.js';
 import type { Req } from '../hot/http/route.js';
-import { bearerKey } from '../hot/sandboxes/keys.js';
+import { bearerKey } from '../hot/sandboxes/index.js';
 import { integer } from '../hot/redis/replies.js';
 import { TurnReads } from '../hot/redis/turn-reads.js';
 import { isRedisUnavailable } from '../hot/domain/outage.js';

@@ -2,7 +2,7 @@
 // registry-wide counts, and a keyset walk over every sandbox uuid (for the request totals).
 // Writes stay in src/hot/store (setTier records who/when there).
 import { query, type Pool } from '../hot/pg/pool.js';
-import type { SandboxRow } from '../hot/sandboxes/store.js';
+import type { SandboxRow } from '../hot/sandboxes/index.js';
 
 export interface ListedSandbox extends SandboxRow {
   service_count: string;

@@ -3,11 +3,11 @@
 // and a handful of located sandboxes for the dashboard. Deterministic (seeded PRNG) and
 // idempotent: it does nothing when production already has services.
 import type { Pool } from '../hot/pg/pool.js';
-import { addReplacement } from '../hot/writes/write-functions.js';
-import { patchService } from '../hot/writes/patches.js';
-import { createService } from '../hot/writes/register.js';
-import { insertSandbox } from '../hot/sandboxes/store.js';
-import { hashKey, newSandboxKey } from '../hot/sandboxes/keys.js';
+import { addReplacement } from '../hot/registry/index.js';
+import { patchService } from '../hot/writes/index.js';
+import { createService } from '../hot/writes/index.js';
+import { insertSandbox } from '../hot/sandboxes/index.js';
+import { hashKey, newSandboxKey } from '../hot/sandboxes/index.js';
 import type { ServiceInput } from '../hot/domain/validation.js';
 import { PRODUCTION } from '../hot/domain/keys.js';
 

@@ -3,8 +3,8 @@ import type { TemplatedApp } from 'uWebSockets.js';
 import type { App } from '../hot/app.js';
 import { PRODUCTION } from '../hot/domain/keys.js';
 import { route, type RouteOptions } from '../hot/http/route.js';
-import { addReplacementHandler, batchHandler, createHandler, deleteHandler, listReplacementsHandler, parseBatch, patchHandler } from '../hot/writes/handlers.js';
-import { heartbeatTokenHandler } from '../hot/liveness/routes.js';
+import { addReplacementHandler, batchHandler, createHandler, deleteHandler, listReplacementsHandler, parseBatch, patchHandler } from '../hot/writes/index.js';
+import { heartbeatTokenHandler } from '../hot/liveness/index.js';
 import { adminGuard, requireAdmin } from './auth.js';
 
 const NONE: [string, string][] = [];

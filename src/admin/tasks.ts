@@ -4,8 +4,8 @@ import { ConfigError } from '../hot/config-env.js';
 import { Keys } from '../hot/domain/keys.js';
 import { createRedis } from '../hot/redis/client.js';
 import { createPool } from '../hot/pg/pool.js';
-import { migrate } from '../hot/pg/migrator.js';
-import { rebuildIndex } from '../hot/reindex/rebuild.js';
+import { migrate } from '../hot/migrate.js';
+import { rebuildIndex } from '../hot/reindex/index.js';
 import { seedDemo } from './seed.js';
 
 async function main(cmd: string | undefined): Promise<void> {

@@ -1,25 +1,27 @@
 // What every route and background duty of a serving thread reaches: the thread's parts
 // (configuration, connections, the index, caches, the change hub) and its shared state.
 // The parts are built and started in one place, compose.ts (buildThread); this module
-// holds only their types and the logger, so that routes can name the App without a cycle.
+// holds only their types and the logger. Features never import it: each names the parts it
+// needs in a context type of its own (search/answer.ts SearchContext, ...), which App meets.
 import pino, { type Logger } from 'pino';
 import type { Config } from './config.js';
-import type { ChangeHub } from './changes/hub.js';
+import type { ChangeHub } from './changes/index.js';
 import type { Keys } from './domain/keys.js';
-import type { Index } from './search/searches.js';
-import type { Replacements } from './search/live-index.js';
-import type { Projector } from './writes/projector.js';
+import type { Index } from './search/index.js';
+import type { Replacements } from './search/index.js';
+import type { Projector } from './registry/index.js';
 import type { MetricsAggregation } from './metrics/threads.js';
-import type { AppState } from './readiness/state.js';
+import type { AppState } from './readiness/index.js';
 import type { RedisClient } from './redis/client.js';
-import type { SandboxAuth } from './sandboxes/auth.js';
-import type { HeartbeatTokenMemory } from './liveness/token-memory.js';
+import type { SandboxAuth } from './sandboxes/index.js';
+import type { PendingSandboxes } from './sandboxes/index.js';
+import type { HeartbeatTokenMemory } from './liveness/index.js';
 import type { Pool } from './pg/pool.js';
-import type { GroupCommitter } from './writes/group-commit.js';
-import type { ResultCache } from './search/result-cache.js';
+import type { GroupCommitter } from './writes/index.js';
+import type { ResultCache } from './search/index.js';
 import type { IntersectPool } from '../workers/pool.js';
-import type { Liveness } from './liveness/liveness.js';
-import type { LeaseSweeper } from './liveness/sweeper.js';
+import type { Liveness } from './liveness/index.js';
+import type { LeaseSweeper } from './liveness/index.js';
 
 export type { AppState };
 
@@ -34,6 +36,8 @@ export interface App {
   /** group commit of registrations (writes/group-commit.ts) */
   commits: GroupCommitter;
   auth: SandboxAuth;
+  /** whether sandbox metadata waits in the outbox (creations that missed Redis, the projector's sweeps) */
+  pendingSandboxes: PendingSandboxes;
   log: Logger;
   state: AppState;
   version: string;

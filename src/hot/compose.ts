@@ -9,31 +9,31 @@
 import type { Logger } from 'pino';
 import { registerAdmin } from '../admin/routes.js';
 import type { App } from './app.js';
-import { invalidateCaches, InvalidationListener, type Caches } from './search/invalidation.js';
-import { ResultCache, stringBytes } from './search/result-cache.js';
-import { ChangeHub } from './changes/hub.js';
-import { StreamShares, streamSharesBuffer } from './changes/shares.js';
+import { invalidateCaches, InvalidationListener, type Caches } from './search/index.js';
+import { ResultCache, stringBytes } from './search/index.js';
+import { ChangeHub } from './changes/index.js';
+import { StreamShares, streamSharesBuffer } from './changes/index.js';
 import type { Config } from './config.js';
 import { Keys, PRODUCTION } from './domain/keys.js';
-import { Index } from './search/searches.js';
-import type { Replacements } from './search/live-index.js';
-import { NearCache } from './search/near/near-cache.js';
-import { NearVersionCheck } from './search/near/check.js';
-import { Projector } from './writes/projector.js';
-import { GroupCommitter } from './writes/group-commit.js';
-import { createWatchers } from './readiness/watcher.js';
+import { Index } from './search/index.js';
+import type { Replacements } from './search/index.js';
+import { NearCache } from './search/index.js';
+import { NearVersionCheck } from './search/index.js';
+import { Projector } from './registry/index.js';
+import { GroupCommitter } from './writes/index.js';
+import { createWatchers } from './readiness/index.js';
 import { countBackendError, countProjectorFailure } from './metrics/metrics.js';
 import { MetricsAggregation } from './metrics/threads.js';
-import { AppState } from './readiness/state.js';
+import { AppState } from './readiness/index.js';
 import { connectRedis, createRedis, createReplicas, replicaWaiter, scriptLineFor } from './redis/client.js';
-import { HeartbeatTokenMemory } from './liveness/token-memory.js';
-import { SandboxAuth } from './sandboxes/auth.js';
+import { HeartbeatTokenMemory } from './liveness/index.js';
+import { PendingSandboxes, SandboxAuth } from './sandboxes/index.js';
 import { createServer, type Server, type ServerOptions } from './server.js';
 import { startMetricsListener, type MetricsListener } from './metrics/listener.js';
 import { createPool, SERVING_TIMEOUTS } from './pg/pool.js';
 import { IntersectPool } from '../workers/pool.js';
-import { Liveness } from './liveness/liveness.js';
-import { LeaseSweeper } from './liveness/sweeper.js';
+import { Liveness } from './liveness/index.js';
+import { LeaseSweeper } from './liveness/index.js';
 
 /** A named part of a thread: started in list order, stopped in reverse. */
 export interface Part {
@@ -144,6 +144,7 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
   };
 
   const state = new AppState();
+  const pendingSandboxes = new PendingSandboxes();
 
   // the index (with this thread's near cache of its sets and documents, answering only
   // while readiness holds), the writes' path into it, sandbox keys and rate limits, the
@@ -170,7 +171,7 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
     failed: countProjectorFailure,
     version: (base, ver) => near.require(base, ver),
     lease: (id, st): Promise<number> => liveness.applyState(id, st),
-  }, replicaWait, { beforeApply: hooks.beforeApply });
+  }, replicaWait, { beforeApply: hooks.beforeApply, pendingSandboxes });
   const leaseNow = hooks.leaseNow ?? Date.now;
   // the turn's heartbeat call on a connection of its own (a standalone Redis; REDIS_HEARTBEAT_LINE)
   const heartbeatLine = cfg.redisHeartbeatLine ? scriptLineFor(writer, { onError: (err) => log.error({ err: String(err) }, 'a heartbeat callback threw') }) : null;
@@ -188,14 +189,14 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
     keyMapBytes: threadShare(cfg.sandboxKeyCacheBytes, cfg.uwsThreads),
     // complete: a live generation known, no rebuild here, no sandbox waiting in the outbox
     // (the marker is then checked beside each miss, in case Redis was emptied since)
-    indexMarker: () => (index.gen && !state.rebuilding && !projector.sandboxesWaiting() ? keys.ver(PRODUCTION, index.gen) : null),
+    indexMarker: () => (index.gen && !state.rebuilding && !pendingSandboxes.waiting ? keys.ver(PRODUCTION, index.gen) : null),
     // a turn's rate records ride in its heartbeat call on a standalone Redis (heartbeats.lua)
     carried: () => liveness.batch.carries(),
   });
   liveness.batch.carry(auth.records);
   const hub = new ChangeHub(pg, cfg, new StreamShares(cfg.changesMaxStreams, cfg.changesStreamsPerAddress, (opts.shared ?? processShared()).changeStreams));
   const invalidation = new InvalidationListener(redis, keys, caches, {
-    lease: (uuid) => auth.dropLease(uuid),
+    lease: (uuid) => auth.dropAdmissions(uuid),
     // a rebuild made a new generation live: read it at once rather than at the next round
     // of the readiness watcher (which also reads it, should this read fail)
     generation: () => void index.refreshGen().catch(() => undefined),
@@ -223,7 +224,7 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
     nearCache: () => (near.enabled ? { ...near.stats, bytes: near.bytes } : null),
   });
 
-  const app: App = { cfg, pg, redis, keys, index, projector, commits, auth, hub, metrics, log, state, version, ...caches, intersectPool, liveness, sweeper, heartbeatTokens };
+  const app: App = { cfg, pg, redis, keys, index, projector, commits, auth, pendingSandboxes, hub, metrics, log, state, version, ...caches, intersectPool, liveness, sweeper, heartbeatTokens };
   const watchers = createWatchers(app);
   const server = createServer(app, { port: at.port, host: at.host, sharePort: at.sharePort, routes: [registerAdmin], bodyHooks: hooks.body });
   let metricsListener: MetricsListener | null = null;

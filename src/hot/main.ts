@@ -11,7 +11,7 @@ import { checkUwsNative } from './http/native.js';
 import { createLogger } from './app.js';
 import { buildThread, processShared, type ProcessShared } from './compose.js';
 import { createPool } from './pg/pool.js';
-import { migrate } from './pg/migrator.js';
+import { migrate } from './migrate.js';
 import { ROOT } from './paths.js';
 
 const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;

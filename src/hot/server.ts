@@ -4,12 +4,13 @@
 import uWS from 'uWebSockets.js';
 import type { App } from './app.js';
 import { allowedMethods, route, type RouteOptions } from './http/route.js';
-import { readinessProbe } from './readiness/watcher.js';
-import { openApiDocument } from './openapi/document.js';
-import { registerPublic } from './search/routes.js';
-import { registerSandbox } from './sandboxes/routes.js';
-import { registerLiveness } from './liveness/routes.js';
-import { registerChanges } from './changes/routes.js';
+import { registerOpenApi } from './openapi/index.js';
+import { registerReadiness } from './readiness/index.js';
+import { registerPublic, registerSandboxReads } from './search/index.js';
+import { registerSandbox } from './sandboxes/index.js';
+import { registerSandboxWrites } from './writes/index.js';
+import { registerLiveness } from './liveness/index.js';
+import { registerChanges } from './changes/index.js';
 import { countUnexpected } from './metrics/metrics.js';
 import { requestObserver } from './metrics/observe.js';
 
@@ -58,21 +59,13 @@ export function buildUws(app: App, routes: RegisterRoutes[], hooks: Partial<Pick
     },
     ...hooks,
   };
-  const openapi = JSON.stringify(openApiDocument(app.version, { tiers: Object.keys(app.cfg.tiers) }));
-  route(uws, 'get', '/openapi.json', (_req, reply) => reply.json(200, openapi, [['Cache-Control', 'public, max-age=300']]), o);
-  route(uws, 'get', '/livez', (_req, reply) => reply.json(200, '{"status":"ok"}', [['Cache-Control', 'no-store']]), o);
-  const indexAlive = readinessProbe(app);
-  route(uws, 'get', '/readyz', async (_req, reply) => {
-    const s = app.state;
-    // the watchers' view is up to one poll old: an index emptied since reads "not ready" now
-    const ready = s.ready && (await indexAlive());
-    const body = JSON.stringify({ status: ready ? 'ready' : 'not ready', postgres: s.pgUp, redis: s.redisUp, index: !!app.index.gen && !s.rebuilding, shuttingDown: s.shuttingDown });
-    if (ready) reply.json(200, body, [['Cache-Control', 'no-store']]);
-    else reply.json(503, body, [['Cache-Control', 'no-store'], ['Retry-After', '1']]);
-  }, o);
+  registerOpenApi(uws, app.version, Object.keys(app.cfg.tiers), o);
+  registerReadiness(uws, app, o);
   registerChanges(uws, app, o); // before /services/:id (see changes/routes.ts)
   registerPublic(uws, app, o);
   registerSandbox(uws, app, o);
+  registerSandboxReads(uws, app, o);
+  registerSandboxWrites(uws, app, o);
   registerLiveness(uws, app, o);
   for (const register of routes) register(uws, app, o);
   route(uws, 'any', '/*', (req, reply) => {

@@ -4,7 +4,7 @@
 import t from 'tap';
 import { createSandbox, registerProduction, startTestServer, type TestServer } from '../helpers/server.js';
 import { openSse, type SseStream } from '../helpers/changes-sse.js';
-import { pruneChanges } from '../../src/hot/changes/events.js';
+import { pruneChanges } from '../../src/hot/registry/events.js';
 
 const ENV = { CHANGES_POLL_MS: '30', CHANGES_HEARTBEAT_MS: '60000' };
 

@@ -54,7 +54,7 @@ t.test('under a wide limit: answered under the thread\'s rate-limit lease, each 
   const poll = async () => ((await (await s.req(`/sandbox/${sb.uuid}/poll`)).json()) as { total: number }).total;
   t.equal((await beat(sb.path, sb.svc.heartbeatToken)).status, 204, 'the token is now known to this thread');
   const n0 = await poll();
-  const leased0 = s.app.auth.stats.leased;
+  const leased0 = s.app.auth.stats.batched;
   const carried0 = s.app.liveness.batch.stats.records;
   const onLine0 = s.app.liveness.batch.stats.lineCalls;
   const N = 30;
@@ -68,7 +68,7 @@ t.test('under a wide limit: answered under the thread\'s rate-limit lease, each 
     t.equal(r.headers.get('ratelimit-policy'), null, 'no RateLimit-Policy field: far from exhaustion');
     t.equal(await deadline(sb.svc.id), String(clock + 30_000), 'renewed: the deadline is now + ttl');
   }
-  t.ok(s.app.auth.stats.leased - leased0 > 0, `${s.app.auth.stats.leased - leased0} admitted from the thread's lease`);
+  t.ok(s.app.auth.stats.batched - leased0 > 0, `${s.app.auth.stats.batched - leased0} admitted from the thread's lease`);
   t.equal((await poll()) - n0, N, 'every heartbeat counted once');
   // on a standalone Redis the records of requests answered from the lease ride in the
   // heartbeat call (heartbeats.lua); a cluster sends them apart (rate-count-2.lua)
@@ -117,13 +117,13 @@ t.test('under a lease (the thread decides): fields once fewer than half the wind
   t.equal((await beat(sb.path, sb.svc.heartbeatToken)).status, 204, 'the token is now known to this thread');
   const far = await beat(sb.path, sb.svc.heartbeatToken);
   t.equal(far.headers.get('ratelimit'), null, 'far from exhaustion: no fields');
-  s.app.auth.dropLease(sb.uuid);
+  s.app.auth.dropAdmissions(sb.uuid);
   // 30,000 requests of another node, counted through the same script (one call of n)
   await s.app.auth.limitManyOrThrow(sb.uuid, 30_000);
-  const leased0 = s.app.auth.stats.leased;
+  const leased0 = s.app.auth.stats.batched;
   let near: Response | null = null;
   for (let i = 0; i < 5; i++) near = await beat(sb.path, sb.svc.heartbeatToken);
-  t.ok(s.app.auth.stats.leased > leased0, 'answered from the thread\'s lease');
+  t.ok(s.app.auth.stats.batched > leased0, 'answered from the thread\'s lease');
   t.equal(near!.status, 204);
   t.match(near!.headers.get('ratelimit') ?? '', /^"sandbox";r=\d+;t=\d+$/, 'fewer than half left: RateLimit');
   t.ok(Number(/r=(\d+)/.exec(near!.headers.get('ratelimit') ?? '')?.[1]) < 30_000, 'and it says fewer than half are left');

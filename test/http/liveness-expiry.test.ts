@@ -16,7 +16,7 @@ import { serializeService } from '../../src/hot/domain/service.js';
 import { LeaseSweeper } from '../../src/hot/liveness/sweeper.js';
 import { shardOf } from '../../src/hot/liveness/redis-lease.js';
 import { leaseRecord } from '../../src/hot/redis/replies.js';
-import { loadIndexStates } from '../../src/hot/writes/state.js';
+import { loadIndexStates } from '../../src/hot/registry/state.js';
 
 const { s, now, advance } = await serveOnLeaseClock(t);
 await s.app.sweeper.stop(); // the sweepers of these tests hold the shards

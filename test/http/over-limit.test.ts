@@ -79,7 +79,7 @@ t.test("a known key's local 429 on /services is the 429 the rate-limit script's 
   const fast = await get(sb.uuid, sb.apiKey, '/services?capability=x');
   t.equal(s.app.auth.stats.refusedLocally - local0, 1, 'refused locally');
   // forget the local refusal: the script refuses, and the route throws its ApiError
-  s.app.auth.dropLease(sb.uuid);
+  s.app.auth.dropAdmissions(sb.uuid);
   const slow = await get(sb.uuid, sb.apiKey, '/services?capability=x');
   t.equal(s.app.auth.stats.asked - asked0, 1, 'the second one asked the rate-limit script');
   const timed = new Set(['date', 'retry-after', 'ratelimit']);

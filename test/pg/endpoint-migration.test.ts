@@ -6,9 +6,9 @@ import t from 'tap';
 import { PRODUCTION } from '../../src/hot/domain/keys.js';
 import { serializeService } from '../../src/hot/domain/service.js';
 import { createPool } from '../../src/hot/pg/pool.js';
-import { migrate } from '../../src/hot/pg/migrator.js';
-import { loadIndexPage } from '../../src/hot/reindex/index-pages.js';
-import { loadIndexStates } from '../../src/hot/writes/state.js';
+import { migrate } from '../../src/hot/migrate.js';
+import { loadIndexPage } from '../../src/hot/registry/index-pages.js';
+import { loadIndexStates } from '../../src/hot/registry/state.js';
 import { createService } from '../../src/hot/writes/register.js';
 import { freshDatabase } from '../helpers/server.js';
 

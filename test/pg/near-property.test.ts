@@ -18,7 +18,7 @@ import pg from 'pg';
 import { loadConfig } from '../../src/hot/config.js';
 import pino from 'pino';
 import { Keys, LEASE_SHARDS } from '../../src/hot/domain/keys.js';
-import { Projector } from '../../src/hot/writes/projector.js';
+import { Projector } from '../../src/hot/registry/projector.js';
 import { applyLease, leaseOf } from '../../src/hot/liveness/redis-lease.js';
 import { LeaseSweeper } from '../../src/hot/liveness/sweeper.js';
 import { createRedis } from '../../src/hot/redis/client.js';

@@ -3,7 +3,7 @@
 // apply-service.lua) and stores those strings with the state (services.idx_*); the rebuild
 // reads the stored strings, or computes them with indexText() for a row found without (the
 // migrator fills such rows, but one may be written by hand since: loadIndexPage in
-// reindex/index-pages.ts; index-page-1.lua). fast-check generates
+// registry/index-pages.ts; index-page-1.lua). fast-check generates
 // services with hostile strings (unicode beyond the BMP, quotes, backslashes, U+2028, DEL,
 // maximal lengths, keys that are array indices or "__proto__", IoT or none, deprecation,
 // sunset dates, replacements, patches, deletions), writes them through the API, NULLs the

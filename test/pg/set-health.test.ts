@@ -8,7 +8,7 @@ import { PRODUCTION } from '../../src/hot/domain/keys.js';
 import { parseServiceCreate } from '../../src/hot/domain/validation.js';
 import { setHealth } from '../../src/hot/liveness/store.js';
 import { createPool, type Pool } from '../../src/hot/pg/pool.js';
-import { indexText, loadIndexStates } from '../../src/hot/writes/state.js';
+import { indexText, loadIndexStates } from '../../src/hot/registry/state.js';
 import { createService } from '../../src/hot/writes/register.js';
 import { freshDatabase } from '../helpers/server.js';
 

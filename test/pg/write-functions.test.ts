@@ -1,5 +1,5 @@
 // DELETE, POST .../replacements and POST .../heartbeat-token in one round trip (issue 22,
-// writes/write-functions.ts): one statement each, no transaction opened by the client, the
+// registry/write-functions.ts): one statement each, no transaction opened by the client, the
 // states the index needs returned by it (equal to what a read after COMMIT finds), errors
 // that write nothing, and the race a single SQL statement would lose: a listing of the
 // service being deleted committed while the delete waited for its lock.
@@ -8,8 +8,8 @@ import pg from 'pg';
 import { PRODUCTION } from '../../src/hot/domain/keys.js';
 import { parseServiceCreate } from '../../src/hot/domain/validation.js';
 import { createPool, type Pool } from '../../src/hot/pg/pool.js';
-import { loadIndexStates, loadReplacements } from '../../src/hot/writes/state.js';
-import { addReplacement, deleteService, rotateToken } from '../../src/hot/writes/write-functions.js';
+import { loadIndexStates, loadReplacements } from '../../src/hot/registry/state.js';
+import { addReplacement, deleteService, rotateToken } from '../../src/hot/registry/write-functions.js';
 import { createService, createServices } from '../../src/hot/writes/register.js';
 import { freshDatabase } from '../helpers/server.js';
 import { until } from '../helpers/interleave.js';

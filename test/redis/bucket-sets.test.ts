@@ -11,8 +11,8 @@ import { loadConfig } from '../../src/hot/config.js';
 import { Keys, PRODUCTION } from '../../src/hot/domain/keys.js';
 import { createRedis } from '../../src/hot/redis/client.js';
 import { indexPageReply, nearLoadReply, NOT_INDEXED, searchReply } from '../../src/hot/redis/replies.js';
-import { pageArgs } from '../../src/hot/writes/apply-args.js';
-import type { IndexPageRow } from '../../src/hot/reindex/index-pages.js';
+import { pageArgs } from '../../src/hot/registry/apply-args.js';
+import type { IndexPageRow } from '../../src/hot/registry/index-pages.js';
 import { decodeBuckets } from '../../src/workers/buckets.js';
 
 const CAPS = ['a', 'b', 'c'];

@@ -1,12 +1,12 @@
 import t from 'tap';
-import { LEASE_DIVISOR, LEASE_MAX, LEASE_MS, Leases, PREFETCH_MIN } from '../../src/hot/ratelimit/admission.js';
+import { BATCH_DIVISOR, BATCH_MAX, BATCH_MS, AdmissionBatches, PREFETCH_MIN } from '../../src/hot/ratelimit/admission.js';
 
 const T0 = 1_000_000 * 5000 + 100; // 100 ms into a 5-second bucket
 const ok = (limit: number, used: number, reset = 60) => ({ admitted: true, limit, used, retryAfter: 0, reset });
 
 t.test('small limits never lease: every request asks Redis', async (t) => {
-  const l = new Leases();
-  const limit = LEASE_DIVISOR * 2 - 1;
+  const l = new AdmissionBatches();
+  const limit = BATCH_DIVISOR * 2 - 1;
   for (let i = 0; i < 5; i++) {
     const p = l.plan('a');
     t.equal(p.want, 1);
@@ -16,7 +16,7 @@ t.test('small limits never lease: every request asks Redis', async (t) => {
 });
 
 t.test('high limits: batches double while they run out, up to the cap', async (t) => {
-  const l = new Leases();
+  const l = new AdmissionBatches();
   const limit = 1e9;
   let want = l.plan('a').want;
   t.equal(want, 1);
@@ -30,12 +30,12 @@ t.test('high limits: batches double while they run out, up to the cap', async (t
     seen.push(want);
   }
   t.same(seen.slice(0, 8), [2, 4, 8, 16, 32, 64, 128, 256]);
-  t.equal(Math.max(...seen), LEASE_MAX, 'never above LEASE_MAX');
+  t.equal(Math.max(...seen), BATCH_MAX, 'never above BATCH_MAX');
 });
 
-t.test('the cap is limit / LEASE_DIVISOR', async (t) => {
-  const l = new Leases();
-  const limit = LEASE_DIVISOR * 6;
+t.test('the cap is limit / BATCH_DIVISOR', async (t) => {
+  const l = new AdmissionBatches();
+  const limit = BATCH_DIVISOR * 6;
   let want = 1;
   for (let i = 0; i < 6; i++) {
     l.granted('a', ok(limit, 1), want, T0);
@@ -46,7 +46,7 @@ t.test('the cap is limit / LEASE_DIVISOR', async (t) => {
 });
 
 t.test('headers from a lease count on from the first admission', async (t) => {
-  const l = new Leases();
+  const l = new AdmissionBatches();
   l.granted('a', ok(1e9, 41, 30), 4, T0);
   const a = l.take('a', T0 + 10)!;
   const b = l.take('a', T0 + 20)!;
@@ -56,11 +56,11 @@ t.test('headers from a lease count on from the first admission', async (t) => {
   t.equal(a.reset, 30);
 });
 
-t.test('a lease ends after LEASE_MS and at the end of its bucket; the rest is given back', async (t) => {
-  const l = new Leases();
+t.test('a lease ends after BATCH_MS and at the end of its bucket; the rest is given back', async (t) => {
+  const l = new AdmissionBatches();
   l.granted('a', ok(1e9, 1), 10, T0);
-  t.ok(l.take('a', T0 + LEASE_MS - 1));
-  t.equal(l.take('a', T0 + LEASE_MS), null, 'expired');
+  t.ok(l.take('a', T0 + BATCH_MS - 1));
+  t.equal(l.take('a', T0 + BATCH_MS), null, 'expired');
   const p = l.plan('a');
   t.equal(p.refunds, `${Math.floor(T0 / 5000)}:8`, 'unused admissions go back, with their bucket');
   t.equal(p.want, 2, 'the next batch is what was used');
@@ -77,7 +77,7 @@ t.test('a lease ends after LEASE_MS and at the end of its bucket; the rest is gi
 });
 
 t.test('rejections and dropped leases', async (t) => {
-  const l = new Leases();
+  const l = new AdmissionBatches();
   l.granted('a', ok(1e9, 1), 8, T0);
   l.drop('a');
   t.equal(l.take('a', T0), null, 'a dropped lease answers nothing');
@@ -89,16 +89,16 @@ t.test('rejections and dropped leases', async (t) => {
 });
 
 t.test('only limits that allow batches make concurrent requests wait for one', async (t) => {
-  const l = new Leases();
-  t.equal(l.mayLease('a'), false, 'unknown limit: never wait');
-  l.granted('a', ok(LEASE_DIVISOR * 2 - 1, 1), 1, T0);
-  t.equal(l.mayLease('a'), false, 'a small limit asks side by side');
-  l.granted('b', ok(LEASE_DIVISOR * 2, 1), 1, T0);
-  t.equal(l.mayLease('b'), true);
+  const l = new AdmissionBatches();
+  t.equal(l.mayBatch('a'), false, 'unknown limit: never wait');
+  l.granted('a', ok(BATCH_DIVISOR * 2 - 1, 1), 1, T0);
+  t.equal(l.mayBatch('a'), false, 'a small limit asks side by side');
+  l.granted('b', ok(BATCH_DIVISOR * 2, 1), 1, T0);
+  t.equal(l.mayBatch('b'), true);
 });
 
 t.test("a lease follows Redis's bucket, whatever this node's clock says", async (t) => {
-  const l = new Leases();
+  const l = new AdmissionBatches();
   const local = 7_000_000 * 5000 + 4990; // this node thinks its bucket ends in 10 ms
   // Redis counted the batch in bucket 42 with 30 ms of it left
   l.granted('a', ok(1e9, 1), 10, local, { bucket: 42, leftMs: 30 });
@@ -110,7 +110,7 @@ t.test("a lease follows Redis's bucket, whatever this node's clock says", async 
 
 t.test('a batch of PREFETCH_MIN or more asks for the next when a quarter is left, and the count goes on without a gap', async (t) => {
   const low: string[] = [];
-  const l = new Leases((uuid) => low.push(uuid));
+  const l = new AdmissionBatches((uuid) => low.push(uuid));
   // the window held 99: a batch of 16 for a request (need 1) leaves 115 counted, used 100
   l.granted('a', ok(1e9, 100), 16, T0);
   const used: number[] = [];
@@ -129,7 +129,7 @@ t.test('a batch of PREFETCH_MIN or more asks for the next when a quarter is left
 
 t.test('small batches never ask ahead', async (t) => {
   const low: string[] = [];
-  const l = new Leases((uuid) => low.push(uuid));
+  const l = new AdmissionBatches((uuid) => low.push(uuid));
   l.granted('a', ok(1e9, 1), PREFETCH_MIN - 1, T0);
   while (l.take('a', T0));
   t.same(low, []);
@@ -140,7 +140,7 @@ t.test('small batches never ask ahead', async (t) => {
 
 t.test('no ask ahead while one is under way or a next batch is held', async (t) => {
   const low: string[] = [];
-  const l = new Leases((uuid) => low.push(uuid));
+  const l = new AdmissionBatches((uuid) => low.push(uuid));
   l.granted('a', ok(1e9, 1), 16, T0);
   let release = () => undefined as void;
   const p = l.ask('a', () => new Promise((ok2) => (release = () => ok2(ok(1e9, 1)))));
@@ -161,18 +161,18 @@ t.test('no ask ahead while one is under way or a next batch is held', async (t) 
 });
 
 t.test('a batch that ran out of time is not followed by the one asked ahead: both go back', async (t) => {
-  const l = new Leases();
+  const l = new AdmissionBatches();
   l.granted('a', ok(1e9, 1), 16, T0);
   for (let i = 0; i < 12; i++) l.take('a', T0);
   l.granted('a', ok(1e9, 16), 8, T0 + 1, undefined, true);
-  t.equal(l.take('a', T0 + LEASE_MS), null, 'the current batch is over with 3 left: ask Redis');
+  t.equal(l.take('a', T0 + BATCH_MS), null, 'the current batch is over with 3 left: ask Redis');
   const p = l.plan('a');
   t.equal(p.refunds, `${Math.floor(T0 / 5000)}:11`, 'its 3 and the 8 asked ahead go back');
-  t.equal(l.take('a', T0 + LEASE_MS), null, 'nothing held after the plan');
+  t.equal(l.take('a', T0 + BATCH_MS), null, 'nothing held after the plan');
 });
 
 t.test('an ask ahead refused or answered after the batch ran out', async (t) => {
-  const l = new Leases();
+  const l = new AdmissionBatches();
   l.granted('a', ok(1e9, 1), 16, T0);
   for (let i = 0; i < 12; i++) l.take('a', T0);
   l.granted('a', { admitted: false, limit: 1e9, used: 1e9, retryAfter: 3, reset: 3 }, 0, T0, undefined, true);

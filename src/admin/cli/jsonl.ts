@@ -6,9 +6,9 @@
 import { ApiError } from '../../hot/domain/errors.js';
 import { serviceObject, type ServiceRecord } from '../../hot/domain/service.js';
 import { parseServiceCreate } from '../../hot/domain/validation.js';
-import { newHeartbeatToken } from '../../hot/liveness/tokens.js';
-import { newServiceId } from '../../hot/writes/state.js';
-import type { BulkRow } from '../../hot/writes/bulk.js';
+import { newHeartbeatToken } from '../../hot/liveness/index.js';
+import { newServiceId } from '../../hot/registry/index.js';
+import type { BulkRow } from '../../hot/writes/index.js';
 
 const ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
 

@@ -7,7 +7,7 @@ import { createInterface } from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
 import { PRODUCTION } from '../../hot/domain/keys.js';
 import type { Pool } from '../../hot/pg/pool.js';
-import { bulkReplacements, bulkUpsert, dropOutbox, exportPage, type BulkRow } from '../../hot/writes/bulk.js';
+import { bulkReplacements, bulkUpsert, dropOutbox, exportPage, type BulkRow } from '../../hot/writes/index.js';
 import { exportLine, LineError, parseLine } from './jsonl.js';
 
 export const BATCH = 1000;

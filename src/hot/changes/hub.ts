@@ -3,7 +3,7 @@
 // streams of its namespace, heartbeats, and catch-up from PostgreSQL for streams that
 // resume (Last-Event-ID) or fell behind under backpressure.
 //
-// Ordering: change ids are handed out in commit order (changes/events.ts), so "id > last"
+// Ordering: change ids are handed out in commit order (registry/events.ts), so "id > last"
 // never skips a row that commits late. Each stream remembers the last id it was sent;
 // it is either live (fed by the poller) or catching up (reading PostgreSQL up to the
 // poller's cursor, then switching to live in the same tick, so no event is sent twice
@@ -12,7 +12,7 @@ import type { Config } from '../config.js';
 import type { Reply } from '../http/reply.js';
 import type { Pool } from '../pg/pool.js';
 import { changeStreams, countBackendError } from '../metrics/metrics.js';
-import { lastChangeId, pruneChanges, readAllChanges, readChanges, type ChangeEvent } from './events.js';
+import { lastChangeId, pruneChanges, readAllChanges, readChanges, type ChangeEvent } from '../registry/index.js';
 import { StreamShares } from './shares.js';
 
 const BATCH = 500;

@@ -3,11 +3,18 @@
 // sandbox, counted once against its rate limit when the stream opens. Resume with the
 // `Last-Event-ID` header (EventSource sends it by itself on reconnect) or `?lastEventId=`.
 import type { TemplatedApp } from 'uWebSockets.js';
-import type { App } from '../app.js';
+import type { SandboxAuth } from '../sandboxes/index.js';
+import type { ChangeHub } from './hub.js';
 import { ApiError } from '../domain/errors.js';
 import { PRODUCTION } from '../domain/keys.js';
 import { route, type Headers, type RouteOptions } from '../http/route.js';
-import { bearerKey } from '../sandboxes/keys.js';
+import { bearerKey } from '../sandboxes/index.js';
+
+/** What the change feed's route needs of its thread. */
+export interface ChangesContext {
+  auth: SandboxAuth;
+  hub: ChangeHub;
+}
 
 export const CHANGES_PATH = '/services/changes';
 
@@ -28,7 +35,7 @@ export function parseLastEventId(header: string, query: string | null): number |
   return Number(raw);
 }
 
-export function registerChanges(uws: TemplatedApp, app: App, o: RouteOptions): void {
+export function registerChanges(uws: TemplatedApp, app: ChangesContext, o: RouteOptions): void {
   // uWS matches static segments before parameters whatever the registration order (checked
   // with this uWS build), but it is registered before /services/:id all the same
   route(uws, 'get', CHANGES_PATH, async (req, reply) => {

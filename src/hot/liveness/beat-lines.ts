@@ -1,34 +1,16 @@
 // What a thread's heartbeat batch (heartbeat-batch.ts) is made of: a heartbeat's line in the
 // script's argument ("<id> <hash> <p|c> <0|1> <ns>\n"), the fields a line may hold, the
-// callback that answers a heartbeat, a known token's identity, and the rate records a call
-// carries.
+// callback that answers a heartbeat and a known token's identity. The rate records a call
+// carries are the rate limiter's (ratelimit/records.ts).
+import type { RateRecord, RateRecords } from '../ratelimit/index.js';
+
+export type { RateRecord, RateRecords };
 
 /**
  * One heartbeat's answer from heartbeat-2.lua: 0 renewed (status unchanged), 1 the status
  * must change, -1 no lease, -2 not this service's token; or the call's error (then `r` is NaN).
  */
 export type BeatDone = (r: number, err?: unknown) => void;
-
-/** Requests of a sandbox answered without asking Redis, to record (rate-count-2.lua's arguments). */
-export interface RateRecord {
-  uuid: string;
-  /** requests, refused ones included */
-  n: number;
-  /** how many of them were refused */
-  rejected: number;
-}
-
-/** Where a turn's rate records wait (ratelimit/records.ts): the heartbeat call takes them. */
-export interface RateRecords {
-  /** the records waiting, handed over (and forgotten there) */
-  take(): RateRecord[];
-  /** records a failed call carried: to be sent again */
-  restore(records: RateRecord[]): void;
-  /** send the records waiting on their own (a turn whose heartbeats all went already) */
-  flush(): void;
-  /** told by the batch that carries them (carry()): how to wait for its calls in flight */
-  carriedBy?(batch: { landed(): Promise<void> | null }): void;
-}
 
 /**
  * A heartbeat token this thread has seen accepted, for its service (liveness/token-memory.ts's

@@ -13,7 +13,7 @@
 //                  through the projector's general path (or lease-apply).
 import { EXPIRY_PATCH } from './expiry-patch.js';
 import type { Keys } from '../domain/keys.js';
-import type { Projector } from '../writes/projector.js';
+import type { Projector } from '../registry/index.js';
 import type { RedisClient } from '../redis/client.js';
 import { healthFlipReply, stringArray } from '../redis/replies.js';
 import type { ExpiredEntry } from './store.js';

@@ -35,7 +35,7 @@ import { Cluster } from 'ioredis';
 import type { Keys } from '../domain/keys.js';
 import { scriptSource, type RedisClient } from '../redis/client.js';
 import type { ScriptLine } from '../redis/script-line.js';
-import { RATE_WINDOW } from '../ratelimit/window.js';
+import { RATE_WINDOW } from '../ratelimit/index.js';
 import { heartbeatReplies } from '../redis/replies.js';
 import { shardOf } from './redis-lease.js';
 import { lineOf, plainField, type BeatDone, type BeatIdentity, type RateRecord, type RateRecords } from './beat-lines.js';

@@ -7,18 +7,30 @@
 // a body has its token verified before the body is read (verifyToken): a wrong token never
 // has its body parsed, whatever the body.
 import type { TemplatedApp } from 'uWebSockets.js';
-import type { App } from '../app.js';
+import type { Pool } from '../pg/pool.js';
+import type { Projector } from '../registry/index.js';
+import type { SandboxAuth } from '../sandboxes/index.js';
+import type { HeartbeatTokenMemory } from './token-memory.js';
 import { ApiError } from '../domain/errors.js';
 import { PRODUCTION } from '../domain/keys.js';
 import { check, validators } from '../domain/validation.js';
 import { parseJson } from '../http/body.js';
 import { route, type Headers, type Req, type RouteOptions } from '../http/route.js';
 import { sendError, type Reply } from '../http/reply.js';
-import type { HeartbeatResult } from './liveness.js';
-import { bearerKey, sandboxUuid } from '../sandboxes/keys.js';
+import type { HeartbeatResult, Liveness } from './liveness.js';
+import { bearerKey, keyedRoutes, sandboxNs, sandboxUuid } from '../sandboxes/index.js';
 import { newHeartbeatToken } from './tokens.js';
 import { tokenPrefix } from './store.js';
-import { rotateToken } from '../writes/write-functions.js';
+import { rotateToken } from '../registry/index.js';
+
+/** What the liveness routes need of their thread. */
+export interface LivenessContext {
+  pg: Pool;
+  projector: Projector;
+  liveness: Liveness;
+  heartbeatTokens: HeartbeatTokenMemory;
+  auth: SandboxAuth;
+}
 
 const NO_STORE: Headers = [['Cache-Control', 'no-store']];
 /**
@@ -47,7 +59,7 @@ function wanted(req: Req, body: Buffer | null): 'passing' | 'critical' {
  * any other is asked of Redis first (a check-only line: nothing renewed, nothing counted
  * against a rate limit) and remembered as accepted, so that its handler takes the common path.
  */
-function verifyToken(app: App, ns: string | null, id: string, req: Req): Promise<void> | undefined {
+function verifyToken(app: LivenessContext, ns: string | null, id: string, req: Req): Promise<void> | undefined {
   const token = bearerKey(req.authorization);
   if (!ns || !token) throw unauthorized();
   const m = app.heartbeatTokens.look(ns, id, token);
@@ -69,7 +81,7 @@ function verifyToken(app: App, ns: string | null, id: string, req: Req): Promise
  * is answered from its callback, without a promise; anything else takes the general path
  * (general()). A refusal is thrown (route.ts answers it).
  */
-function heartbeat(app: App, ns: string | null, id: string, req: Req, reply: Reply, body: Buffer | null, sandbox: boolean, o: RouteOptions): Promise<void> | void {
+function heartbeat(app: LivenessContext, ns: string | null, id: string, req: Req, reply: Reply, body: Buffer | null, sandbox: boolean, o: RouteOptions): Promise<void> | void {
   const token = bearerKey(req.authorization);
   if (!ns || !token) throw unauthorized();
   const m = app.heartbeatTokens.look(ns, id, token);
@@ -96,7 +108,7 @@ function heartbeat(app: App, ns: string | null, id: string, req: Req, reply: Rep
 }
 
 /** The general path: a token seen for the first time, or a rate limit that asks Redis. */
-async function general(app: App, ns: string, id: string, token: string, hash: string, want: 'passing' | 'critical', reply: Reply, sandbox: boolean, known: boolean): Promise<void> {
+async function general(app: LivenessContext, ns: string, id: string, token: string, hash: string, want: 'passing' | 'critical', reply: Reply, sandbox: boolean, known: boolean): Promise<void> {
   let rl: Headers | null = null;
   const admit = sandbox ? async () => (rl = await app.auth.limitOrThrow(ns, 'near')) : undefined;
   const r = await app.liveness.heartbeat(ns, id, hash, want, admit, known);
@@ -104,7 +116,7 @@ async function general(app: App, ns: string, id: string, token: string, hash: st
 }
 
 /** The answer to a heartbeat's result (`remember`: a token accepted for the first time). */
-function answer(app: App, ns: string, id: string, token: string, hash: string, remember: boolean, r: HeartbeatResult, reply: Reply, headers: Headers): void {
+function answer(app: LivenessContext, ns: string, id: string, token: string, hash: string, remember: boolean, r: HeartbeatResult, reply: Reply, headers: Headers): void {
   if (r === 'unauthorized') {
     app.heartbeatTokens.refuse(ns, id, token);
     throw unauthorized();
@@ -115,14 +127,14 @@ function answer(app: App, ns: string, id: string, token: string, hash: string, r
 }
 
 /** POST …/services/{id}/heartbeat-token: a new token (the old one stops working). */
-export async function heartbeatTokenHandler(app: App, ns: string, id: string, reply: Reply, extra: Headers): Promise<void> {
+export async function heartbeatTokenHandler(app: LivenessContext, ns: string, id: string, reply: Reply, extra: Headers): Promise<void> {
   const { token, hash } = newHeartbeatToken(await tokenPrefix(app.pg, ns));
   await app.projector.applyCommitted([await rotateToken(app.pg, ns, id, hash)]);
   reply.json(201, JSON.stringify({ heartbeatToken: token }), [...NO_STORE, ...extra]);
 }
 
 /** A token for a registration or PATCH that starts a lease (its hash goes to the store). */
-export async function leaseToken(app: App, ns: string): Promise<{ token: string; hash: Buffer }> {
+export async function leaseToken(app: LivenessContext, ns: string): Promise<{ token: string; hash: Buffer }> {
   return newHeartbeatToken(await tokenPrefix(app.pg, ns));
 }
 
@@ -131,7 +143,8 @@ export function withToken(doc: string, token: string | null): string {
   return token ? doc.slice(0, -1) + ',"heartbeatToken":' + JSON.stringify(token) + '}' : doc;
 }
 
-export function registerLiveness(uws: TemplatedApp, app: App, o: RouteOptions): void {
+export function registerLiveness(uws: TemplatedApp, app: LivenessContext, o: RouteOptions): void {
+  keyedRoutes(uws, app.auth)('post', '/sandbox/:uuid/services/:id/heartbeat-token', { ...o, body: true }, (req, reply, _body, rl) => heartbeatTokenHandler(app, sandboxNs(req), req.params[1]!, reply, rl));
   // the handlers never read the client address (the access log may still want it)
   // nor any header but Authorization (and Content-Type when a body comes)
   const ob = { ...o, body: true, addressFree: true, bearerOnly: true };

@@ -18,7 +18,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { LEASE_SHARDS, type Keys } from '../domain/keys.js';
-import type { Projector } from '../writes/projector.js';
+import type { Projector } from '../registry/index.js';
 import { observeExpiryLag, setLeasedServices } from './metrics.js';
 import type { RedisClient } from '../redis/client.js';
 import { leaseSweepReply } from '../redis/replies.js';

@@ -23,7 +23,7 @@
 // ones, so a flood of forged tokens evicts other forged tokens, never real ones.
 import type { BeatIdentity } from './heartbeat-batch.js';
 import { shardOf } from './redis-lease.js';
-import { hashKey } from '../sandboxes/keys.js';
+import { hashKey } from '../sandboxes/index.js';
 import { tokenWellFormed } from './tokens.js';
 import { ByteBoundedMap, objectBytes, stringBytes } from '../domain/byte-map.js';
 

@@ -9,7 +9,7 @@
 // A token whose checksum is wrong is refused from its text alone. Only sha256(token) is
 // stored (services.hb_token_hash, and in the lease record in Redis).
 import { randomBase62 } from '../domain/tokens.js';
-import { CHECKSUM_CHARS, hashKey, keyChecksum, RANDOM_CHARS } from '../sandboxes/keys.js';
+import { CHECKSUM_CHARS, hashKey, keyChecksum, RANDOM_CHARS } from '../sandboxes/index.js';
 
 export const HB_TOKEN_RE = /^[a-z0-9]{1,16}_hb_[0-9A-Za-z]{38}$/;
 export const PRODUCTION_PREFIX = 'prod';

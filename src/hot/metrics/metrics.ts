@@ -62,7 +62,7 @@ collector('registry_rate_limit_checks_total', 'Sandbox requests counted against 
   if (!s) return [];
   return [
     { labels: { source: 'redis' }, value: s.asked },
-    { labels: { source: 'lease' }, value: s.leased },
+    { labels: { source: 'lease' }, value: s.batched },
     { labels: { source: 'local' }, value: s.refusedLocally ?? 0 },
   ];
 });
@@ -198,7 +198,7 @@ export interface ThreadSources {
   nearCache(): NearStats | null;
 }
 
-type RateStats = { asked: number; leased: number; refusedLocally?: number };
+type RateStats = { asked: number; batched: number; refusedLocally?: number };
 type NearStats = { setHits: number; setMisses: number; docHits: number; docMisses: number; deltas: number; resets: number; stale: number; bytes: number };
 
 /** what the counter collectors above export: the thread's totals at the last read */

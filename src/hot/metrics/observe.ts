@@ -4,14 +4,21 @@
 // cookie, user agent or key can reach it (pino's redaction in app.ts guards every other log
 // line); the anonymous discovery routes leave the client address out too (route.ts).
 import type { Level } from 'pino';
-import type { App } from '../app.js';
+import type { Logger } from 'pino';
+import type { Config } from '../config.js';
 import type { Reply } from '../http/reply.js';
 import type { Req } from '../http/types.js';
 import { observeRequest } from './metrics.js';
 
+/** What the request observer needs of its thread. */
+export interface ObserveContext {
+  cfg: Config;
+  log: Logger;
+}
+
 export type Observer = (req: Req, reply: Reply, route: string) => void;
 
-export function requestObserver(app: App): Observer | null {
+export function requestObserver(app: ObserveContext): Observer | null {
   const metrics = app.cfg.metricsEnabled;
   const access = app.cfg.accessLog;
   if (!metrics && !access) return null;

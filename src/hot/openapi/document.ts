@@ -6,7 +6,7 @@
 // openapi-namespace.ts. Every status an operation answers is listed: the test harness
 // (test/helpers/openapi-check.ts) checks every response the HTTP tests see against it.
 import { openApiParameters } from '../domain/dimensions.js';
-import { RATELIMIT_DRAFT } from '../ratelimit/limiter.js';
+import { RATELIMIT_DRAFT } from '../ratelimit/index.js';
 import {
   arrayOf,
   canonicalNote,

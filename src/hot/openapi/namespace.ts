@@ -2,7 +2,7 @@
 // sandbox routes and the admin routes over production are one set of operations that differ
 // in their base path, security, operation ids and error statuses; and the heartbeat, whose
 // credential is the service's own token.
-import { RATELIMIT_DRAFT } from '../ratelimit/limiter.js';
+import { RATELIMIT_DRAFT } from '../ratelimit/index.js';
 import { openApiParameters } from '../domain/dimensions.js';
 import {
   arrayOf,

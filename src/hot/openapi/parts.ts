@@ -1,7 +1,7 @@
 // Reusable pieces of the OpenAPI document (openapi.ts): parameters, response headers and
 // responses by kind (errors by status with their headers, search pages, writes). A route
 // added later documents itself with these, so that every response kind is described once.
-import { RATELIMIT_DRAFT } from '../ratelimit/limiter.js';
+import { RATELIMIT_DRAFT } from '../ratelimit/index.js';
 
 export type Obj = Record<string, unknown>;
 

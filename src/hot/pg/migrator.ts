@@ -1,29 +1,30 @@
 // Applies migrations/NNNN_name.sql in order, each in its own transaction, under an
 // advisory lock so that concurrent starters do not race; applied ones are recorded in the
-// schema_migrations ledger. Then, under the same lock, the one step written in TypeScript:
-// ensureIndexText() (index-text.ts), which needs indexText() and runs on every start.
+// schema_migrations ledger. Steps written in TypeScript (a migration that needs code SQL
+// lacks, and a step run on every start) are handed in by the caller (src/hot/migrate.ts), so
+// this module knows no feature.
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { normaliseStoredEndpoints } from '../reindex/endpoints.js';
 import type { Client, Pool } from './pool.js';
 import { ROOT } from '../paths.js';
-import { ensureIndexText } from '../reindex/index-text.js';
 
 const LOCK_ID = 7_242_001; // arbitrary, fixed: the migrator's advisory lock
 
 export const MIGRATIONS_DIR = join(ROOT, 'src/hot/pg/migrations');
 
-/**
- * Migrations that need code SQL does not have (a WHATWG URL parser): run in the same
- * transaction right after the SQL file of the same version.
- */
-const CODE: Record<number, (c: Client, log: (msg: string) => void) => Promise<unknown>> = {
-  7: normaliseStoredEndpoints,
-};
+/** A migration step written in TypeScript: runs on the migrator's connection. */
+export type CodeStep = (c: Client, log: (msg: string) => void) => Promise<unknown>;
+
+export interface CodeSteps {
+  /** by version: run in the same transaction right after the SQL file of that version */
+  code: Record<number, CodeStep>;
+  /** after every migration, under the same lock, on every start (skipped with `upTo`) */
+  always: CodeStep;
+}
 
 export interface MigrateOptions {
   /**
-   * apply versions up to this one only, and skip ensureIndexText() (the schema it needs may
+   * apply versions up to this one only, and skip the `always` step (the schema it needs may
    * not be there yet): a migration's test starts from the version before it
    */
   upTo?: number;
@@ -44,7 +45,7 @@ export async function migrationFiles(dir = MIGRATIONS_DIR): Promise<string[]> {
   return files;
 }
 
-export async function migrate(pool: Pool, log: (msg: string) => void = () => undefined, opts: MigrateOptions = {}): Promise<string[]> {
+export async function runMigrations(pool: Pool, steps: CodeSteps, log: (msg: string) => void = () => undefined, opts: MigrateOptions = {}): Promise<string[]> {
   const files = await migrationFiles();
   const client = await pool.connect();
   const applied: string[] = [];
@@ -60,7 +61,7 @@ export async function migrate(pool: Pool, log: (msg: string) => void = () => und
       await client.query('BEGIN');
       try {
         await client.query(sql);
-        await CODE[version]?.(client, log);
+        await steps.code[version]?.(client, log);
         await client.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [version, f]);
         await client.query('COMMIT');
       } catch (err) {
@@ -70,7 +71,7 @@ export async function migrate(pool: Pool, log: (msg: string) => void = () => und
       applied.push(f);
       log(`applied migration ${f}`);
     }
-    if (opts.upTo === undefined) await ensureIndexText(client, log);
+    if (opts.upTo === undefined) await steps.always(client, log);
   } finally {
     await client.query('SELECT pg_advisory_unlock($1)', [LOCK_ID]).catch(() => undefined);
     client.release();

@@ -1,21 +1,21 @@
 // Rate-limit leases: for a sandbox with a high limit, the rate-limit script admits a small
 // batch of requests at once (counting them all in the window) and this thread answers the
-// rest of the batch without a Redis round trip, for at most LEASE_MS and never past the
+// rest of the batch without a Redis round trip, for at most BATCH_MS and never past the
 // 5-second bucket the batch was counted in. Buckets are Redis's (rate-limit-4.lua reads
 // TIME): the script reports the bucket and the ms left in it, and this thread's clock only
 // measures that duration, from when it asked (so a lease ends early, never late). Their
-// history and total records follow once per event-loop turn (rate-records.ts). Limits below LEASE_DIVISOR × 2 a minute (the default
+// history and total records follow once per event-loop turn (rate-records.ts). Limits below BATCH_DIVISOR × 2 a minute (the default
 // free and pro tiers) always lease exactly one: every request asks Redis, as before.
 //
 // Accuracy (docs/decisions.md, "Rate-limit leases"): a window never admits more than the
 // limit, since every admission is counted before it is used. A lease's unused admissions
 // count as used until this thread gives them back with its next request of that sandbox
-// (every bucket's rest is kept until then). A batch is at most limit / LEASE_DIVISOR (and
-// LEASE_MAX); a thread holds the rest of its current batch, the batch asked for ahead
+// (every bucket's rest is kept until then). A batch is at most limit / BATCH_DIVISOR (and
+// BATCH_MAX); a thread holds the rest of its current batch, the batch asked for ahead
 // (below) and the rest of one a concurrent ask replaced, so a sandbox can be refused early
-// by at most threads × 3 × limit / LEASE_DIVISOR requests of a window: 0.3 % of the limit
+// by at most threads × 3 × limit / BATCH_DIVISOR requests of a window: 0.3 % of the limit
 // a thread.
-// A tier change reaches a thread holding a lease within LEASE_MS (at once on the thread
+// A tier change reaches a thread holding a lease within BATCH_MS (at once on the thread
 // that made it, and on others when the invalidation message arrives).
 //
 // The next batch is asked for before this one runs out (prefetch): when a batch of
@@ -41,16 +41,16 @@ export interface RateResult {
   retryAfterMs?: number;
 }
 
-export const LEASE_MS = 100;
+export const BATCH_MS = 100;
 /**
- * The largest batch, whatever the limit. limit / LEASE_DIVISOR already keeps the early-refusal
+ * The largest batch, whatever the limit. limit / BATCH_DIVISOR already keeps the early-refusal
  * bound at 0.3 % of a limit a thread; this cap only sets how often a very high limit's thread
  * asks Redis: 4,096 (was 256) makes a sandbox at ~100,000 requests a second ask ~25 times a
  * second instead of ~400 (sandbox heartbeats +2.6-2.8 % side by side, docs/decisions.md,
  * "Rate-limit leases"). It matters from 256,000 a minute up.
  */
-export const LEASE_MAX = 4096;
-export const LEASE_DIVISOR = 1000;
+export const BATCH_MAX = 4096;
+export const BATCH_DIVISOR = 1000;
 /** batches of at least this many admissions ask for the next one when a quarter is left */
 export const PREFETCH_MIN = 8;
 const STATES_MAX = 50_000;
@@ -88,7 +88,7 @@ const bucketOf = (ms: number) => Math.floor(ms / RATE_WINDOW.bucketMs);
 
 const usable = (l: Lease | null, now: number): boolean => l !== null && l.left > 0 && now < l.expires;
 
-export class Leases {
+export class AdmissionBatches {
   private states = new Map<string, State>();
   private readonly oldest = new Oldest(this.states);
 
@@ -129,9 +129,9 @@ export class Leases {
    * Whether batches are worth waiting for: the last known limit allows more than one
    * admission at a time. Below that, concurrent requests ask Redis side by side.
    */
-  mayLease(uuid: string): boolean {
+  mayBatch(uuid: string): boolean {
     const limit = this.states.get(uuid)?.limit ?? 0;
-    return Math.min(LEASE_MAX, Math.floor(limit / LEASE_DIVISOR)) > 1;
+    return Math.min(BATCH_MAX, Math.floor(limit / BATCH_DIVISOR)) > 1;
   }
 
   /** Whether this thread holds unused admissions to give back (then asking Redis may admit). */
@@ -171,7 +171,7 @@ export class Leases {
 
   /**
    * Redis answered at local time `at`: keep the rest of the batch as this thread's lease,
-   * until LEASE_MS or the end of Redis's bucket, whichever comes first. `window` is the
+   * until BATCH_MS or the end of Redis's bucket, whichever comes first. `window` is the
    * bucket and its ms left as the script reported them; without it `at` is taken to be on
    * Redis's clock (unit tests). `ahead`: the answer to a prefetch (no request took the
    * batch's first admission, and `r.used` is the window's count before the batch): it
@@ -187,7 +187,7 @@ export class Leases {
     else this.retire(st);
     st.next = null;
     st.limit = r.limit;
-    const max = Math.min(LEASE_MAX, Math.floor(r.limit / LEASE_DIVISOR));
+    const max = Math.min(BATCH_MAX, Math.floor(r.limit / BATCH_DIVISOR));
     if (!r.admitted || granted <= 0) {
       st.want = 1;
       return;
@@ -199,7 +199,7 @@ export class Leases {
       used: r.used,
       limit: r.limit,
       resetAt: at + r.reset * 1000,
-      expires: at + Math.min(LEASE_MS, window.leftMs),
+      expires: at + Math.min(BATCH_MS, window.leftMs),
       low: granted >= PREFETCH_MIN ? Math.floor(granted / 4) : -1,
     };
     if (keep) st.next = lease;

@@ -14,9 +14,7 @@ import { isRedisUnavailable } from '../domain/outage.js';
 import type { RedisClient } from '../redis/client.js';
 import { NOT_INDEXED, rateLimitReply, type RateLimitReply } from '../redis/replies.js';
 import type { Pool } from '../pg/pool.js';
-import { writeSandboxMeta } from '../sandboxes/meta.js';
-import { getSandbox } from '../sandboxes/store.js';
-import { Leases, type RateResult } from './admission.js';
+import { AdmissionBatches, type RateResult } from './admission.js';
 import { OverLimit } from './over-limit.js';
 import { PendingRecords } from './records.js';
 
@@ -45,8 +43,8 @@ export interface RateLimiterOptions {
  */
 export type Fields = 'always' | 'near';
 
-export class RateLimiter {
-  private leases = new Leases((uuid) => this.prefetch(uuid));
+export abstract class RateLimiter {
+  private batches = new AdmissionBatches((uuid) => this.prefetch(uuid));
   private over = new OverLimit();
   /** requests answered without asking Redis (under a lease, or refused locally), not yet recorded there */
   readonly records: PendingRecords;
@@ -57,7 +55,7 @@ export class RateLimiter {
    * key-shaped), and calls of the rate-limit script for a batch asked ahead (prefetch)
    * (tests, metrics; the key fields are counted by key-resolver.ts through SandboxAuth)
    */
-  readonly stats = { asked: 0, leased: 0, refusedLocally: 0, lookups: 0, refusedByShape: 0, pgLookups: 0, prefetched: 0 };
+  readonly stats = { asked: 0, batched: 0, refusedLocally: 0, lookups: 0, refusedByShape: 0, pgLookups: 0, prefetched: 0 };
   protected readonly now: () => number;
 
   constructor(
@@ -72,12 +70,18 @@ export class RateLimiter {
   }
 
   /**
+   * Writes a sandbox's rate-limit hash into Redis again from PostgreSQL (Redis lost it);
+   * false when PostgreSQL has no such sandbox. The sandboxes room knows the rows (SandboxAuth).
+   */
+  protected abstract reseed(uuid: string): Promise<boolean>;
+
+  /**
    * count()'s first step on its own, synchronous: when this thread knows the sandbox is
    * over its limit (and holds no lease admissions to give back), the refusal, recorded;
    * otherwise null and count() decides.
    */
   refusedNow(uuid: string): RateResult | null {
-    if (this.leases.holdsRefunds(uuid)) return null;
+    if (this.batches.holdsRefunds(uuid)) return null;
     const refused = this.over.check(uuid, performance.now());
     if (!refused) return null;
     this.stats.refusedLocally++;
@@ -103,11 +107,11 @@ export class RateLimiter {
       if (known) return known;
       // another request of this thread is already asking Redis for a batch: share it (only
       // worth it when the limit allows batches; small limits ask side by side, pipelined)
-      const asking = this.leases.mayLease(uuid) ? this.leases.asking(uuid) : null;
+      const asking = this.batches.mayBatch(uuid) ? this.batches.asking(uuid) : null;
       if (!asking || waits >= 2) break;
       await asking.catch(() => undefined);
     }
-    return this.leases.ask(uuid, () => this.grant(uuid));
+    return this.batches.ask(uuid, () => this.grant(uuid));
   }
 
   /**
@@ -116,9 +120,9 @@ export class RateLimiter {
    */
   private countNow(uuid: string): RateResult | null {
     // a lease first: one that answers holds admissions, so refusedNow() would not refuse
-    const local = this.leases.take(uuid, this.now());
+    const local = this.batches.take(uuid, this.now());
     if (!local) return this.refusedNow(uuid);
-    this.stats.leased++;
+    this.stats.batched++;
     this.records.record(uuid, 0);
     return local;
   }
@@ -138,7 +142,7 @@ export class RateLimiter {
    * no request waits for it. A failure is forgotten: the batch's last request asks as usual.
    */
   private prefetch(uuid: string): void {
-    this.leases.ask(uuid, () => this.grant(uuid, true)).catch(() => undefined);
+    this.batches.ask(uuid, () => this.grant(uuid, true)).catch(() => undefined);
   }
 
   /** A rate-limit script call for a request of the sandbox, or (`ahead`) for its next batch only (prefetch). */
@@ -146,7 +150,7 @@ export class RateLimiter {
     const k = this.keys;
     // the script records admitted ones in the history and total; refusals wait for a flush
     const pending = this.records.takeAdmitted(uuid);
-    const plan = this.leases.plan(uuid, ahead);
+    const plan = this.batches.plan(uuid, ahead);
     let at = 0;
     let sentAt = 0;
     const run = async () => {
@@ -169,7 +173,7 @@ export class RateLimiter {
     }
     const res: RateResult = { admitted: r.admitted, limit: r.limit, used: r.used, retryAfter: r.retryAfter, reset: r.reset, retryAfterMs: r.retryAfterMs };
     // the bucket and its time left are Redis's: this node's clock only measures durations
-    this.leases.granted(uuid, res, r.granted, at, { bucket: r.bucket, leftMs: r.leftMs }, ahead);
+    this.batches.granted(uuid, res, r.granted, at, { bucket: r.bucket, leftMs: r.leftMs }, ahead);
     // replies come in the order Redis ran the scripts: an admission after a refusal (another
     // request's lease refunds made room) ends the local refusal, a later refusal starts one
     if (res.admitted) this.over.drop(uuid);
@@ -178,8 +182,8 @@ export class RateLimiter {
   }
 
   /** Forget this thread's lease and over-limit state of a sandbox (its tier changed): the next request asks Redis. */
-  dropLease(uuid: string): void {
-    this.leases.drop(uuid.toLowerCase());
+  dropAdmissions(uuid: string): void {
+    this.batches.drop(uuid.toLowerCase());
     this.over.drop(uuid.toLowerCase());
   }
 
@@ -210,9 +214,7 @@ export class RateLimiter {
   private async indexedRate(uuid: string, run: () => Promise<RateLimitReply | typeof NOT_INDEXED>): Promise<RateLimitReply> {
     let r = await run();
     if (r === NOT_INDEXED) {
-      const row = await getSandbox(this.pool, uuid);
-      if (!row) throw new ApiError('SANDBOX_UNKNOWN');
-      await writeSandboxMeta(this.redis, this.keys, row, this.tiers[row.tier] ?? 0, '');
+      if (!(await this.reseed(uuid))) throw new ApiError('SANDBOX_UNKNOWN');
       r = await run();
       if (r === NOT_INDEXED) throw new ApiError('RATE_INDEX_REBUILDING', [], { 'Retry-After': '1' });
     }

@@ -6,8 +6,28 @@
 // sandbox (the admitted ones: takeAdmitted). A poll flushes first (sandboxes/summary.ts).
 import type { Keys } from '../domain/keys.js';
 import { RATE_WINDOW } from './window.js';
-import type { RateRecord, RateRecords } from '../liveness/heartbeat-batch.js';
 import type { RedisClient } from '../redis/client.js';
+
+/** Requests of a sandbox answered without asking Redis, to record (rate-count-2.lua's arguments). */
+export interface RateRecord {
+  uuid: string;
+  /** requests, refused ones included */
+  n: number;
+  /** how many of them were refused */
+  rejected: number;
+}
+
+/** Where a turn's rate records wait (PendingRecords, below): the heartbeat call takes them. */
+export interface RateRecords {
+  /** the records waiting, handed over (and forgotten there) */
+  take(): RateRecord[];
+  /** records a failed call carried: to be sent again */
+  restore(records: RateRecord[]): void;
+  /** send the records waiting on their own (a turn whose heartbeats all went already) */
+  flush(): void;
+  /** told by the batch that carries them (carry()): how to wait for its calls in flight */
+  carriedBy?(batch: { landed(): Promise<void> | null }): void;
+}
 
 export class PendingRecords implements RateRecords {
   private pending = new Map<string, { n: number; rejected: number }>();

@@ -4,10 +4,29 @@
 // probes run side by side, each with its own time limit, so one sick server never freezes
 // the view of the other; a rebuild runs beside the probes, so a long one does not freeze
 // readiness either.
-import type { App } from '../app.js';
-import { dropGeneration, dropStaleBuild, rebuildIndex } from '../reindex/rebuild.js';
+import type { Logger } from 'pino';
+import type { Config } from '../config.js';
+import type { Keys } from '../domain/keys.js';
+import type { Pool } from '../pg/pool.js';
+import type { RedisClient } from '../redis/client.js';
+import type { AppState } from './state.js';
+import { dropGeneration, dropStaleBuild, rebuildIndex } from '../reindex/index.js';
 import { PRODUCTION } from '../domain/keys.js';
 import { ifEqualReply } from '../redis/replies.js';
+
+/** What the readiness watcher needs of its thread. */
+export interface ReadinessContext {
+  cfg: Config;
+  pg: Pool;
+  redis: RedisClient;
+  keys: Keys;
+  /** the index's live generation, as this thread knows it (search/live-index.ts) */
+  index: { readonly gen: string | null; refreshGen(): Promise<string | null> };
+  /** the lease clock a rebuild reseeds leases with */
+  liveness: { now: () => number };
+  log: Logger;
+  state: AppState;
+}
 
 export interface Watchers {
   /** start the periodic checks; resolves after the first round (and the rebuild it started) */
@@ -36,7 +55,7 @@ function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
  * Does the live generation still have its keys? `null` when Redis did not say in time: the
  * caller then goes by the watchers' view (app.state), which has its own, longer bound.
  */
-async function indexAlive(app: App, gen: string): Promise<boolean | null> {
+async function indexAlive(app: ReadinessContext, gen: string): Promise<boolean | null> {
   try {
     return (await within(app.redis.exists(app.keys.ver(PRODUCTION, gen)), PROBE_MS / 2, 'Redis')) === 1;
   } catch (e) {
@@ -52,7 +71,7 @@ async function indexAlive(app: App, gen: string): Promise<boolean | null> {
  * check that Redis is merely slow to answer defers to the watchers (`app.state.redisUp`):
  * one late answer on a loaded machine does not take the node out of its load balancer.
  */
-export function readinessProbe(app: App, reuseMs = 100, now: () => number = () => performance.now()): () => Promise<boolean> {
+export function readinessProbe(app: ReadinessContext, reuseMs = 100, now: () => number = () => performance.now()): () => Promise<boolean> {
   let last: { at: number; gen: string; alive: Promise<boolean | null> } | null = null;
   return async () => {
     const gen = app.index.gen;
@@ -63,7 +82,7 @@ export function readinessProbe(app: App, reuseMs = 100, now: () => number = () =
   };
 }
 
-export function createWatchers(app: App, intervalMs = 500): Watchers {
+export function createWatchers(app: ReadinessContext, intervalMs = 500): Watchers {
   const s = app.state;
   /** the round under way; callers meanwhile share it */
   let current: Promise<void> | null = null;

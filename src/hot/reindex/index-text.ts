@@ -5,7 +5,7 @@
 // with nothing to do it is one read of index_text_rule and one probe of a partial index.
 import { MEMBER_RULE } from '../domain/dimensions.js';
 import type { Client, Pool } from '../pg/pool.js';
-import { indexText, loadStatesWhere } from '../writes/state.js';
+import { indexText, loadStatesWhere } from '../registry/index.js';
 
 /**
  * Fill the rows without index text; when the member rule the stored text was computed under

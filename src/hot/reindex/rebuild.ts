@@ -8,12 +8,12 @@
 import { randomBytes } from 'node:crypto';
 import type { Keys } from '../domain/keys.js';
 import { PRODUCTION } from '../domain/keys.js';
-import { reseedLeases } from '../liveness/redis-lease.js';
-import { applyArgs, pageArgs, pageRowApplyArgs } from '../writes/apply-args.js';
+import { reseedLeases } from '../liveness/index.js';
+import { applyArgs, pageArgs, pageRowApplyArgs } from '../registry/index.js';
 import type { RedisClient } from '../redis/client.js';
 import type { Pool } from '../pg/pool.js';
-import { loadIndexPage, loadTombstonePage, type IndexPageRow } from './index-pages.js';
-import { writeSandboxMeta } from '../sandboxes/meta.js';
+import { loadIndexPage, loadTombstonePage, type IndexPageRow } from '../registry/index.js';
+import { writeSandboxMeta } from '../sandboxes/index.js';
 import type { TierConfig } from '../config.js';
 import { ifEqualReply, indexPageReply, NOT_INDEXED } from '../redis/replies.js';
 

@@ -1,6 +1,6 @@
 // A sandbox route's credential and its count: the key must be that sandbox's
 // (key-resolver.ts), then the request counts against the sandbox's rate limit
-// (rate-limiter.ts); a route with a body checks the key alone before reading it (verify). SandboxAuth is the rate limiter with the key check on top, so the hot
+// (ratelimit/limiter.ts); a route with a body checks the key alone before reading it (verify). SandboxAuth is the rate limiter with the key check on top, so the hot
 // paths (heartbeats' limitNow, a keyed search's resolvedNow) call straight into the part
 // they need.
 import type { TierConfig } from '../config.js';
@@ -11,7 +11,9 @@ import type { RedisClient } from '../redis/client.js';
 import type { Pool } from '../pg/pool.js';
 import { KeyResolver, type KeyResolverOptions } from './key-resolver.js';
 import { bearerKey } from './keys.js';
-import { RateLimiter, type RateLimiterOptions } from '../ratelimit/limiter.js';
+import { writeSandboxMeta } from './meta.js';
+import { getSandbox } from './store.js';
+import { RateLimiter, type RateLimiterOptions } from '../ratelimit/index.js';
 
 export type SandboxAuthOptions = KeyResolverOptions & RateLimiterOptions;
 
@@ -22,6 +24,13 @@ export class SandboxAuth extends RateLimiter {
     super(pool, redis, keys, tiers, o);
     // the resolver counts into the same stats object (metrics read one)
     this.resolver = new KeyResolver(pool, redis, keys, tiers, this.stats, o);
+  }
+
+  protected async reseed(uuid: string): Promise<boolean> {
+    const row = await getSandbox(this.pool, uuid);
+    if (!row) return false;
+    await writeSandboxMeta(this.redis, this.keys, row, this.tiers[row.tier] ?? 0, '');
+    return true;
   }
 
   /** bytes held by the key maps (metrics, tests) */

@@ -1,7 +1,7 @@
 // What the sandbox routes and the admin API show of a sandbox: its public summary (from
 // the PostgreSQL row) and its poll data (counters from Redis).
 import type { Keys } from '../domain/keys.js';
-import { RATE_WINDOW } from '../ratelimit/window.js';
+import { RATE_WINDOW } from '../ratelimit/index.js';
 import type { RedisClient } from '../redis/client.js';
 import type { SandboxRow } from './store.js';
 import { pollReply } from '../redis/replies.js';

@@ -2,14 +2,22 @@
 // GET /sandbox/{uuid}/services and GET /devices.
 import { canonicalize, CursorMemo, DEVICES_SPEC, nextQueryOf, SEARCH_SPEC, toFilters, type Canonical, type Filters } from './canonical.js';
 import { errorBodyOf } from '../domain/errors.js';
-import type { App } from '../app.js';
+import type { Config } from '../config.js';
+import type { Index } from './searches.js';
 import { type Headers, type Req } from '../http/route.js';
 import { JSON_TYPE, type Reply } from '../http/reply.js';
 import { PRODUCTION } from '../domain/keys.js';
-import { ownBuffer, type CachedResult } from './result-cache.js';
+import { ownBuffer, type CachedResult, type ResultCache } from './result-cache.js';
 import { etagOf, notModified } from '../http/conditional.js';
 import { pageEtag } from './pipeline/etag.js';
 import type { PageBody } from './searches.js';
+
+/** What a search needs of its thread (compose.ts's App has it all). */
+export interface SearchContext {
+  cfg: Config;
+  index: Index;
+  cache: ResultCache;
+}
 
 /** Paged queries parsed once per cursor-less form, per spec (CursorMemo). */
 const memos = new Map([
@@ -57,14 +65,14 @@ export function canonicalOr(reply: Reply, req: Req, spec: typeof SEARCH_SPEC, co
  * running the search (its ETag was computed once, when it was stored). A page after a
  * cursor is stored from its second request on.
  */
-async function cached(app: App, req: Req, reply: Reply, ns: string, key: string, common: Headers, deep: boolean, compute: (signal: AbortSignal) => Promise<CachedResult>): Promise<void> {
+async function cached(app: SearchContext, req: Req, reply: Reply, ns: string, key: string, common: Headers, deep: boolean, compute: (signal: AbortSignal) => Promise<CachedResult>): Promise<void> {
   const hit = app.cache.get(key, ns);
   if (hit) return sendResult(reply, req, common, hit);
   return computed(app, req, reply, ns, key, common, deep, compute);
 }
 
 /** The miss of cached(): one computation per key and namespace version at a time. */
-async function computed(app: App, req: Req, reply: Reply, ns: string, key: string, common: Headers, deep: boolean, compute: (signal: AbortSignal) => Promise<CachedResult>): Promise<void> {
+async function computed(app: SearchContext, req: Req, reply: Reply, ns: string, key: string, common: Headers, deep: boolean, compute: (signal: AbortSignal) => Promise<CachedResult>): Promise<void> {
   const version = app.cache.version(ns); // before reading Redis: a write meanwhile wins
   const r = await app.cache.flights.run(key + '\0' + version, reply, async (signal) => {
     const r = await compute(signal);
@@ -80,7 +88,7 @@ async function computed(app: App, req: Req, reply: Reply, ns: string, key: strin
  * A body kept is in a buffer of its own (ownBuffer): a small one sliced from Node's shared
  * pool would keep the whole 8 KiB slab alive, uncounted.
  */
-function store(app: App, key: string, ns: string, version: number, deep: boolean, r: CachedResult, copy = false): void {
+function store(app: SearchContext, key: string, ns: string, version: number, deep: boolean, r: CachedResult, copy = false): void {
   if (!deep || app.cache.admitOnSecond(key)) {
     const body = ownBuffer(r.body, copy);
     app.cache.set(key, ns, version, body === r.body ? r : { ...r, body });
@@ -118,7 +126,7 @@ function sendResult(reply: Reply, req: Req, common: Headers, r: CachedResult): v
  * is canonical and valid, and the answer is the one the full path would give. A bare "?"
  * (raw "") is not canonical although its canonical form is "": it takes the full path.
  */
-function fastHit(app: App, reply: Reply, req: Req, ns: string, prefix: string, common: Headers): boolean {
+function fastHit(app: SearchContext, reply: Reply, req: Req, ns: string, prefix: string, common: Headers): boolean {
   if (req.query === '') return false;
   const hit = app.cache.get(prefix + (req.query ?? ''), ns, false);
   if (!hit) return false;
@@ -132,7 +140,7 @@ function fastHit(app: App, reply: Reply, req: Req, ns: string, prefix: string, c
  * here, with no promise, single flight or AbortController; else the async path (single
  * flight, Redis, the pool). All three give the same ETag for the same page.
  */
-export function searchServices(app: App, req: Req, reply: Reply, ns: string, common: Headers): Promise<void> | void {
+export function searchServices(app: SearchContext, req: Req, reply: Reply, ns: string, common: Headers): Promise<void> | void {
   const prefix = ns + '\0s\0' + req.path + '?';
   if (fastHit(app, reply, req, ns, prefix, common)) return;
   const c = canonicalOr(reply, req, SEARCH_SPEC, common);
@@ -192,7 +200,7 @@ function bindingsOf(d: DocShape, f: Filters): Binding[] {
  * profiles. The cursor is "<seq>" (continue after that service) or "<seq>.<k>" (continue
  * inside service <seq>, skipping its first k bindings).
  */
-export async function searchDevices(app: App, req: Req, reply: Reply, common: Headers): Promise<void> {
+export async function searchDevices(app: SearchContext, req: Req, reply: Reply, common: Headers): Promise<void> {
   const prefix = PRODUCTION + '\0d\0';
   if (fastHit(app, reply, req, PRODUCTION, prefix, common)) return;
   const c = canonicalOr(reply, req, DEVICES_SPEC, common);
@@ -200,7 +208,7 @@ export async function searchDevices(app: App, req: Req, reply: Reply, common: He
   await cached(app, req, reply, PRODUCTION, prefix + c.canonical, common, !!c.filters.after, async (signal) => withEtag(await deviceBindings(app, req, signal, c)));
 }
 
-async function deviceBindings(app: App, req: Req, signal: AbortSignal, c: Canonical): Promise<Omit<CachedResult, 'etag'>> {
+async function deviceBindings(app: SearchContext, req: Req, signal: AbortSignal, c: Canonical): Promise<Omit<CachedResult, 'etag'>> {
   const f = c.filters;
   let after = '';
   let skipSeq = '';
@@ -244,7 +252,7 @@ async function deviceBindings(app: App, req: Req, signal: AbortSignal, c: Canoni
   return { body: Buffer.from(JSON.stringify(out)), headers };
 }
 
-export function anonymousSearchHeaders(app: App): Headers {
+export function anonymousSearchHeaders(app: SearchContext): Headers {
   return [
     ['Cache-Control', `public, max-age=${app.cfg.searchMaxAge}`],
     ['Vary', 'Authorization'],

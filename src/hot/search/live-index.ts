@@ -8,7 +8,7 @@ import { filterSuffixes, Keys, PRODUCTION } from '../domain/keys.js';
 import { isRedisUnavailable } from '../domain/outage.js';
 import type { RedisClient } from '../redis/client.js';
 import { NOT_INDEXED, replacementsReply, serviceReply, type ReplacementsReply, type ServiceRow } from '../redis/replies.js';
-import { markNamespace } from '../writes/mark-namespace.js';
+import { markNamespace } from '../registry/index.js';
 
 /** The dimension fields of Filters (domain/dimensions.ts). */
 export type FilterSets = DimensionFilters;

@@ -1,23 +1,31 @@
-// Public routes (no key): search, one service, its replacements through the shared public
-// cache, device queries. The two discovery routes ignore credentials entirely and send
+// The discovery reads: the public ones (no key: search, one service, its replacements
+// through the shared public cache, device queries) and a sandbox's (its search and one
+// service, behind its key). The two discovery routes ignore credentials entirely and send
 // nothing per caller: no cookie, no request id, nothing echoed from the request.
 import type { TemplatedApp } from 'uWebSockets.js';
-import type { App } from '../app.js';
+import type { ResultCache } from './result-cache.js';
+import type { SandboxAuth } from '../sandboxes/index.js';
 import { PRODUCTION } from '../domain/keys.js';
 import { ApiError } from '../domain/errors.js';
 import { deprecationHeaders } from '../domain/service.js';
 import type { Replacements } from './live-index.js';
 import { route, type Headers, type Req, type RouteOptions } from '../http/route.js';
 import type { Reply } from '../http/reply.js';
-import { bearerKey } from '../sandboxes/keys.js';
+import { bearerKey, keyedRoutes, sandboxBase, sandboxNs } from '../sandboxes/index.js';
 import { countReplacementsCache } from '../metrics/metrics.js';
 import { outageError } from '../domain/outage.js';
 import { etagOf, notModified } from '../http/conditional.js';
-import { anonymousSearchHeaders, searchDevices, searchServices } from './answer.js';
+import { anonymousSearchHeaders, searchDevices, searchServices, type SearchContext } from './answer.js';
+
+/** What the public discovery routes need of their thread. */
+export interface PublicContext extends SearchContext {
+  replacements: ResultCache<Replacements>;
+  auth: SandboxAuth;
+}
 
 const ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
 
-export function registerPublic(uws: TemplatedApp, app: App, o: RouteOptions): void {
+export function registerPublic(uws: TemplatedApp, app: PublicContext, o: RouteOptions): void {
   // every answer of the search varies on Authorization, its errors (429, 503) too, and
   // one to a request that carried Authorization is private
   const privately = (req: Req, err: unknown): unknown => {
@@ -105,6 +113,27 @@ export function registerPublic(uws: TemplatedApp, app: App, o: RouteOptions): vo
   }, anonymous);
 
   route(uws, 'get', '/devices', (req, reply) => searchDevices(app, req, reply, anonymousSearchHeaders(app).slice(0, 1)), o);
+}
+
+const PRIVATE: Headers = [['Cache-Control', 'private, no-store']];
+
+/** The reads of a sandbox's registry: its search and one service (its key first: keyed.ts). */
+export function registerSandboxReads(uws: TemplatedApp, app: PublicContext, o: RouteOptions): void {
+  const keyed = keyedRoutes(uws, app.auth);
+
+  keyed('get', '/sandbox/:uuid/services', o, (req, reply, _body, rl) => searchServices(app, req, reply, sandboxNs(req), [...PRIVATE, ['Vary', 'Authorization'], ...rl]));
+
+  keyed('get', '/sandbox/:uuid/services/:id', o, async (req, reply, _body, rl) => {
+    const id = req.params[1]!;
+    const s = await app.index.getService(sandboxNs(req), id);
+    if (!s) throw new ApiError('SERVICE_NOT_FOUND');
+    // the document's ETag, as on /services/{id}: a heartbeat that changes nothing keeps it,
+    // a transition or any other write changes it; a matching If-None-Match is a 304 (counted)
+    const etag = etagOf(s.doc);
+    const headers: Headers = [...PRIVATE, ['ETag', etag], ...deprecationHeaders(s.hdr, `${sandboxBase(req)}/${id}/replacements`), ...rl];
+    if (notModified(req.ifNoneMatch, etag)) return reply.send(304, headers);
+    reply.json(200, s.doc, headers);
+  });
 }
 
 export function sendCached(

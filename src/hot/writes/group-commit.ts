@@ -16,7 +16,7 @@
 import { ApiError } from '../domain/errors.js';
 import { patchServices, type CommittedPatch, type PreparedPatch } from './patches.js';
 import type { Pool } from '../pg/pool.js';
-import { deleteServices, type CommittedWrite, type DeleteItem } from './write-functions.js';
+import { deleteServices, type CommittedWrite, type DeleteItem } from '../registry/index.js';
 import { createServices, type Committed, type NewService } from './register.js';
 
 export interface GroupCommitOptions {

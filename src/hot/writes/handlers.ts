@@ -1,25 +1,30 @@
 // Registry writes shared by the sandbox routes and the admin production routes. Each is
 // acknowledged only after PostgreSQL committed; the index is then updated before the
 // response, so a client reads its own write (unless Redis is away: the outbox catches up).
-import type { App } from '../app.js';
+import type { GroupCommitter } from './group-commit.js';
 import { ApiError } from '../domain/errors.js';
 import { deprecationHeaders, serviceObject } from '../domain/service.js';
 import { parseServiceCreate, parseServicePatch, check, validators, type ServiceInput } from '../domain/validation.js';
 import { type Headers, type Req } from '../http/route.js';
 import type { Reply } from '../http/reply.js';
 import { parseJson } from '../http/body.js';
-import { loadReplacements } from './state.js';
-import { addReplacement } from './write-functions.js';
+import { loadReplacements } from '../registry/index.js';
+import { addReplacement } from '../registry/index.js';
 import { patchService } from './patches.js';
 import { createServices } from './register.js';
-import { leaseToken, withToken } from '../liveness/routes.js';
-import { newHeartbeatToken } from '../liveness/tokens.js';
-import { tokenPrefix } from '../liveness/store.js';
+import { leaseToken, withToken, type LivenessContext } from '../liveness/index.js';
+import { newHeartbeatToken } from '../liveness/index.js';
+import { tokenPrefix } from '../liveness/index.js';
+
+/** What the write handlers need of their thread. */
+export interface WriteContext extends LivenessContext {
+  commits: GroupCommitter;
+}
 
 /** "/services" for production, "/sandbox/<uuid>/services" for a sandbox */
 export type Base = string;
 
-export async function createHandler(app: App, ns: string, base: Base, req: Req, reply: Reply, body: Buffer | null, extra: Headers): Promise<void> {
+export async function createHandler(app: WriteContext, ns: string, base: Base, req: Req, reply: Reply, body: Buffer | null, extra: Headers): Promise<void> {
   const input = parseServiceCreate(parseJson(req, body));
   // committed with whatever other registrations arrived meanwhile (group commit); the
   // statement returned the state, so Redis and the response are built from it, not read
@@ -59,7 +64,7 @@ export function parseBatch(req: Req, body: Buffer | null): ServiceInput[] {
  * POST .../services/batch with a parsed body: one statement for all of them (all or
  * nothing), Redis applied in pipelined pages from what it returned, 201 in order.
  */
-export async function batchHandler(app: App, ns: string, inputs: ServiceInput[], reply: Reply, extra: Headers): Promise<void> {
+export async function batchHandler(app: WriteContext, ns: string, inputs: ServiceInput[], reply: Reply, extra: Headers): Promise<void> {
   // leases (ttl given) get their tokens, shown once, each in its own service's object
   const prefix = inputs.some((input) => input.ttl != null) ? await tokenPrefix(app.pg, ns) : '';
   const toks = inputs.map((input) => (input.ttl != null ? newHeartbeatToken(prefix) : null));
@@ -68,7 +73,7 @@ export async function batchHandler(app: App, ns: string, inputs: ServiceInput[],
   reply.json(201, '{"services":[' + done.map((c, i) => withToken(c.doc, toks[i]?.token ?? null)).join(',') + ']}', [['Cache-Control', 'no-store'], ...extra]);
 }
 
-export async function patchHandler(app: App, ns: string, base: Base, id: string, req: Req, reply: Reply, body: Buffer | null, extra: Headers): Promise<void> {
+export async function patchHandler(app: WriteContext, ns: string, base: Base, id: string, req: Req, reply: Reply, body: Buffer | null, extra: Headers): Promise<void> {
   const change = parseServicePatch(parseJson(req, body));
   // the statement returned the state it committed: Redis and the response are built from it
   // a patch that starts a lease on a service without a token issues one
@@ -78,21 +83,21 @@ export async function patchHandler(app: App, ns: string, base: Base, id: string,
   reply.json(200, withToken(c.doc, c.issued ? tok!.token : null), [['Cache-Control', 'no-store'], ...deprecationHeaders(c.hdr, `${base}/${id}/replacements`), ...extra]);
 }
 
-export async function deleteHandler(app: App, ns: string, id: string, reply: Reply, extra: Headers): Promise<void> {
+export async function deleteHandler(app: WriteContext, ns: string, id: string, reply: Reply, extra: Headers): Promise<void> {
   // committed with other deletions; the deleted service and every service that listed it
   // as a candidate are re-indexed with the batch, from the states the statement returned
   if (!(await app.commits.delete({ ns, id }))) throw new ApiError('SERVICE_NOT_FOUND');
   reply.send(204, [['Cache-Control', 'no-store'], ...extra]);
 }
 
-export async function addReplacementHandler(app: App, ns: string, id: string, req: Req, reply: Reply, body: Buffer | null, extra: Headers): Promise<void> {
+export async function addReplacementHandler(app: WriteContext, ns: string, id: string, req: Req, reply: Reply, body: Buffer | null, extra: Headers): Promise<void> {
   const { serviceId } = check(validators.replacementAdd, parseJson(req, body));
   const w = await addReplacement(app.pg, ns, id, serviceId);
   await app.projector.applyCommitted([w]);
   reply.json(201, JSON.stringify(w.candidates.map(serviceObject)), [['Cache-Control', 'no-store'], ...extra]);
 }
 
-export async function listReplacementsHandler(app: App, ns: string, id: string, reply: Reply, extra: Headers, status = 200): Promise<void> {
+export async function listReplacementsHandler(app: WriteContext, ns: string, id: string, reply: Reply, extra: Headers, status = 200): Promise<void> {
   const list = await loadReplacements(app.pg, ns, id);
   if (!list) throw new ApiError('SERVICE_NOT_FOUND');
   reply.json(status, JSON.stringify(list.map(serviceObject)), [['Cache-Control', 'no-store'], ...extra]);

@@ -2,17 +2,17 @@
 // namespaces, committed by ONE statement — one round trip, prepared once per connection.
 // The statement inserts the services with their index text, their capabilities,
 // properties and IoT profiles, one outbox row each and their change events (under the
-// change feed's advisory lock, changes/events.ts), and returns what the index needs that
+// change feed's advisory lock, registry/events.ts), and returns what the index needs that
 // only PostgreSQL draws: seq, version, outbox row. Everything else of the state is known
 // before the write (a new service has no candidates), so the caller applies Redis from
 // this and answers from it: nothing is read back (projector.ts, applyCommitted()).
 // A single statement outside BEGIN/COMMIT is its own transaction: all rows or none.
 // Patches (patches.ts) likewise: one read and one statement, with the same detail rows.
-import { CHANGE_LOCK_ID } from '../changes/events.js';
+import { CHANGE_LOCK_ID } from '../registry/index.js';
 import type { ServiceRecord } from '../domain/service.js';
 import type { ServiceInput } from '../domain/validation.js';
 import { query, type Pool } from '../pg/pool.js';
-import { indexText, newServiceId, type IndexState, type IndexText } from './state.js';
+import { indexText, newServiceId, type IndexState, type IndexText } from '../registry/index.js';
 
 /** One registration to commit: its namespace, its body and (import, tests) a chosen id. */
 export interface NewService {
@@ -61,7 +61,7 @@ iot AS (
 ob AS (
   INSERT INTO outbox (ns, service_id) SELECT ns, id FROM t ORDER BY i RETURNING id, service_id),
 ev AS (
-  -- the lock is taken in the FROM item, before nextval draws any id (changes/events.ts)
+  -- the lock is taken in the FROM item, before nextval draws any id (registry/events.ts)
   INSERT INTO change_events (id, ns, service_id, type, data)
   SELECT nextval('change_events_id_seq'), t.ns, t.id, 'service.created', t.doc
     FROM (SELECT pg_advisory_xact_lock($20)) l, t ORDER BY t.i)

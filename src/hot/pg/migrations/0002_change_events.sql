@@ -1,7 +1,7 @@
 -- 0002: the change feed (GET /services/changes). One row per service write, inserted in the
 -- same transaction as the write, so the feed is exactly as durable as the registry.
 -- Writers take a transaction-scoped advisory lock right before inserting their row and keep
--- it until COMMIT (src/hot/changes/events.ts): ids are therefore handed out in commit order,
+-- it until COMMIT (src/hot/registry/events.ts): ids are therefore handed out in commit order,
 -- and a reader that sees id N has already been able to see every smaller id that will ever
 -- exist. That is what makes `Last-Event-ID` resumption gap-free with a plain `id > last`.
 CREATE TABLE change_events (

@@ -1,6 +1,6 @@
 -- Writes in one round trip (issue 22): a deletion, a new replacement candidate and a new
 -- heartbeat token each run as one server-side function — the whole transaction in one
--- statement of the client, prepared (writes/write-functions.ts) — that returns the states the
+-- statement of the client, prepared (registry/write-functions.ts) — that returns the states the
 -- index needs, so nothing is read after COMMIT.
 --
 -- Why functions and not one SQL statement, as a registration is (writes.ts): these writes
@@ -71,7 +71,7 @@ BEGIN
   RETURN QUERY
     WITH o AS (INSERT INTO outbox AS x (ns, service_id) SELECT p_ns, u FROM unnest(listers) u RETURNING x.id, x.service_id)
     SELECT o.id, st.id, st.ns, st.version, to_json(st) FROM o JOIN service_state st ON st.id = o.service_id;
-  -- last: the change feed's lock is held from the id draw to COMMIT (changes/events.ts)
+  -- last: the change feed's lock is held from the id draw to COMMIT (registry/events.ts)
   PERFORM pg_advisory_xact_lock(p_lock);
   INSERT INTO change_events (id, ns, service_id, type, data)
     VALUES (nextval('change_events_id_seq'), p_ns, p_id, 'service.deleted', p_data);

@@ -50,7 +50,7 @@ BEGIN
   INSERT INTO outbox AS o (ns, service_id) VALUES (p_ns, p_id) RETURNING o.id INTO ob;
   RETURN QUERY SELECT ob, st.id, st.ns, st.version, to_json(st), doc, mem, s.idx_hdr
     FROM service_state st JOIN services s ON s.id = st.id WHERE st.id = p_id;
-  -- last: the change feed's lock is held from the id draw to COMMIT (changes/events.ts)
+  -- last: the change feed's lock is held from the id draw to COMMIT (registry/events.ts)
   PERFORM pg_advisory_xact_lock(p_lock);
   INSERT INTO change_events (id, ns, service_id, type, data)
     VALUES (nextval('change_events_id_seq'), p_ns, p_id, 'service.updated', doc);

@@ -1,7 +1,7 @@
 // The rebuild's reads of PostgreSQL: every service in seq order, a page per statement,
 // already as index-page-1.lua's arguments (the index text each write stored), and the
 // tombstones of deleted services. Used by reindex/rebuild.ts.
-import { indexText, loadStatesWhere } from '../writes/state.js';
+import { indexText, loadStatesWhere } from './state.js';
 import type { Client, Pool } from '../pg/pool.js';
 
 /**

@@ -12,8 +12,8 @@ import type { Config } from '../config.js';
 import type { Keys } from '../domain/keys.js';
 import type { RedisClient } from '../redis/client.js';
 import type { Pool } from '../pg/pool.js';
-import { writeSandboxMeta } from '../sandboxes/meta.js';
-import { loadSandboxMeta, type SandboxRow } from '../sandboxes/store.js';
+import { PendingSandboxes, writeSandboxMeta } from '../sandboxes/index.js';
+import { loadSandboxMeta, type SandboxRow } from '../sandboxes/index.js';
 import { loadIndexStates, type IndexState } from './state.js';
 import type { ServiceText } from './apply-args.js';
 import { applyServices } from './apply-services.js';
@@ -40,12 +40,8 @@ export class Projector {
   private ackTimer: NodeJS.Timeout | null = null;
   private readonly beforeApply: ((ids: string[]) => Promise<void>) | null;
   private readonly ackMs: number;
-  /**
-   * a sandbox's outbox row (its key hash among what it carries) is waiting: the Redis index
-   * may miss a key, so key look-ups ask PostgreSQL (SandboxAuth's indexMarker). Set by the
-   * last sweep, and at once by sandboxPending()
-   */
-  private sandboxRowsWaiting = false;
+  /** whether a sandbox's outbox row (its key hash among it) is waiting: told after each sweep */
+  private readonly pendingSandboxes: PendingSandboxes;
 
   constructor(
     readonly pool: Pool,
@@ -66,6 +62,7 @@ export class Projector {
   ) {
     this.beforeApply = opts.beforeApply ?? null;
     this.ackMs = opts.ackMs ?? 20;
+    this.pendingSandboxes = opts.pendingSandboxes ?? new PendingSandboxes();
   }
 
   /**
@@ -222,19 +219,9 @@ export class Projector {
         if (done.length < r.rows.length || r.rows.length < batch) return total;
       }
     } finally {
-      this.sandboxRowsWaiting = waiting;
+      this.pendingSandboxes.set(waiting);
       this.sweeping = false;
     }
-  }
-
-  /** A sandbox's metadata (its key hash) could not reach Redis and waits in the outbox. */
-  sandboxPending(): void {
-    this.sandboxRowsWaiting = true;
-  }
-
-  /** Whether a sandbox's metadata may be missing from Redis (the last sweep left some, or sandboxPending()). */
-  sandboxesWaiting(): boolean {
-    return this.sandboxRowsWaiting;
   }
 
   /** Outbox rows not yet applied (lag, for readiness and metrics). */

@@ -2,6 +2,7 @@
 // state its transaction returned (CommittedEntry), what the projector reports to its owner
 // (ProjectorEvents, FailureStage) and its options (ProjectorOptions). Projector (projector.ts)
 // takes and reports them; apply-services.ts reports through them too.
+import type { PendingSandboxes } from '../sandboxes/index.js';
 import type { IndexState } from './state.js';
 import type { ServiceText } from './apply-args.js';
 
@@ -45,6 +46,8 @@ export interface ProjectorOptions {
    * sweeper looks is applied again, which the revision rule makes harmless).
    */
   ackMs?: number;
+  /** where the sweeps say whether sandbox metadata still waits (the thread's one; default: its own) */
+  pendingSandboxes?: PendingSandboxes;
 }
 
 /** A committed write whose state the transaction returned (writes/register.ts): applied without reading it again. */

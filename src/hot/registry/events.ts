@@ -1,4 +1,4 @@
-// Change events: written by every service write inside its own transaction (writes/state.ts,
+// Change events: written by every service write inside its own transaction (registry/state.ts,
 // writes/bulk.ts), read by the change feed (changes/hub.ts). Why the advisory lock: a bigserial
 // id is drawn at INSERT but becomes visible at COMMIT, so two writers can commit out of id
 // order and a reader that has moved past id 7 would never see a late-committing id 6.

@@ -4,7 +4,7 @@
 // the caller applies Redis from them (projector.ts, applyCommitted()) and answers from
 // them, reading nothing after COMMIT. A single statement outside BEGIN/COMMIT is its own
 // transaction: everything or nothing.
-import { CHANGE_LOCK_ID, deletedData } from '../changes/events.js';
+import { CHANGE_LOCK_ID, deletedData } from './events.js';
 import { ApiError, type ErrorKey } from '../domain/errors.js';
 import type { ServiceRecord } from '../domain/service.js';
 import { query, retrying, type Pool } from '../pg/pool.js';

@@ -6,7 +6,7 @@
 import type { Keys } from '../domain/keys.js';
 import { memberSuffixes } from '../domain/keys.js';
 import { headerData, serializeService, type ServiceRecord } from '../domain/service.js';
-import type { IndexPageRow } from '../reindex/index-pages.js';
+import type { IndexPageRow } from './index-pages.js';
 import { encodeSets } from '../../workers/buckets.js';
 
 /**
@@ -24,7 +24,7 @@ function recordFields(id: string, rev: number, s: ServiceRecord | null | undefin
   return stateFields(id, rev, String(s.seq), text?.doc ?? serializeService(s), text?.hdr ?? headerData(s), text?.members ?? memberSuffixes(s).join('\n'), s.replacementSeqs.join(','));
 }
 
-/** The strings a write already serialised for its state (writes/state.ts IndexText). */
+/** The strings a write already serialised for its state (registry/state.ts IndexText). */
 export interface ServiceText {
   doc: string;
   members: string;

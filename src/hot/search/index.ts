@@ -1,0 +1,8 @@
+// The search room's entry: what other rooms use of it.
+export { type Caches, invalidateCaches, InvalidationListener } from './invalidation.js';
+export { type Replacements } from './live-index.js';
+export { NearVersionCheck } from './near/check.js';
+export { NearCache } from './near/near-cache.js';
+export { ResultCache, stringBytes } from './result-cache.js';
+export { Index } from './searches.js';
+export { registerPublic, registerSandboxReads } from './routes.js';
