@@ -196,7 +196,7 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
   liveness.batch.carry(auth.records);
   const hub = new ChangeHub(pg, cfg, new StreamShares(cfg.changesMaxStreams, cfg.changesStreamsPerAddress, (opts.shared ?? processShared()).changeStreams));
   const invalidation = new InvalidationListener(redis, keys, caches, {
-    lease: (uuid) => auth.dropAdmissions(uuid),
+    tierChanged: (uuid) => auth.dropAdmissions(uuid),
     // a rebuild made a new generation live: read it at once rather than at the next round
     // of the readiness watcher (which also reads it, should this read fail)
     generation: () => void index.refreshGen().catch(() => undefined),

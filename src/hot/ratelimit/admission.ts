@@ -1,21 +1,21 @@
-// Rate-limit leases: for a sandbox with a high limit, the rate-limit script admits a small
+// Rate-limit admission batches: for a sandbox with a high limit, the rate-limit script admits a small
 // batch of requests at once (counting them all in the window) and this thread answers the
 // rest of the batch without a Redis round trip, for at most BATCH_MS and never past the
 // 5-second bucket the batch was counted in. Buckets are Redis's (rate-limit-4.lua reads
 // TIME): the script reports the bucket and the ms left in it, and this thread's clock only
-// measures that duration, from when it asked (so a lease ends early, never late). Their
+// measures that duration, from when it asked (so an admission batch ends early, never late). Their
 // history and total records follow once per event-loop turn (rate-records.ts). Limits below BATCH_DIVISOR × 2 a minute (the default
-// free and pro tiers) always lease exactly one: every request asks Redis, as before.
+// free and pro tiers) always admission batch exactly one: every request asks Redis, as before.
 //
-// Accuracy (docs/decisions.md, "Rate-limit leases"): a window never admits more than the
-// limit, since every admission is counted before it is used. A lease's unused admissions
+// Accuracy (docs/decisions.md, "Rate-limit admission batches"): a window never admits more than the
+// limit, since every admission is counted before it is used. An admission batch's unused admissions
 // count as used until this thread gives them back with its next request of that sandbox
 // (every bucket's rest is kept until then). A batch is at most limit / BATCH_DIVISOR (and
 // BATCH_MAX); a thread holds the rest of its current batch, the batch asked for ahead
 // (below) and the rest of one a concurrent ask replaced, so a sandbox can be refused early
 // by at most threads × 3 × limit / BATCH_DIVISOR requests of a window: 0.3 % of the limit
 // a thread.
-// A tier change reaches a thread holding a lease within BATCH_MS (at once on the thread
+// A tier change reaches a thread holding an admission batch within BATCH_MS (at once on the thread
 // that made it, and on others when the invalidation message arrives).
 //
 // The next batch is asked for before this one runs out (prefetch): when a batch of
@@ -23,7 +23,7 @@
 // background (rate-limit-4.lua with need 0: admissions counted, no request), and answers
 // on from the current batch meanwhile. So a busy sandbox's requests never wait for a
 // rate-limit round trip, where without it every request of the turn a batch ran out in
-// waited for one (docs/decisions.md, "Rate-limit leases asked for ahead"). The next batch
+// waited for one (docs/decisions.md, "Rate-limit admission batches asked for ahead"). The next batch
 // is counted in the window after all of the current one, so RateLimit still counts down
 // one by one (a batch that runs out of time with admissions left is not followed by the
 // next: the ask that follows gives both back).
@@ -47,7 +47,7 @@ export const BATCH_MS = 100;
  * bound at 0.3 % of a limit a thread; this cap only sets how often a very high limit's thread
  * asks Redis: 4,096 (was 256) makes a sandbox at ~100,000 requests a second ask ~25 times a
  * second instead of ~400 (sandbox heartbeats +2.6-2.8 % side by side, docs/decisions.md,
- * "Rate-limit leases"). It matters from 256,000 a minute up.
+ * "Rate-limit admission batches"). It matters from 256,000 a minute up.
  */
 export const BATCH_MAX = 4096;
 export const BATCH_DIVISOR = 1000;
@@ -55,7 +55,7 @@ export const BATCH_DIVISOR = 1000;
 export const PREFETCH_MIN = 8;
 const STATES_MAX = 50_000;
 
-interface Lease {
+interface Batch {
   /** the 5-second bucket the batch was counted in (Redis's bucket number) */
   bucket: number;
   /** admissions of the batch not used yet */
@@ -72,13 +72,13 @@ interface Lease {
 }
 
 interface State {
-  lease: Lease | null;
-  /** the batch asked for ahead (prefetch), used once `lease` is spent or over */
-  next: Lease | null;
-  /** admissions to ask for next time when no lease is held */
+  batch: Batch | null;
+  /** the batch asked for ahead (prefetch), used once `admission batch` is spent or over */
+  next: Batch | null;
+  /** admissions to ask for next time when no admission batch is held */
   want: number;
   asking: Promise<RateResult> | null;
-  /** unused admissions of leases dropped or replaced, by the bucket they were counted in: given back with the next request */
+  /** unused admissions of admission batches dropped or replaced, by the bucket they were counted in: given back with the next request */
   refunds: Map<number, number>;
   /** the limit Redis last reported (0: not asked yet) */
   limit: number;
@@ -86,7 +86,7 @@ interface State {
 
 const bucketOf = (ms: number) => Math.floor(ms / RATE_WINDOW.bucketMs);
 
-const usable = (l: Lease | null, now: number): boolean => l !== null && l.left > 0 && now < l.expires;
+const usable = (l: Batch | null, now: number): boolean => l !== null && l.left > 0 && now < l.expires;
 
 export class AdmissionBatches {
   private states = new Map<string, State>();
@@ -99,24 +99,24 @@ export class AdmissionBatches {
     let st = this.states.get(uuid);
     if (!st) {
       if (this.states.size >= STATES_MAX) this.states.delete(this.oldest.next()!);
-      st = { lease: null, next: null, want: 1, asking: null, refunds: new Map(), limit: 0 };
+      st = { batch: null, next: null, want: 1, asking: null, refunds: new Map(), limit: 0 };
       this.states.set(uuid, st);
     }
     return st;
   }
 
-  /** An admission from this thread's lease, or null when Redis must be asked. */
+  /** An admission from this thread's admission batch, or null when Redis must be asked. */
   take(uuid: string, now: number): RateResult | null {
     const st = this.states.get(uuid);
     if (!st) return null;
-    let l = st.lease;
+    let l = st.batch;
     if (l === null || !usable(l, now)) {
       // the current batch is spent: go on with the one asked for ahead. One that ran out
       // of time with admissions left is not followed by it: the next ask gives both back,
       // and the count goes on from the window's without a gap (RateLimit counts down)
       const n = st.next;
       if (l === null || l.left > 0 || n === null || !usable(n, now)) return null;
-      st.lease = l = n;
+      st.batch = l = n;
       st.next = null;
     }
     l.left--;
@@ -137,7 +137,7 @@ export class AdmissionBatches {
   /** Whether this thread holds unused admissions to give back (then asking Redis may admit). */
   holdsRefunds(uuid: string): boolean {
     const st = this.states.get(uuid);
-    return !!st && (st.refunds.size > 0 || (st.lease?.left ?? 0) > 0 || (st.next?.left ?? 0) > 0);
+    return !!st && (st.refunds.size > 0 || (st.batch?.left ?? 0) > 0 || (st.next?.left ?? 0) > 0);
   }
 
   /** The request of this thread asking Redis for this sandbox right now, if any. */
@@ -158,7 +158,7 @@ export class AdmissionBatches {
 
   /**
    * What to ask Redis for: the batch size, and the unused admissions to give back as
-   * "bucket:count,…" (at most a few buckets: a lease never outlives its own). `ahead`: a
+   * "bucket:count,…" (at most a few buckets: an admission batch never outlives its own). `ahead`: a
    * prefetch, asked while the current batch still answers (it is kept).
    */
   plan(uuid: string, ahead = false): { want: number; refunds: string } {
@@ -170,7 +170,7 @@ export class AdmissionBatches {
   }
 
   /**
-   * Redis answered at local time `at`: keep the rest of the batch as this thread's lease,
+   * Redis answered at local time `at`: keep the rest of the batch as this thread's admission batch,
    * until BATCH_MS or the end of Redis's bucket, whichever comes first. `window` is the
    * bucket and its ms left as the script reported them; without it `at` is taken to be on
    * Redis's clock (unit tests). `ahead`: the answer to a prefetch (no request took the
@@ -181,8 +181,8 @@ export class AdmissionBatches {
     const st = this.state(uuid);
     // `at` is when it was asked: a current batch that answered then keeps answering, with
     // this one next (take() decides whether it follows, by how the current one ended)
-    const keep = ahead && usable(st.lease, at);
-    // a concurrent ask's lease (or one asked ahead): its unused admissions go back next time
+    const keep = ahead && usable(st.batch, at);
+    // a concurrent ask's admission batch (or one asked ahead): its unused admissions go back next time
     if (keep) this.retireLease(st, st.next);
     else this.retire(st);
     st.next = null;
@@ -192,7 +192,7 @@ export class AdmissionBatches {
       st.want = 1;
       return;
     }
-    const lease: Lease = {
+    const batch: Batch = {
       bucket: window.bucket,
       left: ahead ? granted : granted - 1,
       taken: 0,
@@ -202,13 +202,13 @@ export class AdmissionBatches {
       expires: at + Math.min(BATCH_MS, window.leftMs),
       low: granted >= PREFETCH_MIN ? Math.floor(granted / 4) : -1,
     };
-    if (keep) st.next = lease;
-    else st.lease = lease;
+    if (keep) st.next = batch;
+    else st.batch = batch;
     // next batch: twice this one while batches run out, never above the cap
     st.want = max > 1 ? Math.min(max, Math.max(2, granted * 2)) : 1;
   }
 
-  /** Forget the lease (the sandbox's tier changed); its unused admissions go back. */
+  /** Forget the admission batch (the sandbox's tier changed); its unused admissions go back. */
   drop(uuid: string): void {
     const st = this.states.get(uuid);
     if (!st) return;
@@ -216,17 +216,17 @@ export class AdmissionBatches {
     st.want = 1;
   }
 
-  /** End the current lease and the one asked ahead. */
+  /** End the current admission batch and the one asked ahead. */
   private retire(st: State): void {
-    const { lease, next } = st;
-    st.lease = null;
+    const { batch, next } = st;
+    st.batch = null;
     st.next = null;
-    this.retireLease(st, lease);
+    this.retireLease(st, batch);
     this.retireLease(st, next);
   }
 
-  /** End a lease: size the next batch by its use, keep its rest for a refund. */
-  private retireLease(st: State, l: Lease | null): void {
+  /** End an admission batch: size the next batch by its use, keep its rest for a refund. */
+  private retireLease(st: State, l: Batch | null): void {
     if (!l) return;
     if (l.left > 0) {
       // the batch was larger than this thread needed: ask for what it used next time

@@ -1,7 +1,7 @@
 // Counting a sandbox's requests against its rate limit (contract: the sliding minute of
 // twelve 5-second buckets; RateLimit-Policy and RateLimit fields). The limit is read by the
 // Lua script whenever the thread asks Redis: on every request below 2,000 a minute, once per
-// batch above (leases.ts); requests answered from a batch are recorded in Redis once per
+// batch above (admission.ts); requests answered from a batch are recorded in Redis once per
 // event-loop turn (or RATE_COUNT_FLUSH_MS), in the turn's heartbeat call when there is one.
 // Resolving the key is key-resolver.ts's; auth.ts puts the two together.
 import type { TierConfig } from '../config.js';
@@ -46,10 +46,10 @@ export type Fields = 'always' | 'near';
 export abstract class RateLimiter {
   private batches = new AdmissionBatches((uuid) => this.prefetch(uuid));
   private over = new OverLimit();
-  /** requests answered without asking Redis (under a lease, or refused locally), not yet recorded there */
+  /** requests answered without asking Redis (under an admission batch, or refused locally), not yet recorded there */
   readonly records: PendingRecords;
   /**
-   * calls of the rate-limit script for a request, requests answered from a lease, requests
+   * calls of the rate-limit script for a request, requests answered from an admission batch, requests
    * refused locally (over the limit), key look-ups that went past this thread's maps
    * (Redis, then PostgreSQL), keys refused by their text alone (bad checksum or not
    * key-shaped), and calls of the rate-limit script for a batch asked ahead (prefetch)
@@ -77,7 +77,7 @@ export abstract class RateLimiter {
 
   /**
    * count()'s first step on its own, synchronous: when this thread knows the sandbox is
-   * over its limit (and holds no lease admissions to give back), the refusal, recorded;
+   * over its limit (and holds no admission batch admissions to give back), the refusal, recorded;
    * otherwise null and count() decides.
    */
   refusedNow(uuid: string): RateResult | null {
@@ -97,9 +97,9 @@ export abstract class RateLimiter {
   }
 
   /**
-   * Count one request; the result says whether it is admitted. A thread holding a lease
+   * Count one request; the result says whether it is admitted. A thread holding an admission batch
    * answers from it without a Redis round trip (records reach Redis once per event-loop
-   * turn); otherwise the rate-limit script decides, and may lease more (see leases.ts).
+   * turn); otherwise the rate-limit script decides, and may admission batch more (see admission.ts).
    */
   async count(uuid: string): Promise<RateResult> {
     for (let waits = 0; ; waits++) {
@@ -116,10 +116,10 @@ export abstract class RateLimiter {
 
   /**
    * count()'s answer when this thread has it without Redis: a refusal it knows of, or an
-   * admission from its lease (recorded either way); null: ask count().
+   * admission from its admission batch (recorded either way); null: ask count().
    */
   private countNow(uuid: string): RateResult | null {
-    // a lease first: one that answers holds admissions, so refusedNow() would not refuse
+    // an admission batch first: one that answers holds admissions, so refusedNow() would not refuse
     const local = this.batches.take(uuid, this.now());
     if (!local) return this.refusedNow(uuid);
     this.stats.batched++;
@@ -138,7 +138,7 @@ export abstract class RateLimiter {
   }
 
   /**
-   * Ask Redis for a sandbox's next batch while its current one still answers (leases.ts):
+   * Ask Redis for a sandbox's next batch while its current one still answers (admission.ts):
    * no request waits for it. A failure is forgotten: the batch's last request asks as usual.
    */
   private prefetch(uuid: string): void {
@@ -175,13 +175,13 @@ export abstract class RateLimiter {
     // the bucket and its time left are Redis's: this node's clock only measures durations
     this.batches.granted(uuid, res, r.granted, at, { bucket: r.bucket, leftMs: r.leftMs }, ahead);
     // replies come in the order Redis ran the scripts: an admission after a refusal (another
-    // request's lease refunds made room) ends the local refusal, a later refusal starts one
+    // request's admission batch refunds made room) ends the local refusal, a later refusal starts one
     if (res.admitted) this.over.drop(uuid);
     else this.over.refused(uuid, res, r.retryAfterMs, sentAt);
     return res;
   }
 
-  /** Forget this thread's lease and over-limit state of a sandbox (its tier changed): the next request asks Redis. */
+  /** Forget this thread's admission batch and over-limit state of a sandbox (its tier changed): the next request asks Redis. */
   dropAdmissions(uuid: string): void {
     this.batches.drop(uuid.toLowerCase());
     this.over.drop(uuid.toLowerCase());
@@ -190,7 +190,7 @@ export abstract class RateLimiter {
   /**
    * limitOrThrow() for a request that counts as `n` (a batch of n registrations): all n fit
    * the window or none is counted as admitted (429; the refusal counts all n as rejected).
-   * Asks Redis every time (no lease: a batch is rarely one of many).
+   * Asks Redis every time (no admission batch: a batch is rarely one of many).
    */
   async limitManyOrThrow(uuid: string, n: number): Promise<Headers> {
     let r: RateResult;

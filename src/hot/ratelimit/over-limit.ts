@@ -9,9 +9,9 @@
 //
 // What can end a full window earlier than its oldest bucket: a tier change (dropped here
 // at once on the thread that made it and through the invalidation message elsewhere), and
-// unused lease admissions given back (only limits >= 2,000 a minute lease). A thread that
+// unused admission batch admissions given back (only limits >= 2,000 a minute admission batch). A thread that
 // holds some of its own asks Redis instead of refusing locally (rate-limiter.ts), so only other
-// threads' can be missed: within leases.ts's early-refusal bound (docs/decisions.md).
+// threads' can be missed: within admission.ts's early-refusal bound (docs/decisions.md).
 import type { RateResult } from './admission.js';
 import { Oldest } from '../domain/oldest.js';
 

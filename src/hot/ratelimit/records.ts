@@ -1,4 +1,4 @@
-// The requests of a thread answered without asking Redis (from a rate-limit lease, or
+// The requests of a thread answered without asking Redis (from a rate-limit admission batch, or
 // refused locally while the thread knows the sandbox over its limit), waiting to be recorded
 // in the sandbox's poll history and totals: one rate-count call per sandbox at the end of
 // the event-loop turn (or RATE_COUNT_FLUSH_MS), or carried by the turn's heartbeat call

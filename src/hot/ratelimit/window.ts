@@ -1,5 +1,5 @@
 // The rate limiter's clock, in one place: the scripts (rate-limit-4.lua, rate-count-2.lua,
-// poll-data-3.lua) take these as ARGV, and the leases (ratelimit/admission.ts) and the poll
+// poll-data-3.lua) take these as ARGV, and the admission batches (ratelimit/admission.ts) and the poll
 // data (sandboxes/summary.ts) read them here, so the bucket length, the window and the
 // history's length and lifetime cannot drift apart.
 export const RATE_WINDOW = {

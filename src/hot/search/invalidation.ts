@@ -3,7 +3,7 @@
 // (drop that namespace's results), "<namespace>\t<sender>" (the same, from the thread whose
 // listener has that id: it dropped its own results when it applied the write, so its echo is
 // skipped rather than dropping a result computed since), "gen:<id>" (a rebuild switched generations: drop all),
-// "lease:<uuid>" (that sandbox's tier changed: drop its rate-limit lease), "delta\t..." (the
+// "lease:<uuid>" (that sandbox's tier changed: drop its rate-limit admission batch), "delta\t..." (the
 // sets and documents one applied write changed: the near cache follows it, search/near/near-cache.ts) or
 // "deltas\t..." (the same for a page of expiries, health-flip-1.lua).
 // A (re)connected subscriber may have missed messages, so it drops everything too.
@@ -33,8 +33,8 @@ export function clearCaches(c: Caches): void {
 }
 
 export interface InvalidationHandlers {
-  /** a sandbox's tier changed: forget its rate-limit lease */
-  lease(uuid: string): void;
+  /** a sandbox's tier changed: forget its rate-limit admission batch */
+  tierChanged(uuid: string): void;
   /** a rebuild switched to this generation */
   generation(gen: string): void;
   /**
@@ -119,7 +119,7 @@ export class InvalidationListener {
     sub.on('message', (ch: string, msg: string) => {
       if (ch !== channel) return;
       if (msg.startsWith('delta\t') || msg.startsWith('deltas\t')) this.on.delta?.(msg);
-      else if (msg.startsWith('lease:')) this.on.lease(msg.slice(6));
+      else if (msg.startsWith('lease:')) this.on.tierChanged(msg.slice(6));
       else if (msg.startsWith('gen:')) {
         this.on.generation(msg.slice(4)); // switch at once rather than at the next poll
         clear();
