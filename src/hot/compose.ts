@@ -9,7 +9,7 @@
 import type { Logger } from 'pino';
 import { registerAdmin } from '../admin/routes.js';
 import type { App } from './app.js';
-import { invalidateCaches, InvalidationListener, type Caches } from './search/index.js';
+import { InvalidationListener, type Caches } from './search/index.js';
 import { ResultCache, stringBytes } from './search/index.js';
 import { ChangeHub } from './changes/index.js';
 import { StreamShares, streamSharesBuffer } from './changes/index.js';
@@ -156,22 +156,9 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
   const near = new NearCache(threadShare(cfg.nearCacheBytes, cfg.uwsThreads));
   const index = new Index(redis, keys, intersectPool, cfg.heavyIntersectionThreshold, replicas, near, () => state.ready);
   const replicaWait = replicas.length && cfg.redisReplicaWaitMs > 0 ? replicaWaiter(writer, replicas.length, cfg.redisReplicaWaitMs) : null;
-  const projector: Projector = new Projector(pg, writer, keys, cfg.tiers, log, {
-    applied: (namespaces) => {
-      // this thread at once; every other thread and node through Redis pub/sub
-      for (const ns of namespaces) {
-        invalidateCaches(caches, ns);
-        redis.publish(keys.invalidationChannel(), invalidation.message(ns)).catch((err: unknown) => {
-          // other threads and nodes keep their cached results until RESULT_CACHE_TTL_MS
-          countProjectorFailure('invalidate');
-          log.warn({ err: String(err), ns }, 'cache invalidation not published');
-        });
-      }
-    },
-    failed: countProjectorFailure,
-    version: (base, ver) => near.require(base, ver),
-    lease: (id, st): Promise<number> => liveness.applyState(id, st),
-  }, replicaWait, { beforeApply: hooks.beforeApply, pendingSandboxes });
+  // committed writes reach the index here; what follows them subscribes to projector.applied
+  // (search/: the caches and the near cache) or attaches to it (liveness/: leases)
+  const projector = new Projector(pg, writer, keys, cfg.tiers, log, replicaWait, { beforeApply: hooks.beforeApply, pendingSandboxes });
   const leaseNow = hooks.leaseNow ?? Date.now;
   // the turn's heartbeat call on a connection of its own (a standalone Redis; REDIS_HEARTBEAT_LINE)
   const heartbeatLine = cfg.redisHeartbeatLine ? scriptLineFor(writer, { onError: (err) => log.error({ err: String(err) }, 'a heartbeat callback threw') }) : null;
@@ -208,6 +195,7 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
     subscribed: (live) => (live ? near.resume() : near.pause()),
     cleared: () => near.clear(),
   });
+  invalidation.followWrites(projector.applied, near);
 
   // a lost final delta of a namespace: found by comparing versions with Redis (near-sets.ts)
   const nearCheck = new NearVersionCheck(near, cfg.nearCheckMs, async (bases) => {

@@ -46,7 +46,8 @@ t.test('two nodes: read-your-writes under random interleavings, convergence to P
   const keys = new Keys(prefix);
   const ahead = () => Date.now() + 2 * 86_400_000;
   const log = pino({ level: 'warn' });
-  const projector: Projector = new Projector(pool, redis, keys, cfg.tiers, log, { lease: (id, st) => applyLease(redis, keys, id, st.ns, st.version, leaseOf(st.record), ahead()) });
+  const projector: Projector = new Projector(pool, redis, keys, cfg.tiers, log);
+  projector.attach({ applyState: (id, st) => applyLease(redis, keys, id, st.ns, st.version, leaseOf(st.record), ahead()) });
   const sweeper = new LeaseSweeper(pool, redis, keys, projector, log, { intervalMs: 60_000, lockMs: 1000, now: ahead, owner: 'test-ahead' });
   t.teardown(async () => {
     await sweeper.stop();

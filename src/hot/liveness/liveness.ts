@@ -5,7 +5,7 @@
 // that changes the status writes, through the normal write path (liveness/store.ts setHealth,
 // then the projector, which also carries the new lease state to Redis: lease-apply-2.lua).
 import type { Keys } from '../domain/keys.js';
-import type { Projector } from '../registry/index.js';
+import type { LeaseSync, Projector } from '../registry/index.js';
 import { countHeartbeat, countTransition } from './metrics.js';
 import type { RedisClient } from '../redis/client.js';
 import type { ScriptLine } from '../redis/script-line.js';
@@ -26,7 +26,7 @@ export interface LivenessOptions {
   line?: ScriptLine | null;
 }
 
-export class Liveness {
+export class Liveness implements LeaseSync {
   readonly now: () => number;
   private readonly indexReady: () => boolean;
   /** this thread's heartbeats of the current event-loop turn, one script call per shard */
@@ -42,9 +42,11 @@ export class Liveness {
     this.now = o.now ?? Date.now;
     this.indexReady = o.indexReady ?? (() => true);
     this.batch = new HeartbeatBatch(redis, keys, this.now, o.line ?? null);
+    // every state the projector applies brings its lease in Redis in line (applyState)
+    projector.attach(this);
   }
 
-  /** The projector's hook: the lease of a state it applied to the index. */
+  /** The projector's lease sync (LeaseSync): the lease of a state it applied to the index. */
   applyState(id: string, st: IndexState): Promise<number> {
     return applyLease(this.redis, this.keys, id, st.ns, st.version, leaseOf(st.record), this.now());
   }

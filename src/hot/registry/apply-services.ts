@@ -10,7 +10,8 @@ import { applyServicesReply, NOT_INDEXED } from '../redis/replies.js';
 import type { IndexState } from './state.js';
 import { applyManyArgs, type ServiceText, type StateToApply } from './apply-args.js';
 import { markNamespace } from './mark-namespace.js';
-import type { OutboxEntry, ProjectorEvents } from './projector-types.js';
+import type { LeaseSync, OutboxEntry } from './projector-types.js';
+import { countProjectorFailure } from '../metrics/metrics.js';
 
 /**
  * states per apply-services call (a batch, a group commit): one call holds Redis's thread
@@ -27,7 +28,10 @@ export async function applyServices(
   redis: RedisClient,
   keys: Keys,
   log: Logger,
-  events: ProjectorEvents,
+  /** liveness's side (null: no lease follows, e.g. the CLI's projector) */
+  leases: LeaseSync | null,
+  /** where each page's namespace base and the version it reached are reported */
+  versions: [string, number][],
   entries: OutboxEntry[],
   states: Map<string, IndexState>,
   applied: Set<string>,
@@ -62,7 +66,7 @@ export async function applyServices(
       continue;
     }
     // neither a row nor a tombstone: nothing can be applied, ever; say so and drop the row
-    events.failed?.('missing');
+    countProjectorFailure('missing');
     log.error({ serviceId: id, ns }, 'outbox row of a service with neither a state nor a tombstone; dropped');
     applied.add('service:' + id);
   }
@@ -95,7 +99,7 @@ export async function applyServices(
               if (r[j]! > top) top = r[j]!;
             });
             // this thread's near cache must not answer from sets older than its own writes
-            if (top > 0) events.version?.(keys.base(ns, gen), top);
+            if (top > 0) versions.push([keys.base(ns, gen), top]);
           })(),
         );
       }
@@ -103,8 +107,7 @@ export async function applyServices(
   }
   await Promise.all(calls);
   // leases follow the states applied (liveness/): a failure keeps the outbox rows
-  const lease = events.lease;
-  if (lease) await Promise.all(todo.filter(([id]) => appliedLive.has(id) && !noLease.has(id)).map(([id, , st]) => lease(id, st)));
+  if (leases) await Promise.all(todo.filter(([id]) => appliedLive.has(id) && !noLease.has(id)).map(([id, , st]) => leases.applyState(id, st)));
   for (const [id, ns] of todo) {
     if (!appliedLive.has(id)) continue;
     applied.add('service:' + id);

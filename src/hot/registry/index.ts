@@ -6,3 +6,5 @@ export { markNamespace } from './mark-namespace.js';
 export { Projector } from './projector.js';
 export { bumpVersions, bumpVersionsWithText, type IndexState, indexText, type IndexText, loadReplacements, loadService, loadStatesWhere, newServiceId, stateRecord, type StateRow, type WriteResult } from './state.js';
 export { addReplacement, type CommittedWrite, type DeleteItem, deleteService, deleteServices, rotateToken } from './write-functions.js';
+export { WriteAppliedEvents, type WriteApplied, type WriteAppliedListener } from './write-applied.js';
+export { type LeaseSync } from './projector-types.js';

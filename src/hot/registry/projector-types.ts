@@ -16,19 +16,13 @@ export interface OutboxEntry {
   kind?: 'service' | 'sandbox';
 }
 
-/** What the projector reports to its owner (compose.ts: cache invalidation and metrics). */
-export interface ProjectorEvents {
-  /** a batch was applied, with the namespaces it touched */
-  applied?: (namespaces: Set<string>) => void;
-  /** an index update failed (it is also logged): registry_projector_failures_total */
-  failed?: (stage: FailureStage) => void;
-  /** a write was applied: its namespace base and the version after it (read-your-writes of the near cache) */
-  version?: (base: string, ver: number) => void;
-  /**
-   * a service's state was applied to the live generation: bring its lease in Redis in line
-   * (liveness/; awaited: a failure keeps the outbox row, like a failed index update)
-   */
-  lease?: (id: string, st: IndexState) => Promise<unknown>;
+/**
+ * Liveness's side of an apply (liveness/ implements it and attaches itself: Projector.attach):
+ * a service's state reached the live generation, so its lease in Redis follows (awaited: a
+ * failure keeps the outbox row, like a failed index update).
+ */
+export interface LeaseSync {
+  applyState(id: string, st: IndexState): Promise<unknown>;
 }
 
 export type FailureStage = 'write' | 'sweep' | 'missing';

@@ -12,12 +12,13 @@ import type { Config } from '../config.js';
 import type { Keys } from '../domain/keys.js';
 import type { RedisClient } from '../redis/client.js';
 import type { Pool } from '../pg/pool.js';
-import { PendingSandboxes, writeSandboxMeta } from '../sandboxes/index.js';
-import { loadSandboxMeta, type SandboxRow } from '../sandboxes/index.js';
+import { loadSandboxMeta, PendingSandboxes, writeSandboxMeta, type SandboxRow } from '../sandboxes/index.js';
 import { loadIndexStates, type IndexState } from './state.js';
 import type { ServiceText } from './apply-args.js';
 import { applyServices } from './apply-services.js';
-import type { CommittedEntry, OutboxEntry, ProjectorEvents, ProjectorOptions } from './projector-types.js';
+import type { CommittedEntry, LeaseSync, OutboxEntry, ProjectorOptions } from './projector-types.js';
+import { WriteAppliedEvents } from './write-applied.js';
+import { countProjectorFailure } from '../metrics/metrics.js';
 
 /** A sync that failed after loading its states: carries the revisions it was applying (for the log). */
 class SyncFailed extends Error {
@@ -42,6 +43,10 @@ export class Projector {
   private readonly ackMs: number;
   /** whether a sandbox's outbox row (its key hash among it) is waiting: told after each sweep */
   private readonly pendingSandboxes: PendingSandboxes;
+  /** liveness's side of an apply, once attached (attach()) */
+  private leases: LeaseSync | null = null;
+  /** this thread's applied writes, as they reach the index (search/ subscribes) */
+  readonly applied = new WriteAppliedEvents();
 
   constructor(
     readonly pool: Pool,
@@ -49,7 +54,6 @@ export class Projector {
     readonly keys: Keys,
     readonly tiers: Config['tiers'],
     readonly log: Logger,
-    private readonly events: ProjectorEvents = {},
     /**
      * Replicas serve reads: a write is acknowledged once they have it (WAIT on the
      * connections that wrote it, which must then be the projector's own: replicaWaiter()),
@@ -63,6 +67,12 @@ export class Projector {
     this.beforeApply = opts.beforeApply ?? null;
     this.ackMs = opts.ackMs ?? 20;
     this.pendingSandboxes = opts.pendingSandboxes ?? new PendingSandboxes();
+  }
+
+  /** Liveness attaches its side of every apply once, when it is built (liveness/liveness.ts). */
+  attach(leases: LeaseSync): void {
+    if (this.leases) throw new Error('the projector already has its lease sync');
+    this.leases = leases;
   }
 
   /**
@@ -121,6 +131,8 @@ export class Projector {
   ): Promise<OutboxEntry[]> {
     if (this.beforeApply) await this.beforeApply([...svcIds, ...sbIds]);
     const revisions = new Map<string, number>([...states].map(([id, st]) => [id, st.version]));
+    const versions: [string, number][] = [];
+    const touched = new Set<string>();
     try {
       const applied = new Set<string>();
       for (const uuid of sbIds) {
@@ -129,18 +141,19 @@ export class Projector {
         if (s) await writeSandboxMeta(this.redis, this.keys, s, this.tiers[s.tier] ?? 0, s.key_hash.toString('hex'));
         applied.add('sandbox:' + uuid);
       }
-      const touched = new Set<string>();
-      if (svcIds.length) await applyServices(this.redis, this.keys, this.log, this.events, entries, states, applied, touched, noLease, texts);
+      if (svcIds.length) await applyServices(this.redis, this.keys, this.log, this.leases, versions, entries, states, applied, touched, noLease, texts);
       const done = entries.filter((e) => applied.has((e.kind ?? 'service') + ':' + e.id));
       if (touched.size && this.replicaWait) await this.replicaWait().catch(() => 0);
       if (done.length) {
         if (ackLater) this.ackLater(done.map((e) => e.row));
         else await this.pool.query('DELETE FROM outbox WHERE id = ANY($1)', [done.map((e) => e.row)]);
-        if (touched.size) this.events.applied?.(touched);
       }
       return done;
     } catch (err) {
       throw new SyncFailed(err, revisions);
+    } finally {
+      // (before the writes are acknowledged: their callers await this)
+      this.applied.publish({ namespaces: touched, versions });
     }
   }
 
@@ -175,7 +188,7 @@ export class Projector {
   }
 
   private failed(stage: 'write' | 'sweep', err: unknown, entries: OutboxEntry[]): void {
-    this.events.failed?.(stage);
+    countProjectorFailure(stage);
     const revs = err instanceof SyncFailed ? err.revisions : new Map<string, number>();
     const ids = [...new Set(entries.map((e) => e.id))];
     this.log.warn(
@@ -234,7 +247,7 @@ export class Projector {
     this.timer = setInterval(() => {
       this.sweep().catch((err: unknown) => {
         // reading the outbox failed (PostgreSQL away): seen, and tried again next tick
-        this.events.failed?.('sweep');
+        countProjectorFailure('sweep');
         this.log.warn({ err: String(err), stage: 'sweep' }, 'outbox sweep failed; will retry');
       });
     }, intervalMs);

@@ -7,6 +7,7 @@
 // sets and documents one applied write changed: the near cache follows it, search/near/near-cache.ts) or
 // "deltas\t..." (the same for a page of expiries, health-flip-1.lua).
 // A (re)connected subscriber may have missed messages, so it drops everything too.
+import type { WriteAppliedEvents } from '../registry/index.js';
 import { randomBytes } from 'node:crypto';
 import type { Keys } from '../domain/keys.js';
 import type { Replacements } from './live-index.js';
@@ -64,6 +65,22 @@ export class InvalidationListener {
     private readonly caches: Caches,
     private readonly on: InvalidationHandlers,
   ) {}
+
+  /**
+   * This thread's own writes (the projector's WriteApplied): its caches drop the namespaces
+   * at once, every other thread and node through the channel, and the near cache waits for
+   * the versions the writes reached before it answers again (read-your-writes).
+   */
+  followWrites(writes: WriteAppliedEvents, near: { require(base: string, ver: number): void }): void {
+    writes.subscribe(({ namespaces, versions }) => {
+      for (const [base, ver] of versions) near.require(base, ver);
+      for (const ns of namespaces) {
+        invalidateCaches(this.caches, ns);
+        // other threads and nodes keep their cached results until RESULT_CACHE_TTL_MS
+        this.redis.publish(this.keys.invalidationChannel(), this.message(ns)).catch((err: unknown) => this.on.failed(err, 'cache invalidation not published'));
+      }
+    });
+  }
 
   /** The message that invalidates `ns` everywhere but on this thread (which has already). */
   message(ns: string): string {
