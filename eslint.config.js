@@ -16,7 +16,7 @@ const nodeGlobals = Object.fromEntries(
   ].map((name) => [name, 'readonly']),
 );
 
-// The layering of src/hot (docs/decisions.md, "Layers"): domain <- store / index / redis
+// The layering of src/hot (docs/decisions/layers.md): domain <- store / index / redis
 // <- sandbox, cache <- routes <- server <- compose.ts (the composition root) <- main.ts.
 // Imports point down only; nothing in src/hot reaches into src/admin except compose.ts,
 // which hands the admin routes to the server. Cycles (type-only ones too) are checked by

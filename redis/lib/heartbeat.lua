@@ -5,7 +5,7 @@
 -- per heartbeat. "|<ns>|<hash>|" must follow its revision's digits, as plain text, and only the ttl
 -- and status after it are captured; a record of another shape reads as another token's (-2).
 -- Lines are matched in place, anchored at each line's start, without a string per line. Redis
--- µs per heartbeat 5.6 -> 4.3 (docs/decisions.md, "Heartbeat script"): the script's time is the
+-- µs per heartbeat 5.6 -> 4.3 (docs/decisions/heartbeat-batches.md): the script's time is the
 -- wait of every request in its batch.
 -- Appends one answer per line of `s` to `out` after its `n` first; returns the new count.
 local function heartbeatLines(lkey, dkey, now, s, out, n)

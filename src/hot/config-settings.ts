@@ -35,7 +35,8 @@ export const SETTINGS = {
   PORT: { def: 8080, min: 0, max: 65535, topic: SERVER, doc: 'listen port; `0`: an ephemeral port the kernel picks (the banner names it; with `WORKERS` > 1 the other threads share the port the first one got)' },
   // contract default: loopback only
   HOST: { def: '127.0.0.1', topic: SERVER, doc: 'listen address' },
-  // one uWS thread per core, less one left to Redis, PostgreSQL and the OS (docs/decisions/threads-and-pool.md)
+  // one uWS thread per core, less one left to Redis, PostgreSQL and the OS
+  // (docs/decisions/threads-and-pool.md)
   WORKERS: { def: null, shown: 'cores − 1 (min 1)', min: 1, max: 256, topic: SERVER, doc: 'uWS threads sharing the port' },
   ALLOW_UWS_FALLBACK: { def: false, topic: SERVER, doc: 'start even if uWebSockets.js\'s native binary does not load (its JavaScript fallback is slow)' },
   ADMIN_API_KEY: { def: null, shown: 'generated and printed unless `NODE_ENV=production`', topic: SERVER, doc: 'admin key (Bearer, or `POST /admin/session`), at least 16 characters; required in production' },
@@ -53,7 +54,8 @@ export const SETTINGS = {
   REDIS_KEY_PREFIX: { def: '', topic: REDIS, doc: 'prefix of every Redis key (`[a-zA-Z0-9:_-]`; tests use it to share one Redis)' },
   REDIS_REPLICA_URLS: { def: null, schemes: ['redis:', 'rediss:'], topic: REDIS, doc: '`redis://…,redis://…`: read-only replicas of `REDIS_URL`; searches and `GET /services/{id}` go to them in turn, everything that writes stays on the primary (standalone mode only)' },
   REDIS_CLUSTER_REPLICA_READS: { def: false, topic: REDIS, doc: 'cluster mode: the same pure reads go to the replicas of each key\'s primary (`EVALSHA_RO`), and an index write waits (`WAIT`) for its primary\'s replicas before its 2xx' },
-  // a sick replica costs a write at most this, then serves it stale until it catches up (docs/decisions/read-replicas.md)
+  // a sick replica costs a write at most this, then serves it stale until it catches up
+  // (docs/decisions/read-replicas.md)
   REDIS_REPLICA_WAIT_MS: { def: 100, min: 0, max: 10_000, topic: REDIS, doc: 'with replicas (either kind): how long an index write waits (`WAIT`) for them to have it before its 2xx, ms' },
   // on: a lean connection per thread for heartbeat calls (docs/decisions/heartbeat-connection.md)
   REDIS_HEARTBEAT_LINE: { def: true, topic: REDIS, doc: 'a standalone Redis: each uWS thread sends its heartbeat calls on a connection of its own (`redis/script-line.ts`); `false`: through ioredis like every other command. A cluster always uses ioredis' },
@@ -79,7 +81,8 @@ export const SETTINGS = {
   // every body of the API is 3-4 levels deep; 32 leaves room
   MAX_JSON_DEPTH: { def: 32, min: 1, max: 1000, topic: BODIES, doc: 'deepest nesting of arrays and objects in a JSON body (400 `BAD_JSON` beyond)' },
 
-  // 2 ms beat 0 at 64 writers (docs/decisions/group-commit.md; bench/README.md, "Writes against pgbench")
+  // 2 ms beat 0 at 64 writers (docs/decisions/group-commit.md; bench/README.md, "Writes against
+  // pgbench")
   GROUP_COMMIT_WINDOW_MS: { def: 2, min: 0, max: 1000, topic: WRITES, doc: 'group commit of registrations, patches and deletions (a statement per kind): how long the first write of a batch waits for others, ms; 0: a batch is what arrived within one event-loop turn' },
   GROUP_COMMIT_MAX_BATCH: { def: 256, min: 1, max: 1000, topic: WRITES, doc: 'group commit: most writes of one kind per statement (a full batch goes at once)' },
   // 4 of the thread's 10 connections: searches, patches and deletes keep the others
@@ -110,7 +113,7 @@ export const SETTINGS = {
   LEASE_SWEEP_PARALLEL: { def: 2, min: 1, max: 16, topic: LIVENESS, doc: 'durable expiry transactions one node runs at once: the sweeper never holds more PostgreSQL connections than this, so a mass expiry cannot starve writes' },
 
   LOG_LEVEL: { def: 'info', topic: OPS, doc: 'pino level: `fatal` `error` `warn` `info` `debug` `trace` `silent`' },
-  // off: it costs hot-path throughput (docs/decisions/logs.md)
+  // off: it costs hot-path throughput (docs/decisions/metrics-and-logs.md)
   ACCESS_LOG: { def: false, topic: OPS, doc: 'one log line per request' },
   ACCESS_LOG_LEVEL: { def: 'info', topic: OPS, doc: 'level of the access lines (written only at or above `LOG_LEVEL`)' },
   // on its own listener, unauthenticated

@@ -5,7 +5,7 @@
 // eviction cost O(size): 24 µs an eviction at 40,000 entries, 54 µs at 100,000 (a fleet of
 // 100,000 leased services over the heartbeat token memory read 68-118 µs of server CPU a
 // heartbeat against 11 µs for 1,000). One iterator kept across evictions passes each deleted
-// slot once: 0.19-0.31 µs at any of those sizes (docs/decisions.md, "Evicting the oldest").
+// slot once: 0.19-0.31 µs at any of those sizes (docs/decisions/evicting-the-oldest.md).
 //
 // V8's Map and Set iterators are live: they follow the table when it is rebuilt or cleared,
 // skip entries deleted after them and reach entries added after them (ECMA-262 Map.prototype

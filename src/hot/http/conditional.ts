@@ -19,7 +19,7 @@ export function notModified(ifNoneMatch: string, etag: string): boolean {
  */
 export function etagOf(...parts: (string | Uint8Array)[]): string {
   // SHA-256 runs on the CPU's SHA extensions: 47 µs for a 30 KB page here against SHA-1's
-  // 81 (docs/decisions.md); 128 of its bits are plenty for a validator
+  // 81 (docs/decisions/canonical-queries-and-etags.md); 128 of its bits are plenty for a validator
   const h = createHash('sha256');
   parts.forEach((p, i) => (i ? h.update('\n') : h).update(p));
   return '"' + h.digest('base64url').slice(0, 22) + '"';

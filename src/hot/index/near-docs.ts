@@ -4,7 +4,7 @@
 // ascending seqs, so its documents mostly sit next to each other in a chunk, commas
 // included: the page body is copied in a few ranges, and its digest list too, where one
 // document per page entry cost a Map look-up of a boxed number key, an entry object, a Buffer
-// and a copy (docs/decisions.md, "Documents in chunks"; the k1/k2 rows in bench/README.md).
+// and a copy (docs/decisions/near-cache-pages.md; the k1/k2 rows in bench/README.md).
 //
 // Documents fetched for a page go into their chunks: a few for a chunk with room are
 // appended (bytes at the end, the index entry shifted into slot order); otherwise the chunk
@@ -100,7 +100,8 @@ export class NearDocs {
     const i = lowerBound(c, slot, 0);
     const m = c.meta;
     if (i >= c.n || m[i * M + SLOT] !== slot) {
-      // a new entry at i: the ones after it move up (a replaced one keeps its place; its old bytes are dead)
+      // a new entry at i: the ones after it move up (a replaced one keeps its place; its old
+      // bytes are dead)
       m.copyWithin((i + 1) * M, i * M, c.n * M);
       c.views.splice(i, 0, c.views[0]!);
       c.n++;
@@ -117,7 +118,8 @@ export class NearDocs {
 
   private merge(base: number, no: number, resets: number, docs: Incoming[], from: number, to: number, maxBytes: number): void {
     const old = this.chunk(base, no, resets);
-    // the merged list, by slot: old documents (index oi) and new ones (ni); a new one replaces an old one
+    // the merged list, by slot: old documents (index oi) and new ones (ni); a new one replaces
+    // an old one
     const oldN = old ? old.n : 0;
     const om = old?.meta;
     const pick: number[] = []; // >= 0: old index; < 0: -(new index) - 1

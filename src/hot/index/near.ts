@@ -5,7 +5,7 @@
 // namespace version after it, the service's old seq and set memberships, its new ones),
 // and only the sets named there change, only the documents of those seqs are dropped.
 //
-// Consistency (docs/decisions.md, "Near cache"):
+// Consistency (docs/decisions/near-cache.md):
 // - A set is loaded atomically with the namespace version `v` it matches (near-load-2.lua)
 //   and then follows every delta newer than `v`, in order (deltas are published inside
 //   the script that applies the write, so they arrive in the order Redis applied them).
@@ -20,7 +20,7 @@
 //   used out, sets and documents alike (documents in chunks of consecutive seqs: near-docs.ts).
 //   The bytes are what is allocated: each array's buffer at its byteLength, the key string,
 //   and the objects around them at constants measured with bench/overheads.ts
-//   (docs/decisions.md, "Memory budgets that hold in resident memory").
+//   (docs/decisions/memory-budgets.md).
 // - A set that is empty (a filter value that matches nothing: any string a client makes up)
 //   costs no set entry: it is kept in a pool of its own, at most EMPTY_MAX keys, counted in
 //   the budget, so a flood of distinct unknown values churns that pool and nothing else.

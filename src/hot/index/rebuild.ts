@@ -94,7 +94,7 @@ export async function rebuildIndex(
     await Promise.all(sbs.rows.map((s) => writeSandboxMeta(redis, keys, s, tiers[s.tier] ?? 0, s.key_hash.toString('hex'))));
     let n = 0;
     // Three stages overlap: PostgreSQL reads page k+2 while this thread serialises page k+1
-    // and Redis writes page k (docs/decisions.md, "Bulk rebuild").
+    // and Redis writes page k (docs/decisions/rebuild.md).
     const fetch = (after: number) => {
       const p = loadIndexPage(pool, after, pageSize);
       p.catch(() => undefined); // handled where it is awaited; no unhandled rejection meanwhile

@@ -2,7 +2,7 @@
 // (per lease shard on a cluster) instead of one per request. A call through ioredis costs the
 // serving thread ~15 µs of CPU whatever it carries (command object, promise, RESP reply),
 // more than the rest of a heartbeat; the script's own start-up cost in Redis (~5 µs) is
-// shared the same way (docs/decisions.md, "Heartbeats in batches"). The batch is sent from
+// shared the same way (docs/decisions/heartbeat-batches.md). The batch is sent from
 // setImmediate: after the poll phase has handed every request that arrived to its route,
 // so waiting for it adds no turn of latency; the call is written at once, not held by
 // ioredis's auto-pipeline for another turn (redis/client.ts DIRECT_COMMANDS). A call
@@ -11,26 +11,25 @@
 // Identical heartbeats of one turn (same service, token hash, status, check and namespace)
 // share one line: the script answers them alike and renews the same deadline (one `now` a
 // call), so a client that floods one service's heartbeats costs Redis one line a turn, not
-// one per request (docs/decisions.md, "Identical heartbeats share a line; heartbeat calls
-// sent at once").
+// one per request (docs/decisions/heartbeat-batches.md).
 //
 // A batch is one argument, not five per heartbeat: a line "<id> <hash> <p|c> <0|1> <ns>\n"
 // each. ioredis encodes every argument on its own (a byte length, a header, a copy): 85 of
 // them per call were more of the call's cost than the script. Answers come back through a
 // callback per heartbeat, not a promise: no promise, microtask or closure chain per request
-// (docs/decisions.md, "Heartbeats without a promise per request").
+// (docs/decisions/heartbeat-batches.md).
 //
 // On a standalone Redis the shards of one turn go together in one heartbeats.lua call (up to
 // MAX_BATCH heartbeats a call): a fleet's heartbeats fall in all 16 shards, and a call per
-// shard made a turn's ~30 heartbeats 16 calls of ~2 (docs/decisions.md, "Heartbeats of a
-// fleet in one call"). A cluster refuses keys of several slots in one script: there each
-// shard is its own heartbeat-2.lua call.
+// shard made a turn's ~30 heartbeats 16 calls of ~2 (docs/decisions/heartbeat-batches.md). A
+// cluster refuses keys of several slots in one script: there each shard is its own
+// heartbeat-2.lua call.
 //
-// On a standalone Redis the turn's rate records (sandbox/rate-records.ts: the requests answered from a
-// rate-limit lease, sandbox heartbeats among them) ride in the turn's heartbeats.lua call
-// instead of a rate-count call of their own: that call was ~5 % of a sandbox heartbeat's
-// cost (docs/decisions.md, "Rate records ride in the heartbeat call"). A record still reaches
-// Redis before any request it counts is answered: a heartbeat is answered after its call.
+// On a standalone Redis the turn's rate records (sandbox/rate-records.ts: the requests answered
+// from a rate-limit lease, sandbox heartbeats among them) ride in the turn's heartbeats.lua
+// call instead of a rate-count call of their own: that call was ~5 % of a sandbox heartbeat's
+// cost (docs/decisions/heartbeat-batches.md). A record still reaches Redis before any request
+// it counts is answered: a heartbeat is answered after its call.
 import { Cluster } from 'ioredis';
 import type { Keys } from '../domain/keys.js';
 import { scriptSource, type RedisClient } from '../redis/client.js';

@@ -3,7 +3,7 @@
 // with a TTL that lease-sweep-3.lua renews on every call): when the holder dies the lock
 // lapses and another node's next tick takes the shard over.
 //
-// An expiry is made visible first and durable second (docs/decisions.md, "Liveness": a mass
+// An expiry is made visible first and durable second (docs/decisions/expiry-sweeper.md: a mass
 // expiry of 100,000 leases): at each pass, for each shard it holds, the sweeper lists the
 // due leases and turns the passing ones critical in Redis in the same call (lease-sweep-3.lua:
 // still passing and past the deadline, atomically against heartbeats), then at once in the
@@ -70,7 +70,7 @@ const MIN_GAP_MS = 10;
  * A pass lists and flips each shard's due leases in calls of FIRST_PAGE, then twice as many
  * per call up to the batch: the oldest deadlines of every shard go through Redis (and into
  * the index) in the first small round instead of waiting behind 16 × 500 leases, and a
- * backlog still moves in full batches (docs/decisions.md, "Liveness": growing pages).
+ * backlog still moves in full batches (docs/decisions/expiry-sweeper.md: growing pages).
  */
 const FIRST_PAGE = 32;
 
@@ -146,7 +146,8 @@ export class LeaseSweeper {
     let flipped = 0;
     let queued = 0;
     let nextDue = Number.POSITIVE_INFINITY;
-    // the leased-services gauge: counted at most once a period (passes run back to back in a mass expiry)
+    // the leased-services gauge: counted at most once a period (passes run back to back in a
+    // mass expiry)
     const count = performance.now() - this.counted >= this.o.intervalMs;
     if (count) this.counted = performance.now();
     const start = this.o.now();

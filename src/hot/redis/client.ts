@@ -215,7 +215,7 @@ export function createRedis(cfg: Config, extra: RedisOptions = {}, cluster: { sc
     // heartbeat waits for its reply. A pipeline is an object of its own (~100 µs of a thread
     // to build, measured on a prefetch): worth it only when it carries many commands.
     // Ordering: a poll flushes its rate records before it sends pollData, so they go first.
-    // (docs/decisions.md, "Identical heartbeats share a line; heartbeat calls sent at once")
+    // (docs/decisions/heartbeat-batches.md)
     autoPipeliningIgnoredCommands: [...DIRECT_COMMANDS],
     // constructing opens nothing: connect() does (compose.ts, the 'redis' parts), or the
     // first command of a client used outside a thread (CLI, tests, the pool's workers)

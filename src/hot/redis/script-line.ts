@@ -15,7 +15,7 @@
 // `timeoutMs` (ioredis's commandTimeout) drops the connection the same way: one watchdog
 // timer for the line, not a timer per call. A script Redis does not have (NOSCRIPT: a
 // restart, SCRIPT FLUSH) is sent again at once as EVAL with its text, which loads it.
-// (docs/decisions.md, "A connection of its own for the heartbeat call")
+// (docs/decisions/heartbeat-connection.md)
 import { connect as netConnect, type Socket } from 'node:net';
 import { connect as tlsConnect, type ConnectionOptions } from 'node:tls';
 import { bulkStrings, encodeCommand, LineReplyError, RespReader } from './resp-reader.js';

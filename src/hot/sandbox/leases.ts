@@ -4,10 +4,11 @@
 // 5-second bucket the batch was counted in. Buckets are Redis's (rate-limit-4.lua reads
 // TIME): the script reports the bucket and the ms left in it, and this thread's clock only
 // measures that duration, from when it asked (so a lease ends early, never late). Their
-// history and total records follow once per event-loop turn (rate-records.ts). Limits below LEASE_DIVISOR × 2 a minute (the default
-// free and pro tiers) always lease exactly one: every request asks Redis, as before.
+// history and total records follow once per event-loop turn (rate-records.ts). Limits below
+// LEASE_DIVISOR × 2 a minute (the default free and pro tiers) always lease exactly one: every
+// request asks Redis, as before.
 //
-// Accuracy (docs/decisions.md, "Rate-limit leases"): a window never admits more than the
+// Accuracy (docs/decisions/admission-batches.md): a window never admits more than the
 // limit, since every admission is counted before it is used. A lease's unused admissions
 // count as used until this thread gives them back with its next request of that sandbox
 // (every bucket's rest is kept until then). A batch is at most limit / LEASE_DIVISOR (and
@@ -23,7 +24,7 @@
 // background (rate-limit-4.lua with need 0: admissions counted, no request), and answers
 // on from the current batch meanwhile. So a busy sandbox's requests never wait for a
 // rate-limit round trip, where without it every request of the turn a batch ran out in
-// waited for one (docs/decisions.md, "Rate-limit leases asked for ahead"). The next batch
+// waited for one (docs/decisions/admission-batches.md). The next batch
 // is counted in the window after all of the current one, so RateLimit still counts down
 // one by one (a batch that runs out of time with admissions left is not followed by the
 // next: the ask that follows gives both back).
@@ -46,8 +47,8 @@ export const LEASE_MS = 100;
  * The largest batch, whatever the limit. limit / LEASE_DIVISOR already keeps the early-refusal
  * bound at 0.3 % of a limit a thread; this cap only sets how often a very high limit's thread
  * asks Redis: 4,096 (was 256) makes a sandbox at ~100,000 requests a second ask ~25 times a
- * second instead of ~400 (sandbox heartbeats +2.6-2.8 % side by side, docs/decisions.md,
- * "Rate-limit leases"). It matters from 256,000 a minute up.
+ * second instead of ~400 (sandbox heartbeats +2.6-2.8 % side by side,
+ * docs/decisions/admission-batches.md). It matters from 256,000 a minute up.
  */
 export const LEASE_MAX = 4096;
 export const LEASE_DIVISOR = 1000;

@@ -11,7 +11,8 @@
 // at once on the thread that made it and through the invalidation message elsewhere), and
 // unused lease admissions given back (only limits >= 2,000 a minute lease). A thread that
 // holds some of its own asks Redis instead of refusing locally (rate-limiter.ts), so only other
-// threads' can be missed: within leases.ts's early-refusal bound (docs/decisions.md).
+// threads' can be missed: within leases.ts's early-refusal bound
+// (docs/decisions/admission-batches.md).
 import type { RateResult } from './leases.js';
 import { Oldest } from '../domain/oldest.js';
 

@@ -26,7 +26,7 @@ export interface RateLimiterOptions {
   /**
    * how long requests answered without Redis may wait to be recorded there, in one batch
    * per sandbox (0: at the end of the event-loop turn). A poll on this thread flushes
-   * first; other threads and nodes lag by at most this much (docs/decisions.md).
+   * first; other threads and nodes lag by at most this much (docs/decisions/rate-limits.md).
    */
   flushMs?: number;
   /** this node's wall clock (tests skew it to play a node whose clock is off) */
@@ -232,7 +232,7 @@ export class RateLimiter {
       r = await this.count(uuid);
     } catch (err) {
       // Redis unreachable: the request is admitted uncounted, without RateLimit fields — fail
-      // open (docs/decisions.md, "Rate limiting while Redis is away"): the key was verified,
+      // open (docs/decisions/outages.md): the key was verified,
       // and a limiter outage must not turn into a registry outage for every sandbox
       if (isRedisUnavailable(err)) return [];
       throw err;
@@ -257,8 +257,8 @@ const NO_FIELDS: Headers = [];
  * 204 carries the RateLimit fields. draft-ietf-httpapi-ratelimit-headers-10 §6.2: servers
  * need not send them in every response, "an implementer concerned with performance might
  * provide RateLimit header fields only when a given quota is close to exhaustion", and §7: a
- * client must not assume later responses carry them (docs/decisions.md, "RateLimit fields
- * on heartbeats").
+ * client must not assume later responses carry them
+ * (docs/decisions/ratelimit-fields-on-heartbeats.md).
  */
 export function nearExhaustion(r: RateResult): boolean {
   return 2 * (r.limit - r.used) < r.limit;

@@ -1,22 +1,22 @@
-// A serving thread's memory of heartbeat tokens (contract "Liveness"; docs/decisions.md,
-// "Heartbeat tokens in memory"). Redis holds each lease's token hash and checks every
-// heartbeat against it, so a node needs no PostgreSQL look-up ever; this memory saves the
-// rest of the work in front of Redis and bounds what a repeated miss costs:
+// A serving thread's memory of heartbeat tokens (contract "Liveness";
+// docs/decisions/heartbeat-tokens.md). Redis holds each lease's token hash and checks every
+// heartbeat against it, so a node needs no PostgreSQL look-up ever; this memory saves the rest
+// of the work in front of Redis and bounds what a repeated miss costs:
 //
 // - accepted: token -> its service, namespace, sha256 (hex) and lease shard, for tokens
 //   Redis accepted: no hashing and no checksum per heartbeat (SHA-256 is a pure function, the
 //   entry never goes stale; Redis still compares the hash, so a rotation is seen at once).
 //   Keyed by the token alone, the string the request brings: no key built and hashed per
-//   heartbeat (a joined key and the batch line were 3.6 % of a heartbeat's CPU, docs/decisions.md,
-//   "Heartbeat tokens in memory"); the entry's service and namespace must be the request's.
-//   The entry is the batch's identity of the heartbeat (HeartbeatBatch.beatKnown).
-//   A sandbox heartbeat of a known token is counted against the rate limit, then checked
-//   and renewed in one call (liveness.ts).
-// - refused: (namespace, service, token) -> until when to answer 401 without asking Redis (REFUSED_MS):
-//   a client repeating a refused token (an agent still using the token of before a rotation)
-//   costs one Redis call per period, not one per request. Tokens are random and never
-//   reused, so no valid token is hidden by it (a lease whose record has not reached Redis
-//   yet is answered 503 while the index is incomplete, never remembered).
+//   heartbeat (a joined key and the batch line were 3.6 % of a heartbeat's CPU,
+//   docs/decisions/heartbeat-tokens.md); the entry's service and namespace must be the request's.
+//   The entry is the batch's identity of the heartbeat (HeartbeatBatch.beatKnown). A sandbox
+//   heartbeat of a known token is counted against the rate limit, then checked and renewed in one
+//   call (liveness.ts).
+// - refused: (namespace, service, token) -> until when to answer 401 without asking Redis
+// (REFUSED_MS): a client repeating a refused token (an agent still using the token of before a
+// rotation) costs one Redis call per period, not one per request. Tokens are random and never
+// reused, so no valid token is hidden by it (a lease whose record has not reached Redis yet is
+// answered 503 while the index is incomplete, never remembered).
 //
 // Both maps are bounded by the bytes they occupy (key-maps.ts), a fixed share of the
 // process's HEARTBEAT_TOKEN_CACHE_MB per thread: 3/4 for accepted tokens, 1/4 for refused

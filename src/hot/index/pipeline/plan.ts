@@ -1,4 +1,4 @@
-// The page pipeline (docs/decisions.md, "Index": "One page pipeline"). Every search page is
+// The page pipeline (docs/decisions/page-pipeline.md). Every search page is
 // built in five named stages, whatever answers it:
 //
 //   plan       what the page needs: the filter sets (domain/keys.ts filterSuffixes), the
