@@ -102,7 +102,7 @@ export class RateLimiter {
       const known = this.countNow(uuid);
       if (known) return known;
       // another request of this thread is already asking Redis for a batch: share it (only
-      // worth it when the limit allows batches; small limits ask side by side, pipelined)
+      // worth it when the limit allows batches; small limits ask in parallel, pipelined)
       const asking = this.leases.mayLease(uuid) ? this.leases.asking(uuid) : null;
       if (!asking || waits >= 2) break;
       await asking.catch(() => undefined);
