@@ -5,7 +5,7 @@
 #   make deps build services migrate seed run proxy test lint typecheck bench bench-quick mutate down clean
 #
 # `make proxy` runs the shipped nginx (deploy/nginx.conf) in the foreground on PROXY_PORT
-# (8081) in front of the server on PORT (8080); see README, "Behind a reverse proxy".
+# (8081) in front of the server on PORT (8080); see docs/operations.md, "Behind a reverse proxy".
 #
 # Servers named by REDIS_URL / DATABASE_URL in the environment are used instead of local ones.
 
@@ -114,7 +114,8 @@ bench-quick: build services
 
 # Mutation testing (StrykerJS, stryker.config.mjs) of src/hot/domain, src/hot/sandboxes/keys.ts
 # and src/admin/paging.ts against the unit tests; fails below a 90 % score. Not part of
-# .ci/run: it takes far more than a few minutes (README, "Mutation testing").
+# .ci/run: it takes far more than a few minutes (docs/decisions/mutation-testing.md;
+# scores: docs/mutation.md).
 mutate: deps
 	npx stryker run
 

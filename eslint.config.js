@@ -38,12 +38,12 @@ const featureBlocks = FEATURES.map((f) => ({
   rules: { 'no-restricted-imports': ['error', { patterns: [NO_ADMIN, NO_ROOTS, ...(FEATURES.indexOf(f) < FEATURES.length - 1 ? [above(f)] : []), ...FEATURES.slice(0, FEATURES.indexOf(f)).map(entryOnly)] }] },
 }));
 const infraBlocks = [
-  { files: INFRA.map((d) => `src/hot/${d}/**/*.ts`).concat(['src/hot/config.ts', 'src/hot/config-env.ts', 'src/hot/paths.ts']), rules: { 'no-restricted-imports': ['error', { patterns: [NO_ADMIN, NO_ROOTS, NO_FEATURES] }] } },
+  { files: INFRA.map((d) => `src/hot/${d}/**/*.ts`).concat(['src/hot/config.ts', 'src/hot/config-env.ts', 'src/hot/config-settings.ts', 'src/hot/paths.ts']), rules: { 'no-restricted-imports': ['error', { patterns: [NO_ADMIN, NO_ROOTS, NO_FEATURES] }] } },
   // domain/ is pure: nothing else of the project (after the block above: the later one wins)
   { files: ['src/hot/domain/**/*.ts'], rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['../*.js', '../../**', ...INFRA.filter((d) => d !== 'domain').map((d) => `../${d}/**`), ...FEATURES.map((d) => `../${d}/**`)], message: 'domain/ is pure: it imports nothing else of the project' }] }] } },
 ];
 const rootBlocks = [
-  { files: ['src/hot/*.ts', 'src/admin/**/*.ts'], ignores: ['src/hot/config.ts', 'src/hot/config-env.ts', 'src/hot/paths.ts'], rules: { 'no-restricted-imports': ['error', { patterns: FEATURES.map(entryOnly) }] } },
+  { files: ['src/hot/*.ts', 'src/admin/**/*.ts'], ignores: ['src/hot/config.ts', 'src/hot/config-env.ts', 'src/hot/config-settings.ts', 'src/hot/paths.ts'], rules: { 'no-restricted-imports': ['error', { patterns: FEATURES.map(entryOnly) }] } },
 ];
 const layerBlocks = [...featureBlocks, ...infraBlocks, ...rootBlocks];
 

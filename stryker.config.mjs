@@ -4,7 +4,7 @@
 // (every mutant in, switched by an environment variable), compiles them with tsc
 // (tsconfig.stryker.json: src and test/unit only), then runs each compiled unit test file
 // with node under the tap runner's hook. One test process at a time: the machine is shared.
-// The score and the command are in README.md, "Mutation testing".
+// Why it runs this way: docs/decisions/mutation-testing.md; the scores: docs/mutation.md.
 /** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
 export default {
   packageManager: 'npm',

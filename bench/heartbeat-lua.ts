@@ -8,7 +8,7 @@
 //
 //   node dist/bench/heartbeat-lua.js [--services 40000] [--calls 2000]
 //
-// With --native (docs/decisions.md, "Fleets: the next lever"): Redis's whole CPU (its process
+// With --native (docs/decisions/liveness-at-scale.md): Redis's whole CPU (its process
 // in /proc, so a Redis on this machine; its I/O included) a fleet heartbeat, 8 distinct
 // heartbeats a call, heartbeats.lua against 8 pipelined `ZADD … XX CH` on members that carry
 // the token hash and ttl, three rounds of --calls calls each (20000 if not given).

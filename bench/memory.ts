@@ -1,7 +1,7 @@
 // Where the Redis bytes of the index go: MEMORY USAGE of every key of the live generation,
 // summed by key kind, per indexed service, beside INFO memory's used_memory. Read-only.
 //   node dist/bench/memory.js [--prefix bench:]     (REDIS_URL as for the server)
-// Used for issue 14's measurements (docs/decisions.md, "A million services").
+// Used for issue 14's measurements (docs/decisions/bucketed-sets.md).
 import { loadConfig } from '../src/hot/config.js';
 import { Keys } from '../src/hot/domain/keys.js';
 import { createRedis, type RedisClient } from '../src/hot/redis/client.js';

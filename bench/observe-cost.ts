@@ -1,7 +1,7 @@
 // CPU cost per request of what server.ts runs when a request ends: the Prometheus
 // accounting and the access-log line (pino, to /dev/null), measured in isolation because
 // throughput runs on a shared 2-core machine are too noisy to show a few microseconds.
-// node dist/bench/observe-cost.js   (results: docs/decisions.md, "Access log off by default")
+// node dist/bench/observe-cost.js   (results: docs/decisions/metrics-and-logs.md)
 import pino from 'pino';
 import type { App } from '../src/hot/app.js';
 import { createLogger } from '../src/hot/app.js';

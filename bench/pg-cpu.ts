@@ -12,9 +12,9 @@ export function pgCpu(postmaster: number) {
   const seen = new Map<number, number>();
   const sample = () => {
     seen.set(postmaster, jiffies(postmaster));
-    // the postmaster's children from its own list: a scan of every /proc/<pid>/stat blocked
-    // this process's event loop — the load generator's — for 5-38 ms four times a second
-    // on the loaded machine, and every write in flight waited for it (the p99 it measured)
+    // the postmaster's children from its own list: a scan of every /proc/<pid>/stat blocks
+    // this process's event loop (the load generator's), and every write in flight would wait
+    // for it in the p99 measured
     const kids = childrenOf(postmaster);
     if (kids) {
       for (const k of kids) {

@@ -194,7 +194,7 @@ export function markdown(res: Results, main: string): string {
   const m = res.machine;
   const d = res.data;
   const out = [
-    `Run of **${res.date}**, mode **${res.mode}**: \`${res.command}\` (${res.totalS.toFixed(0)} s in all).`,
+    `Run of **${res.date.slice(0, 10)}**, mode **${res.mode}**: \`${res.command}\` (${res.totalS.toFixed(0)} s in all).`,
     '',
     `Machine: nproc ${m.nproc}, ${m.cpu}, ${m.memGiB} GiB, Linux ${m.kernel}, Node ${m.node}; ` +
       `load average ${res.loadavg.start.toFixed(1)} at the start, ${res.loadavg.end.toFixed(1)} at the end. ` +

@@ -1,6 +1,6 @@
-// Two servers side by side, for a lever worth a few per cent (bench/README.md, Liveness,
-// "Heartbeat row"): whole bench calls on this VM drift by ±10 % within minutes, so one
-// tree's call against another's cannot see 2 %. Here each side is a server process of its
+// Two servers at once, for a lever worth a few per cent (bench/README.md, "Micro-benchmarks"):
+// whole bench calls drift by ±10 % within minutes, so one tree's call against another's
+// cannot see 2 %. Here each side is a server process of its
 // own (a tree's compiled dist/, or the same tree with other environment variables), both
 // up at once on the same Redis and PostgreSQL, and wrk loads one heartbeat URL of each in
 // 1-second slices, alternated (A then B, then B then A), so drift falls on both sides alike.
@@ -11,9 +11,8 @@
 //        [--a-env K=V,...] [--b-env K=V,...] [--connections C] [--warmup S]
 //
 // DIR is a tree root with dist/ built (`git worktree add` the other revision, link its
-// node_modules, `npx tsc -p tsconfig.json`). The same DIR twice measures the noise (an A/A
-// call read 0.980 over 10 slices, 1.00 ± 0.025 over 40). Prints each slice and B's total
-// over A's.
+// node_modules, `npx tsc -p tsconfig.json`). The same DIR twice measures the noise (about
+// ±2.5 % over 40 slices). Prints each slice and B's total over A's.
 //
 // One side (--serve DIR, used by the above): a test server of that tree on a fresh database,
 // a sandbox of a tier no bench reaches (its rate limit counted, never a 429) with one leased

@@ -1,11 +1,9 @@
 -- heartbeats: heartbeat-2.lua for the lease shards of one event-loop turn in one call, on a
 -- standalone Redis (a cluster refuses keys of several slots in one script: there each shard
--- is its own heartbeat-2.lua call). A fleet's heartbeats fall in all 16 shards, so a turn's
--- batch was up to 16 script calls of ~2 heartbeats each (bench/README.md, Liveness, "fleet").
--- The call also carries the turn's rate records (rate-count-2.lua's, one per sandbox): the
--- requests the thread answered from its rate-limit lease, sandbox heartbeats among them. A
--- separate rate-count call a turn was ~5 % of a sandbox heartbeat's cost (docs/decisions.md,
--- "Rate records ride in the heartbeat call").
+-- is its own heartbeat-2.lua call): a fleet's heartbeats fall in all 16 shards. The call also
+-- carries the turn's rate records (rate-count-2.lua's, one per sandbox): the requests the
+-- thread answered from its admission batches, sandbox heartbeats among them, which saves a
+-- rate-count call a turn (docs/decisions/heartbeat-batches.md).
 -- KEYS     S pairs lv:{shard}:l, lv:{shard}:d, one per shard of the call; then R pairs
 --          rl:{uuid}:h, rl:{uuid}:t, one per rate record (R may be 0)
 -- ARGV[1]  now (ms); ARGV[2] S

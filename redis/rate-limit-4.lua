@@ -11,7 +11,7 @@
 -- KEYS[4]  rl:{uuid}:t      hash: total, rejected
 -- ARGV[1]  want: admissions to take at once, this request's included (default 1). The
 --          window counts them now; the thread answers want-1 more requests of this bucket
---          without asking (see src/hot/ratelimit/admission.ts, docs/decisions.md)
+--          without asking (see src/hot/ratelimit/admission.ts, docs/decisions/admission-batches.md)
 -- ARGV[2]  requests the thread answered under its lease and has not recorded yet (history)
 -- ARGV[3]  unused admissions of the thread's previous leases, given back to the window:
 --          "bucket:count,bucket:count" ("" none; buckets as this script reported them)

@@ -4,9 +4,8 @@
 -- s>|<critical since ms>") is not parsed whole by leaseParse: a table and seven captured strings
 -- per heartbeat. "|<ns>|<hash>|" must follow its revision's digits, as plain text, and only the ttl
 -- and status after it are captured; a record of another shape reads as another token's (-2).
--- Lines are matched in place, anchored at each line's start, without a string per line. Redis
--- µs per heartbeat 5.6 -> 4.3 (docs/decisions.md, "Heartbeat script"): the script's time is the
--- wait of every request in its batch.
+-- Lines are matched in place, anchored at each line's start, without a string per line: the
+-- script's time is the wait of every request in its batch (docs/decisions/heartbeat-batches.md).
 -- Appends one answer per line of `s` to `out` after its `n` first; returns the new count.
 local function heartbeatLines(lkey, dkey, now, s, out, n)
   local pos = 1

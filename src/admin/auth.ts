@@ -58,7 +58,7 @@ export async function checkAdminKey(app: App, remote: string, key: string): Prom
     if (Number((await readFailures(app, failures)) ?? 0) >= limit) throw refuse();
   } catch (err) {
     // Redis away: the admin API (PostgreSQL writes) stays usable with the Bearer key,
-    // uncounted, as rate limits fail open (docs/decisions.md); a login needs Redis anyway
+    // uncounted, as rate limits fail open (docs/decisions/outages.md); a login needs Redis anyway
     if (!isRedisUnavailable(err)) throw err;
     return isAdminKey(app, key);
   }
@@ -79,9 +79,9 @@ const principals = new WeakMap<Req, Promise<AdminPrincipal>>();
 
 /**
  * 401 without a valid admin key or session cookie; a Bearer key counts as an attempt at the
- * admin key (checkAdminKey: 429 beyond the address's failures of the minute); for cookie callers, every method other
- * than GET must carry the session's CSRF token in X-CSRF-Token (403 otherwise). Asked once
- * a request (a wrong key counts once), however often it is called.
+ * admin key (checkAdminKey: 429 beyond the address's failures of the minute); for cookie
+ * callers, every method other than GET must carry the session's CSRF token in X-CSRF-Token (403
+ * otherwise). Asked once a request (a wrong key counts once), however often it is called.
  */
 export function requireAdmin(app: App, req: Req): Promise<AdminPrincipal> {
   let p = principals.get(req);

@@ -1,11 +1,12 @@
 // The composition root of a serving thread: buildThread() constructs every part with its
 // dependencies passed in, and lists the parts in the order they start; stop() runs the
 // same list in reverse (the way fastify names onReady/onClose). Constructing opens nothing
-// (no connection, no thread): each part opens in its start(), in this order. main.ts (the process root:
-// threads, signals) and the tests (test/helpers/server.ts) build their threads here.
+// (no connection, no thread): each part opens in its start(), in this order. main.ts (the
+// process root: threads, signals) and the tests (test/helpers/server.ts) build their threads
+// here.
 //
 // This is the one module of src/hot that imports src/admin: it hands the admin routes to
-// the HTTP server (the layering rule, docs/decisions.md).
+// the HTTP server (the layering rule, docs/decisions/layers.md).
 import type { Logger } from 'pino';
 import { registerAdmin } from '../admin/routes.js';
 import type { App } from './app.js';
@@ -76,8 +77,7 @@ export interface ListenAt {
  * split, fixed at start. Every thread holds its own copy of what it serves (the kernel spreads
  * connections evenly over the threads, so their working sets are alike), and each evicts only
  * its own entries: a shared counter would let one thread's idle entries starve another's, and
- * the sum of the shares never passes the total (docs/decisions.md, "Memory budgets that hold in
- * resident memory").
+ * the sum of the shares never passes the total (docs/decisions/memory-budgets.md).
  */
 export function threadShare(totalBytes: number, threads: number): number {
   return Math.floor(totalBytes / Math.max(1, threads));

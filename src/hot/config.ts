@@ -1,10 +1,11 @@
 // Configuration: the one module that reads process.env. Every value is validated at
 // start-up (the parsers: config-env.ts); a bad value throws a ConfigError naming the
-// variable, and main() prints it and exits. Every default is commented here, in one place
-// (contract, "Configuration").
+// variable, and main() prints it and exits. Every variable's default, range and meaning is
+// one row of config-settings.ts, which docs/configuration.md is generated from.
 import { randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
-import { addresses, bool, ConfigError, hostName, hostPorts, int, level, url, urls, type Env } from './config-env.js';
+import { ConfigError, type Env } from './config-env.js';
+import { readers } from './config-settings.js';
 
 export interface TierConfig {
   /** requests per minute over the sliding window of twelve 5-second buckets */
@@ -25,7 +26,7 @@ export interface Config {
   /**
    * Read-only replicas of REDIS_URL's primary: pure index reads (searches, GET
    * /services/{id}) go to them in turn; writes, counters and scripts that write stay on
-   * the primary. Ignored in cluster mode (docs/decisions.md, "Read replicas").
+   * the primary. Ignored in cluster mode (docs/decisions/read-replicas.md).
    */
   redisReplicaUrls: string[];
   /**
@@ -99,10 +100,7 @@ export interface Config {
   sandboxKeyCacheBytes: number;
   /** heartbeat token memory (accepted and refused tokens), bytes per process, split evenly across uWS threads */
   heartbeatTokenCacheBytes: number;
-  /**
-   * the turn's heartbeat call on a connection of its own (redis/script-line.ts) instead of
-   * ioredis's, on a standalone Redis: ~7 % of a heartbeat's CPU
-   */
+  /** the turn's heartbeat call on a connection of its own (redis/script-line.ts) instead of ioredis's, on a standalone Redis */
   redisHeartbeatLine: boolean;
   /** Piscina: intersections whose smallest set exceeds this run in the worker pool */
   heavyIntersectionThreshold: number;
@@ -130,9 +128,10 @@ export interface Config {
   leaseSweepParallel: number;
 }
 
+const MIB = 1024 * 1024;
+
 /** TIERS="free=60,pro=600,enterprise=6000" */
-function tiers(env: Env): TierConfig {
-  const raw = env.TIERS || 'free=60,pro=600,enterprise=6000'; // contract defaults
+function tiers(raw: string): TierConfig {
   const out: Record<string, number> = {};
   for (const part of raw.split(',')) {
     const m = /^\s*([a-z0-9_-]{1,32})\s*=\s*(\d{1,9})\s*$/.exec(part);
@@ -143,11 +142,12 @@ function tiers(env: Env): TierConfig {
 }
 
 export function loadConfig(env: Env = process.env): Config {
-  const nodeEnv = (env.NODE_ENV || 'development') as Config['env'];
+  const { int, bool, level, url, hostName, hostPorts, urls, addresses, raw } = readers(env);
+  const nodeEnv = raw('NODE_ENV') as Config['env'];
   if (!['development', 'production', 'test'].includes(nodeEnv)) {
     throw new ConfigError(`NODE_ENV must be development, production or test, got "${nodeEnv}"`);
   }
-  let adminApiKey = env.ADMIN_API_KEY || '';
+  let adminApiKey = raw('ADMIN_API_KEY');
   let adminApiKeyGenerated = false;
   if (!adminApiKey) {
     if (nodeEnv === 'production') throw new ConfigError('ADMIN_API_KEY must be set in production');
@@ -156,112 +156,76 @@ export function loadConfig(env: Env = process.env): Config {
   } else if (adminApiKey.length < 16) {
     throw new ConfigError('ADMIN_API_KEY must be at least 16 characters');
   }
-  const t = tiers(env);
-  const defaultTier = env.DEFAULT_TIER || 'free'; // contract: new sandboxes are `free`
+  const t = tiers(raw('TIERS'));
+  const defaultTier = raw('DEFAULT_TIER');
   if (!(defaultTier in t)) throw new ConfigError(`DEFAULT_TIER "${defaultTier}" is not one of TIERS`);
-  const host = hostName(env, 'HOST', '127.0.0.1'); // contract default: loopback only
-  const redisClusterNodes = hostPorts(env, 'REDIS_CLUSTER_NODES');
-  const redisReplicaUrls = urls(env, 'REDIS_REPLICA_URLS', ['redis:', 'rediss:']);
-  const prefix = env.REDIS_KEY_PREFIX || '';
+  const host = hostName('HOST');
+  const redisClusterNodes = hostPorts('REDIS_CLUSTER_NODES');
+  const redisReplicaUrls = urls('REDIS_REPLICA_URLS');
+  const prefix = raw('REDIS_KEY_PREFIX');
   if (!/^[a-zA-Z0-9:_-]*$/.test(prefix)) throw new ConfigError('REDIS_KEY_PREFIX may hold only [a-zA-Z0-9:_-]');
   return {
-    port: int(env, 'PORT', 8080, 0, 65535), // contract default
+    port: int('PORT'),
     host,
     adminApiKey,
     adminApiKeyGenerated,
-    databaseUrl: url(env, 'DATABASE_URL', 'postgres://postgres@127.0.0.1:5440/registry', ['postgres:', 'postgresql:']),
-    redisUrl: url(env, 'REDIS_URL', 'redis://127.0.0.1:6390', ['redis:', 'rediss:']),
+    databaseUrl: url('DATABASE_URL'),
+    redisUrl: url('REDIS_URL'),
     redisClusterNodes,
     redisKeyPrefix: prefix,
-    redisReplicaUrls, // none: every read goes to the primary
-    redisClusterReplicaReads: bool(env, 'REDIS_CLUSTER_REPLICA_READS', false), // off: a cluster's primaries serve every read
-    // a replica normally has a write within a millisecond; a sick one costs a write at most
-    // this, and then serves it stale until it catches up (docs/decisions.md, "Read replicas")
-    redisReplicaWaitMs: int(env, 'REDIS_REPLICA_WAIT_MS', 100, 0, 10_000),
-    // one uWS thread per core, less one left to Redis, PostgreSQL and the OS: on the 2-core
-    // machines here 2 threads served 2.5x fewer requests than 1 (docs/decisions.md)
-    uwsThreads: int(env, 'WORKERS', Math.max(1, availableParallelism() - 1), 1, 256),
-    allowUwsFallback: bool(env, 'ALLOW_UWS_FALLBACK', false), // refuse the slow JS fallback
+    redisReplicaUrls,
+    redisClusterReplicaReads: bool('REDIS_CLUSTER_REPLICA_READS'),
+    redisReplicaWaitMs: int('REDIS_REPLICA_WAIT_MS'),
+    uwsThreads: int('WORKERS', Math.max(1, availableParallelism() - 1)),
+    allowUwsFallback: bool('ALLOW_UWS_FALLBACK'),
     env: nodeEnv,
     tiers: t,
     defaultTier,
-    sandboxCreatePerMinute: int(env, 'SANDBOX_CREATE_PER_MINUTE', 10, 1, 1_000_000), // contract default
-    loginFailuresPerMinute: int(env, 'LOGIN_FAILURES_PER_MINUTE', 20, 1, 1_000_000), // slows key guessing
-    searchMaxAge: int(env, 'SEARCH_MAX_AGE', 5, 0, 86400), // short: registrations show up quickly
-    discoveryMaxAge: int(env, 'DISCOVERY_MAX_AGE', 60, 1, 86400), // must be > 0 (contract)
+    sandboxCreatePerMinute: int('SANDBOX_CREATE_PER_MINUTE'),
+    loginFailuresPerMinute: int('LOGIN_FAILURES_PER_MINUTE'),
+    searchMaxAge: int('SEARCH_MAX_AGE'),
+    discoveryMaxAge: int('DISCOVERY_MAX_AGE'),
     defaultLimit: 100, // contract: limit default 100
     maxLimit: 1000, // contract: limit 1..1000
-    adminPageSize: int(env, 'ADMIN_PAGE_SIZE', 20, 1, 500),
-    sessionIdleSeconds: int(env, 'SESSION_IDLE_SECONDS', 30 * 60, 60, 86400 * 7), // 30 min idle
-    sessionAbsoluteSeconds: int(env, 'SESSION_ABSOLUTE_SECONDS', 12 * 3600, 60, 86400 * 30), // 12 h
-    cookieSecure: bool(env, 'COOKIE_SECURE', true), // contract: Secure unless configured off (COOKIE_SECURE=false for local http)
-    maxBodyBytes: int(env, 'MAX_BODY_BYTES', 64 * 1024, 1024, 16 * 1024 * 1024), // 64 KiB
-    // 1,000 registrations of a typical size (~300-600 bytes) fit 1 MiB; 4 MiB leaves room for
-    // larger ones (32 properties of 256 characters is ~10 KiB a service: such batches must be smaller)
-    maxBatchBodyBytes: int(env, 'MAX_BATCH_BODY_BYTES', 4 * 1024 * 1024, 1024, 64 * 1024 * 1024),
-    // 2 ms: each write waits at most that for company; 64 writers committed 2,031 / 1,989
-    // writes/s (p99 54 / 57 ms) against 1,647 / 1,900 (p99 64 / 60 ms) with 0 (a batch of
-    // what arrived within one event-loop turn and while statements were in flight), two
-    // alternated pairs on a quiet machine (bench/README.md, "Writes against pgbench")
-    groupCommitWindowMs: int(env, 'GROUP_COMMIT_WINDOW_MS', 2, 0, 1000),
-    groupCommitMaxBatch: int(env, 'GROUP_COMMIT_MAX_BATCH', 256, 1, 1000),
-    // 4 of the thread's 10 connections: searches, patches and deletes keep the others
-    groupCommitConcurrency: int(env, 'GROUP_COMMIT_CONCURRENCY', 4, 1, 10),
-    maxJsonDepth: int(env, 'MAX_JSON_DEPTH', 32, 1, 1000), // every body of the API is 3-4 levels deep; 32 leaves room
-    shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
-    outboxSweepMs: int(env, 'OUTBOX_SWEEP_MS', 1000, 50, 600_000),
-    logLevel: level(env, 'LOG_LEVEL', 'info'),
-    accessLog: bool(env, 'ACCESS_LOG', false), // off: it costs hot-path throughput (docs/decisions.md)
-    accessLogLevel: level(env, 'ACCESS_LOG_LEVEL', 'info'), // must be >= LOG_LEVEL to be written
-    trustedProxies: addresses(env, 'TRUSTED_PROXIES'), // none: the connection's address is the client's
-    metricsEnabled: bool(env, 'METRICS_ENABLED', true), // GET /metrics on its own listener, unauthenticated
-    metricsHost: hostName(env, 'METRICS_HOST', '127.0.0.1'), // loopback: scrapers on this machine (or a proxy) only
-    metricsPort: int(env, 'METRICS_PORT', 9464, 0, 65535), // 9464: the Prometheus exporter port OpenTelemetry uses
-    changesPollMs: int(env, 'CHANGES_POLL_MS', 250, 10, 60_000), // delivery latency vs. one tiny query per tick
-    changesHeartbeatMs: int(env, 'CHANGES_HEARTBEAT_MS', 15_000, 100, 3_600_000), // keeps proxies from closing idle streams
-    changesRetentionHours: int(env, 'CHANGES_RETENTION_HOURS', 168, 1, 24 * 365), // a week of resumable history
-    changesMaxStreams: int(env, 'CHANGES_MAX_STREAMS', 10_000, 1, 1_000_000), // per process: each stream holds a socket and a few KiB
-    // per process: a few tabs or services of one office behind one NAT; one address cannot
-    // take the total (behind a proxy, set TRUSTED_PROXIES or every client is the proxy)
-    changesStreamsPerAddress: int(env, 'CHANGE_STREAMS_PER_ADDRESS', 32, 1, 1_000_000),
-    // per process (each uWS thread gets an equal share): ~200 bytes a known key, ~130 an
-    // unknown one (docs/decisions.md), so 16 MiB remember ~45,000 known keys a thread of 2
-    sandboxKeyCacheBytes: int(env, 'SANDBOX_KEY_CACHE_MB', 16, 1, 65_536) * 1024 * 1024,
-    // per process (each uWS thread gets an equal share): ~260 bytes an accepted token (its
-    // service, namespace and hash), so 16 MiB remember ~24,000 tokens a thread of 2; a token
-    // not remembered costs a SHA-256, and a sandbox heartbeat one more script entry
-    heartbeatTokenCacheBytes: int(env, 'HEARTBEAT_TOKEN_CACHE_MB', 16, 1, 65_536) * 1024 * 1024,
-    redisHeartbeatLine: bool(env, 'REDIS_HEARTBEAT_LINE', true), // on: a lean connection per thread for heartbeat calls (standalone Redis)
-    heavyIntersectionThreshold: int(env, 'HEAVY_INTERSECTION_THRESHOLD', 5_000, 0, 100_000_000), // 0 disables the pool
-    poolMaxQueue: int(env, 'POOL_MAX_QUEUE', 64, 1, 100_000),
-    poolThreads: int(env, 'POOL_THREADS', 1, 1, 64),
-    resultCacheEntries: int(env, 'RESULT_CACHE_ENTRIES', 10_000, 0, 10_000_000),
-    resultCacheTtlMs: int(env, 'RESULT_CACHE_TTL_MS', 2000, 10, 3_600_000), // pub/sub invalidates within ms; this is the safety net
-    resultCacheBytes: int(env, 'RESULT_CACHE_MB', 64, 1, 65_536) * 1024 * 1024,
-    // 0: one Redis call per sandbox per event-loop turn (a flood's batch is what one turn
-    // read); > 0 batches longer, and is then how far /poll's `total` on another thread or
-    // node may lag (a poll flushes its own thread first either way)
-    rateCountFlushMs: int(env, 'RATE_COUNT_FLUSH_MS', 0, 0, 1000),
-    // 1,000,000 production services take ~0.7 GB (sets: ~9 memberships × 8 bytes each;
-    // documents: ~330 bytes + 280 of overhead each, docs/decisions.md): 1 GiB a thread
-    // holds them whole, and 23 threads of it fit a 24 GiB machine
-    nearCacheBytes: int(env, 'NEAR_CACHE_MB', 1024, 0, 1_048_576) * 1024 * 1024,
-    // a namespace whose last delta was lost (and no write followed) is dropped within two
-    // periods: one GET of the namespace marker (`<base>ver:2`) per namespace the thread holds, per period
-    nearCheckMs: int(env, 'NEAR_CHECK_MS', 1000, 0, 3_600_000),
-    // a pass runs at the earliest deadline left (sweeper.ts tick()), at the latest this long
-    // after the last one; each pass costs one Lua call per shard (LEASE_SHARDS = 16) held
-    leaseSweepMs: int(env, 'LEASE_SWEEP_MS', 250, 10, 60_000),
-    // a dead sweeper's shards are taken over within this (+ one period): well under the
-    // contract's ttl + 2 s for the smallest ttl (5 s) only if it stays below ~1.5 s
-    leaseLockMs: int(env, 'LEASE_LOCK_MS', 1500, 100, 60_000),
-    // due leases listed per shard and call; a mass expiry is made visible at once (Redis only)
-    // and committed in batches of this many (one transaction and a page of Lua calls each), at
-    // most leaseSweepParallel at once per node: the sweeper holds no more PostgreSQL
-    // connections than that (of the pool's 10), writes keep the rest. 2 rather than 4: at
-    // 100,000 expiries the same durable rate (~7,000/s), visible p99 1.26 vs 1.70 s and
-    // concurrent registrations p99 322 vs 579 ms (bench/README.md, "Liveness")
-    leaseSweepBatch: int(env, 'LEASE_SWEEP_BATCH', 500, 1, 10_000),
-    leaseSweepParallel: int(env, 'LEASE_SWEEP_PARALLEL', 2, 1, 16),
+    adminPageSize: int('ADMIN_PAGE_SIZE'),
+    sessionIdleSeconds: int('SESSION_IDLE_SECONDS'),
+    sessionAbsoluteSeconds: int('SESSION_ABSOLUTE_SECONDS'),
+    cookieSecure: bool('COOKIE_SECURE'),
+    maxBodyBytes: int('MAX_BODY_BYTES'),
+    maxBatchBodyBytes: int('MAX_BATCH_BODY_BYTES'),
+    groupCommitWindowMs: int('GROUP_COMMIT_WINDOW_MS'),
+    groupCommitMaxBatch: int('GROUP_COMMIT_MAX_BATCH'),
+    groupCommitConcurrency: int('GROUP_COMMIT_CONCURRENCY'),
+    maxJsonDepth: int('MAX_JSON_DEPTH'),
+    shutdownGraceMs: int('SHUTDOWN_GRACE_MS'),
+    outboxSweepMs: int('OUTBOX_SWEEP_MS'),
+    logLevel: level('LOG_LEVEL'),
+    accessLog: bool('ACCESS_LOG'),
+    accessLogLevel: level('ACCESS_LOG_LEVEL'),
+    trustedProxies: addresses('TRUSTED_PROXIES'),
+    metricsEnabled: bool('METRICS_ENABLED'),
+    metricsHost: hostName('METRICS_HOST'),
+    metricsPort: int('METRICS_PORT'),
+    changesPollMs: int('CHANGES_POLL_MS'),
+    changesHeartbeatMs: int('CHANGES_HEARTBEAT_MS'),
+    changesRetentionHours: int('CHANGES_RETENTION_HOURS'),
+    changesMaxStreams: int('CHANGES_MAX_STREAMS'),
+    changesStreamsPerAddress: int('CHANGE_STREAMS_PER_ADDRESS'),
+    sandboxKeyCacheBytes: int('SANDBOX_KEY_CACHE_MB') * MIB,
+    heartbeatTokenCacheBytes: int('HEARTBEAT_TOKEN_CACHE_MB') * MIB,
+    redisHeartbeatLine: bool('REDIS_HEARTBEAT_LINE'),
+    heavyIntersectionThreshold: int('HEAVY_INTERSECTION_THRESHOLD'),
+    poolMaxQueue: int('POOL_MAX_QUEUE'),
+    poolThreads: int('POOL_THREADS'),
+    resultCacheEntries: int('RESULT_CACHE_ENTRIES'),
+    resultCacheTtlMs: int('RESULT_CACHE_TTL_MS'),
+    resultCacheBytes: int('RESULT_CACHE_MB') * MIB,
+    rateCountFlushMs: int('RATE_COUNT_FLUSH_MS'),
+    nearCacheBytes: int('NEAR_CACHE_MB') * MIB,
+    nearCheckMs: int('NEAR_CHECK_MS'),
+    leaseSweepMs: int('LEASE_SWEEP_MS'),
+    leaseLockMs: int('LEASE_LOCK_MS'),
+    leaseSweepBatch: int('LEASE_SWEEP_BATCH'),
+    leaseSweepParallel: int('LEASE_SWEEP_PARALLEL'),
   };
 }

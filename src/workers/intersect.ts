@@ -107,8 +107,7 @@ export function bitmapOf(a: Float64Array): Bitmap | null {
 
 /**
  * intersectSorted() over bitmaps: 32 candidates per AND of one word of each set, where
- * galloping probes every member of the smallest set (a cold page of row c2, three dense sets
- * and one of everything, spent 19 % of its CPU galloping).
+ * galloping probes every member of the smallest set (docs/decisions/near-cache-pages.md).
  */
 export function intersectBitmaps(bms: Bitmap[], after: number, max: number): Float64Array {
   let lo = Math.floor((after + 1) / 32);

@@ -1,7 +1,7 @@
 // The calls that are batched by their caller already (a turn's heartbeats, a turn's rate
 // records, a rate-limit batch asked for ahead) are written to Redis at once, not held by
 // ioredis's auto-pipeline for one more event-loop turn (redis/client.ts DIRECT_COMMANDS;
-// docs/decisions.md, "Identical heartbeats share a line; heartbeat calls sent at once"), on
+// docs/decisions/heartbeat-batches.md), on
 // a standalone Redis and on a cluster.
 // Other commands still auto-pipeline. And the order a poll relies on holds: a rate record
 // sent at once before a pipelined read of the same keys is counted by that read.

@@ -1,6 +1,6 @@
 // Redis unreachable while the server runs. Writes still commit to PostgreSQL and are
 // acknowledged; searches answer 503 with Retry-After (the index lives in Redis; see
-// docs/decisions.md); keyed requests are admitted uncounted (rate limiting fails open);
+// docs/decisions/outages.md); keyed requests are admitted uncounted (rate limiting fails open);
 // sandbox creation is refused (its throttle fails closed); nothing hangs. When Redis is back
 // the index catches up with no manual step: from the outbox when Redis kept its data, by a
 // rebuild when it came back empty. Redis sits behind a TCP proxy the test can cut.

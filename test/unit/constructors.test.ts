@@ -1,4 +1,4 @@
-// Constructors open nothing (docs/decisions.md, "Architecture"): no class in src starts a
+// Constructors open nothing (docs/decisions/composition-root.md): no class in src starts a
 // timer, a connection, a subscription, a thread or a listener while it is constructed — in
 // its constructor or in a field initialiser; its start() does. A static rule over every
 // class of src (what runs inside a callback defined there is not construction and is not

@@ -1,18 +1,19 @@
-// References into the docs resolve: a comment or a doc that says `decisions.md, "X"` or
-// `bench/README.md, "X"` names a heading (or a bold lead-in) of that file that exists, and a
-// link to `decisions.md#a`, `bench/README.md#a` or `#a` inside the main docs names a heading's
-// anchor. The docs are rewritten as reference (STYLE.md: "docs are reference, history is
-// git"), and a renamed section must fail here, not leave a comment pointing at nothing.
-import { readFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
+// References into the docs resolve: a comment or a doc that names a decision
+// (`docs/decisions/<topic>.md`) names a file that exists; one that says
+// `bench/README.md, "X"` names a heading (or a bold lead-in) of that file; a markdown link to
+// `bench/README.md#a` or `#a` inside it names a heading's anchor; and a relative link in a
+// Markdown file names a file that exists. The docs are reference (STYLE.md: "docs are
+// reference, history is git"), and a renamed section or file must fail here, not leave a
+// comment pointing at nothing.
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
 import t from 'tap';
 import { ROOT } from '../../src/hot/paths.js';
 import { sourceFiles } from '../helpers/source-files.js';
 
-const SKIP = new Set(['node_modules', 'dist', '.git', '.local', 'test-artifacts', 'coverage', '.tap']);
+const SKIP = new Set(['node_modules', 'dist', '.git', '.local', 'test-artifacts', 'coverage', '.tap', 'reports', '.stryker-tmp']);
 const EXT = /\.(ts|mts|js|mjs|lua|sh|md|sql)$/;
-const TARGETS: Record<string, string> = { 'decisions.md': 'docs/decisions.md', 'bench/README.md': 'bench/README.md' };
-
+const BENCH = 'bench/README.md';
 
 /** GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens. */
 function slug(heading: string): string {
@@ -45,29 +46,34 @@ function resolves(doc: Doc, name: string): boolean {
   return doc.names.some((h) => h.replace(/\s+/g, ' ').startsWith(n));
 }
 
-/** Every `decisions.md, "X"` / `bench/README.md, "X"` in `text`, line breaks and comment leaders folded. */
-function quoted(text: string): { target: string; name: string }[] {
+/** Every `bench/README.md, "X"` in `text`, line breaks and comment leaders folded. */
+function quoted(text: string): string[] {
   const flat = text.replace(/\r?\n[ \t]*(?:\/\/|--|\*|#)?[ \t]*/g, ' ');
-  const out: { target: string; name: string }[] = [];
-  for (const m of flat.matchAll(/(decisions\.md|bench\/README\.md)`?\]?(?:\([^)]*\))?,?[ \t]*(?:section |under )?"([^"]{2,100})"/g)) {
-    out.push({ target: m[1]!, name: m[2]! });
+  return [...flat.matchAll(/bench\/README\.md`?\]?(?:\([^)]*\))?,?[ \t]*(?:section |under )?"([^"]{2,100})"/g)].map((m) => m[1]!);
+}
+
+/** Every decision a text names: `decisions/<topic>.md`, as a path or a relative link. */
+function decisions(text: string): string[] {
+  return [...text.matchAll(/decisions\/([a-z0-9-]+)\.md/g)].map((m) => m[1]!);
+}
+
+/** Every markdown link in `text`: its path (relative, no scheme) and its anchor. */
+function links(text: string): { path: string; anchor: string | null }[] {
+  const out: { path: string; anchor: string | null }[] = [];
+  for (const m of text.matchAll(/\]\(([^)\s]*)\)/g)) {
+    if (/^[a-z]+:/i.test(m[1]!)) continue;
+    const [path, anchor] = m[1]!.split('#') as [string, string | undefined];
+    out.push({ path, anchor: anchor ?? null });
   }
   return out;
 }
 
-/** Every markdown link to an anchor of a target doc, or (inside `self`) to one of its own. */
-function linked(text: string, self: string | null): { target: string; anchor: string }[] {
-  const out: { target: string; anchor: string }[] = [];
-  for (const m of text.matchAll(/\]\(([^)#\s]*)#([^)\s]+)\)/g)) {
-    const path = m[1]!;
-    const target = path === '' ? self : path.endsWith('decisions.md') ? 'decisions.md' : path.endsWith('bench/README.md') || (self === 'bench/README.md' && path === 'README.md') ? 'bench/README.md' : null;
-    if (target) out.push({ target, anchor: m[2]! });
-  }
-  return out;
-}
-
-const docs: Record<string, Doc> = {};
-for (const [k, p] of Object.entries(TARGETS)) docs[k] = readDoc(readFileSync(join(ROOT, p), 'utf8'));
+const bench = readDoc(readFileSync(join(ROOT, BENCH), 'utf8'));
+const docs = new Map<string, Doc>();
+const anchorsOf = (rel: string): Set<string> => {
+  if (!docs.has(rel)) docs.set(rel, readDoc(readFileSync(join(ROOT, rel), 'utf8')));
+  return docs.get(rel)!.anchors;
+};
 
 t.test('the rule finds what it is meant to find', async (t) => {
   const d = readDoc('# Top\n\n## Rate limits\n\nText **Sandbox key maps in bytes.** more\n```\n# not a heading\n```\n');
@@ -76,36 +82,42 @@ t.test('the rule finds what it is meant to find', async (t) => {
   t.ok(resolves(d, 'Sandbox key maps'), 'a bold lead-in, by its start');
   t.notOk(resolves(d, 'not a heading'), 'a fenced line is no heading');
   t.notOk(resolves(d, 'Heartbeat row, tenth round'), 'a section that is gone');
-  t.same(quoted('// see docs/decisions.md,\n// "Rate limits" and bench/README.md "Memory"'), [
-    { target: 'decisions.md', name: 'Rate limits' },
-    { target: 'bench/README.md', name: 'Memory' },
-  ]);
-  t.same(linked('[a](docs/decisions.md#rate-limits) [b](#x) [c](https://e.org/#y)', 'decisions.md'), [
-    { target: 'decisions.md', anchor: 'rate-limits' },
-    { target: 'decisions.md', anchor: 'x' },
+  t.same(quoted('// see bench/README.md,\n// "Memory" and bench/README.md "Rebuild"'), ['Memory', 'Rebuild']);
+  t.same(decisions('// docs/decisions/near-cache.md and [x](decisions/rebuild.md)'), ['near-cache', 'rebuild']);
+  t.same(links('[a](../bench/README.md#rebuild) [b](#x) [c](https://e.org/#y) [d](decisions/rebuild.md)'), [
+    { path: '../bench/README.md', anchor: 'rebuild' },
+    { path: '', anchor: 'x' },
+    { path: 'decisions/rebuild.md', anchor: null },
   ]);
   t.equal(slug('Appendix: the last full `make bench` report'), 'appendix-the-last-full-make-bench-report');
   t.equal(slug("Today's results"), 'todays-results');
 });
 
-t.test('every quoted section and every anchor link into the docs resolves', async (t) => {
+t.test('every named decision, quoted section, link and anchor resolves', async (t) => {
   const bad: string[] = [];
   let seen = 0;
   for (const f of sourceFiles(ROOT, EXT, SKIP)) {
     const rel = relative(ROOT, f);
-    const text = readFileSync(f, 'utf8');
     if (rel === 'test/unit/doc-references.test.ts') continue; // its own planted examples
+    const text = readFileSync(f, 'utf8');
+    if (/decisions\.md/.test(text)) bad.push(`${rel}: names docs/decisions.md, which is now docs/decisions/<topic>.md`);
+    for (const d of decisions(text)) {
+      seen++;
+      if (!existsSync(join(ROOT, 'docs', 'decisions', `${d}.md`))) bad.push(`${rel}: decisions/${d}.md`);
+    }
     for (const q of quoted(text)) {
       seen++;
-      if (!resolves(docs[q.target]!, q.name)) bad.push(`${rel}: ${q.target}, "${q.name}"`);
+      if (!resolves(bench, q)) bad.push(`${rel}: ${BENCH}, "${q}"`);
     }
     if (!rel.endsWith('.md')) continue;
-    const self = rel === 'docs/decisions.md' ? 'decisions.md' : rel === 'bench/README.md' ? 'bench/README.md' : null;
-    for (const l of linked(text, self)) {
+    for (const l of links(text)) {
+      const target = l.path === '' ? rel : relative(ROOT, join(dirname(f), l.path));
+      if (target.startsWith('..')) continue; // outside the repository (the shared contract)
       seen++;
-      if (!docs[l.target]!.anchors.has(l.anchor)) bad.push(`${rel}: ${l.target}#${l.anchor}`);
+      if (!existsSync(join(ROOT, target))) bad.push(`${rel}: link to ${l.path}`);
+      else if (l.anchor && target.endsWith('.md') && !anchorsOf(target).has(l.anchor)) bad.push(`${rel}: ${target}#${l.anchor}`);
     }
   }
   t.ok(seen > 50, `references found (${seen})`);
-  t.same(bad, [], 'references that name no heading');
+  t.same(bad, [], 'references that name nothing');
 });

@@ -92,7 +92,7 @@ t.test('only limits that allow batches make concurrent requests wait for one', a
   const l = new AdmissionBatches();
   t.equal(l.mayBatch('a'), false, 'unknown limit: never wait');
   l.granted('a', ok(BATCH_DIVISOR * 2 - 1, 1), 1, T0);
-  t.equal(l.mayBatch('a'), false, 'a small limit asks side by side');
+  t.equal(l.mayBatch('a'), false, 'a small limit asks Redis for each request');
   l.granted('b', ok(BATCH_DIVISOR * 2, 1), 1, T0);
   t.equal(l.mayBatch('b'), true);
 });

@@ -27,7 +27,7 @@ t.test('new keys: the documented shape, a valid checksum, >= 160 random bits, al
     const { key, prefix } = newSandboxKey('My Lab ' + i);
     t.equal(prefix, `mylab${i}`);
     if (!KEY_RE.test(key) || keyShape(key) !== 'checksummed') t.fail(`bad key ${key}`);
-    // the scanner regex of the README
+    // the scanner regex of docs/api.md, "Sandbox keys"
     if (!/\b[a-z0-9]{1,16}_sb_[0-9A-Za-z]{38}\b/.test(`token: ${key} end`)) t.fail('scanner regex');
     seen.add(key.split('_sb_')[1]!.slice(0, 32));
   }

@@ -9,7 +9,7 @@
 // Addresses are counted in ADDRESS_BUCKETS buckets of a hash keyed with a random seed
 // drawn once per process (stored in the buffer, so every thread hashes alike): two
 // addresses in one bucket share one share (stricter, never looser), and without the seed
-// nobody can choose an address that lands in someone else's bucket (docs/decisions.md).
+// nobody can choose an address that lands in someone else's bucket (docs/decisions/change-feed.md).
 import { randomInt } from 'node:crypto';
 
 /** 2^16 buckets: 256 KiB; a few hundred busy addresses collide with a given one at < 1 % */

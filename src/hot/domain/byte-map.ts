@@ -1,11 +1,7 @@
 // The sandbox key maps' memory bound: a Map whose entries are counted in the bytes they
 // occupy on V8's heap (both strings and the Map's own slots), evicting the oldest entries
-// (insertion order) to stay within a byte budget. The costs are measured, not guessed
-// (docs/decisions.md, "Sandbox key maps in bytes": 200,000 entries of each shape, heap used
-// after a full GC, Node 20): a sequential one-byte string (hex hashes, uuids, keys) takes
-// 16 bytes of header plus its length rounded up to 8; a Map entry ~37 bytes on average
-// (key, value and chain slots, bucket, growth slack: ENTRY_BYTES rounds it up); a number
-// that is not a small integer (a timestamp) a 16-byte heap number.
+// (insertion order) to stay within a byte budget. The constants below are V8's layouts, checked
+// against the heap after a full GC (docs/decisions/sandbox-keys.md).
 
 import { Oldest } from './oldest.js';
 

@@ -1,7 +1,7 @@
 // Digests of serialised documents and the ETag of a search page made from them: a page's tag
 // hashes its documents' digests (computed once per document where it is cached), never the
 // page's own ~33 KB. Shared by the near cache, the Redis and pool paths and the routes, so
-// that every path gives one page one tag (docs/decisions.md, "ETag from document digests").
+// that every path gives one page one tag (docs/decisions/canonical-queries-and-etags.md).
 import { hash } from 'node:crypto';
 
 /** Bytes of a document's digest: 128 bits. */
@@ -43,10 +43,11 @@ export function digestBytes(docs: readonly Doc[]): Uint8Array {
 /**
  * A search page's strong ETag from its documents' digests (digestBytes, page order) and its
  * Link header ("" when none): SHA-256 over digest_1 .. digest_n, "\n", Link; its first 22
- * base64url characters (132 bits, as http/conditional.ts etagOf). The body of a search page is "[" + the documents joined by "," + "]", so
- * the digests and the Link determine the whole answer, and every path that serves a page
- * (near cache, Redis, the worker pool, the result cache) computes the same tag for the same
- * answer, on every node. ~1.6 KB hashed for a page of 100 instead of the page's ~33 KB.
+ * base64url characters (132 bits, as http/conditional.ts etagOf). The body of a search page is
+ * "[" + the documents joined by "," + "]", so the digests and the Link determine the whole
+ * answer, and every path that serves a page (near cache, Redis, the worker pool, the result
+ * cache) computes the same tag for the same answer, on every node. ~1.6 KB hashed for a page of
+ * 100 instead of the page's ~33 KB.
  */
 export function pageEtag(digests: Uint8Array, link: string): string {
   const n = digests.length;

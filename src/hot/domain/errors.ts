@@ -130,8 +130,8 @@ export class ApiError extends Error {
   /** The registry's error `key`, its message template filled by `args` (errorMessage()). */
   constructor(key: ErrorKey, args: readonly ErrorArg[] = [], headers: Record<string, string> = {}) {
     const code = REGISTRY[key].code;
-    // a 4xx is an answer, not a fault: no stack trace (capturing one was 22 % of the CPU of
-    // an over-limit key's local 429 in a profile); 5xx keep theirs for the logs
+    // a 4xx is an answer, not a fault: no stack trace (capturing one dominated an over-limit
+    // key's local 429: docs/decisions/contract-details.md); 5xx keep theirs for the logs
     const limit = Error.stackTraceLimit;
     if (ERRORS[code] < 500) Error.stackTraceLimit = 0;
     try {

@@ -1,20 +1,10 @@
 // The oldest keys of a Map or Set (insertion order), one at a time, for the bounded maps that
-// evict their oldest entry. `map.keys().next()` starts a new walk at the table's first slot
-// and steps over every entry deleted since V8 last rebuilt the table; a map that evicts its
-// oldest entry at each insertion has up to half its table deleted at the front, so each
-// eviction cost O(size): 24 µs an eviction at 40,000 entries, 54 µs at 100,000 (a fleet of
-// 100,000 leased services over the heartbeat token memory read 68-118 µs of server CPU a
-// heartbeat against 11 µs for 1,000). One iterator kept across evictions passes each deleted
-// slot once: 0.19-0.31 µs at any of those sizes (docs/decisions.md, "Evicting the oldest").
-//
-// V8's Map and Set iterators are live: they follow the table when it is rebuilt or cleared,
-// skip entries deleted after them and reach entries added after them (ECMA-262 Map.prototype
-// .forEach semantics). So every key returned must leave the map (deleted, or deleted and set
-// again, which puts it last) before the next call: a key returned and kept would be passed over
-// until the walk starts again. And a kept iterator holds the table it walks: after `clear()`
-// the old table, with every key and value it held, stays reachable until the walk moves on,
-// so an owner clears its map through clear() here, which forgets the walk too (a cache of
-// 64 MB cleared and filled again would otherwise hold 128 MB until its next eviction).
+// evict their oldest entry (docs/decisions/evicting-the-oldest.md). A fresh
+// `map.keys().next()` steps over every entry deleted since V8 last rebuilt the table, so in a
+// full map each eviction cost O(size); one iterator kept across evictions passes each deleted
+// slot once. V8's iterators are live (they follow rebuilds and clears), hence two rules: every
+// key returned must leave the map before the next call, and an owner clears its map through
+// clear() here, which forgets the walk (a kept walk holds the old table and its contents).
 interface Keyed<K> {
   keys(): IterableIterator<K>;
   clear(): void;

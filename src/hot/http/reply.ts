@@ -48,8 +48,8 @@ export class Reply {
 
   /**
    * Call `f` when the client goes away (at once if it has): cancels work done on its behalf.
-   * Plain callbacks, not an AbortController and its event listeners on every search (those
-   * were 4 % of a cold page's CPU).
+   * Plain callbacks, not an AbortController and its event listeners on every search (a
+   * visible share of a cold page).
    */
   onAbort(f: () => void): void {
     if (this.aborted) return f();

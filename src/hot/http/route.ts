@@ -15,7 +15,7 @@ const NO_PROXIES: ReadonlySet<string> = new Set();
 
 /**
  * Header names as bytes: uWS reads a Uint8Array in place, where a string argument is
- * converted to UTF-8 on every call (docs/decisions.md, "The heartbeat row"). Each is its own
+ * converted to UTF-8 on every call (docs/decisions/heartbeat-batches.md). Each is its own
  * ArrayBuffer (TextEncoder), offset 0.
  */
 const enc = (s: string) => new TextEncoder().encode(s);

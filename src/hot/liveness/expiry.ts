@@ -1,16 +1,10 @@
-// The expiry's own way into the index (issue 23, mass expiry): instead of the general
-// apply-service per service (its document decoded and every set moved), one
-// health-flip-1.lua call per page of a namespace patches the documents' health and takes the
-// services out of the health-dependent sets (EXPIRY_PATCH, derived from the table of
-// dimensions). Used twice per expiry by the sweeper (sweeper.ts):
-//   flipIndex()    right after the leases turned critical in Redis: the transition is
-//                  visible from the deadline on, before PostgreSQL has it (provisional: the
-//                  revision stays; redis/README.md, "Revisions");
-//   applyExpired() after the expiry committed: the committed revision recorded (a document
-//                  already flipped is not written again: no second delta or ETag change), the
-//                  leases given their committed record (lease-settle-2.lua, a page per
-//                  shard), the outbox rows acknowledged. Ids the scripts cannot patch go
-//                  through the projector's general path (or lease-apply).
+// The expiry's own way into the index (docs/decisions/expiry-sweeper.md): one
+// health-flip-1.lua call per page of a namespace patches the documents' health and the
+// health-dependent sets (EXPIRY_PATCH, from the dimensions table) instead of an apply-service
+// per service. The sweeper calls it twice: flipIndex() as soon as the leases turned critical
+// (visible before PostgreSQL has it; the revision stays), applyExpired() after the commit (the
+// revision recorded, the leases settled by lease-settle-2.lua, the outbox acknowledged; what
+// the scripts cannot patch goes through the projector).
 import { EXPIRY_PATCH } from './expiry-patch.js';
 import type { Keys } from '../domain/keys.js';
 import type { Projector } from '../registry/index.js';
@@ -19,7 +13,7 @@ import { healthFlipReply, stringArray } from '../redis/replies.js';
 import type { ExpiredEntry } from './store.js';
 import { applyLease, shardOf } from './redis-lease.js';
 
-/** services per health-flip call (one Lua call holds Redis for its page: ~10 µs a service) */
+/** services per health-flip call: one Lua call holds Redis for its whole page */
 const PAGE = 250;
 
 /**

@@ -1,36 +1,12 @@
-// The heartbeats of one event-loop turn, sent to Redis together: one script call per turn
-// (per lease shard on a cluster) instead of one per request. A call through ioredis costs the
-// serving thread ~15 µs of CPU whatever it carries (command object, promise, RESP reply),
-// more than the rest of a heartbeat; the script's own start-up cost in Redis (~5 µs) is
-// shared the same way (docs/decisions.md, "Heartbeats in batches"). The batch is sent from
-// setImmediate: after the poll phase has handed every request that arrived to its route,
-// so waiting for it adds no turn of latency; the call is written at once, not held by
-// ioredis's auto-pipeline for another turn (redis/client.ts DIRECT_COMMANDS). A call
-// carries at most MAX_BATCH heartbeats (a script blocks Redis while it runs).
-//
-// Identical heartbeats of one turn (same service, token hash, status, check and namespace)
-// share one line: the script answers them alike and renews the same deadline (one `now` a
-// call), so a client that floods one service's heartbeats costs Redis one line a turn, not
-// one per request (docs/decisions.md, "Identical heartbeats share a line; heartbeat calls
-// sent at once").
-//
-// A batch is one argument, not five per heartbeat: a line "<id> <hash> <p|c> <0|1> <ns>\n"
-// each. ioredis encodes every argument on its own (a byte length, a header, a copy): 85 of
-// them per call were more of the call's cost than the script. Answers come back through a
-// callback per heartbeat, not a promise: no promise, microtask or closure chain per request
-// (docs/decisions.md, "Heartbeats without a promise per request").
-//
-// On a standalone Redis the shards of one turn go together in one heartbeats.lua call (up to
-// MAX_BATCH heartbeats a call): a fleet's heartbeats fall in all 16 shards, and a call per
-// shard made a turn's ~30 heartbeats 16 calls of ~2 (docs/decisions.md, "Heartbeats of a
-// fleet in one call"). A cluster refuses keys of several slots in one script: there each
-// shard is its own heartbeat-2.lua call.
-//
-// On a standalone Redis the turn's rate records (ratelimit/records.ts: the requests answered from a
-// rate-limit lease, sandbox heartbeats among them) ride in the turn's heartbeats.lua call
-// instead of a rate-count call of their own: that call was ~5 % of a sandbox heartbeat's
-// cost (docs/decisions.md, "Rate records ride in the heartbeat call"). A record still reaches
-// Redis before any request it counts is answered: a heartbeat is answered after its call.
+// The heartbeats of one event-loop turn, sent to Redis together
+// (docs/decisions/heartbeat-batches.md): one script call a turn (a call per lease shard on a
+// cluster, which refuses keys of several slots in one script), at most MAX_BATCH heartbeats a
+// call, sent from setImmediate (after the poll phase, so no turn of latency is added) and
+// written at once rather than held by ioredis's auto-pipeline. A batch is one argument of
+// lines "<id> <hash> <p|c> <0|1> <ns>\n" (ioredis encodes every argument on its own);
+// identical heartbeats of a turn share a line; answers come back by a callback each, not a
+// promise. On a standalone Redis the turn's rate records (ratelimit/records.ts) ride in the
+// same heartbeats.lua call, so a record reaches Redis before the heartbeat it counts is answered.
 import { Cluster } from 'ioredis';
 import type { Keys } from '../domain/keys.js';
 import { scriptSource, type RedisClient } from '../redis/client.js';
@@ -42,6 +18,7 @@ import { lineOf, plainField, type BeatDone, type BeatIdentity, type RateRecord, 
 
 export { plainField, type BeatDone, type BeatIdentity, type RateRecord, type RateRecords } from './beat-lines.js';
 
+/** heartbeats a call at most: a script blocks Redis while it runs */
 export const MAX_BATCH = 256;
 
 /** The two scripts, for calls on the thread's ScriptLine (EVALSHA, and EVAL after NOSCRIPT). */

@@ -35,8 +35,8 @@ export interface LivenessContext {
 const NO_STORE: Headers = [['Cache-Control', 'no-store']];
 /**
  * A heartbeat's 204 carries no Cache-Control: a response to PUT is not cacheable (RFC 9110
- * §9.3.4, RFC 9111 §3) and a 204 has no content to keep; the field cost ~1.5 % of the
- * heartbeat rows (docs/decisions.md, "The heartbeat row"). Its errors keep no-store (reply.ts).
+ * §9.3.4, RFC 9111 §3) and a 204 has no content to keep (docs/decisions/heartbeat-batches.md).
+ * Its errors keep no-store (reply.ts).
  */
 const NONE: Headers = [];
 // A sandbox heartbeat's 204 carries the RateLimit fields only once fewer than half the

@@ -1,20 +1,12 @@
-// Finds expired leases and deregistration deadlines. Every node runs one; each of the
-// LEASE_SHARDS shards is swept by one node at a time, the holder of its lock (a Redis key
-// with a TTL that lease-sweep-3.lua renews on every call): when the holder dies the lock
-// lapses and another node's next tick takes the shard over.
-//
-// An expiry is made visible first and durable second (docs/decisions.md, "Liveness": a mass
-// expiry of 100,000 leases): at each pass, for each shard it holds, the sweeper lists the
-// due leases and turns the passing ones critical in Redis in the same call (lease-sweep-3.lua:
-// still passing and past the deadline, atomically against heartbeats), then at once in the
-// index (health-flip-1.lua, liveness/expiry.ts: documents and the healthy set, the revision
-// unchanged; one near-cache delta per page). Passes run at the earliest deadline left (at
-// most LEASE_SWEEP_MS apart) and back to back while they find expiries (tick()). Then, apart
-// from the periodic pass, the expiries are made durable (durable-expiries.ts: at most
-// `parallel` set-based transactions at once, only for a service still at the version its
-// lease was made from). A lease flipped but not made durable (the node died, PostgreSQL was
-// away) is due again RECHECK_MS later as a critical lease; the holder of its shard then
-// finishes the expiry. A deregistration is DELETE's write.
+// Finds expired leases and deregistration deadlines (docs/decisions/expiry-sweeper.md). Every
+// node runs one; each of the LEASE_SHARDS shards is swept by the holder of its lock (a key with
+// a TTL that lease-sweep-3.lua renews), so a dead holder's shards are taken over. An expiry is
+// visible first: each pass lists a shard's due leases and turns the passing ones critical in
+// Redis in the same call, atomically against heartbeats, then in the index (liveness/expiry.ts,
+// one near-cache delta per page). It is durable second (durable-expiries.ts: at most
+// `parallel` transactions, only for services still at their lease's version); a lease flipped
+// but not committed is due again RECHECK_MS later. Passes run at the earliest deadline left, at
+// most LEASE_SWEEP_MS apart, back to back while they find expiries (tick()).
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { LEASE_SHARDS, type Keys } from '../domain/keys.js';
@@ -70,7 +62,7 @@ const MIN_GAP_MS = 10;
  * A pass lists and flips each shard's due leases in calls of FIRST_PAGE, then twice as many
  * per call up to the batch: the oldest deadlines of every shard go through Redis (and into
  * the index) in the first small round instead of waiting behind 16 × 500 leases, and a
- * backlog still moves in full batches (docs/decisions.md, "Liveness": growing pages).
+ * backlog still moves in full batches (docs/decisions/expiry-sweeper.md: growing pages).
  */
 const FIRST_PAGE = 32;
 
@@ -146,7 +138,8 @@ export class LeaseSweeper {
     let flipped = 0;
     let queued = 0;
     let nextDue = Number.POSITIVE_INFINITY;
-    // the leased-services gauge: counted at most once a period (passes run back to back in a mass expiry)
+    // the leased-services gauge: counted at most once a period (passes run back to back in a
+    // mass expiry)
     const count = performance.now() - this.counted >= this.o.intervalMs;
     if (count) this.counted = performance.now();
     const start = this.o.now();

@@ -1,26 +1,14 @@
-// A serving thread's memory of heartbeat tokens (contract "Liveness"; docs/decisions.md,
-// "Heartbeat tokens in memory"). Redis holds each lease's token hash and checks every
-// heartbeat against it, so a node needs no PostgreSQL look-up ever; this memory saves the
-// rest of the work in front of Redis and bounds what a repeated miss costs:
-//
-// - accepted: token -> its service, namespace, sha256 (hex) and lease shard, for tokens
-//   Redis accepted: no hashing and no checksum per heartbeat (SHA-256 is a pure function, the
-//   entry never goes stale; Redis still compares the hash, so a rotation is seen at once).
-//   Keyed by the token alone, the string the request brings: no key built and hashed per
-//   heartbeat (a joined key and the batch line were 3.6 % of a heartbeat's CPU, docs/decisions.md,
-//   "Heartbeat tokens in memory"); the entry's service and namespace must be the request's.
-//   The entry is the batch's identity of the heartbeat (HeartbeatBatch.beatKnown).
-//   A sandbox heartbeat of a known token is counted against the rate limit, then checked
-//   and renewed in one call (liveness.ts).
-// - refused: (namespace, service, token) -> until when to answer 401 without asking Redis (REFUSED_MS):
-//   a client repeating a refused token (an agent still using the token of before a rotation)
-//   costs one Redis call per period, not one per request. Tokens are random and never
-//   reused, so no valid token is hidden by it (a lease whose record has not reached Redis
-//   yet is answered 503 while the index is incomplete, never remembered).
-//
-// Both maps are bounded by the bytes they occupy (key-maps.ts), a fixed share of the
-// process's HEARTBEAT_TOKEN_CACHE_MB per thread: 3/4 for accepted tokens, 1/4 for refused
-// ones, so a flood of forged tokens evicts other forged tokens, never real ones.
+// A serving thread's memory of heartbeat tokens (docs/decisions/heartbeat-tokens.md). Redis
+// holds each lease's token hash and checks every heartbeat, so no node ever asks PostgreSQL;
+// this memory saves the work in front of Redis and bounds what a repeated miss costs:
+// - accepted: token -> its service, namespace, SHA-256 and lease shard, keyed by the token
+//   string alone (nothing built or hashed per heartbeat); the entry's service and namespace
+//   must be the request's, and it is the batch's identity of the heartbeat
+//   (HeartbeatBatch.beatKnown). Redis still compares the hash, so a rotation is seen at once.
+// - refused: (namespace, service, token) -> until when to answer 401 without Redis
+//   (REFUSED_MS). Tokens are random and never reused, so no valid token hides behind it.
+// Both maps are bounded in bytes (domain/byte-map.ts), a share of HEARTBEAT_TOKEN_CACHE_MB per
+// thread: 3/4 accepted, 1/4 refused, so forged tokens evict only other forged tokens.
 import type { BeatIdentity } from './heartbeat-batch.js';
 import { shardOf } from './redis-lease.js';
 import { hashKey } from '../sandboxes/index.js';

@@ -3,7 +3,7 @@
 // operators. One listener per process, a part of thread 0 (compose.ts); it shows every
 // serving thread (metrics/threads.ts). It is node:http, not uWS: a scrape every few
 // seconds is not the hot path, and node:http needs no second uWS app per thread
-// (docs/decisions.md, "Metrics on their own listener"). METRICS_ENABLED=false turns both the
+// (docs/decisions/metrics-and-logs.md). METRICS_ENABLED=false turns both the
 // listener and the per-request accounting off.
 import { createServer, type Server as HttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';

@@ -8,9 +8,9 @@ import { backendOf } from '../domain/outage.js';
 import { collector, registers, type Exported } from './registry.js';
 
 // The two per-request metrics are plain accumulators exported through a minimal custom
-// collector: prom-client's labelled children re-hash their labels on every inc()/observe()
-// (about 2 µs a request here); a Map hit and a few additions cost a tenth of that
-// (bench/observe-cost.ts, docs/decisions.md).
+// collector: prom-client's labelled children re-hash their labels on every inc()/observe(),
+// where a Map hit and a few additions cost a tenth of that (docs/decisions/metrics-and-logs.md;
+// bench/README.md, "Micro-benchmarks").
 const BUCKETS = [0.0002, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10]; // the hot path answers in well under a millisecond
 
 interface ReqAcc {
@@ -31,9 +31,8 @@ interface RouteAcc {
 }
 // Looked up by route, then method, then status: the pattern and the method are strings the
 // route holds (their hashes computed once, kept in the string), the status a small integer.
-// A key joined per request was a new string to hash on every request: two Map look-ups of
-// fresh strings were ~4 % of a heartbeat's CPU (docs/decisions.md, "Request metrics without
-// a joined key").
+// A key joined per request would be a new string to hash on every request
+// (docs/decisions/metrics-and-logs.md).
 const byRoute = new Map<string, Map<string, RouteAcc>>();
 const reqAcc: ReqAcc[] = [];
 const durAcc: DurAcc[] = [];

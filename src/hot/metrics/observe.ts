@@ -23,7 +23,7 @@ export function requestObserver(app: ObserveContext): Observer | null {
   const access = app.cfg.accessLog;
   if (!metrics && !access) return null;
   // The access line holds only the fields below (no header ever), so it skips pino's
-  // redaction, which doubles the cost of a line (docs/decisions.md).
+  // redaction, which doubles the cost of a line (docs/decisions/metrics-and-logs.md).
   const log = access ? app.log.child({}, { redact: { paths: [] } }) : app.log;
   const level = app.cfg.accessLogLevel as Level;
   return (req, reply, route) => {

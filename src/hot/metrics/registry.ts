@@ -1,7 +1,7 @@
 // The serving thread's Prometheus registry (prom-client): a module instance is per thread, so
 // each uWS thread has its own; metrics-threads.ts merges them at scrape time. collector()
 // registers a metric whose values are read at scrape time from plain accumulators (no
-// prom-client labelled children on the hot path: docs/decisions.md, "Metrics").
+// prom-client labelled children on the hot path: docs/decisions/metrics-and-logs.md).
 import { Registry } from 'prom-client';
 
 export const registry = new Registry();

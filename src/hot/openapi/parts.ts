@@ -71,7 +71,7 @@ const ERROR_TEXT: Record<number, string> = {
 };
 
 // (only a refusal always has them: while Redis is unreachable the limiter fails open and an
-// admitted request is answered without them, docs/decisions.md "Rate limits")
+// admitted request is answered without them, docs/decisions/outages.md)
 const RATE_ALWAYS = new Set([429]);
 const RATE_NEVER = new Set([401, 413, 414]);
 

@@ -1,32 +1,15 @@
-// Rate-limit admission batches: for a sandbox with a high limit, the rate-limit script admits a small
-// batch of requests at once (counting them all in the window) and this thread answers the
-// rest of the batch without a Redis round trip, for at most BATCH_MS and never past the
-// 5-second bucket the batch was counted in. Buckets are Redis's (rate-limit-4.lua reads
-// TIME): the script reports the bucket and the ms left in it, and this thread's clock only
-// measures that duration, from when it asked (so an admission batch ends early, never late). Their
-// history and total records follow once per event-loop turn (rate-records.ts). Limits below BATCH_DIVISOR × 2 a minute (the default
-// free and pro tiers) always admission batch exactly one: every request asks Redis, as before.
-//
-// Accuracy (docs/decisions.md, "Rate-limit admission batches"): a window never admits more than the
-// limit, since every admission is counted before it is used. An admission batch's unused admissions
-// count as used until this thread gives them back with its next request of that sandbox
-// (every bucket's rest is kept until then). A batch is at most limit / BATCH_DIVISOR (and
-// BATCH_MAX); a thread holds the rest of its current batch, the batch asked for ahead
-// (below) and the rest of one a concurrent ask replaced, so a sandbox can be refused early
-// by at most threads × 3 × limit / BATCH_DIVISOR requests of a window: 0.3 % of the limit
-// a thread.
-// A tier change reaches a thread holding an admission batch within BATCH_MS (at once on the thread
-// that made it, and on others when the invalidation message arrives).
-//
-// The next batch is asked for before this one runs out (prefetch): when a batch of
-// PREFETCH_MIN or more is down to a quarter, the thread asks Redis for the next one in the
-// background (rate-limit-4.lua with need 0: admissions counted, no request), and answers
-// on from the current batch meanwhile. So a busy sandbox's requests never wait for a
-// rate-limit round trip, where without it every request of the turn a batch ran out in
-// waited for one (docs/decisions.md, "Rate-limit admission batches asked for ahead"). The next batch
-// is counted in the window after all of the current one, so RateLimit still counts down
-// one by one (a batch that runs out of time with admissions left is not followed by the
-// next: the ask that follows gives both back).
+// Rate-limit admission batches ("admission batches"; docs/decisions/admission-batches.md): for a sandbox
+// with a high limit the rate-limit script admits a batch of requests at once, counted in the
+// window, and this thread answers from it without a Redis round trip for at most BATCH_MS and
+// never past the 5-second bucket it was counted in (Redis's buckets; this thread's clock only
+// measures the ms left, from when it asked, so a batch ends early, never late). Below
+// BATCH_DIVISOR × 2 a minute every request asks Redis. A window never admits more than the
+// limit; unused admissions are given back with the thread's next request of the sandbox, and
+// early refusals are bounded by threads × 3 × limit / BATCH_DIVISOR a window (the current
+// batch, the one asked for ahead, one a concurrent ask replaced). The next batch is asked for
+// in the background when a batch of PREFETCH_MIN or more is down to a quarter, and counted
+// after all of the current one, so RateLimit still counts down one by one. A tier change
+// reaches a thread holding a batch within BATCH_MS.
 import { RATE_WINDOW } from './window.js';
 import { Oldest } from '../domain/oldest.js';
 
@@ -43,11 +26,10 @@ export interface RateResult {
 
 export const BATCH_MS = 100;
 /**
- * The largest batch, whatever the limit. limit / BATCH_DIVISOR already keeps the early-refusal
- * bound at 0.3 % of a limit a thread; this cap only sets how often a very high limit's thread
- * asks Redis: 4,096 (was 256) makes a sandbox at ~100,000 requests a second ask ~25 times a
- * second instead of ~400 (sandbox heartbeats +2.6-2.8 % side by side, docs/decisions.md,
- * "Rate-limit admission batches"). It matters from 256,000 a minute up.
+ * The largest batch, whatever the limit: it only sets how often a very high limit's thread
+ * asks Redis (from 256,000 a minute up; limit / BATCH_DIVISOR keeps the accuracy bound).
+ * 4,096: a sandbox at ~100,000 requests a second asks ~25 times a second
+ * (docs/decisions/admission-batches.md; bench/README.md, "Heartbeat row").
  */
 export const BATCH_MAX = 4096;
 export const BATCH_DIVISOR = 1000;
@@ -127,7 +109,7 @@ export class AdmissionBatches {
 
   /**
    * Whether batches are worth waiting for: the last known limit allows more than one
-   * admission at a time. Below that, concurrent requests ask Redis side by side.
+   * admission at a time. Below that, concurrent requests ask Redis in parallel.
    */
   mayBatch(uuid: string): boolean {
     const limit = this.states.get(uuid)?.limit ?? 0;

@@ -24,7 +24,7 @@ export interface RateLimiterOptions {
   /**
    * how long requests answered without Redis may wait to be recorded there, in one batch
    * per sandbox (0: at the end of the event-loop turn). A poll on this thread flushes
-   * first; other threads and nodes lag by at most this much (docs/decisions.md).
+   * first; other threads and nodes lag by at most this much (docs/decisions/rate-limits.md).
    */
   flushMs?: number;
   /** this node's wall clock (tests skew it to play a node whose clock is off) */
@@ -106,7 +106,7 @@ export abstract class RateLimiter {
       const known = this.countNow(uuid);
       if (known) return known;
       // another request of this thread is already asking Redis for a batch: share it (only
-      // worth it when the limit allows batches; small limits ask side by side, pipelined)
+      // worth it when the limit allows batches; small limits ask in parallel, pipelined)
       const asking = this.batches.mayBatch(uuid) ? this.batches.asking(uuid) : null;
       if (!asking || waits >= 2) break;
       await asking.catch(() => undefined);
@@ -234,7 +234,7 @@ export abstract class RateLimiter {
       r = await this.count(uuid);
     } catch (err) {
       // Redis unreachable: the request is admitted uncounted, without RateLimit fields — fail
-      // open (docs/decisions.md, "Rate limiting while Redis is away"): the key was verified,
+      // open (docs/decisions/outages.md): the key was verified,
       // and a limiter outage must not turn into a registry outage for every sandbox
       if (isRedisUnavailable(err)) return [];
       throw err;
@@ -259,8 +259,8 @@ const NO_FIELDS: Headers = [];
  * 204 carries the RateLimit fields. draft-ietf-httpapi-ratelimit-headers-10 §6.2: servers
  * need not send them in every response, "an implementer concerned with performance might
  * provide RateLimit header fields only when a given quota is close to exhaustion", and §7: a
- * client must not assume later responses carry them (docs/decisions.md, "RateLimit fields
- * on heartbeats").
+ * client must not assume later responses carry them
+ * (docs/decisions/ratelimit-fields-on-heartbeats.md).
  */
 export function nearExhaustion(r: RateResult): boolean {
   return 2 * (r.limit - r.used) < r.limit;

@@ -1,17 +1,11 @@
-// Over-limit sandboxes, known locally: once the rate-limit script refuses a sandbox, this
-// thread knows until when the window stays full (it can only admit again when its oldest
-// counted bucket slides out) and refuses the sandbox's requests without a Redis round trip
-// until then. The script returns that moment as a duration relative to its own clock; it is
-// anchored here on this process's monotonic clock at the moment the request was sent, which
-// is never later than the script's now: the local "over until" never outlasts the window's
-// (no request Redis would admit is refused for clock reasons, whatever the clocks of the
-// nodes and of Redis say). Refusals answered here reach Redis in batches (rate-records.ts).
-//
-// What can end a full window earlier than its oldest bucket: a tier change (dropped here
-// at once on the thread that made it and through the invalidation message elsewhere), and
-// unused admission batch admissions given back (only limits >= 2,000 a minute admission batch). A thread that
-// holds some of its own asks Redis instead of refusing locally (rate-limiter.ts), so only other
-// threads' can be missed: within admission.ts's early-refusal bound (docs/decisions.md).
+// Over-limit sandboxes, known locally (docs/decisions/rate-limits.md): once the rate-limit
+// script refuses a sandbox, this thread refuses its requests without Redis until the window can
+// admit again. The script gives that moment relative to its own clock; it is anchored on this
+// process's monotonic clock when the request was sent (never later than the script's now), so
+// the local "over until" never outlasts the window. A tier change and given-back admissions
+// end it early; a thread holding admissions of its own asks Redis instead, so only other
+// threads' can be missed (within admission.ts's bound). Refusals reach Redis in batches
+// (rate-records.ts).
 import type { RateResult } from './admission.js';
 import { Oldest } from '../domain/oldest.js';
 

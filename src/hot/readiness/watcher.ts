@@ -1,7 +1,7 @@
 // The readiness watcher of a serving thread: learn the live index generation (and rebuild
 // the index from PostgreSQL when Redis has none, or lost it), watch PostgreSQL, and derive
 // readiness from both (the outbox sweeper is a part of its own, see compose.ts). The two
-// probes run side by side, each with its own time limit, so one sick server never freezes
+// probes run in parallel, each with its own time limit, so one sick server never freezes
 // the view of the other; a rebuild runs beside the probes, so a long one does not freeze
 // readiness either.
 import type { Logger } from 'pino';

@@ -212,10 +212,10 @@ export function createRedis(cfg: Config, extra: RedisOptions = {}, cluster: { sc
     // written at once, not held by the auto-pipeline for one more event-loop turn: these are
     // batched by the caller already (a turn's heartbeats in one script call, a turn's rate
     // records in one call per sandbox, a batch of admissions asked for ahead), and a
-    // heartbeat waits for its reply. A pipeline is an object of its own (~100 µs of a thread
-    // to build, measured on a prefetch): worth it only when it carries many commands.
+    // heartbeat waits for its reply. A pipeline is an object of its own, worth building only
+    // when it carries many commands.
     // Ordering: a poll flushes its rate records before it sends pollData, so they go first.
-    // (docs/decisions.md, "Identical heartbeats share a line; heartbeat calls sent at once")
+    // (docs/decisions/heartbeat-batches.md)
     autoPipeliningIgnoredCommands: [...DIRECT_COMMANDS],
     // constructing opens nothing: connect() does (compose.ts, the 'redis' parts), or the
     // first command of a client used outside a thread (CLI, tests, the pool's workers)

@@ -1,21 +1,12 @@
-// A lean Redis connection of its own for one hot call: the turn's heartbeat script call
-// (liveness/heartbeat-batch.ts). Through ioredis that call cost the serving thread ~7 % of a
-// sandbox heartbeat's CPU beyond the socket write itself (a Command object, argument
-// flattening and encoding, a timer per command, the script's NOSCRIPT wrapper, a promise
-// and its microtasks per reply; bench/README.md, Liveness, "Heartbeat row"). Here a call is
-// one RESP string written to the socket and one callback, answered in order.
-//
-// It is an optimisation, never a second way to be right: a call is sent on the line only
-// while it is ready (connected, authenticated, database selected); otherwise `evalsha`
-// returns false and the caller sends it through ioredis as before. What it does not do it
-// leaves to ioredis: a cluster (the batch uses it only on a standalone Redis), Sentinel,
-// the offline queue. Losing the connection fails the calls in flight with an error the
-// outage classifier reads as "Redis unavailable" (domain/outage.ts: a 503 with Retry-After),
-// and it reconnects after 100 ms, 200 ms, ... at most 1 s apart. A call unanswered for
-// `timeoutMs` (ioredis's commandTimeout) drops the connection the same way: one watchdog
-// timer for the line, not a timer per call. A script Redis does not have (NOSCRIPT: a
-// restart, SCRIPT FLUSH) is sent again at once as EVAL with its text, which loads it.
-// (docs/decisions.md, "A connection of its own for the heartbeat call")
+// A lean Redis connection of its own for one hot call, the turn's heartbeat script call
+// (liveness/heartbeat-batch.ts; docs/decisions/heartbeat-connection.md): one RESP string
+// written to the socket and one callback, answered in order, without ioredis's per-command
+// objects, timer and promise. An optimisation, never a second way to be right: a call goes
+// on the line only while it is ready (connected, authenticated, database selected), else
+// `evalsha` returns false and the caller uses ioredis; clusters, Sentinel and the offline
+// queue stay ioredis's. A lost connection, or a call unanswered for `timeoutMs` (one watchdog
+// timer a line), fails the calls in flight as "Redis unavailable" (domain/outage.ts) and
+// reconnects with backoff up to 1 s; NOSCRIPT is answered by resending the call as EVAL.
 import { connect as netConnect, type Socket } from 'node:net';
 import { connect as tlsConnect, type ConnectionOptions } from 'node:tls';
 import { bulkStrings, encodeCommand, LineReplyError, RespReader } from './resp-reader.js';

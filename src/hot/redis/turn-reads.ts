@@ -1,9 +1,8 @@
 // Reads of one key by the requests of one event-loop turn, in one round trip: the admin key
 // check reads its address's failure count before every admin request (admin/auth.ts), and
-// 64 concurrent writers of one script sent 64 GETs of the same key per turn — the per-write
-// Redis traffic of a registration (issue 22: ~16 % of the server's CPU went to socket
-// writes). A request joins only a read sent in its own turn, never one of an earlier turn:
-// what it sees is no older than what a read of its own would have seen one round trip ago.
+// concurrent writers of one script would otherwise send one GET of the same key each per turn
+// (docs/decisions/admin-auth.md). A request joins only a read sent in its own turn, never one
+// of an earlier turn: what it sees is no older than what a read of its own would have seen.
 export class TurnReads<T> {
   private readonly pending = new Map<string, Promise<T>>();
 

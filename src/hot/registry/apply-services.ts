@@ -15,7 +15,8 @@ import { countProjectorFailure } from '../metrics/metrics.js';
 
 /**
  * states per apply-services call (a batch, a group commit): one call holds Redis's thread
- * for its length (~10-20 µs per state), calls are sent without waiting for each other
+ * for its length, so 250 keep it to a few ms (docs/decisions/group-commit.md); calls are sent
+ * without waiting for each other
  */
 const APPLY_PAGE = 250;
 

@@ -32,9 +32,8 @@ SELECT s.id, s.ns, s.version::text, s.seq::text, s.idx_doc, s.idx_members, s.idx
 
 /**
  * Page through every service in seq order (rebuild), as index-page.lua's arguments: one
- * statement per page, rows as arrays of text (no row objects, no Date or array parsing).
- * Cut the rebuilding process's CPU from ~61 to ~13 µs per service at 300,000 services
- * (docs/decisions.md, "Rebuild pages serialised by PostgreSQL").
+ * statement per page, rows as arrays of text (no row objects, no Date or array parsing), so
+ * the rebuilding process builds nothing per service (docs/decisions/rebuild.md).
  */
 export async function loadIndexPage(pool: Client | Pool, afterSeq: number, n: number): Promise<IndexPageRow[]> {
   // named: prepared once per connection, not parsed and planned for every page

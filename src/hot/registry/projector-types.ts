@@ -51,7 +51,7 @@ export interface CommittedEntry {
   state: IndexState;
   /**
    * a registration: a new id, so Redis holds no lease of it — one without a lease needs no
-   * lease apply (half of a registration's Redis scripts before; bench/README "Writes")
+   * lease apply (docs/decisions/group-commit.md)
    */
   created?: true;
   /** the state's serialised strings, when the write made them (its stored index text): not made again */

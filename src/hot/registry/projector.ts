@@ -58,7 +58,7 @@ export class Projector {
      * Replicas serve reads: a write is acknowledged once they have it (WAIT on the
      * connections that wrote it, which must then be the projector's own: replicaWaiter()),
      * or after REDIS_REPLICA_WAIT_MS at most — then a replica may serve the previous state
-     * until it catches up (the staleness bound, docs/decisions.md "Read replicas"). null: no
+     * until it catches up (the staleness bound, docs/decisions/read-replicas.md). null: no
      * replicas.
      */
     private readonly replicaWait: (() => Promise<unknown>) | null = null,

@@ -15,7 +15,8 @@ import { bumpVersions } from '../registry/index.js';
  * What a stored endpoint becomes: its serialisation; with any user info removed (the
  * contract refuses it: it would be published to every anonymous searcher); or null when
  * no acceptable endpoint can be made of it (not an http(s) URL, too long once normalised),
- * in which case the row is left as it is and reported (see docs/decisions.md).
+ * in which case the row is left as it is and reported (see
+ * docs/decisions/endpoint-normalisation.md).
  */
 export function storedEndpointFix(endpoint: string): string | null {
   let u: URL;
@@ -70,7 +71,8 @@ export async function normaliseStoredEndpoints(c: Client, log: (msg: string) => 
       if (fixed === row.endpoint) continue;
       const doc = row.idx_doc === null ? null : docWithEndpoint(row.idx_doc, row.id, row.endpoint, fixed);
       // a document whose bytes are not what serializeService wrote: drop the stored text
-      // (all three columns, as the constraint of 0004 wants), ensureIndexText() fills it (migrator.ts)
+      // (all three columns, as the constraint of 0004 wants), ensureIndexText() fills it
+      // (migrator.ts)
       await c.query(
         `UPDATE services SET endpoint = $2, updated_at = now(), idx_doc = $3,
            idx_members = CASE WHEN $3::text IS NULL THEN NULL ELSE idx_members END,

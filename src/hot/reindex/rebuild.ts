@@ -42,10 +42,9 @@ export const RETIRE_GRACE_MS = 2000;
 const LOCK_MS = 15_000;
 const RENEW_MS = 5_000;
 // Services per PostgreSQL page and per index-page.lua call. Each set a page touches costs
-// the script a read and a write of its buckets, so bigger pages amortise that: 1,000 -> 2,000
-// took Redis's CPU for 300,000 services from 18.1 to 14.8 s (3,000: 15.2 s, no better;
-// bench/README.md). 2,000 keeps every unpack() at 4,000 values (two per service), half of
-// Lua's C-stack bound of 8,000.
+// the script a read and a write of its buckets, so bigger pages amortise that; 3,000 was no
+// better than 2,000 (docs/decisions/rebuild.md), and 2,000 keeps every unpack() at 4,000
+// values (two per service), half of Lua's C-stack bound of 8,000.
 const BATCH = 2000;
 
 /** The rebuild lost its footing (Redis emptied or restarted under it, lock lost): retry. */
@@ -94,7 +93,7 @@ export async function rebuildIndex(
     await Promise.all(sbs.rows.map((s) => writeSandboxMeta(redis, keys, s, tiers[s.tier] ?? 0, s.key_hash.toString('hex'))));
     let n = 0;
     // Three stages overlap: PostgreSQL reads page k+2 while this thread serialises page k+1
-    // and Redis writes page k (docs/decisions.md, "Bulk rebuild").
+    // and Redis writes page k (docs/decisions/rebuild.md).
     const fetch = (after: number) => {
       const p = loadIndexPage(pool, after, pageSize);
       p.catch(() => undefined); // handled where it is awaited; no unhandled rejection meanwhile

@@ -48,8 +48,8 @@ export class KeyResolver {
   private cache: ByteBoundedMap<string>;
   /**
    * key -> its hash (hex), for keys that resolved to a sandbox: SHA-256 is a pure function,
-   * so this only saves hashing (and checksumming) a key this thread has seen resolve before
-   * — ~12 % of an over-limit key's 429 in a profile. The sandbox is still found through
+   * so this only saves hashing (and checksumming) a key this thread has seen resolve before,
+   * a visible share of an over-limit key's local 429. The sandbox is still found through
    * `cache`, by hash, as a new key's is.
    */
   private hashes: ByteBoundedMap<string>;

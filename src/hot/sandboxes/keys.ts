@@ -89,7 +89,7 @@ export function newSandboxKey(name: string): { key: string; prefix: string } {
 }
 
 export function hashKey(key: string): Buffer {
-  // one-shot: a Hash object (createHash, update, digest) was 10 % of an over-limit 429's CPU
+  // one-shot: a Hash object (createHash, update, digest) costs a visible share of a local 429
   return hash('sha256', key, 'buffer');
 }
 
@@ -108,8 +108,8 @@ function isSpace(c: number): boolean {
  * The credential of an Authorization value `Bearer <credential>` (the scheme in any case,
  * spaces or tabs around the credential, none inside it), or "" when the value has another
  * shape. Exactly /^Bearer[ \t]+(\S+)[ \t]*$/i, read without a regular expression: it runs
- * on every heartbeat and every keyed request (a regex execution was ~1 % of a heartbeat's
- * CPU; test/unit/sandbox-keys.test.ts checks the two agree).
+ * on every heartbeat and every keyed request (test/unit/sandbox-keys.test.ts checks the two
+ * agree).
  */
 export function bearerKey(authorization: string): string {
   const a = authorization;

@@ -156,10 +156,9 @@ export function searchServices(app: SearchContext, req: Req, reply: Reply, ns: s
   const now = app.index.nearBodyNow(ns, f, f.after ?? '', f.limit);
   if (now) {
     // the body is the near cache's scratch buffer: sent (uWS copies it) and, if kept, copied.
-    // A page after a cursor is not kept: joined from memory again it costs ~2x a result-cache
-    // hit, where keeping it cost a 30 KB copy, an eviction and, under random cursors, major
-    // GCs for the external memory churned (p99 35 -> 9 ms; docs/decisions.md, "Deep pages
-    // from the near cache are not kept"). A 304 for it is answered from memory the same way.
+    // A page after a cursor is not kept: joined from memory again it costs little more than a
+    // result-cache hit, where keeping it costs a copy, an eviction and, under random cursors,
+    // major GCs (docs/decisions/result-cache.md). A 304 for it is answered from memory too.
     const r = servicePage(req, c, now);
     if (!deep) store(app, key, ns, app.cache.version(ns), false, r, true);
     return sendResult(reply, req, common, r);

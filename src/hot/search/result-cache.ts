@@ -8,7 +8,7 @@
 // Bounded by the bytes it holds (this thread's share of RESULT_CACHE_MB, a process total):
 // each entry's key and strings at their length plus a string header, its body at the
 // byteLength of the buffer it keeps alive, and the objects around them at a constant
-// measured with bench/overheads.ts (docs/decisions.md, "Memory budgets that hold in resident memory");
+// measured with bench/overheads.ts (docs/decisions/memory-budgets.md);
 // the admission doorkeeper's keys are counted too.
 import type { Headers } from '../http/types.js';
 import { SingleFlight } from './single-flight.js';

@@ -46,7 +46,7 @@ export class Index extends LiveIndex {
     keys: Keys,
     /** heavy intersections go to this pool (null: always intersect in Redis) */
     readonly intersectPool: IntersectPool | null = null,
-    /** smallest-set size above which an intersection is heavy (measured: docs/decisions.md) */
+    /** smallest-set size above which an intersection is heavy (docs/decisions/page-pipeline.md) */
     readonly heavyThreshold = 0,
     /** read-only replicas for pure reads (LiveIndex) */
     replicas: RedisClient[] = [],
@@ -54,7 +54,7 @@ export class Index extends LiveIndex {
     readonly near: NearCache | null = null,
     /**
      * Whether the near cache may answer: false while readiness says the index or its
-     * backends are unusable, so that an outage answers 503 as before (docs/decisions.md)
+     * backends are unusable, so that an outage answers 503 as before (docs/decisions/near-cache.md)
      * rather than pages that cannot include the writes acknowledged meanwhile
      */
     readonly serving: () => boolean = () => true,
@@ -94,7 +94,8 @@ export class Index extends LiveIndex {
     if (!sets) return null;
     const epoch = near.epoch(base);
     if (!near.fresh(base)) return null;
-    // intersect: heavy in the pool, over the same shared memory (no copy, no Redis), unless its queue is full
+    // intersect: heavy in the pool, over the same shared memory (no copy, no Redis), unless its
+    // queue is full
     const from = cursorOf(after);
     const pool = heavyPool(sets, this.intersectPool, this.heavyThreshold);
     const dense = pool ? null : intersectDense(sets, from, limit + 1);

@@ -2,7 +2,7 @@
 // whose entry just expired or was invalidated) wait for the computation already running
 // instead of each starting its own. Without it, every expiry of a hot heavy query sent a
 // burst of identical intersections to the worker pool and overflowed its queue (503s in
-// bench rows b and c, see docs/decisions.md).
+// bench rows b and c, see docs/decisions/result-cache.md).
 //
 // The computation runs under its own AbortSignal, aborted only when every request waiting
 // for it has gone away: one client disconnecting must not cancel the others' answer.

@@ -1,18 +1,11 @@
-// Group commit of registry writes (issue 22): concurrent registrations, patches and
-// deletions that arrive within a short window share one statement per kind (writes.ts
-// createServices, patches.ts patchServices, write-functions.ts deleteServices), so
-// PostgreSQL parses, plans, WAL-flushes and takes the change feed's lock once per batch
-// instead of once per write. Each caller is still answered only after the statement that
-// holds its row committed.
-// A write that only concerns itself (a patch whose service moved on, a deletion of a missing
-// id) gets its own outcome from the statement; a batch that fails for another reason than an
-// outage (a constraint one of its writes violates) is retried write by write, so that the
-// failing write fails alone and its neighbours commit: a failed statement wrote nothing, so
-// no write is ever committed twice.
-// `apply` (the projector's applyCommitted) then brings the index up to date for the whole
-// batch at once, before any of its callers is answered: one read of the generation pointers
-// and one apply-services call per namespace and page instead of a script per write
-// (bench/README.md, "Writes against pgbench").
+// Group commit of registry writes (docs/decisions/group-commit.md): concurrent registrations,
+// patches and deletions within a short window share one statement per kind (writes.ts,
+// patches.ts, write-functions.ts), so PostgreSQL parses, WAL-flushes and takes the change
+// feed's lock once per batch. Each caller is answered only after its statement committed and
+// `apply` (the projector's applyCommitted) has brought the index up to date for the whole
+// batch. A write that only concerns itself gets its own outcome from the statement; a batch
+// failing for another reason than an outage is retried write by write, so the failing write
+// fails alone (a failed statement wrote nothing, so nothing commits twice).
 import { ApiError } from '../domain/errors.js';
 import { patchServices, type CommittedPatch, type PreparedPatch } from './patches.js';
 import type { Pool } from '../pg/pool.js';

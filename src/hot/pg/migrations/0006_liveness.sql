@@ -1,8 +1,8 @@
 -- 0006: leases and heartbeats (issue 23; contract "Liveness: leases and heartbeats").
 -- The lease's terms and its durable status live on the service row: a status change is a
 -- write like any other (version, outbox, change event). Deadlines do not: a heartbeat that
--- changes nothing renews a deadline in Redis only (src/hot/liveness/, docs/decisions.md
--- "Liveness"). critical_since is in ms of the serving node's clock (injectable in tests).
+-- changes nothing renews a deadline in Redis only (src/hot/liveness/,
+-- docs/decisions/leases.md). critical_since is in ms of the serving node's clock (injectable in tests).
 ALTER TABLE services
   ADD COLUMN ttl integer CHECK (ttl BETWEEN 5 AND 86400),
   ADD COLUMN deregister_after integer CHECK (deregister_after BETWEEN 60 AND 604800),

@@ -1,6 +1,6 @@
 // A chunk of the near cache's documents (near-docs.ts): 256 consecutive seqs of one namespace,
-// their bytes side by side (each followed by ","), and an index of M 32-bit words per document
-// holding its slot, where its bytes are and its digest. The record, its layout, the look-ups
+// their bytes one after another (each followed by ","), and an index of M 32-bit words per
+// document holding its slot, where its bytes are and its digest. The record, its layout, the look-ups
 // on it and the join of a page from chunks (PageJoin: the hot path of a cold page, kept in
 // the module of the layout it reads, so its constants and look-ups are local to it); NearDocs
 // (near-docs.ts) owns the chunks.
@@ -16,7 +16,7 @@ export const CHUNK_OVERHEAD = 600;
  */
 export const PER_DOC = 256;
 /**
- * A chunk's index: M 32-bit words per document, side by side, so that finding a document,
+ * A chunk's index: M 32-bit words per document, interleaved, so that finding a document,
  * its bytes and its digest reads one cache line (four separate arrays were four misses a
  * document at 1M services): slot, start, end (its "," is at end), then its digest as four
  * words whose bytes in memory are the digest's 16 bytes (copied as words into a page's
@@ -25,8 +25,8 @@ export const PER_DOC = 256;
 export const LAYOUT = { SLOTS: 256, M: 8, SLOT: 0, START: 1, END: 2, DIG: 3 } as const;
 // Module-local copies, never exported bindings: an exported one lives in a module cell, which
 // the optimiser does not fold into the index arithmetic of join()'s loops; copied into plain
-// consts they fold as literals do (exported, a dense page's join was ~20 % slower: A/B in one
-// process, bench/README.md "Cold rows at 20,000"). near-docs.ts takes its copies the same way.
+// consts they fold as literals do (docs/decisions/near-cache-pages.md). near-docs.ts takes its
+// copies the same way.
 /** seqs per chunk */
 const { SLOTS, M, SLOT, START, END, DIG } = LAYOUT;
 /** the platform's byte order: a digest word is stored byte-swapped on a little-endian one */

@@ -1,18 +1,10 @@
-// The near cache's documents, in chunks of 256 consecutive seqs of one namespace: each chunk
-// holds the bytes of the documents it has, in seq order, each followed by ",", with their
-// digests beside them (16 bytes each, in the same order). A page of a set is a run of
-// ascending seqs, so its documents mostly sit next to each other in a chunk, commas
-// included: the page body is copied in a few ranges, and its digest list too, where one
-// document per page entry cost a Map look-up of a boxed number key, an entry object, a Buffer
-// and a copy (docs/decisions.md, "Documents in chunks"; the k1/k2 rows in bench/README.md).
-//
-// Documents fetched for a page go into their chunks: a few for a chunk with room are
-// appended (bytes at the end, the index entry shifted into slot order); otherwise the chunk
-// is rewritten once, in slot order, without dead bytes and with room for more. Appended
-// documents are neighbours of nothing until the next rewrite: a page checks contiguity per
-// pair, never assumes it. A delta drops a document by taking it out of its chunk's index;
-// its bytes stay until the next rewrite or eviction (counted). Eviction is least recently
-// used by chunk, with a second chance for a chunk read since it was last passed over (CLOCK).
+// The near cache's documents, in chunks of 256 consecutive seqs of one namespace
+// (docs/decisions/near-cache-pages.md): each chunk holds its documents' bytes in seq order,
+// each followed by ",", with their digests beside them, so a page (a run of ascending seqs) is
+// copied in a few ranges. Fetched documents are appended to a chunk with room, or the chunk is
+// rewritten once in slot order with room for more; a page checks contiguity per pair, never
+// assumes it. A delta drops a document from its chunk's index (its bytes stay, counted, until
+// the next rewrite). Eviction is by chunk, least recently used with a second chance (CLOCK).
 import type { Doc } from '../../domain/digest.js';
 import { entry, find, LAYOUT, lowerBound, PageJoin, sizeOf, toWord, type Chunk, type Incoming } from './chunk.js';
 import { Oldest } from '../../domain/oldest.js';
@@ -100,7 +92,8 @@ export class NearDocs {
     const i = lowerBound(c, slot, 0);
     const m = c.meta;
     if (i >= c.n || m[i * M + SLOT] !== slot) {
-      // a new entry at i: the ones after it move up (a replaced one keeps its place; its old bytes are dead)
+      // a new entry at i: the ones after it move up (a replaced one keeps its place; its old
+      // bytes are dead)
       m.copyWithin((i + 1) * M, i * M, c.n * M);
       c.views.splice(i, 0, c.views[0]!);
       c.n++;
@@ -117,7 +110,8 @@ export class NearDocs {
 
   private merge(base: number, no: number, resets: number, docs: Incoming[], from: number, to: number, maxBytes: number): void {
     const old = this.chunk(base, no, resets);
-    // the merged list, by slot: old documents (index oi) and new ones (ni); a new one replaces an old one
+    // the merged list, by slot: old documents (index oi) and new ones (ni); a new one replaces
+    // an old one
     const oldN = old ? old.n : 0;
     const om = old?.meta;
     const pick: number[] = []; // >= 0: old index; < 0: -(new index) - 1

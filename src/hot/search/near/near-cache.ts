@@ -1,29 +1,13 @@
-// The near cache: this thread's copy of the index sets it searched (sorted Float64Arrays of
-// seqs, on SharedArrayBuffers so the worker pool reads them without a copy) and of the
-// pre-serialised documents it served (bytes), loaded from Redis on first use and kept
-// current key by key: every applied write publishes its delta (apply-service-1.lua: the
-// namespace version after it, the service's old seq and set memberships, its new ones),
-// and only the sets named there change, only the documents of those seqs are dropped.
-//
-// Consistency (docs/decisions.md, "Near cache"):
-// - A set is loaded atomically with the namespace version `v` it matches (near-load-2.lua)
-//   and then follows every delta newer than `v`, in order (deltas are published inside
-//   the script that applies the write, so they arrive in the order Redis applied them).
-//   A delta that skips a version (a lost message) drops the set: it reloads on next use.
-//   Deltas that arrived while the set was loading are replayed from a short log.
-// - Documents fetched while a delta of their namespace arrived are not kept (the fetch may
-//   have read the state before it); a delta drops the documents of the seqs it names.
-// - Read-your-writes on the writing thread: the projector reports the version its write
-//   produced (require()); until this thread has received that delta, searches of the
-//   namespace go to Redis as before.
-// - Bounded by bytes (this thread's share of NEAR_CACHE_MB, a process total), least recently
-//   used out, sets and documents alike (documents in chunks of consecutive seqs: near-docs.ts).
-//   The bytes are what is allocated: each array's buffer at its byteLength, the key string,
-//   and the objects around them at constants measured with bench/overheads.ts
-//   (docs/decisions.md, "Memory budgets that hold in resident memory").
-// - A set that is empty (a filter value that matches nothing: any string a client makes up)
-//   costs no set entry: it is kept in a pool of its own, at most EMPTY_MAX keys, counted in
-//   the budget, so a flood of distinct unknown values churns that pool and nothing else.
+// The near cache (docs/decisions/near-cache.md): this thread's copy of the index sets it
+// searched (sorted Float64Arrays of seqs on SharedArrayBuffers, which the pool reads without a
+// copy) and of the documents it served (bytes, in chunks: near-docs.ts), loaded from Redis on
+// first use and kept current by the delta every applied write publishes. Why it is never
+// wrong: a set is loaded atomically with its namespace version and follows every newer delta
+// in order; a skipped version drops it; deltas during a load are replayed from a short log; a
+// fetch that crossed a delta is not kept; the writing thread reads Redis until its own delta
+// arrived (require()). Bounded by this thread's share of NEAR_CACHE_MB in allocated bytes
+// (docs/decisions/memory-budgets.md), least recently used out; empty sets live in a pool of
+// at most EMPTY_MAX keys, so made-up filter values churn that pool and nothing else.
 
 import { digested, type Doc } from '../../domain/digest.js';
 import { NearDocs, type Incoming } from './docs.js';

@@ -55,11 +55,11 @@ export interface NsState {
 
 export const LOG_MAX = 4096;
 /**
- * Measured in resident memory (bench/overheads.ts, docs/decisions.md): a held set apart from
- * its key's characters and its array's buffer: the entry object, its empty overlay Map, the
- * Float64Array and SharedArrayBuffer objects with the buffer's native backing store, its slot
- * in `sets`, and the heap's own slack around them. RSS grew ~900 B a set over 400,000
- * one-member sets (heapUsed: ~520 B): rounded up.
+ * Measured in resident memory (bench/overheads.ts, docs/decisions/memory-budgets.md): a held
+ * set apart from its key's characters and its array's buffer: the entry object, its empty
+ * overlay Map, the Float64Array and SharedArrayBuffer objects with the buffer's native backing
+ * store, its slot in `sets`, and the heap's own slack around them. RSS grew ~900 B a set over
+ * 400,000 one-member sets (heapUsed: ~520 B): rounded up.
  */
 export const SET_OVERHEAD = 1024;
 /** an overlay entry (OrderedHashMap slot, heap number key); Maps double: at the worst */

@@ -18,8 +18,8 @@ export function heavyPool(sets: Float64Array[], pool: IntersectPool | null, thre
   if (sets.length < 2 || !pool || threshold <= 0 || pool.busy()) return null;
   for (const a of sets) if (a.length <= threshold) return null;
   // dense sets over a range up to ~1M seqs intersect inline as bitmaps (intersectDense): one
-  // AND per 32 seqs, 60-110 µs a page from a random cursor over 1,000,000 (at most ~220 µs,
-  // two disjoint sets), where the trip to the pool and back cost more than that at 1M (k2)
+  // AND per 32 seqs costs less than the trip to the pool and back
+  // (docs/decisions/near-cache-pages.md; bench/README.md, "Main scenarios at 1,000,000")
   if (sets.every((a) => bitmapWords(a) <= INLINE_BITMAP_WORDS)) return null;
   return pool;
 }

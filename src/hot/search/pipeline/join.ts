@@ -29,8 +29,8 @@ export function joinDocs(docs: Doc[]): Buffer {
   const out = Buffer.allocUnsafe(n);
   let at = 0;
   out[at++] = 0x5b; // [
-  // TypedArray set(), not Buffer copy(): copy() checks its arguments in JS on every call,
-  // 6.7 % of a cold page's CPU in a profile of the cold rows (bench/README.md, "Cold rows at 20,000")
+  // TypedArray set(), not Buffer copy(): copy() checks its arguments in JS on every call
+  // (docs/decisions/redis-index.md)
   for (let i = 0; i < docs.length; i++) {
     if (i) out[at++] = 0x2c; // ,
     const d = docs[i]!.buf;
