@@ -6,7 +6,7 @@
 // here.
 //
 // This is the one module of src/hot that imports src/admin: it hands the admin routes to
-// the HTTP server (the layering rule, docs/decisions/layers.md).
+// the HTTP server (the room rule, docs/decisions/rooms.md).
 import type { Logger } from 'pino';
 import { registerAdmin } from '../admin/routes.js';
 import type { App } from './app.js';
