@@ -4,10 +4,8 @@
 // idempotent: it does nothing when production already has services.
 import type { Pool } from '../hot/pg/pool.js';
 import { addReplacement } from '../hot/registry/index.js';
-import { patchService } from '../hot/writes/index.js';
-import { createService } from '../hot/writes/index.js';
-import { insertSandbox } from '../hot/sandboxes/index.js';
-import { hashKey, newSandboxKey } from '../hot/sandboxes/index.js';
+import { createService, patchService } from '../hot/writes/index.js';
+import { hashKey, insertSandbox, newSandboxKey } from '../hot/sandboxes/index.js';
 import type { ServiceInput } from '../hot/domain/validation.js';
 import { PRODUCTION } from '../hot/domain/keys.js';
 

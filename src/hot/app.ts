@@ -7,21 +7,16 @@ import pino, { type Logger } from 'pino';
 import type { Config } from './config.js';
 import type { ChangeHub } from './changes/index.js';
 import type { Keys } from './domain/keys.js';
-import type { Index } from './search/index.js';
-import type { Replacements } from './search/index.js';
+import type { Index, Replacements, ResultCache } from './search/index.js';
 import type { Projector } from './registry/index.js';
 import type { MetricsAggregation } from './metrics/threads.js';
 import type { AppState } from './readiness/index.js';
 import type { RedisClient } from './redis/client.js';
-import type { SandboxAuth } from './sandboxes/index.js';
-import type { PendingSandboxes } from './sandboxes/index.js';
-import type { HeartbeatTokenMemory } from './liveness/index.js';
+import type { PendingSandboxes, SandboxAuth } from './sandboxes/index.js';
+import type { HeartbeatTokenMemory, LeaseSweeper, Liveness } from './liveness/index.js';
 import type { Pool } from './pg/pool.js';
 import type { GroupCommitter } from './writes/index.js';
-import type { ResultCache } from './search/index.js';
 import type { IntersectPool } from '../workers/pool.js';
-import type { Liveness } from './liveness/index.js';
-import type { LeaseSweeper } from './liveness/index.js';
 
 export type { AppState };
 

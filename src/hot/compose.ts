@@ -9,32 +9,25 @@
 // the HTTP server (the room rule, docs/decisions/rooms.md).
 import type { Logger } from 'pino';
 import { registerAdmin } from '../admin/routes.js';
+import { IntersectPool } from '../workers/pool.js';
 import type { App } from './app.js';
-import { InvalidationListener, type Caches } from './search/index.js';
-import { ResultCache, stringBytes } from './search/index.js';
-import { ChangeHub } from './changes/index.js';
-import { StreamShares, streamSharesBuffer } from './changes/index.js';
 import type { Config } from './config.js';
 import { Keys, PRODUCTION } from './domain/keys.js';
-import { Index } from './search/index.js';
-import type { Replacements } from './search/index.js';
-import { NearCache } from './search/index.js';
-import { NearVersionCheck } from './search/index.js';
-import { Projector } from './registry/index.js';
-import { GroupCommitter } from './writes/index.js';
-import { createWatchers } from './readiness/index.js';
-import { countBackendError, countProjectorFailure } from './metrics/metrics.js';
-import { MetricsAggregation } from './metrics/threads.js';
-import { AppState } from './readiness/index.js';
-import { connectRedis, createRedis, createReplicas, replicaWaiter, scriptLineFor } from './redis/client.js';
-import { HeartbeatTokenMemory } from './liveness/index.js';
-import { PendingSandboxes, SandboxAuth } from './sandboxes/index.js';
-import { createServer, type Server, type ServerOptions } from './server.js';
+import { countBackendError, sampleBackends } from './metrics/metrics.js';
 import { startMetricsListener, type MetricsListener } from './metrics/listener.js';
+import { MetricsAggregation } from './metrics/threads.js';
 import { createPool, SERVING_TIMEOUTS } from './pg/pool.js';
-import { IntersectPool } from '../workers/pool.js';
-import { Liveness } from './liveness/index.js';
-import { LeaseSweeper } from './liveness/index.js';
+import { connectRedis, createRedis, createReplicas, replicaWaiter, scriptLineFor } from './redis/client.js';
+import { createServer, type Server, type ServerOptions } from './server.js';
+// the features, lowest first (eslint.config.js FEATURES)
+import { sampleRateLimit } from './ratelimit/index.js';
+import { PendingSandboxes, SandboxAuth } from './sandboxes/index.js';
+import { countProjectorFailure, Projector, sampleOutbox } from './registry/index.js';
+import { HeartbeatTokenMemory, LeaseSweeper, Liveness } from './liveness/index.js';
+import { GroupCommitter } from './writes/index.js';
+import { Index, InvalidationListener, NearCache, NearVersionCheck, ResultCache, sampleSearch, stringBytes, type Caches, type Replacements } from './search/index.js';
+import { ChangeHub, StreamShares, streamSharesBuffer } from './changes/index.js';
+import { AppState, createWatchers } from './readiness/index.js';
 
 /** A named part of a thread: started in list order, stopped in reverse. */
 export interface Part {
@@ -203,14 +196,17 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
     return vs.map((v) => (v === null ? null : Number(v)));
   });
 
-  const metrics = new MetricsAggregation(cfg.uwsThreads, {
-    backends: () => ({ postgres: state.pgUp, redis: state.redisUp }),
-    outboxLag: () => projector.lag(),
-    intersectPool: () => intersectPool?.stats() ?? null,
-    resultCache: () => ({ hits: caches.cache.hits, misses: caches.cache.misses, shared: caches.cache.flights.joined, bytes: caches.cache.bytes + caches.replacements.bytes }),
-    rateLimit: () => auth.stats,
-    nearCache: () => (near.enabled ? { ...near.stats, bytes: near.bytes } : null),
-  });
+  // what this thread's metrics mirror, sampled before each scrape (each feature's metrics module)
+  const metrics = new MetricsAggregation(cfg.uwsThreads, [
+    sampleBackends(() => ({ postgres: state.pgUp, redis: state.redisUp })),
+    sampleOutbox(() => projector.lag()),
+    sampleSearch({
+      intersectPool: () => intersectPool?.stats() ?? null,
+      resultCache: () => ({ hits: caches.cache.hits, misses: caches.cache.misses, shared: caches.cache.flights.joined, bytes: caches.cache.bytes + caches.replacements.bytes }),
+      nearCache: () => (near.enabled ? { ...near.stats, bytes: near.bytes } : null),
+    }),
+    sampleRateLimit(() => auth.stats),
+  ]);
 
   const app: App = { cfg, pg, redis, keys, index, projector, commits, auth, pendingSandboxes, hub, metrics, log, state, version, ...caches, intersectPool, liveness, sweeper, heartbeatTokens };
   const watchers = createWatchers(app);

@@ -11,7 +11,8 @@
 import type { Config } from '../config.js';
 import type { Reply } from '../http/reply.js';
 import type { Pool } from '../pg/pool.js';
-import { changeStreams, countBackendError } from '../metrics/metrics.js';
+import { countBackendError } from '../metrics/metrics.js';
+import { changeStreams } from './metrics.js';
 import { lastChangeId, pruneChanges, readAllChanges, readChanges, type ChangeEvent } from '../registry/index.js';
 import { StreamShares } from './shares.js';
 

@@ -3,12 +3,11 @@
 // sandbox, counted once against its rate limit when the stream opens. Resume with the
 // `Last-Event-ID` header (EventSource sends it by itself on reconnect) or `?lastEventId=`.
 import type { TemplatedApp } from 'uWebSockets.js';
-import type { SandboxAuth } from '../sandboxes/index.js';
+import { bearerKey, type SandboxAuth } from '../sandboxes/index.js';
 import type { ChangeHub } from './hub.js';
 import { ApiError } from '../domain/errors.js';
 import { PRODUCTION } from '../domain/keys.js';
 import { route, type Headers, type RouteOptions } from '../http/route.js';
-import { bearerKey } from '../sandboxes/index.js';
 
 /** What the change feed's route needs of its thread. */
 export interface ChangesContext {

@@ -8,13 +8,12 @@
 // or while they keep finding expiries, the writes wait (up to DURABLE_YIELD_MS for the oldest).
 import type { Logger } from 'pino';
 import type { Keys } from '../domain/keys.js';
-import type { Projector } from '../registry/index.js';
+import { deleteService, type Projector } from '../registry/index.js';
 import { countTransition } from './metrics.js';
 import type { RedisClient } from '../redis/client.js';
 import type { LeaseRecord } from '../redis/replies.js';
 import { expireMany, loadLease } from './store.js';
 import type { Pool } from '../pg/pool.js';
-import { deleteService } from '../registry/index.js';
 import { applyExpired } from './expiry.js';
 import { applyLease } from './redis-lease.js';
 

@@ -5,11 +5,10 @@
 // that changes the status writes, through the normal write path (liveness/store.ts setHealth,
 // then the projector, which also carries the new lease state to Redis: lease-apply-2.lua).
 import type { Keys } from '../domain/keys.js';
-import type { LeaseSync, Projector } from '../registry/index.js';
+import type { IndexState, LeaseSync, Projector } from '../registry/index.js';
 import { countHeartbeat, countTransition } from './metrics.js';
 import type { RedisClient } from '../redis/client.js';
 import type { ScriptLine } from '../redis/script-line.js';
-import type { IndexState } from '../registry/index.js';
 import { loadLease, renewVersion, setHealth } from './store.js';
 import type { Pool } from '../pg/pool.js';
 import { HeartbeatBatch, type BeatDone, type BeatIdentity } from './heartbeat-batch.js';

@@ -8,8 +8,8 @@
 // has its body parsed, whatever the body.
 import type { TemplatedApp } from 'uWebSockets.js';
 import type { Pool } from '../pg/pool.js';
-import type { Projector } from '../registry/index.js';
-import type { SandboxAuth } from '../sandboxes/index.js';
+import { type Projector, rotateToken } from '../registry/index.js';
+import { bearerKey, keyedRoutes, type SandboxAuth, sandboxNs, sandboxUuid } from '../sandboxes/index.js';
 import type { HeartbeatTokenMemory } from './token-memory.js';
 import { ApiError } from '../domain/errors.js';
 import { PRODUCTION } from '../domain/keys.js';
@@ -18,10 +18,8 @@ import { parseJson } from '../http/body.js';
 import { route, type Headers, type Req, type RouteOptions } from '../http/route.js';
 import { sendError, type Reply } from '../http/reply.js';
 import type { HeartbeatResult, Liveness } from './liveness.js';
-import { bearerKey, keyedRoutes, sandboxNs, sandboxUuid } from '../sandboxes/index.js';
 import { newHeartbeatToken } from './tokens.js';
 import { tokenPrefix } from './store.js';
-import { rotateToken } from '../registry/index.js';
 
 /** What the liveness routes need of their thread. */
 export interface LivenessContext {

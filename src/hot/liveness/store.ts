@@ -2,14 +2,12 @@
 // the pages a rebuild reseeds Redis from. Every write here is a write like the ones of
 // services.ts (row lock, new version, stored index text, outbox row, change event), so the
 // projector carries it to the index and to the lease in Redis.
-import { appendChanges, CHANGE_LOCK_ID } from '../registry/index.js';
+import { appendChanges, bumpVersionsWithText, CHANGE_LOCK_ID, type CommittedWrite, indexText, type IndexText, loadStatesWhere, stateRecord, type StateRow, type WriteResult } from '../registry/index.js';
 import { EXPIRY_PATCH } from './expiry-patch.js';
 import { PRODUCTION } from '../domain/keys.js';
 import type { ServiceRecord } from '../domain/service.js';
 import { HEALTH_PATCH } from './health-patch.js';
-import { bumpVersionsWithText, indexText, loadStatesWhere, stateRecord, type IndexText, type StateRow, type WriteResult } from '../registry/index.js';
 import { query, withTx, type Client, type Pool } from '../pg/pool.js';
-import type { CommittedWrite } from '../registry/index.js';
 
 /** A status change as committed: the state the index and the lease in Redis need, and its stored index text. */
 export interface HealthWrite extends CommittedWrite {

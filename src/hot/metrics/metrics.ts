@@ -1,8 +1,8 @@
-// Prometheus metrics (prom-client) of the serving threads: the per-request accumulators,
-// the caches, rate limits, backends and pools. Each uWS thread keeps its own registry (a
-// module instance is per thread: metrics-registry.ts); metrics-threads.ts merges them at
-// scrape time. Counters and histograms are summed; each gauge names its own aggregator. The
-// liveness metrics are liveness-metrics.ts's.
+// Prometheus metrics (prom-client) that belong to no feature: the per-request accumulators,
+// backend errors and reachability, the threads reporting. Each uWS thread keeps its own
+// registry (a module instance is per thread: registry.ts); threads.ts merges them at scrape
+// time. Counters and histograms are summed; each gauge names its own aggregator. Each
+// feature's metrics are in its own room (<feature>/metrics.ts).
 import { Counter, Gauge } from 'prom-client';
 import { backendOf } from '../domain/outage.js';
 import { collector, registers, type Exported } from './registry.js';
@@ -56,102 +56,10 @@ collector('registry_http_request_duration_seconds', 'Time from reading the reque
   return out;
 });
 
-collector('registry_rate_limit_checks_total', 'Sandbox requests counted against their limit, by where the decision came from: redis (the rate-limit script), lease (a batch this thread holds) or local (refused while this thread knows the sandbox is over its limit)', 'counter', () => {
-  const s = snapshot?.rate;
-  if (!s) return [];
-  return [
-    { labels: { source: 'redis' }, value: s.asked },
-    { labels: { source: 'lease' }, value: s.batched },
-    { labels: { source: 'local' }, value: s.refusedLocally ?? 0 },
-  ];
-});
-
-collector('registry_near_cache_total', 'Look-ups in the near cache of index sets and documents, by kind (set, document) and result (hit; miss: loaded from Redis); hit ratio = hit / (hit + miss)', 'counter', () => {
-  const s = snapshot?.near;
-  if (!s) return [];
-  return [
-    { labels: { kind: 'set', result: 'hit' }, value: s.setHits },
-    { labels: { kind: 'set', result: 'miss' }, value: s.setMisses },
-    { labels: { kind: 'document', result: 'hit' }, value: s.docHits },
-    { labels: { kind: 'document', result: 'miss' }, value: s.docMisses },
-  ];
-});
-
-collector('registry_near_cache_deltas_total', 'Write deltas applied by the near cache (event=delta), namespaces dropped because a delta was missed (event=reset: a later delta skipped a version; event=stale: the version check found the copy behind Redis, NEAR_CHECK_MS)', 'counter', () => {
-  const s = snapshot?.near;
-  if (!s) return [];
-  return [
-    { labels: { event: 'delta' }, value: s.deltas },
-    { labels: { event: 'reset' }, value: s.resets },
-    { labels: { event: 'stale' }, value: s.stale },
-  ];
-});
-
-const nearBytes = new Gauge({
-  name: 'registry_near_cache_bytes',
-  help: 'Bytes held by the near caches of index sets and documents (summed over threads; bounded by NEAR_CACHE_MB each)',
-  aggregator: 'sum',
-  registers,
-});
-
-collector('registry_result_cache_total', 'Search and device queries by in-process result cache outcome: hit, miss (computed), shared (a miss that waited for the same computation already running)', 'counter', () => {
-  const s = snapshot?.cache;
-  if (!s) return [];
-  return [
-    { labels: { result: 'hit' }, value: s.hits },
-    { labels: { result: 'miss' }, value: s.misses - s.shared },
-    { labels: { result: 'shared' }, value: s.shared },
-  ];
-});
-
-const cacheBytes = new Gauge({
-  name: 'registry_result_cache_bytes',
-  help: 'Bytes held by the in-process result caches (summed over threads; bounded by RESULT_CACHE_MB each)',
-  aggregator: 'sum',
-  registers,
-});
-
-const rateLimited = new Counter({
-  name: 'registry_rate_limit_rejections_total',
-  help: 'Sandbox requests refused with 429, by tier',
-  labelNames: ['tier'] as const,
-  registers,
-});
-const replacementsCache = new Counter({
-  name: 'registry_replacements_cache_total',
-  help: 'Replacement look-ups through the shared public cache, by X-Cache result',
-  labelNames: ['result'] as const,
-  registers,
-});
-const projectorFailures = new Counter({
-  name: 'registry_projector_failures_total',
-  help: 'Index updates of committed writes that failed (left to the outbox sweeper), by stage: write (right after the commit), sweep, invalidate (a cache invalidation not published or subscribed), missing (an outbox row with nothing to apply)',
-  labelNames: ['stage'] as const,
-  registers,
-});
 const backendErrors = new Counter({
   name: 'registry_backend_errors_total',
   help: 'Errors from Redis and PostgreSQL (connection losses and failed commands/queries)',
   labelNames: ['backend', 'kind'] as const,
-  registers,
-});
-const poolQueue = new Gauge({
-  name: 'registry_worker_pool_queue_depth',
-  help: 'Tasks waiting in the Piscina pools (summed over threads)',
-  aggregator: 'sum',
-  registers,
-});
-const poolUtilization = new Gauge({
-  name: 'registry_worker_pool_utilization',
-  help: 'Piscina utilisation, 0..1 (averaged over threads)',
-  aggregator: 'average',
-  registers,
-});
-const outboxLag = new Gauge({
-  name: 'registry_outbox_lag',
-  help: 'Committed writes not yet applied to the Redis index (outbox rows)',
-  // every thread reads the same PostgreSQL table: summing would multiply it
-  aggregator: 'max',
   registers,
 });
 const threads = new Gauge({
@@ -161,13 +69,6 @@ const threads = new Gauge({
   registers,
 });
 threads.set(1);
-const streams = new Gauge({
-  name: 'registry_change_streams',
-  help: 'Open GET /services/changes streams',
-  aggregator: 'sum',
-  registers,
-});
-
 const backendUp = new Gauge({
   name: 'registry_backend_up',
   help: 'Whether the readiness watcher reached Redis / PostgreSQL at its last check (1 or 0; the minimum over threads)',
@@ -176,53 +77,21 @@ const backendUp = new Gauge({
   registers,
 });
 
-type CacheStats = { hits: number; misses: number; shared: number; bytes: number };
-
 /**
- * The parts of a serving thread that some metrics mirror, read at every scrape. The
- * composition root (app.ts) builds one from the thread's parts and hands it to
- * metrics-threads.ts; nothing here holds on to it.
+ * A thread part's values copied into the metrics that mirror them, right before this thread's
+ * registry is read. Each feature's metrics module makes its own (ratelimit/metrics.ts,
+ * search/metrics.ts, registry/metrics.ts, …); the composition root hands them to the
+ * thread's MetricsAggregation (threads.ts). Nothing here holds on to a part.
  */
-export interface ThreadSources {
-  /** the readiness watcher's view (app.state) */
-  backends(): { postgres: boolean; redis: boolean };
-  /** outbox rows not yet applied (Projector.lag) */
-  outboxLag(): Promise<number>;
-  /** the Piscina pool of heavy intersections (null when disabled) */
-  intersectPool(): { queue: number; utilization: number } | null;
-  resultCache(): CacheStats;
-  /** rate-limit decisions of this thread (SandboxAuth.stats) */
-  rateLimit(): RateStats;
-  /** the near cache of index sets and documents (null when off) */
-  nearCache(): NearStats | null;
-}
+export type Sampler = () => Promise<void> | void;
 
-type RateStats = { asked: number; batched: number; refusedLocally?: number };
-type NearStats = { setHits: number; setMisses: number; docHits: number; docMisses: number; deltas: number; resets: number; stale: number; bytes: number };
-
-/** what the counter collectors above export: the thread's totals at the last read */
-let snapshot: { rate: RateStats; cache: CacheStats; near: NearStats | null } | null = null;
-
-/** Copy the thread's current values into the metrics that mirror them (before a registry read). */
-export async function readSources(s: ThreadSources): Promise<void> {
-  const cache = s.resultCache();
-  const near = s.nearCache();
-  snapshot = { rate: s.rateLimit(), cache, near };
-  cacheBytes.set(cache.bytes);
-  if (near) nearBytes.set(near.bytes);
-  const pool = s.intersectPool();
-  if (pool) {
-    poolQueue.set(pool.queue);
-    poolUtilization.set(pool.utilization);
-  }
-  const b = s.backends();
-  backendUp.labels('postgres').set(b.postgres ? 1 : 0);
-  backendUp.labels('redis').set(b.redis ? 1 : 0);
-  try {
-    outboxLag.set(await s.outboxLag());
-  } catch {
-    countBackendError('postgres', 'query');
-  }
+/** The readiness watcher's view of the backends (app.state), as registry_backend_up. */
+export function sampleBackends(read: () => { postgres: boolean; redis: boolean }): Sampler {
+  return () => {
+    const b = read();
+    backendUp.labels('postgres').set(b.postgres ? 1 : 0);
+    backendUp.labels('redis').set(b.redis ? 1 : 0);
+  };
 }
 
 export function observeRequest(route: string, method: string, status: number, seconds: number): void {
@@ -248,24 +117,8 @@ export function observeRequest(route: string, method: string, status: number, se
   d.n++;
 }
 
-export function countRateLimited(tier: string): void {
-  rateLimited.labels(tier).inc();
-}
-
-export function countProjectorFailure(stage: 'write' | 'sweep' | 'invalidate' | 'missing'): void {
-  projectorFailures.labels(stage).inc();
-}
-
-export function countReplacementsCache(result: 'HIT' | 'MISS'): void {
-  replacementsCache.labels(result === 'HIT' ? 'hit' : 'miss').inc();
-}
-
 export function countBackendError(backend: 'redis' | 'postgres', kind: string): void {
   backendErrors.labels(backend, kind).inc();
-}
-
-export function changeStreams(delta: number): void {
-  streams.inc(delta);
 }
 
 /** Count an unexpected request error under its backend, if it came from one. */

@@ -3,8 +3,7 @@
 // built from the fields below only, never from request headers, so no Authorization value,
 // cookie, user agent or key can reach it (pino's redaction in app.ts guards every other log
 // line); the anonymous discovery routes leave the client address out too (route.ts).
-import type { Level } from 'pino';
-import type { Logger } from 'pino';
+import type { Level, Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { Reply } from '../http/reply.js';
 import type { Req } from '../http/types.js';

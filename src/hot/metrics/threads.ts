@@ -5,7 +5,7 @@
 import { BroadcastChannel, threadId } from 'node:worker_threads';
 import { randomBytes } from 'node:crypto';
 import { AggregatorRegistry, type MetricObjectWithValues, type MetricValue } from 'prom-client';
-import { readSources, type ThreadSources } from './metrics.js';
+import type { Sampler } from './metrics.js';
 import { registry } from './registry.js';
 
 const CHANNEL = 'service-registry:metrics';
@@ -35,11 +35,17 @@ export class MetricsAggregation {
   constructor(
     /** serving threads of the process (cfg.uwsThreads) */
     private readonly peers: number,
-    private readonly sources: ThreadSources,
+    /** the thread's parts' samplers (each feature's metrics module makes its own) */
+    private readonly samplers: readonly Sampler[],
   ) {}
 
+  /** Copy the thread's current values into the metrics that mirror them. */
+  private async sample(): Promise<void> {
+    for (const s of this.samplers) await s();
+  }
+
   private async own(): Promise<ReplyMsg['data']> {
-    await readSources(this.sources);
+    await this.sample();
     return registry.getMetricsAsJSON();
   }
 
@@ -66,7 +72,7 @@ export class MetricsAggregation {
   /** The Prometheus text of every serving thread of this process. */
   async scrape(): Promise<{ contentType: string; body: string }> {
     if (!this.channel) {
-      await readSources(this.sources);
+      await this.sample();
       return { contentType: registry.contentType, body: await registry.metrics() };
     }
     const ch = this.channel;

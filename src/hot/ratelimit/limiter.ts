@@ -9,7 +9,7 @@ import { ApiError } from '../domain/errors.js';
 import type { Keys } from '../domain/keys.js';
 import { RATE_LIMIT_ARGS } from './window.js';
 import type { Headers } from '../http/types.js';
-import { countRateLimited } from '../metrics/metrics.js';
+import { countRateLimited } from './metrics.js';
 import { isRedisUnavailable } from '../domain/outage.js';
 import type { RedisClient } from '../redis/client.js';
 import { NOT_INDEXED, rateLimitReply, type RateLimitReply } from '../redis/replies.js';

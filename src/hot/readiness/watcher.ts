@@ -6,12 +6,11 @@
 // readiness either.
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
-import type { Keys } from '../domain/keys.js';
+import { type Keys, PRODUCTION } from '../domain/keys.js';
 import type { Pool } from '../pg/pool.js';
 import type { RedisClient } from '../redis/client.js';
 import type { AppState } from './state.js';
 import { dropGeneration, dropStaleBuild, rebuildIndex } from '../reindex/index.js';
-import { PRODUCTION } from '../domain/keys.js';
 import { ifEqualReply } from '../redis/replies.js';
 
 /** What the readiness watcher needs of its thread. */

@@ -3,8 +3,7 @@
 // tombstone), apply-services-1.lua for many (the projector's writes), index-page-1.lua for
 // a page of a generation being built. Used by the projector
 // (apply-services.ts) and the rebuild (rebuild.ts).
-import type { Keys } from '../domain/keys.js';
-import { memberSuffixes } from '../domain/keys.js';
+import { type Keys, memberSuffixes } from '../domain/keys.js';
 import { headerData, serializeService, type ServiceRecord } from '../domain/service.js';
 import type { IndexPageRow } from './index-pages.js';
 import { encodeSets } from '../../workers/buckets.js';

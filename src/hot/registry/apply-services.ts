@@ -11,7 +11,7 @@ import type { IndexState } from './state.js';
 import { applyManyArgs, type ServiceText, type StateToApply } from './apply-args.js';
 import { markNamespace } from './mark-namespace.js';
 import type { LeaseSync, OutboxEntry } from './projector-types.js';
-import { countProjectorFailure } from '../metrics/metrics.js';
+import { countProjectorFailure } from './metrics.js';
 
 /**
  * states per apply-services call (a batch, a group commit): one call holds Redis's thread

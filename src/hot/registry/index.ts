@@ -8,3 +8,4 @@ export { bumpVersions, bumpVersionsWithText, type IndexState, indexText, type In
 export { addReplacement, type CommittedWrite, type DeleteItem, deleteService, deleteServices, rotateToken } from './write-functions.js';
 export { WriteAppliedEvents, type WriteApplied, type WriteAppliedListener } from './write-applied.js';
 export { type LeaseSync } from './projector-types.js';
+export { countProjectorFailure, sampleOutbox } from './metrics.js';

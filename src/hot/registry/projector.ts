@@ -18,7 +18,7 @@ import type { ServiceText } from './apply-args.js';
 import { applyServices } from './apply-services.js';
 import type { CommittedEntry, LeaseSync, OutboxEntry, ProjectorOptions } from './projector-types.js';
 import { WriteAppliedEvents } from './write-applied.js';
-import { countProjectorFailure } from '../metrics/metrics.js';
+import { countProjectorFailure } from './metrics.js';
 
 /** A sync that failed after loading its states: carries the revisions it was applying (for the log). */
 class SyncFailed extends Error {

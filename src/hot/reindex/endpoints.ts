@@ -6,10 +6,9 @@
 // It touches only columns that exist at 0007 (id, ns, endpoint, version, idx_doc) and edits
 // the stored document's bytes in place instead of reading the state through today's
 // SELECT_STATE: a later migration that changes what a state is made of cannot break it.
-import { appendChanges } from '../registry/index.js';
+import { appendChanges, bumpVersions } from '../registry/index.js';
 import { normaliseEndpoint } from '../domain/endpoint.js';
 import type { Client } from '../pg/pool.js';
-import { bumpVersions } from '../registry/index.js';
 
 /**
  * What a stored endpoint becomes: its serialisation; with any user info removed (the

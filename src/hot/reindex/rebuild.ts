@@ -6,13 +6,11 @@
 // an older state before the rebuild read a newer one loses to it in the new generation as
 // in the old (redis/README.md, "Revisions").
 import { randomBytes } from 'node:crypto';
-import type { Keys } from '../domain/keys.js';
-import { PRODUCTION } from '../domain/keys.js';
+import { type Keys, PRODUCTION } from '../domain/keys.js';
 import { reseedLeases } from '../liveness/index.js';
-import { applyArgs, pageArgs, pageRowApplyArgs } from '../registry/index.js';
+import { applyArgs, type IndexPageRow, loadIndexPage, loadTombstonePage, pageArgs, pageRowApplyArgs } from '../registry/index.js';
 import type { RedisClient } from '../redis/client.js';
 import type { Pool } from '../pg/pool.js';
-import { loadIndexPage, loadTombstonePage, type IndexPageRow } from '../registry/index.js';
 import { writeSandboxMeta } from '../sandboxes/index.js';
 import type { TierConfig } from '../config.js';
 import { ifEqualReply, indexPageReply, NOT_INDEXED } from '../redis/replies.js';

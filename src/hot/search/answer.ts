@@ -3,14 +3,13 @@
 import { canonicalize, CursorMemo, DEVICES_SPEC, nextQueryOf, SEARCH_SPEC, toFilters, type Canonical, type Filters } from './canonical.js';
 import { errorBodyOf } from '../domain/errors.js';
 import type { Config } from '../config.js';
-import type { Index } from './searches.js';
+import type { Index, PageBody } from './searches.js';
 import { type Headers, type Req } from '../http/route.js';
 import { JSON_TYPE, type Reply } from '../http/reply.js';
 import { PRODUCTION } from '../domain/keys.js';
 import { ownBuffer, type CachedResult, type ResultCache } from './result-cache.js';
 import { etagOf, notModified } from '../http/conditional.js';
 import { pageEtag } from './pipeline/etag.js';
-import type { PageBody } from './searches.js';
 
 /** What a search needs of its thread (compose.ts's App has it all). */
 export interface SearchContext {

@@ -6,3 +6,4 @@ export { NearCache } from './near/near-cache.js';
 export { ResultCache, stringBytes } from './result-cache.js';
 export { Index } from './searches.js';
 export { registerPublic, registerSandboxReads } from './routes.js';
+export { sampleSearch } from './metrics.js';

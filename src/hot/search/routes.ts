@@ -4,15 +4,14 @@
 // nothing per caller: no cookie, no request id, nothing echoed from the request.
 import type { TemplatedApp } from 'uWebSockets.js';
 import type { ResultCache } from './result-cache.js';
-import type { SandboxAuth } from '../sandboxes/index.js';
+import { bearerKey, keyedRoutes, type SandboxAuth, sandboxBase, sandboxNs } from '../sandboxes/index.js';
 import { PRODUCTION } from '../domain/keys.js';
 import { ApiError } from '../domain/errors.js';
 import { deprecationHeaders } from '../domain/service.js';
 import type { Replacements } from './live-index.js';
 import { route, type Headers, type Req, type RouteOptions } from '../http/route.js';
 import type { Reply } from '../http/reply.js';
-import { bearerKey, keyedRoutes, sandboxBase, sandboxNs } from '../sandboxes/index.js';
-import { countReplacementsCache } from '../metrics/metrics.js';
+import { countReplacementsCache } from './metrics.js';
 import { outageError } from '../domain/outage.js';
 import { etagOf, notModified } from '../http/conditional.js';
 import { anonymousSearchHeaders, searchDevices, searchServices, type SearchContext } from './answer.js';

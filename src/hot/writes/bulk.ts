@@ -4,11 +4,10 @@
 // namespaces: an id that belongs to another namespace is refused, not overwritten. A row
 // identical to what is stored is skipped entirely (no write, no outbox row, no event), so
 // re-importing a file changes nothing.
-import { appendChanges, type ChangeInput } from '../registry/index.js';
+import { appendChanges, bumpVersions, bumpVersionsWithText, type ChangeInput, indexText, loadStatesWhere } from '../registry/index.js';
 import { serializeService, type ServiceRecord } from '../domain/service.js';
 import type { ServiceInput } from '../domain/validation.js';
 import { retrying, withTx, type Client, type Pool } from '../pg/pool.js';
-import { bumpVersions, bumpVersionsWithText, indexText, loadStatesWhere } from '../registry/index.js';
 
 export interface BulkRow {
   id: string;

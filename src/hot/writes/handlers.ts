@@ -8,13 +8,10 @@ import { parseServiceCreate, parseServicePatch, check, validators, type ServiceI
 import { type Headers, type Req } from '../http/route.js';
 import type { Reply } from '../http/reply.js';
 import { parseJson } from '../http/body.js';
-import { loadReplacements } from '../registry/index.js';
-import { addReplacement } from '../registry/index.js';
+import { addReplacement, loadReplacements } from '../registry/index.js';
 import { patchService } from './patches.js';
 import { createServices } from './register.js';
-import { leaseToken, withToken, type LivenessContext } from '../liveness/index.js';
-import { newHeartbeatToken } from '../liveness/index.js';
-import { tokenPrefix } from '../liveness/index.js';
+import { leaseToken, type LivenessContext, newHeartbeatToken, tokenPrefix, withToken } from '../liveness/index.js';
 
 /** What the write handlers need of their thread. */
 export interface WriteContext extends LivenessContext {

@@ -3,12 +3,11 @@
 // of one service (patchService) is two round trips: read the state, then that statement,
 // again while a concurrent write got in between. Registrations, the committed-write type and
 // the detail rows both send: writes.ts.
-import { CHANGE_LOCK_ID, type ChangeType } from '../registry/index.js';
+import { CHANGE_LOCK_ID, type ChangeType, indexText, type IndexText, loadService } from '../registry/index.js';
 import { ApiError } from '../domain/errors.js';
 import type { HealthStatus, ServiceRecord } from '../domain/service.js';
 import type { ServiceChange } from '../domain/validation.js';
 import { query, type Pool } from '../pg/pool.js';
-import { indexText, loadService, type IndexText } from '../registry/index.js';
 import { detailRows, type Committed } from './register.js';
 
 // Patches in one statement (any number of services, each at most once): a row is updated

@@ -8,11 +8,10 @@
 // this and answers from it: nothing is read back (projector.ts, applyCommitted()).
 // A single statement outside BEGIN/COMMIT is its own transaction: all rows or none.
 // Patches (patches.ts) likewise: one read and one statement, with the same detail rows.
-import { CHANGE_LOCK_ID } from '../registry/index.js';
+import { CHANGE_LOCK_ID, type IndexState, indexText, type IndexText, newServiceId } from '../registry/index.js';
 import type { ServiceRecord } from '../domain/service.js';
 import type { ServiceInput } from '../domain/validation.js';
 import { query, type Pool } from '../pg/pool.js';
-import { indexText, newServiceId, type IndexState, type IndexText } from '../registry/index.js';
 
 /** One registration to commit: its namespace, its body and (import, tests) a chosen id. */
 export interface NewService {
