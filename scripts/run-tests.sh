@@ -85,10 +85,11 @@ note "running ${#files[@]} test file(s) with NODE_ENV=test${REDIS_URL:+ REDIS_UR
 rc=0
 npx --no-install tap --reporter=tap "${files[@]}" | tee "$LOG" || rc=$?
 
-summary=$(grep -E '^# \{ *total: *[0-9]+' "$LOG" | tail -n 1 || true)
+# (-a: test names may carry any byte, a NUL among them, and grep would call the log binary)
+summary=$(grep -aE '^# \{ *total: *[0-9]+' "$LOG" | tail -n 1 || true)
 field() { grep -oE "\\b$1: *[0-9]+" <<<"$summary" | grep -oE '[0-9]+$' || echo 0; }
-top_failed=$(grep -cE '^not ok [0-9]+' "$LOG" || true)
-top_passed=$(grep -E '^ok [0-9]+' "$LOG" | grep -cvE '# (SKIP|TODO)' || true)
+top_failed=$(grep -acE '^not ok [0-9]+' "$LOG" || true)
+top_passed=$(grep -aE '^ok [0-9]+' "$LOG" | grep -acvE '# (SKIP|TODO)' || true)
 
 if [[ -n $summary ]]; then
   passed=$(field pass); failed=$(field fail); skipped=$(( $(field skip) + $(field todo) ))
