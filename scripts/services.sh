@@ -8,6 +8,7 @@
 #   scripts/services.sh chromium      install Debian's chromium if missing, print its path
 #   scripts/services.sh nginx         install Debian's nginx if missing, print its path
 #   scripts/services.sh wrk           install Debian's wrk if missing (the bench's load generator), print its path
+#   scripts/services.sh dig           install Debian's dnsutils if missing (the DNS tests), print dig's path
 #   scripts/services.sh cluster-up    start (or reuse) a 3-primary Redis Cluster
 #   scripts/services.sh cluster-down  stop it
 #
@@ -59,7 +60,7 @@ cmd_down() {
   cluster_stop_all
 }
 
-usage() { sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 case ${1:-} in
   up) cmd_up ;;
@@ -67,6 +68,7 @@ case ${1:-} in
   chromium) cmd_chromium ;;
   nginx) cmd_nginx ;;
   wrk) cmd_wrk ;;
+  dig) cmd_dig ;;
   cluster-up) cmd_cluster_up ;;
   cluster-down) cluster_stop_all ;;
   *) usage ;;

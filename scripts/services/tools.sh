@@ -37,3 +37,15 @@ cmd_nginx() {
   fi
   printf '%s\n' "$p"
 }
+
+cmd_dig() {
+  local p
+  p=$(command -v dig || true)
+  if [[ -z $p ]]; then
+    # dnsutils is the package name in every Debian release (bind9-dnsutils behind it since 11)
+    apt_install ' (needed by the DNS tests)' dnsutils
+    p=$(command -v dig || true)
+    [[ -n $p ]] || die "dig installed but not found"
+  fi
+  printf '%s\n' "$p"
+}
