@@ -4,10 +4,10 @@
 // (contract, "Configuration").
 import { randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
-import { addresses, bool, ConfigError, hostName, hostPorts, int, level, url, urls, type Env } from './config-env.js';
+import { addresses, bool, ConfigError, hostName, hostPorts, int, level, tierMap, url, urls, type Env } from './config-env.js';
 
 export interface TierConfig {
-  /** requests per minute over the sliding window of twelve 5-second buckets */
+  /** a number per tier: requests per minute (TIERS), services per sandbox (TIER_MAX_SERVICES) */
   readonly [tier: string]: number;
 }
 
@@ -38,7 +38,10 @@ export interface Config {
   uwsThreads: number;
   allowUwsFallback: boolean;
   env: 'development' | 'production' | 'test';
+  /** requests per minute over the sliding window of twelve 5-second buckets, per tier */
   tiers: TierConfig;
+  /** services a sandbox may hold, per tier (every tier of `tiers` has one) */
+  tierMaxServices: TierConfig;
   defaultTier: string;
   /** POST /sandboxes per client address per minute */
   sandboxCreatePerMinute: number;
@@ -132,13 +135,27 @@ export interface Config {
 
 /** TIERS="free=60,pro=600,enterprise=6000" */
 function tiers(env: Env): TierConfig {
-  const raw = env.TIERS || 'free=60,pro=600,enterprise=6000'; // contract defaults
+  return tierMap(env, 'TIERS', 'free=60,pro=600,enterprise=6000', 'free=60,pro=600'); // contract defaults
+}
+
+// contract: "of the order of 1,000 / 10,000 / 100,000"; an enterprise sandbox at its rate
+// limit (6,000 a minute) fills its quota in ~17 minutes, and then stops growing
+const MAX_SERVICES: Readonly<Record<string, number>> = { free: 1_000, pro: 10_000, enterprise: 100_000 };
+/** a tier of TIERS that neither TIER_MAX_SERVICES nor MAX_SERVICES names: the smallest default */
+const MAX_SERVICES_OTHER = 1_000;
+
+/**
+ * TIER_MAX_SERVICES="free=1000,pro=10000": services per sandbox of each tier. Tiers it does
+ * not name keep their default (MAX_SERVICES, else MAX_SERVICES_OTHER), so that a test or a
+ * deployment can change one; a name that is not a tier of TIERS is refused (a typo would
+ * otherwise leave the quota it meant at its default).
+ */
+function tierMaxServices(env: Env, t: TierConfig): TierConfig {
+  const given = env.TIER_MAX_SERVICES ? tierMap(env, 'TIER_MAX_SERVICES', '', 'free=1000,pro=10000') : {};
+  const unknown = Object.keys(given).find((k) => !Object.hasOwn(t, k));
+  if (unknown !== undefined) throw new ConfigError(`TIER_MAX_SERVICES names "${unknown}", which is not one of TIERS (${Object.keys(t).join(', ')})`);
   const out: Record<string, number> = {};
-  for (const part of raw.split(',')) {
-    const m = /^\s*([a-z0-9_-]{1,32})\s*=\s*(\d{1,9})\s*$/.exec(part);
-    if (!m || Number(m[2]) < 1) throw new ConfigError(`TIERS must look like "free=60,pro=600", got "${raw}"`);
-    out[m[1]!] = Number(m[2]);
-  }
+  for (const k of Object.keys(t)) out[k] = given[k] ?? MAX_SERVICES[k] ?? MAX_SERVICES_OTHER;
   return out;
 }
 
@@ -184,6 +201,7 @@ export function loadConfig(env: Env = process.env): Config {
     allowUwsFallback: bool(env, 'ALLOW_UWS_FALLBACK', false), // refuse the slow JS fallback
     env: nodeEnv,
     tiers: t,
+    tierMaxServices: tierMaxServices(env, t),
     defaultTier,
     sandboxCreatePerMinute: int(env, 'SANDBOX_CREATE_PER_MINUTE', 10, 1, 1_000_000), // contract default
     loginFailuresPerMinute: int(env, 'LOGIN_FAILURES_PER_MINUTE', 20, 1, 1_000_000), // slows key guessing

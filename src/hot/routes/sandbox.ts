@@ -12,8 +12,8 @@ import type { Reply } from '../http/reply.js';
 import { parseJson } from '../http/body.js';
 import { hashKey, newSandboxKey, sandboxUuid } from '../sandbox/keys.js';
 import { writeSandboxMeta } from '../store/sandbox-meta.js';
-import { countServices, enqueueSandbox, getSandbox, insertSandbox, type SandboxRow } from '../store/sandboxes.js';
-import { pollData, sandboxSummary } from '../sandbox/summary.js';
+import { enqueueSandbox, getSandbox, insertSandbox, type SandboxRow } from '../store/sandboxes.js';
+import { pollData, sandboxSummary, serviceQuota } from '../sandbox/summary.js';
 import { searchServices } from './search.js';
 import { addReplacementHandler, batchHandler, createHandler, deleteHandler, listReplacementsHandler, parseBatch, patchHandler } from './writes.js';
 import { integer } from '../redis/replies.js';
@@ -63,12 +63,12 @@ export function registerSandbox(uws: TemplatedApp, app: App, o: RouteOptions): v
 
   route(uws, 'get', '/sandbox/:uuid/dashboard', async (req, reply) => {
     const s = await sandboxOr404(app, req.params[0]!);
-    const [count, poll] = await Promise.all([countServices(app.pg, s.uuid), pollData(app.redis, app.keys, s.uuid, 12, app.auth.records)]);
+    const poll = await pollData(app.redis, app.keys, s.uuid, 12, app.auth.records);
     reply.json(
       200,
       JSON.stringify({
         ...sandboxSummary(app.cfg.tiers, s),
-        serviceCount: count,
+        ...serviceQuota(app.cfg.tierMaxServices, s),
         counters: {
           total: poll?.total ?? 0,
           rejected: poll?.rejected ?? 0,

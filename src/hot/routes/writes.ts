@@ -11,7 +11,7 @@ import { parseJson } from '../http/body.js';
 import { loadReplacements } from '../store/services.js';
 import { addReplacement } from '../store/write-functions.js';
 import { patchService } from '../store/patches.js';
-import { createServices } from '../store/writes.js';
+import { commitServices, isRefusal, quotaError, type Committed } from '../store/writes.js';
 import { leaseToken, withToken } from './liveness.js';
 import { newHeartbeatToken } from '../sandbox/heartbeat-tokens.js';
 import { tokenPrefix } from '../store/leases.js';
@@ -57,13 +57,17 @@ export function parseBatch(req: Req, body: Buffer | null): ServiceInput[] {
 
 /**
  * POST .../services/batch with a parsed body: one statement for all of them (all or
- * nothing), Redis applied in pipelined pages from what it returned, 201 in order.
+ * nothing, the sandbox's quota included: 409 when it has no room for every one), Redis
+ * applied in pipelined pages from what it returned, 201 in order.
  */
 export async function batchHandler(app: App, ns: string, inputs: ServiceInput[], reply: Reply, extra: Headers): Promise<void> {
   // leases (ttl given) get their tokens, shown once, each in its own service's object
   const prefix = inputs.some((input) => input.ttl != null) ? await tokenPrefix(app.pg, ns) : '';
   const toks = inputs.map((input) => (input.ttl != null ? newHeartbeatToken(prefix) : null));
-  const done = await createServices(app.pg, inputs.map((input, i) => ({ ns, input, tokenHash: toks[i]?.hash ?? null })));
+  const out = await commitServices(app.pg, inputs.map((input, i) => ({ ns, input, tokenHash: toks[i]?.hash ?? null })), { tiers: app.cfg.tierMaxServices, all: true });
+  const refused = out.find(isRefusal);
+  if (refused) throw quotaError(refused, true);
+  const done = out as Committed[];
   await app.projector.applyCommitted(done);
   reply.json(201, '{"services":[' + done.map((c, i) => withToken(c.doc, toks[i]?.token ?? null)).join(',') + ']}', [['Cache-Control', 'no-store'], ...extra]);
 }

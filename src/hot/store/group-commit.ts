@@ -13,11 +13,13 @@
 // batch at once, before any of its callers is answered: one read of the generation pointers
 // and one apply-services call per namespace and page instead of a script per write
 // (bench/README.md, "Writes against pgbench").
+// A registration its sandbox has no room for (the tier's quota, writes.ts) is left out by
+// the statement and refused alone (409) while its neighbours commit.
 import { ApiError } from '../domain/errors.js';
 import { patchServices, type CommittedPatch, type PreparedPatch } from './patches.js';
 import type { Pool } from './pool.js';
 import { deleteServices, type CommittedWrite, type DeleteItem } from './write-functions.js';
-import { createServices, type Committed, type NewService } from './writes.js';
+import { commitServices, isRefusal, quotaError, type Committed, type Created, type NewService } from './writes.js';
 
 export interface GroupCommitOptions {
   /** how long the first write of a batch waits for company, ms (0: to the end of the event-loop turn) */
@@ -26,6 +28,8 @@ export interface GroupCommitOptions {
   maxBatch: number;
   /** statements in flight at once, all kinds together (each holds a pool connection) */
   concurrency: number;
+  /** services per sandbox by tier (TIER_MAX_SERVICES); none: no quota (tests of the store) */
+  quotas?: Readonly<Record<string, number>>;
 }
 
 /** A committed write as the index is sent it (the projector's CommittedEntry). */
@@ -74,7 +78,7 @@ class Lane<I, O> {
 export class GroupCommitter {
   private inFlight = 0;
   private readonly lanes: Lane<never, unknown>[] = [];
-  private readonly creates: Lane<NewService, Committed>;
+  private readonly creates: Lane<NewService, Created>;
   private readonly patches: Lane<PreparedPatch, CommittedPatch | null>;
   private readonly deletes: Lane<DeleteItem, CommittedWrite[] | null>;
   /** batches committed and writes in them, and batches retried write by write (metrics, tests) */
@@ -86,7 +90,8 @@ export class GroupCommitter {
     /** run on each batch's committed writes before they are answered; must not throw */
     private readonly apply: (done: CommittedEntry[]) => Promise<unknown> = async () => undefined,
   ) {
-    this.creates = this.lane({ exec: createServices, writes: (c) => [c] });
+    const quota = o.quotas ? { tiers: o.quotas, all: false } : null;
+    this.creates = this.lane({ exec: (pool, items) => commitServices(pool, items, quota), writes: (c) => (isRefusal(c) ? [] : [c]) });
     this.patches = this.lane({ exec: patchServices, writes: (c) => (c ? [c] : []), key: (p) => p.id });
     this.deletes = this.lane({ exec: deleteServices, writes: (w) => w ?? [], key: (d) => d.id });
   }
@@ -97,9 +102,14 @@ export class GroupCommitter {
     return l;
   }
 
-  /** Commit one registration with whatever others are waiting; resolves after COMMIT and `apply`. */
-  create(item: NewService): Promise<Committed> {
-    return this.submit(this.creates, item);
+  /**
+   * Commit one registration with whatever others are waiting; resolves after COMMIT and
+   * `apply`. 409 QUOTA_EXCEEDED (ApiError) when its sandbox has no room left.
+   */
+  async create(item: NewService): Promise<Committed> {
+    const c = await this.submit(this.creates, item);
+    if (isRefusal(c)) throw quotaError(c);
+    return c;
   }
 
   /**
