@@ -1,7 +1,8 @@
 -- 0010: services per sandbox (issue 41, the tier's quota, TIER_MAX_SERVICES). Each sandbox
 -- row counts its services; a registration locks the rows of its sandboxes, reads the
 -- count and inserts only what the quota leaves room for (store/writes.ts), so that
--- concurrent writes of one sandbox pass the check one after the other.
+-- concurrent writes of one sandbox pass the check one after the other (docs/decisions.md,
+-- "Services per sandbox (quota)").
 --
 -- The count is kept by triggers on services, in the transaction of every statement that
 -- inserts or deletes services — registrations, batches, deletions, deregistrations of
@@ -17,19 +18,31 @@
 ALTER TABLE sandboxes ADD COLUMN service_count integer NOT NULL DEFAULT 0 CHECK (service_count >= 0);
 
 CREATE FUNCTION registry_count_services() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  u uuid[];
+  n integer[];
 BEGIN
-  -- (the CASE: ns is a uuid's text or 'production', and the cast must never see the latter)
-  IF TG_OP = 'INSERT' THEN
-    UPDATE sandboxes b SET service_count = b.service_count + d.n
-      FROM (SELECT CASE WHEN r.ns <> 'production' THEN r.ns::uuid END AS u, count(*)::int AS n FROM new_rows r GROUP BY r.ns) d
-     WHERE b.uuid = d.u;
-  ELSIF TG_OP = 'DELETE' THEN
-    UPDATE sandboxes b SET service_count = b.service_count - d.n
-      FROM (SELECT CASE WHEN r.ns <> 'production' THEN r.ns::uuid END AS u, count(*)::int AS n FROM old_rows r GROUP BY r.ns) d
-     WHERE b.uuid = d.u;
-  ELSE
+  IF TG_OP = 'TRUNCATE' THEN
     UPDATE sandboxes SET service_count = 0 WHERE service_count <> 0;
+    RETURN NULL;
   END IF;
+  -- per sandbox, in uuid order (the CASE: ns is a uuid's text or 'production', and the
+  -- cast must never see the latter)
+  IF TG_OP = 'INSERT' THEN
+    SELECT array_agg(x.u ORDER BY x.u), array_agg(x.n ORDER BY x.u) INTO u, n
+      FROM (SELECT CASE WHEN r.ns <> 'production' THEN r.ns::uuid END AS u, count(*)::int AS n FROM new_rows r WHERE r.ns <> 'production' GROUP BY r.ns) x;
+  ELSE
+    SELECT array_agg(x.u ORDER BY x.u), array_agg(-x.n ORDER BY x.u) INTO u, n
+      FROM (SELECT CASE WHEN r.ns <> 'production' THEN r.ns::uuid END AS u, count(*)::int AS n FROM old_rows r WHERE r.ns <> 'production' GROUP BY r.ns) x;
+  END IF;
+  IF u IS NULL THEN
+    RETURN NULL; -- production only: nothing to count
+  END IF;
+  -- locked in uuid order before the update (which locks in no particular order): the
+  -- registry's writers hold these locks already; this keeps any other writer (a bulk load's
+  -- concurrent INSERTs across sandboxes) free of deadlocks too
+  PERFORM 1 FROM sandboxes b WHERE b.uuid = ANY(u) ORDER BY b.uuid FOR NO KEY UPDATE;
+  UPDATE sandboxes b SET service_count = b.service_count + d.n FROM unnest(u, n) AS d(u, n) WHERE b.uuid = d.u;
   RETURN NULL;
 END $$;
 
