@@ -2,16 +2,19 @@
 // that would pass the tier's quota (TIER_MAX_SERVICES) is 409 QUOTA_EXCEEDED naming it, and
 // nothing is written; concurrent batches and registrations never pass it together; a
 // deletion frees room, a promotion raises it at once; the dashboard data and the admin
-// detail show the quota and its use. A fast-check property runs random sequences of
+// detail show the quota and its use; an expiry's deregistration frees room too. A fast-check property runs random sequences of
 // registrations, batches, concurrent bursts and deletions against a model of the count.
 import t from 'tap';
 import fc from 'fast-check';
 import { isError, jsonBody, keyed, serve } from '../helpers/checks.js';
 import { createSandbox } from '../helpers/server.js';
 
-// the rate limits out of the way: only the quotas refuse here
+// the rate limits out of the way: only the quotas refuse here; leases on a clock the test
+// moves, the sweeper driven by hand (an expiry's deregistration frees room)
+let clock = Date.now();
 const s = await serve(t, {
   env: { TIERS: 'free=1000000,pro=1000000,enterprise=1000000', TIER_MAX_SERVICES: 'free=5,pro=12,enterprise=23', SANDBOX_CREATE_PER_MINUTE: '1000000' },
+  hooks: { leaseNow: () => clock, sweep: false },
 });
 
 type Box = Awaited<ReturnType<typeof createSandbox>>;
@@ -89,6 +92,20 @@ t.test('a deletion frees room; a promotion raises the quota for the next write',
   await promote(b, 'free');
   t.match(await dashboard(b), { serviceQuota: 5, serviceCount: 12 }, 'a demotion keeps the services; nothing new fits');
   await isError(t, await register(b), 409, 'QUOTA_EXCEEDED');
+});
+
+t.test('a deregistration (critical for deregisterAfter) frees room', async (t) => {
+  const b = await createSandbox(s, 'Leases');
+  const leased = (await (await s.req(`/sandbox/${b.uuid}/services`, jsonBody('POST', { ...body(), ttl: 5, deregisterAfter: 60 }, b.apiKey))).json()) as { id: string };
+  t.equal((await batch(b, 4)).status, 201);
+  await isError(t, await register(b), 409, 'QUOTA_EXCEEDED');
+  clock += 6_000;
+  await s.app.sweeper.sweepOnce(); // critical
+  clock += 61_000;
+  await s.app.sweeper.sweepOnce(); // critical for longer than deregisterAfter: deleted
+  t.notOk((await rows(b)).includes(leased.id), 'deregistered');
+  t.equal((await dashboard(b)).serviceCount, 4, 'the use follows');
+  t.equal((await register(b)).status, 201, 'and its place is free');
 });
 
 // ---- the property: random sequences against a model of the count ----
