@@ -1,9 +1,10 @@
 // Services per sandbox (issue 41; contract "Sandbox endpoints"): a registration or batch
 // that would pass the tier's quota (TIER_MAX_SERVICES) is 409 QUOTA_EXCEEDED naming it, and
 // nothing is written; concurrent batches and registrations never pass it together; a
-// deletion frees room, a promotion raises it at once; the dashboard data and the admin
-// detail show the quota and its use; an expiry's deregistration frees room too. A fast-check property runs random sequences of
-// registrations, batches, concurrent bursts and deletions against a model of the count.
+// deletion and an expiry's deregistration free room, a promotion raises it at once; the
+// dashboard data and the admin detail show the quota and its use. A fast-check property runs
+// random sequences of registrations, batches, concurrent bursts and deletions against a
+// model of the count.
 import t from 'tap';
 import fc from 'fast-check';
 import { isError, jsonBody, keyed, serve } from '../helpers/checks.js';
