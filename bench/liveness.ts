@@ -49,7 +49,7 @@ const GEN = sarg('generator', 'autocannon');
 const FIRST_PAGE = process.argv.includes('--first-page') ? arg('first-page', 0) : undefined;
 
 // a tier whose limit a bench cannot reach: the sandbox row measures the rate limit's cost, not 429s
-const s = await startTestServer({ hooks: { sweep: false }, env: { TIERS: 'free=60,pro=600,enterprise=6000,bench=999999999' } });
+const s = await startTestServer({ hooks: { sweep: false }, env: { TIERS: 'free=60,pro=600,enterprise=6000,bench=999999999', TIER_MAX_SERVICES: 'bench=999999999' } });
 try {
   // ---- heartbeats against the ceiling ----
   if (PART !== 'expiry') await heartbeats(s, { duration: DUR, connections: CONN, generator: GEN, warmup: WARMUP, rounds: ROUNDS, fleet: FLEET });

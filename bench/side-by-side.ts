@@ -42,7 +42,7 @@ interface TreeHelpers {
 
 async function serve(dir: string): Promise<void> {
   const h = (await import(pathToFileURL(join(resolve(dir), 'dist/test/helpers/server.js')).href)) as TreeHelpers;
-  const s = await h.startTestServer({ hooks: { sweep: false }, env: { TIERS: 'free=60,pro=600,enterprise=6000,bench=999999999' } });
+  const s = await h.startTestServer({ hooks: { sweep: false }, env: { TIERS: 'free=60,pro=600,enterprise=6000,bench=999999999', TIER_MAX_SERVICES: 'bench=999999999' } });
   const sb = await h.createSandbox(s, 'Side');
   if ((await s.admin('POST', `/admin/api/sandboxes/${sb.uuid}/tier`, { tier: 'bench' })).status !== 200) throw new Error('tier');
   const r = await s.req(`/sandbox/${sb.uuid}/services`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${sb.apiKey}` }, body: JSON.stringify({ endpoint: 'https://side-sb.example.com', capability: 'bench', ttl: 3600 }) });

@@ -22,6 +22,7 @@ type Q = Readonly<Record<string, QueryValue>>;
 
 export type CreatedSandbox = JsonResponse<'/sandboxes', 'post', 201>;
 export type SandboxPoll = JsonResponse<'/sandbox/{uuid}/poll', 'get', 200>;
+export type SandboxDashboard = JsonResponse<'/sandbox/{uuid}/dashboard', 'get', 200>;
 /** What a heartbeat reports (`passing` when none is given). */
 export type HeartbeatStatus = NonNullable<components['schemas']['Heartbeat']['status']>;
 /** A new heartbeat token (201 of the token routes). */
@@ -113,6 +114,11 @@ export class RegistryClient {
   /** Request counters of a sandbox (public, not counted against its limit). */
   sandboxPoll(uuid: string, o?: CallOptions): Promise<SandboxPoll> {
     return this.transport.json('GET', `/sandbox/${seg(uuid)}/poll`, o);
+  }
+
+  /** A sandbox's dashboard data (public): its tier's limits, its services against serviceQuota, its counters. */
+  sandboxDashboard(uuid: string, o?: CallOptions): Promise<SandboxDashboard> {
+    return this.transport.json('GET', `/sandbox/${seg(uuid)}/dashboard`, o);
   }
 }
 

@@ -7,7 +7,7 @@ import { ApiError } from '../hot/domain/errors.js';
 import { check, validators } from '../hot/domain/validation.js';
 import { route, type Headers, type RouteOptions } from '../hot/http/route.js';
 import { parseJson } from '../hot/http/body.js';
-import { countServices, getSandbox, pollData, sandboxSummary, sandboxUuid, setTier } from '../hot/sandboxes/index.js';
+import { getSandbox, pollData, sandboxSummary, sandboxUuid, serviceQuota, setTier } from '../hot/sandboxes/index.js';
 import { healthCounts } from '../hot/liveness/index.js';
 import { countProjectorFailure } from '../hot/registry/index.js';
 import { adminGuard, requireAdmin } from './auth.js';
@@ -33,7 +33,7 @@ export function registerAdminApi(uws: TemplatedApp, app: App, o: RouteOptions): 
     const q = parseListQuery(req.query, app.cfg.tiers);
     const size = app.cfg.adminPageSize;
     const { rows, total } = await listSandboxes(app.pg, q.tier, size, q.page * size);
-    const items = rows.map((r) => ({ ...sandboxSummary(app.cfg.tiers, r), serviceCount: Number(r.service_count) }));
+    const items = rows.map((r) => ({ ...sandboxSummary(app.cfg.tiers, r), serviceCount: r.service_count }));
     reply.json(200, JSON.stringify({ items, tier: q.tier, ...pageFields(total, size, q.page) }), NO_STORE);
   }, o);
 
@@ -47,8 +47,7 @@ export function registerAdminApi(uws: TemplatedApp, app: App, o: RouteOptions): 
     const uuid = req.params[0]!;
     const s = sandboxUuid(uuid) ? await getSandbox(app.pg, uuid) : null;
     if (!s) throw new ApiError('SANDBOX_NOT_FOUND');
-    const [serviceCount, health, history, poll] = await Promise.all([
-      countServices(app.pg, s.uuid),
+    const [health, history, poll] = await Promise.all([
       healthCounts(app.pg, s.uuid),
       tierHistory(app.pg, s.uuid),
       // counters are derived data: the detail still answers while Redis is away
@@ -58,7 +57,7 @@ export function registerAdminApi(uws: TemplatedApp, app: App, o: RouteOptions): 
       200,
       JSON.stringify({
         ...sandboxSummary(app.cfg.tiers, s),
-        serviceCount,
+        ...serviceQuota(app.cfg.tierMaxServices, s),
         health: health.sandboxes,
         counters: poll ? { total: poll.total, rejected: poll.rejected, windowTotal: poll.buckets.reduce((a, b) => a + b, 0) } : null,
         tierChanges: history.map((h) => ({ from: h.old_tier, to: h.new_tier, by: h.changed_by, at: h.changed_at.toISOString() })),

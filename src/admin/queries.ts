@@ -4,21 +4,16 @@
 import { query, type Pool } from '../hot/pg/pool.js';
 import type { SandboxRow } from '../hot/sandboxes/index.js';
 
-export interface ListedSandbox extends SandboxRow {
-  service_count: string;
-}
-
 /** One page in the stable order (created_at, uuid), plus the total for the filter. */
-export async function listSandboxes(pool: Pool, tier: string | null, limit: number, offset: number): Promise<{ rows: ListedSandbox[]; total: number }> {
+export async function listSandboxes(pool: Pool, tier: string | null, limit: number, offset: number): Promise<{ rows: SandboxRow[]; total: number }> {
   const where = tier === null ? '' : 'WHERE s.tier = $3';
   const params: unknown[] = [limit, offset];
   if (tier !== null) params.push(tier);
   // count and page in one round trip; the count is over the same filter
-  const r = await query<ListedSandbox & { total: string }>(
+  const r = await query<SandboxRow & { total: string }>(
     pool,
     `WITH f AS (SELECT * FROM sandboxes s ${where})
-     SELECT p.uuid, p.name, p.tier, p.lat, p.lon, p.created_at,
-            (SELECT count(*) FROM services v WHERE v.ns = p.uuid::text) AS service_count,
+     SELECT p.uuid, p.name, p.tier, p.lat, p.lon, p.created_at, p.version, p.service_count,
             (SELECT count(*) FROM f) AS total
        FROM (SELECT * FROM f ORDER BY created_at, uuid LIMIT $1 OFFSET $2) p
       ORDER BY p.created_at, p.uuid`,

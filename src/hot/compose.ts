@@ -159,7 +159,7 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
   const heartbeatTokens = new HeartbeatTokenMemory(threadShare(cfg.heartbeatTokenCacheBytes, cfg.uwsThreads), leaseNow);
   const sweeper = new LeaseSweeper(pg, writer, keys, projector, log, { intervalMs: cfg.leaseSweepMs, lockMs: cfg.leaseLockMs, batch: cfg.leaseSweepBatch, parallel: cfg.leaseSweepParallel, now: leaseNow, owner: hooks.sweeperOwner });
   // each batch's registrations are applied to the index together, before they are answered
-  const commits = new GroupCommitter(pg, { windowMs: cfg.groupCommitWindowMs, maxBatch: cfg.groupCommitMaxBatch, concurrency: cfg.groupCommitConcurrency }, (done) =>
+  const commits = new GroupCommitter(pg, { windowMs: cfg.groupCommitWindowMs, maxBatch: cfg.groupCommitMaxBatch, concurrency: cfg.groupCommitConcurrency, quotas: cfg.tierMaxServices }, (done) =>
     projector.applyCommitted(done),
   );
   const auth = new SandboxAuth(pg, redis, keys, cfg.tiers, {

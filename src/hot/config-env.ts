@@ -1,7 +1,7 @@
 // The parsers of configuration values (config.ts reads the environment and holds every
 // setting with its default; these only read the variables it hands them): integers in a
 // range, booleans, log levels, URLs of given schemes (one or a list), host names, host:port
-// lists and IP address lists, each checked and refused with a ConfigError naming the
+// lists, IP address lists and per-tier numbers, each checked and refused with a ConfigError naming the
 // variable; redactUrl() hides a URL's password wherever one is shown.
 import { isIP } from 'node:net';
 import { normalizeAddress } from './http/client-address.js';
@@ -85,4 +85,18 @@ export function addresses(env: Env, name: string): string[] {
     if (!isIP(a)) throw new ConfigError(`${name} must be a comma-separated list of IP addresses, got "${part.trim()}"`);
     return a;
   });
+}
+
+/**
+ * TIERS="free=60,pro=600": a positive integer per tier name ([a-z0-9_-]{1,32}); `example`
+ * is shown in the message of a value that does not parse.
+ */
+export function tierMap(name: string, raw: string, example: string): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const part of raw.split(',')) {
+    const m = /^\s*([a-z0-9_-]{1,32})\s*=\s*(\d{1,9})\s*$/.exec(part);
+    if (!m || Number(m[2]) < 1) throw new ConfigError(`${name} must look like "${example}", got "${raw}"`);
+    out[m[1]!] = Number(m[2]);
+  }
+  return out;
 }

@@ -62,6 +62,7 @@ export const SETTINGS = {
 
   TIERS: { def: 'free=60,pro=600,enterprise=6000', topic: LIMITS, doc: 'tiers and their requests per minute (`name=N,…`)' },
   // contract: new sandboxes are `free`
+  TIER_MAX_SERVICES: { def: '', topic: LIMITS, doc: 'services a sandbox of each tier may hold (`name=N,…`; unnamed tiers: free 1000, pro 10000, enterprise 100000, others 1000); a registration or batch past it is 409 `QUOTA_EXCEEDED`' },
   DEFAULT_TIER: { def: 'free', topic: LIMITS, doc: 'tier of new sandboxes (one of `TIERS`)' },
   SANDBOX_CREATE_PER_MINUTE: { def: 10, min: 1, max: 1_000_000, topic: LIMITS, doc: '`POST /sandboxes` per client address per minute' },
   // slows key guessing

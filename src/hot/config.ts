@@ -4,11 +4,11 @@
 // one row of config-settings.ts, which docs/configuration.md is generated from.
 import { randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
-import { ConfigError, type Env } from './config-env.js';
+import { ConfigError, tierMap, type Env } from './config-env.js';
 import { readers } from './config-settings.js';
 
 export interface TierConfig {
-  /** requests per minute over the sliding window of twelve 5-second buckets */
+  /** a number per tier: requests per minute (TIERS), services per sandbox (TIER_MAX_SERVICES) */
   readonly [tier: string]: number;
 }
 
@@ -39,7 +39,10 @@ export interface Config {
   uwsThreads: number;
   allowUwsFallback: boolean;
   env: 'development' | 'production' | 'test';
+  /** requests per minute over the sliding window of twelve 5-second buckets, per tier */
   tiers: TierConfig;
+  /** services a sandbox may hold, per tier (every tier of `tiers` has one) */
+  tierMaxServices: TierConfig;
   defaultTier: string;
   /** POST /sandboxes per client address per minute */
   sandboxCreatePerMinute: number;
@@ -132,12 +135,27 @@ const MIB = 1024 * 1024;
 
 /** TIERS="free=60,pro=600,enterprise=6000" */
 function tiers(raw: string): TierConfig {
+  return tierMap('TIERS', raw, 'free=60,pro=600');
+}
+
+// contract: "of the order of 1,000 / 10,000 / 100,000"; an enterprise sandbox at its rate
+// limit (6,000 a minute) fills its quota in ~17 minutes, and then stops growing
+const MAX_SERVICES: Readonly<Record<string, number>> = { free: 1_000, pro: 10_000, enterprise: 100_000 };
+/** a tier of TIERS that neither TIER_MAX_SERVICES nor MAX_SERVICES names: the smallest default */
+const MAX_SERVICES_OTHER = 1_000;
+
+/**
+ * TIER_MAX_SERVICES="free=1000,pro=10000": services per sandbox of each tier. Tiers it does
+ * not name keep their default (MAX_SERVICES, else MAX_SERVICES_OTHER), so that a test or a
+ * deployment can change one; a name that is not a tier of TIERS is refused (a typo would
+ * otherwise leave the quota it meant at its default).
+ */
+function tierMaxServices(raw: string, t: TierConfig): TierConfig {
+  const given = raw ? tierMap('TIER_MAX_SERVICES', raw, 'free=1000,pro=10000') : {};
+  const unknown = Object.keys(given).find((k) => !Object.hasOwn(t, k));
+  if (unknown !== undefined) throw new ConfigError(`TIER_MAX_SERVICES names "${unknown}", which is not one of TIERS (${Object.keys(t).join(', ')})`);
   const out: Record<string, number> = {};
-  for (const part of raw.split(',')) {
-    const m = /^\s*([a-z0-9_-]{1,32})\s*=\s*(\d{1,9})\s*$/.exec(part);
-    if (!m || Number(m[2]) < 1) throw new ConfigError(`TIERS must look like "free=60,pro=600", got "${raw}"`);
-    out[m[1]!] = Number(m[2]);
-  }
+  for (const k of Object.keys(t)) out[k] = given[k] ?? MAX_SERVICES[k] ?? MAX_SERVICES_OTHER;
   return out;
 }
 
@@ -180,6 +198,7 @@ export function loadConfig(env: Env = process.env): Config {
     allowUwsFallback: bool('ALLOW_UWS_FALLBACK'),
     env: nodeEnv,
     tiers: t,
+    tierMaxServices: tierMaxServices(raw('TIER_MAX_SERVICES'), t),
     defaultTier,
     sandboxCreatePerMinute: int('SANDBOX_CREATE_PER_MINUTE'),
     loginFailuresPerMinute: int('LOGIN_FAILURES_PER_MINUTE'),

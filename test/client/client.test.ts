@@ -6,7 +6,7 @@ import { ApiError, isApiError, RegistryClient, type Service } from '../../client
 import { ADMIN_KEY, registerProduction, startTestServer } from '../helpers/server.js';
 import { queryOf, recordingFetch } from './harness.js';
 
-const s = await startTestServer({ env: { TIERS: 'free=4,pro=600,enterprise=6000', SANDBOX_CREATE_PER_MINUTE: '1000' } });
+const s = await startTestServer({ env: { TIERS: 'free=4,pro=600,enterprise=6000', TIER_MAX_SERVICES: 'pro=4', SANDBOX_CREATE_PER_MINUTE: '1000' } });
 t.teardown(() => s.close());
 
 async function collect<T>(it: AsyncIterable<T>): Promise<T[]> {
@@ -127,6 +127,12 @@ t.test('a sandbox: create, register, read, patch, replacements, search, delete',
   t.notOk(sent.some((r) => r.status === 302), 'no redirect anywhere');
   const poll = await client.sandboxPoll(created.uuid);
   t.equal(poll.uuid, created.uuid);
+  // the quota (pro: 4 here, reached above): one service left, a batch of 4 does not fit, nothing written
+  const full = await sb.registerBatch({ services: ['e', 'f', 'g', 'h'].map((h) => ({ endpoint: `https://${h}.example.com`, capability: 'batch' })) }).catch((e: unknown) => e);
+  t.ok(isApiError(full, 'QUOTA_EXCEEDED') && full.status === 409, '409 QUOTA_EXCEEDED, typed');
+  t.equal((full as ApiError).message, 'sandbox quota of 4 services reached: 1 registered, batch of 4');
+  const dash = await client.sandboxDashboard(created.uuid);
+  t.same([dash.serviceQuota, dash.serviceCount], [4, 1], 'the dashboard data: the quota and its use');
 });
 
 t.test('429: waits Retry-After, bounded by maxRetryWaitMs and maxRetries, cancellable', async (t) => {

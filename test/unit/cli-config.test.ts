@@ -29,6 +29,8 @@ const cases: [Record<string, string>, RegExp][] = [
   [{ PORT: 'abc' }, /PORT must be an integer, got "abc"/],
   [{ PORT: '70000' }, /PORT must be between 0 and 65535/],
   [{ TIERS: 'bad' }, /TIERS must look like/],
+  [{ TIER_MAX_SERVICES: 'free=0' }, /TIER_MAX_SERVICES must look like "free=1000,pro=10000", got "free=0"/],
+  [{ TIER_MAX_SERVICES: 'free=10,gold=5' }, /TIER_MAX_SERVICES names "gold", which is not one of TIERS \(free, pro, enterprise\)/],
   [{ LOG_LEVEL: 'loud' }, /LOG_LEVEL must be one of/],
   [{ METRICS_ENABLED: 'maybe' }, /METRICS_ENABLED must be true or false/],
   [{ CHANGES_POLL_MS: '0' }, /CHANGES_POLL_MS must be between/],
@@ -52,6 +54,13 @@ for (const [env, msg] of cases) {
     t.match((err as Error | null)?.message, msg, 'naming the variable');
   });
 }
+
+t.test('TIER_MAX_SERVICES: the defaults per tier, one changed, tiers without a default', async (t) => {
+  t.same(loadConfig(baseEnv({})).tierMaxServices, { free: 1000, pro: 10000, enterprise: 100000 }, 'the contract defaults');
+  t.same(loadConfig(baseEnv({ TIER_MAX_SERVICES: ' pro = 7 ' })).tierMaxServices, { free: 1000, pro: 7, enterprise: 100000 }, 'the others keep theirs');
+  t.same(loadConfig(baseEnv({ TIERS: 'free=60,tiny=5', TIER_MAX_SERVICES: 'tiny=3' })).tierMaxServices, { free: 1000, tiny: 3 });
+  t.same(loadConfig(baseEnv({ TIERS: 'free=60,huge=9000' })).tierMaxServices, { free: 1000, huge: 1000 }, 'a tier without a default: the smallest');
+});
 
 t.test('the programs end on it', async (t) => {
   const [server, cli] = await Promise.all([run('dist/src/hot/main.js', { TRUSTED_PROXIES: '127.0.0.1,proxy.example' }), run('bin/registry', { TIERS: 'bad' }, ['stats'])]);

@@ -1,13 +1,16 @@
 // The dashboard in a real browser: Debian's headless Chromium driven by playwright-core,
 // against a real server (startTestServer) serving the built web/dist. One flow, as an admin
 // would use it: log in, filter by tier, page forward and back, open a drill-down, see the
-// map and a chart that moves while traffic flows, promote the tier, log out. Screenshots
-// land in test-artifacts/screenshots/ (git-ignored) for people to look at.
+// map, the services against the quota and a chart that moves while traffic flows, promote
+// the tier (a new limit and quota), log out. Screenshots land in test-artifacts/screenshots/
+// (git-ignored) for people to look at.
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { ROOT } from '../../src/hot/paths.js';
+import { parseServiceCreate } from '../../src/hot/domain/validation.js';
+import { createServices } from '../../src/hot/writes/register.js';
 import { ADMIN_KEY, createSandbox, startTestServer, type TestServer } from '../helpers/server.js';
 import { ensureWebBuilt } from '../helpers/web.js';
 
@@ -49,6 +52,8 @@ t.test('dashboard: login, list, drill-down with map and live chart, promotion, l
   for (const [name, lat, lon] of places) made.push(await createSandbox(s, name, { lat, lon }));
   for (const sb of made.slice(5)) t.equal((await s.admin('POST', `/admin/api/sandboxes/${sb.uuid}/tier`, { tier: 'pro' })).status, 200);
   const target = made[0]!;
+  // two services (through the store: the chart below counts the requests from none)
+  await createServices(s.app.pg, ['a', 'b'].map((h) => ({ ns: target.uuid, input: parseServiceCreate({ endpoint: `https://${h}.example.com`, capability: 'web' }) })));
 
   const browser: Browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
   t.teardown(() => browser.close());
@@ -104,6 +109,8 @@ t.test('dashboard: login, list, drill-down with map and live chart, promotion, l
   await page.locator('sandbox-detail h1').waitFor();
   t.equal(await page.locator('sandbox-detail h1').innerText(), 'Berlin lab');
   t.equal(await page.locator('sandbox-detail #limit').innerText(), '60 requests/min');
+  t.equal(await page.locator('sandbox-detail #services').innerText(), '2 of 1,000', 'its services against its tier\'s quota');
+  t.equal(await page.locator('sandbox-detail #quota').evaluate((el) => { const m = el as unknown as { value: number; max: number }; return `${m.value}/${m.max}`; }), '2/1000');
   t.ok((await page.locator('sandbox-detail world-map path.country').count()) > 100, 'the countries are drawn');
   t.equal(await page.locator('sandbox-detail world-map circle.marker').count(), 1, 'the sandbox is marked');
 
@@ -134,6 +141,7 @@ t.test('dashboard: login, list, drill-down with map and live chart, promotion, l
   await page.locator('sandbox-detail tier-form #apply-tier').click();
   await until('the new limit', () => page.locator('sandbox-detail #limit').innerText(), (x) => x === '600 requests/min');
   t.equal(await page.locator('sandbox-detail #tier').innerText(), 'pro');
+  await until('the new quota', () => page.locator('sandbox-detail #services').innerText(), (x) => x === '2 of 10,000');
   t.match(await page.locator('sandbox-detail tier-form [role=status]').innerText(), /600 requests per minute/);
   await until('the history row', () => page.locator('sandbox-detail table').innerText(), (x) => /free\s+pro\s+session:/.test(x));
   const next = await s.req(`/sandbox/${target.uuid}/services`, { headers: { authorization: `Bearer ${target.apiKey}` } });

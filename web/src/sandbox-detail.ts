@@ -1,6 +1,6 @@
 // <sandbox-detail>: the drill-down of one sandbox: its facts (GET /admin/api/sandboxes/
-// {uuid}), its place on the world map, the live rate chart, the tier form and the history
-// of tier changes (who, when).
+// {uuid}: its services against its tier's quota among them), its place on the world map,
+// the live rate chart, the tier form and the history of tier changes (who, when).
 import { LitElement, css, html, nothing, type PropertyValues } from 'lit';
 import { api, HttpError } from './lib/api.js';
 import { shared } from './lib/theme.js';
@@ -8,6 +8,8 @@ import type { Poll, SandboxDetail as Detail, SandboxSummary } from './lib/types.
 import './rate-chart.js';
 import './tier-form.js';
 import './world-map.js';
+
+const count = (n: number) => n.toLocaleString('en-GB');
 
 export class SandboxDetail extends LitElement {
   static override properties = {
@@ -71,7 +73,11 @@ export class SandboxDetail extends LitElement {
         <div class="card facts">
           <h2>Facts</h2>
           <dl>
-            <dt>Services</dt><dd>${d.serviceCount}</dd>
+            <dt>Services</dt>
+            <dd>
+              <span id="services">${count(d.serviceCount)} of ${count(d.serviceQuota)}</span>
+              <meter id="quota" min="0" max=${d.serviceQuota} high=${d.serviceQuota * 0.9} optimum="0" .value=${d.serviceCount} title="the tier's quota of services"></meter>
+            </dd>
             <dt>Health</dt><dd id="health">${d.health.passing} passing · ${d.health.critical} critical · ${d.health.unknown} unknown</dd>
             <dt>Created</dt><dd>${new Date(d.createdAt).toLocaleString('en-GB')}</dd>
             <dt>Location</dt><dd>${d.location ? `${d.location.lat.toFixed(3)}, ${d.location.lon.toFixed(3)}` : 'not given'}</dd>
@@ -151,6 +157,11 @@ export class SandboxDetail extends LitElement {
       dd {
         margin: 0;
         font-weight: 500;
+      }
+      meter {
+        display: block;
+        width: 100%;
+        margin-top: 0.2rem;
       }
       table {
         width: 100%;

@@ -19,6 +19,7 @@ export const ERRORS = {
   NOT_FOUND: 404,
   METHOD_NOT_ALLOWED: 405,
   CONFLICT: 409,
+  QUOTA_EXCEEDED: 409,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   URI_TOO_LONG: 414,
@@ -82,6 +83,8 @@ export const REGISTRY = {
   METHOD_NOT_ALLOWED: { code: 'METHOD_NOT_ALLOWED', message: '%s is not allowed here; use %s' },
   NO_LEASE: { code: 'CONFLICT', message: 'the service holds no lease (register or PATCH it with a "ttl")' },
   CANDIDATE_EXISTS: { code: 'CONFLICT', message: 'that service is already a replacement candidate' },
+  QUOTA_EXCEEDED: { code: 'QUOTA_EXCEEDED', message: 'sandbox quota of %s services reached: %s registered' },
+  BATCH_QUOTA_EXCEEDED: { code: 'QUOTA_EXCEEDED', message: 'sandbox quota of %s services reached: %s registered, batch of %s' },
   // 413, 414, 415
   BODY_TOO_LARGE: { code: 'PAYLOAD_TOO_LARGE', message: 'the body is larger than %s bytes' },
   URL_TOO_LONG: { code: 'URI_TOO_LONG', message: 'the URL is longer than %s bytes' },

@@ -7,6 +7,9 @@ import { location } from './schemas.js';
 const count = { type: 'integer', minimum: 0 } as const;
 const uuid = { type: 'string', format: 'uuid' } as const;
 const dateTime = { type: 'string', format: 'date-time' } as const;
+/** The quota of the dashboard data and the admin detail (sandbox/summary.ts serviceQuota()), and its use. */
+export const serviceQuota = { ...count, description: 'services the sandbox may hold, from its tier (TIER_MAX_SERVICES); a registration or batch beyond it is 409 QUOTA_EXCEEDED' } as const;
+export const serviceCount = { ...count, description: "the sandbox's services: the use of serviceQuota" } as const;
 const perNs = { type: 'object', additionalProperties: false, required: ['production', 'sandboxes'], properties: { production: count, sandboxes: count } } as const;
 
 /** Services per health status (liveness): passing and critical hold a lease, unknown has none. */
@@ -95,7 +98,7 @@ export function sandboxPage(summaryRef: string, tier: object) {
     additionalProperties: false,
     required: ['items', 'tier', 'total', 'pageSize', 'page', 'displayPage', 'hasPrev', 'hasNext', 'prevPage', 'nextPage'],
     properties: {
-      items: { type: 'array', items: { type: 'object', allOf: [{ $ref: summaryRef }], required: ['serviceCount'], properties: { serviceCount: count } } },
+      items: { type: 'array', items: { type: 'object', allOf: [{ $ref: summaryRef }], required: ['serviceCount'], properties: { serviceCount: serviceCount } } },
       tier: { oneOf: [tier, { type: 'null' }], description: 'the tier filter, null for every tier' },
       total: count,
       pageSize: { type: 'integer', minimum: 1 },

@@ -187,7 +187,7 @@ export function openApiDocument(version: string, opts: OpenApiOptions = {}): Obj
           operationId: 'getDashboard',
           security: security.public,
           tags: ['sandbox'],
-          summary: 'Sandbox dashboard data: name, tier, rateLimit, serviceCount, location, counters',
+          summary: 'Sandbox dashboard data: name, tier, rateLimit, serviceQuota and its use (serviceCount), location, counters',
           responses: { 200: ok('dashboard data', ref('Dashboard'), H.cacheControl('no-store')), ...publicErrors([404]) },
         },
       },

@@ -37,6 +37,11 @@ export function serviceWrites(base: string, kind: 'sandbox' | 'admin'): Obj {
   const authErr = sandbox ? [401, 429] : [401, 403, 429];
   const e = (statuses: number[]) => errors([...statuses, 414, 503], { rate: sandbox });
   const body = [400, 413, 415];
+  // a sandbox's registrations stop at its tier's quota (production has none)
+  const quota = (what: string) =>
+    sandbox
+      ? { 409: { ...e([409])[409], description: `the sandbox's service quota (serviceQuota of the dashboard data: TIER_MAX_SERVICES of its tier) has no room for ${what}: QUOTA_EXCEEDED, the message naming the quota and the count; nothing written` } }
+      : {};
   // from a registration to its reads (OpenAPI links: a generated client can follow them)
   const links = sandbox
     ? {
@@ -60,6 +65,7 @@ export function serviceWrites(base: string, kind: 'sandbox' | 'admin'): Obj {
         responses: {
           201: ok('created', ref('Service'), { ...H.cacheControl('no-store'), ...H.location('the new service'), ...H.deprecation, ...rate }, { links }),
           ...e([...body, ...authErr]),
+          ...quota('it'),
         },
       },
     },
@@ -71,13 +77,14 @@ export function serviceWrites(base: string, kind: 'sandbox' | 'admin'): Obj {
         summary: 'Register 1-1000 services at once: all or nothing (one transaction), answered in order',
         description:
           'Its own body limit (MAX_BATCH_BODY_BYTES, default 4 MiB). ' +
-          (sandbox ? 'Counts as one request per service against the rate limit; when the window has no room for all of them: 429 and nothing written. The key is checked before the body is read (a refused key costs no parsing and counts nothing); a batch refused after that (400) counts as one request.' : 'Not rate-limited.'),
+          (sandbox ? 'Counts as one request per service against the rate limit; when the window has no room for all of them: 429 and nothing written. When the sandbox\'s service quota has no room for all of them: 409 and nothing written. The key is checked before the body is read (a refused key costs no parsing and counts nothing); a batch refused after that (400) counts as one request.' : 'Not rate-limited.'),
         parameters: pre,
         requestBody: { required: true, ...json({ type: 'object', additionalProperties: false, required: ['services'], properties: { services: { type: 'array', minItems: 1, maxItems: 1000, items: ref('ServiceCreate') } } }) },
         responses: {
           201: ok('created: the services, in the order of the request', { type: 'object', additionalProperties: false, required: ['services'], properties: { services: arrayOf('Service') } }, { ...H.cacheControl('no-store'), ...rate }),
           ...e([...body, ...authErr]),
           400: { ...e([400])[400], description: 'invalid body: the message names the index of the first invalid entry (`/services/<i>…`); nothing written' },
+          ...quota('every one of them (all or nothing: concurrent batches never pass it together)'),
         },
       },
     },

@@ -49,6 +49,19 @@ function committed(r: FnRow): CommittedWrite {
   return { row: Number(r.o_row), id: r.o_id, ns: r.o_ns, state: { ns: r.o_ns, version, record: r.o_state ? stateRecord(r.o_state) : null } };
 }
 
+// The sandbox rows a deletion's count changes on (migration 0010: the trigger on services),
+// locked before the function locks service rows and the change feed's lock, as a
+// registration locks them (writes.ts): always sandboxes, then services, then the feed. The
+// lock is a one-time filter (an uncorrelated subquery): it runs before the first call.
+const LOCK_SANDBOXES = (param: string) =>
+  `(SELECT count(*) FROM (SELECT 1 FROM sandboxes b WHERE b.uuid = ANY(${param}::uuid[]) ORDER BY b.uuid FOR NO KEY UPDATE) lk) >= 0`;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** The sandbox namespaces among `nss` (production and anything else is counted nowhere). */
+export function sandboxesOf(nss: readonly string[]): string[] {
+  return [...new Set(nss.filter((ns) => UUID.test(ns)))];
+}
+
 /**
  * Delete a service: its deletion (a tombstone keeps the revision, so no older state of the
  * id can come back in Redis) and every service that listed it as a candidate (their
@@ -57,7 +70,7 @@ function committed(r: FnRow): CommittedWrite {
  */
 export function deleteService(pool: Pool, ns: string, id: string): Promise<CommittedWrite[]> {
   return retrying(async () =>
-    (await call(pool, 'delete-service', 'SELECT * FROM registry_delete_service($1, $2, $3, $4)', [id, ns, CHANGE_LOCK_ID, deletedData(id)])).map(committed),
+    (await call(pool, 'delete-service', `SELECT * FROM registry_delete_service($1, $2, $3, $4) WHERE ${LOCK_SANDBOXES('$5')}`, [id, ns, CHANGE_LOCK_ID, deletedData(id), sandboxesOf([ns])])).map(committed),
   );
 }
 
@@ -69,7 +82,7 @@ export function deleteService(pool: Pool, ns: string, id: string): Promise<Commi
 const DELETE_SERVICES = `
 WITH x AS MATERIALIZED (
   SELECT x.id, x.ns, x.data, x.i FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS x(id, ns, data, i)
-   WHERE EXISTS (SELECT 1 FROM services s WHERE s.id = x.id AND s.ns = x.ns) ORDER BY x.i)
+   WHERE EXISTS (SELECT 1 FROM services s WHERE s.id = x.id AND s.ns = x.ns) AND ${LOCK_SANDBOXES('$5')} ORDER BY x.i)
 SELECT x.i::int AS i, r.* FROM x CROSS JOIN LATERAL registry_delete_service(x.id, x.ns, $4, x.data) r`;
 
 /** One deletion to commit with others: the service `id` of namespace `ns`. */
@@ -86,7 +99,7 @@ export interface DeleteItem {
 export async function deleteServices(pool: Pool, items: DeleteItem[]): Promise<(CommittedWrite[] | null)[]> {
   const rows = await retrying(async () => {
     try {
-      return (await query<FnRow & { i: number }>(pool, { name: 'delete-services', text: DELETE_SERVICES }, [items.map((d) => d.id), items.map((d) => d.ns), items.map((d) => deletedData(d.id)), CHANGE_LOCK_ID])).rows;
+      return (await query<FnRow & { i: number }>(pool, { name: 'delete-services', text: DELETE_SERVICES }, [items.map((d) => d.id), items.map((d) => d.ns), items.map((d) => deletedData(d.id)), CHANGE_LOCK_ID, sandboxesOf(items.map((d) => d.ns))])).rows;
     } catch (err) {
       if ((err as { code?: string }).code === 'RG404') throw new ApiError('SERVICE_NOT_FOUND');
       throw err;

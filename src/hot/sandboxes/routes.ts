@@ -15,8 +15,8 @@ import { integer } from '../redis/replies.js';
 import type { SandboxAuth } from './auth.js';
 import { hashKey, newSandboxKey, sandboxUuid } from './keys.js';
 import { ensureNamespace, writeSandboxMeta, type PendingSandboxes } from './meta.js';
-import { countServices, enqueueSandbox, getSandbox, insertSandbox, type SandboxRow } from './store.js';
-import { pollData, sandboxSummary } from './summary.js';
+import { enqueueSandbox, getSandbox, insertSandbox, type SandboxRow } from './store.js';
+import { pollData, sandboxSummary, serviceQuota } from './summary.js';
 
 /** What the sandbox routes need of their thread. */
 export interface SandboxesContext {
@@ -71,12 +71,12 @@ export function registerSandbox(uws: TemplatedApp, app: SandboxesContext, o: Rou
 
   route(uws, 'get', '/sandbox/:uuid/dashboard', async (req, reply) => {
     const s = await sandboxOr404(app, req.params[0]!);
-    const [count, poll] = await Promise.all([countServices(app.pg, s.uuid), pollData(app.redis, app.keys, s.uuid, 12, app.auth.records)]);
+    const poll = await pollData(app.redis, app.keys, s.uuid, 12, app.auth.records);
     reply.json(
       200,
       JSON.stringify({
         ...sandboxSummary(app.cfg.tiers, s),
-        serviceCount: count,
+        ...serviceQuota(app.cfg.tierMaxServices, s),
         counters: {
           total: poll?.total ?? 0,
           rejected: poll?.rejected ?? 0,

@@ -13,9 +13,11 @@ export interface SandboxRow {
   created_at: Date;
   /** bumped by every change Redis copies (the tier); pg hands a bigint over as a string */
   version: string;
+  /** its services, kept by the triggers of migration 0010 (the quota's use) */
+  service_count: number;
 }
 
-const COLS = 'uuid, name, tier, lat, lon, created_at, version';
+const COLS = 'uuid, name, tier, lat, lon, created_at, version, service_count';
 
 export async function insertSandbox(pool: Pool, name: string, prefix: string, keyHash: Buffer, tier: string, loc: { lat: number; lon: number } | null): Promise<SandboxRow> {
   const uuid = randomUUID();
@@ -45,11 +47,6 @@ export async function getSandbox(pool: Pool, uuid: string): Promise<SandboxRow |
   if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(uuid)) return null;
   const r = await query<SandboxRow>(pool, `SELECT ${COLS} FROM sandboxes WHERE uuid = $1`, [uuid.toLowerCase()]);
   return r.rows[0] ?? null;
-}
-
-export async function countServices(pool: Pool, ns: string): Promise<number> {
-  const r = await query<{ n: string }>(pool, 'SELECT count(*) AS n FROM services WHERE ns = $1', [ns]);
-  return Number(r.rows[0]!.n);
 }
 
 /**

@@ -1,5 +1,5 @@
 // What the sandbox routes and the admin API show of a sandbox: its public summary (from
-// the PostgreSQL row) and its poll data (counters from Redis).
+// the PostgreSQL row and the tier's limits) and its poll data (counters from Redis).
 import type { Keys } from '../domain/keys.js';
 import { RATE_WINDOW } from '../ratelimit/index.js';
 import type { RedisClient } from '../redis/client.js';
@@ -15,6 +15,15 @@ export function sandboxSummary(tiers: Record<string, number>, s: SandboxRow): Re
     location: s.lat === null || s.lon === null ? null : { lat: s.lat, lon: s.lon },
     createdAt: s.created_at.toISOString(),
   };
+}
+
+/**
+ * The quota and its use, as the dashboard data and the admin detail show them: the tier's
+ * TIER_MAX_SERVICES (0 for a tier no longer configured: no room, as it has no rate either)
+ * and the count the last write committed (migration 0010).
+ */
+export function serviceQuota(tierMaxServices: Readonly<Record<string, number>>, s: SandboxRow): { serviceQuota: number; serviceCount: number } {
+  return { serviceQuota: tierMaxServices[s.tier] ?? 0, serviceCount: s.service_count };
 }
 
 export const POLL_BUCKETS = RATE_WINDOW.historyBuckets;

@@ -4,7 +4,7 @@
 // namespaces: an id that belongs to another namespace is refused, not overwritten. A row
 // identical to what is stored is skipped entirely (no write, no outbox row, no event), so
 // re-importing a file changes nothing.
-import { appendChanges, bumpVersions, bumpVersionsWithText, type ChangeInput, indexText, loadStatesWhere } from '../registry/index.js';
+import { appendChanges, bumpVersions, bumpVersionsWithText, type ChangeInput, indexText, loadStatesWhere, sandboxesOf } from '../registry/index.js';
 import { serializeService, type ServiceRecord } from '../domain/service.js';
 import type { ServiceInput } from '../domain/validation.js';
 import { retrying, withTx, type Client, type Pool } from '../pg/pool.js';
@@ -65,6 +65,9 @@ export function bulkUpsert(pool: Pool, ns: string, rows: BulkRow[]): Promise<Bul
 
 async function upsertIn(c: Client, ns: string, rows: BulkRow[]): Promise<BulkResult> {
   const out: BulkResult = { created: 0, updated: 0, unchanged: 0, refused: [], outbox: [], tokens: [] };
+  // the sandbox row whose count the new rows change (migration 0010) first: every writer
+  // locks sandboxes before services (write-functions.ts)
+  await c.query('SELECT 1 FROM sandboxes WHERE uuid = ANY($1::uuid[]) FOR NO KEY UPDATE', [sandboxesOf([ns])]);
   // locked (in id order) as they are read: the lease status kept below is the one written
   // lock in id order, then read in a new snapshot (service_state is a view FOR UPDATE cannot lock through)
   await c.query('SELECT id FROM services WHERE id = ANY($1) ORDER BY id FOR UPDATE', [rows.map((r) => r.id)]);

@@ -1,16 +1,18 @@
 // Group commit of registry writes (docs/decisions/group-commit.md): concurrent registrations,
-// patches and deletions within a short window share one statement per kind (writes.ts,
-// patches.ts, write-functions.ts), so PostgreSQL parses, WAL-flushes and takes the change
-// feed's lock once per batch. Each caller is answered only after its statement committed and
-// `apply` (the projector's applyCommitted) has brought the index up to date for the whole
-// batch. A write that only concerns itself gets its own outcome from the statement; a batch
-// failing for another reason than an outage is retried write by write, so the failing write
-// fails alone (a failed statement wrote nothing, so nothing commits twice).
+// patches and deletions within a short window share one statement per kind (register.ts,
+// patches.ts, registry/write-functions.ts), so PostgreSQL parses, WAL-flushes and takes the
+// change feed's lock once per batch. Each caller is answered only after its statement
+// committed and `apply` (the projector's applyCommitted) has brought the index up to date for
+// the whole batch. A write that only concerns itself gets its own outcome from the statement;
+// a batch failing for another reason than an outage is retried write by write, so the failing
+// write fails alone (a failed statement wrote nothing, so nothing commits twice). A
+// registration its sandbox has no room for (the tier's quota, register.ts) is left out by the
+// statement and refused alone (409) while its neighbours commit.
 import { ApiError } from '../domain/errors.js';
 import { patchServices, type CommittedPatch, type PreparedPatch } from './patches.js';
 import type { Pool } from '../pg/pool.js';
 import { deleteServices, type CommittedWrite, type DeleteItem } from '../registry/index.js';
-import { createServices, type Committed, type NewService } from './register.js';
+import { commitServices, isRefusal, quotaError, type Committed, type Created, type NewService } from './register.js';
 
 export interface GroupCommitOptions {
   /** how long the first write of a batch waits for company, ms (0: to the end of the event-loop turn) */
@@ -19,6 +21,8 @@ export interface GroupCommitOptions {
   maxBatch: number;
   /** statements in flight at once, all kinds together (each holds a pool connection) */
   concurrency: number;
+  /** services per sandbox by tier (TIER_MAX_SERVICES); none: no quota (tests of the store) */
+  quotas?: Readonly<Record<string, number>>;
 }
 
 /** A committed write as the index is sent it (the projector's CommittedEntry). */
@@ -67,7 +71,7 @@ class Lane<I, O> {
 export class GroupCommitter {
   private inFlight = 0;
   private readonly lanes: Lane<never, unknown>[] = [];
-  private readonly creates: Lane<NewService, Committed>;
+  private readonly creates: Lane<NewService, Created>;
   private readonly patches: Lane<PreparedPatch, CommittedPatch | null>;
   private readonly deletes: Lane<DeleteItem, CommittedWrite[] | null>;
   /** batches committed and writes in them, and batches retried write by write (metrics, tests) */
@@ -79,7 +83,8 @@ export class GroupCommitter {
     /** run on each batch's committed writes before they are answered; must not throw */
     private readonly apply: (done: CommittedEntry[]) => Promise<unknown> = async () => undefined,
   ) {
-    this.creates = this.lane({ exec: createServices, writes: (c) => [c] });
+    const quota = o.quotas ? { tiers: o.quotas, all: false } : null;
+    this.creates = this.lane({ exec: (pool, items) => commitServices(pool, items, quota), writes: (c) => (isRefusal(c) ? [] : [c]) });
     this.patches = this.lane({ exec: patchServices, writes: (c) => (c ? [c] : []), key: (p) => p.id });
     this.deletes = this.lane({ exec: deleteServices, writes: (w) => w ?? [], key: (d) => d.id });
   }
@@ -90,9 +95,14 @@ export class GroupCommitter {
     return l;
   }
 
-  /** Commit one registration with whatever others are waiting; resolves after COMMIT and `apply`. */
-  create(item: NewService): Promise<Committed> {
-    return this.submit(this.creates, item);
+  /**
+   * Commit one registration with whatever others are waiting; resolves after COMMIT and
+   * `apply`. 409 QUOTA_EXCEEDED (ApiError) when its sandbox has no room left.
+   */
+  async create(item: NewService): Promise<Committed> {
+    const c = await this.submit(this.creates, item);
+    if (isRefusal(c)) throw quotaError(c);
+    return c;
   }
 
   /**

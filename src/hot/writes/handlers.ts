@@ -1,6 +1,7 @@
 // Registry writes shared by the sandbox routes and the admin production routes. Each is
 // acknowledged only after PostgreSQL committed; the index is then updated before the
 // response, so a client reads its own write (unless Redis is away: the outbox catches up).
+import type { Config } from '../config.js';
 import type { GroupCommitter } from './group-commit.js';
 import { ApiError } from '../domain/errors.js';
 import { deprecationHeaders, serviceObject } from '../domain/service.js';
@@ -10,12 +11,13 @@ import type { Reply } from '../http/reply.js';
 import { parseJson } from '../http/body.js';
 import { addReplacement, loadReplacements } from '../registry/index.js';
 import { patchService } from './patches.js';
-import { createServices } from './register.js';
-import { leaseToken, type LivenessContext, newHeartbeatToken, tokenPrefix, withToken } from '../liveness/index.js';
+import { commitServices, isRefusal, quotaError, type Committed } from './register.js';
+import { leaseToken, newHeartbeatToken, tokenPrefix, withToken, type LivenessContext } from '../liveness/index.js';
 
 /** What the write handlers need of their thread. */
 export interface WriteContext extends LivenessContext {
   commits: GroupCommitter;
+  cfg: Config;
 }
 
 /** "/services" for production, "/sandbox/<uuid>/services" for a sandbox */
@@ -59,13 +61,17 @@ export function parseBatch(req: Req, body: Buffer | null): ServiceInput[] {
 
 /**
  * POST .../services/batch with a parsed body: one statement for all of them (all or
- * nothing), Redis applied in pipelined pages from what it returned, 201 in order.
+ * nothing, the sandbox's quota included: 409 when it has no room for every one), Redis
+ * applied in pipelined pages from what it returned, 201 in order.
  */
 export async function batchHandler(app: WriteContext, ns: string, inputs: ServiceInput[], reply: Reply, extra: Headers): Promise<void> {
   // leases (ttl given) get their tokens, shown once, each in its own service's object
   const prefix = inputs.some((input) => input.ttl != null) ? await tokenPrefix(app.pg, ns) : '';
   const toks = inputs.map((input) => (input.ttl != null ? newHeartbeatToken(prefix) : null));
-  const done = await createServices(app.pg, inputs.map((input, i) => ({ ns, input, tokenHash: toks[i]?.hash ?? null })));
+  const out = await commitServices(app.pg, inputs.map((input, i) => ({ ns, input, tokenHash: toks[i]?.hash ?? null })), { tiers: app.cfg.tierMaxServices, all: true });
+  const refused = out.find(isRefusal);
+  if (refused) throw quotaError(refused, true);
+  const done = out as Committed[];
   await app.projector.applyCommitted(done);
   reply.json(201, '{"services":[' + done.map((c, i) => withToken(c.doc, toks[i]?.token ?? null)).join(',') + ']}', [['Cache-Control', 'no-store'], ...extra]);
 }

@@ -33,6 +33,8 @@ export interface TierChange {
 export type HealthCounts = Record<'passing' | 'critical' | 'unknown', number>;
 
 export interface SandboxDetail extends SandboxSummary {
+  /** services the sandbox may hold (its tier's), and serviceCount its use */
+  serviceQuota: number;
   serviceCount: number;
   health: HealthCounts;
   counters: { total: number; rejected: number; windowTotal: number } | null;
