@@ -1,4 +1,4 @@
-// Services per sandbox (issue 41, migration 0010, store/writes.ts commitServices): the
+// Services per sandbox (issue 41, migration 0010, writes/register.ts commitServices): the
 // count kept by triggers equals the rows through every writer (registrations, deletions
 // alone and grouped, imports, TRUNCATE), the statement writes what the quota leaves room
 // for (each in turn, or a whole batch or nothing), concurrent statements never pass it

@@ -7,7 +7,7 @@ import { location } from './schemas.js';
 const count = { type: 'integer', minimum: 0 } as const;
 const uuid = { type: 'string', format: 'uuid' } as const;
 const dateTime = { type: 'string', format: 'date-time' } as const;
-/** The quota of the dashboard data and the admin detail (sandbox/summary.ts serviceQuota()), and its use. */
+/** The quota of the dashboard data and the admin detail (sandboxes/summary.ts serviceQuota()), and its use. */
 export const serviceQuota = { ...count, description: 'services the sandbox may hold, from its tier (TIER_MAX_SERVICES); a registration or batch beyond it is 409 QUOTA_EXCEEDED' } as const;
 export const serviceCount = { ...count, description: "the sandbox's services: the use of serviceQuota" } as const;
 const perNs = { type: 'object', additionalProperties: false, required: ['production', 'sandboxes'], properties: { production: count, sandboxes: count } } as const;

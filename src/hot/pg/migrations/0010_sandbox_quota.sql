@@ -1,8 +1,8 @@
 -- 0010: services per sandbox (issue 41, the tier's quota, TIER_MAX_SERVICES). Each sandbox
 -- row counts its services; a registration locks the rows of its sandboxes, reads the
--- count and inserts only what the quota leaves room for (store/writes.ts), so that
--- concurrent writes of one sandbox pass the check one after the other (docs/decisions.md,
--- "Services per sandbox (quota)").
+-- count and inserts only what the quota leaves room for (writes/register.ts), so that
+-- concurrent writes of one sandbox pass the check one after the other
+-- (docs/decisions/sandbox-quota.md).
 --
 -- The count is kept by triggers on services, in the transaction of every statement that
 -- inserts or deletes services — registrations, batches, deletions, deregistrations of
@@ -13,7 +13,7 @@
 -- without a sandbox row (production; tests writing through the store) is counted nowhere.
 --
 -- Lock order, the same on every path that changes a count: sandbox rows (uuid order), then
--- service rows, then the change feed's lock (changes/events.ts) — the callers of
+-- service rows, then the change feed's lock (registry/events.ts) — the callers of
 -- registry_delete_service lock the sandboxes first (write-functions.ts).
 ALTER TABLE sandboxes ADD COLUMN service_count integer NOT NULL DEFAULT 0 CHECK (service_count >= 0);
 
