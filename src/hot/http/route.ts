@@ -1,10 +1,11 @@
 // uWebSockets.js plumbing, the request side (models: uWS examples AsyncFunction.mjs and
 // JsonPost.js): read everything from `req` synchronously, attach onAborted before any await
 // (a Reply does, reply.ts, which also writes the answer inside cork()), read bodies (body.ts)
-// behind the route's credential check (guard), and route: 405 and 414 before a handler,
-// shadowed templates, HEAD twins of GET routes.
+// behind the route's credential check (guard), and route: 414, 400 for an ambiguous path
+// (domain/raw-path.ts) and 405 before a handler, shadowed templates, HEAD twins of GET routes.
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import { clientAddress } from '../domain/client-address.js';
+import { ambiguousPath } from '../domain/raw-path.js';
 import { readBody, readBodyAfter } from './body.js';
 import { Reply, sendError } from './reply.js';
 import type { BodyHooks, Req } from './types.js';
@@ -231,6 +232,8 @@ export function route(app: TemplatedApp, method: 'get' | 'post' | 'put' | 'patch
     if (req.path.length + (req.query?.length ?? 0) > MAX_URL_BYTES) {
       return reply.error('URL_TOO_LONG', [MAX_URL_BYTES], [], true);
     }
+    // before any route reads a parameter of it: a proxy may have judged it as another path
+    if (ambiguousPath(req.path)) return reply.error('PATH_AMBIGUOUS');
     if (nParams) {
       shadows ??= shadowing(app, pattern);
       for (const sh of shadows) {
