@@ -4,7 +4,7 @@
 // (contract, "Configuration").
 import { randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
-import { addresses, bool, ConfigError, hostName, hostPorts, int, level, url, urls, type Env } from './config-env.js';
+import { addresses, bool, ConfigError, hostName, hostPorts, int, level, socketDir, url, urls, type Env } from './config-env.js';
 
 export interface TierConfig {
   /** requests per minute over the sliding window of twelve 5-second buckets */
@@ -80,8 +80,16 @@ export interface Config {
   accessLogLevel: string;
   /** GET /metrics and the per-request accounting behind it */
   metricsEnabled: boolean;
-  /** reverse proxies whose X-Forwarded-For / X-Real-IP give the client address (normalised) */
+  /**
+   * reverse proxies on other hosts, reached over TCP, whose X-Forwarded-For / X-Real-IP give
+   * the client address (normalised); their addresses must be unreachable to clients
+   */
   trustedProxies: string[];
+  /**
+   * directory of the Unix sockets the reverse proxy connects to, one per uWS thread (absolute;
+   * "" for none): X-Forwarded-For / X-Real-IP are believed on them, whatever TRUSTED_PROXIES
+   */
+  proxySocketDir: string;
   /** the /metrics listener, apart from the public port (0: an ephemeral port) */
   metricsHost: string;
   metricsPort: number;
@@ -213,7 +221,10 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: level(env, 'LOG_LEVEL', 'info'),
     accessLog: bool(env, 'ACCESS_LOG', false), // off: it costs hot-path throughput (docs/decisions.md)
     accessLogLevel: level(env, 'ACCESS_LOG_LEVEL', 'info'), // must be >= LOG_LEVEL to be written
-    trustedProxies: addresses(env, 'TRUSTED_PROXIES'), // none: the connection's address is the client's
+    trustedProxies: addresses(env, 'TRUSTED_PROXIES'), // none: over TCP the connection's address is the client's
+    // none: no proxy socket (`make run` sets .local/run, where `make proxy` connects); only
+    // users who may enter the directory can be the proxy (http/proxy-socket.ts)
+    proxySocketDir: socketDir(env, 'PROXY_SOCKET_DIR'),
     metricsEnabled: bool(env, 'METRICS_ENABLED', true), // GET /metrics on its own listener, unauthenticated
     metricsHost: hostName(env, 'METRICS_HOST', '127.0.0.1'), // loopback: scrapers on this machine (or a proxy) only
     metricsPort: int(env, 'METRICS_PORT', 9464, 0, 65535), // 9464: the Prometheus exporter port OpenTelemetry uses
@@ -222,7 +233,7 @@ export function loadConfig(env: Env = process.env): Config {
     changesRetentionHours: int(env, 'CHANGES_RETENTION_HOURS', 168, 1, 24 * 365), // a week of resumable history
     changesMaxStreams: int(env, 'CHANGES_MAX_STREAMS', 10_000, 1, 1_000_000), // per process: each stream holds a socket and a few KiB
     // per process: a few tabs or services of one office behind one NAT; one address cannot
-    // take the total (behind a proxy, set TRUSTED_PROXIES or every client is the proxy)
+    // take the total (behind a proxy, give it PROXY_SOCKET_DIR or every client is the proxy)
     changesStreamsPerAddress: int(env, 'CHANGE_STREAMS_PER_ADDRESS', 32, 1, 1_000_000),
     // per process (each uWS thread gets an equal share): ~200 bytes a known key, ~130 an
     // unknown one (docs/decisions.md), so 16 MiB remember ~45,000 known keys a thread of 2
