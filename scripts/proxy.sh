@@ -103,10 +103,20 @@ upstream_lines() {
   for ((i = 0; i < n; i++)); do printf '    server unix:%s/registry-%d.sock max_fails=1 fail_timeout=2s;\n' "$SOCKET_DIR" "$i"; done
 }
 
+# nginx's JavaScript module: in its --modules-path (Debian's when it names none, or when no
+# nginx is installed yet and this only renders)
+njs_module() {
+  local n m
+  n=${NGINX:-$(command -v nginx || { [[ -x /usr/sbin/nginx ]] && echo /usr/sbin/nginx; } || true)}
+  [[ -n $n ]] && m=$("$n" -V 2>&1 | sed -n 's/.*--modules-path=\([^ ]*\).*/\1/p')
+  printf '%s/ngx_http_js_module.so\n' "${m:-/usr/lib/nginx/modules}"
+}
+
 render() {
-  local tpl=$REPO/deploy/nginx.conf out=$PREFIX/nginx.conf allow upstream
+  local tpl=$REPO/deploy/nginx.conf out=$PREFIX/nginx.conf allow upstream njs
   allow=$(allow_lines)
   upstream=$(upstream_lines)
+  njs=$(njs_module)
   mkdir -p "$PREFIX"/{cache,client_body,proxy,fastcgi,uwsgi,scgi,logs,_errors}
   # nginx's own refusals, with the API's error body (nginx.conf: error_page)
   local status code message
@@ -121,18 +131,19 @@ render() {
 413|PAYLOAD_TOO_LARGE|the body is too large
 414|URI_TOO_LONG|the URL is too long
 429|RATE_LIMITED|too many open connections from this address; close some or try again later
-431|HEADERS_TOO_LARGE|request headers too large
+431|HEADERS_TOO_LARGE|too many or too large request headers
 503|UNAVAILABLE|the registry server is not reachable; try again shortly
 ERRORS
   sed -e "s#@PREFIX@#$PREFIX#g" "$REPO/deploy/cache.conf" >"$PREFIX/cache.conf"
+  cp "$REPO/deploy/headers.js" "$PREFIX/headers.js"
   # (awk, not sed, for the multi-line allow list)
   awk -v prefix="$PREFIX" -v listen="$(addr "$PROXY_HOST"):$PROXY_PORT" -v upstream="$upstream" \
-      -v user="$(id -un)" -v cache_mb="$CACHE_MB" -v allow="$allow" \
+      -v user="$(id -un)" -v cache_mb="$CACHE_MB" -v allow="$allow" -v njs="$njs" \
       -v nofile="$NOFILE" -v conns="$((NOFILE / 2))" -v per_addr="$CONN_PER_ADDR" -v feed_per_addr="$FEED_PER_ADDR" '
     /^@ADMIN_ALLOW@$/ { if (allow != "") print allow; next }
     /^@UPSTREAM@$/ { print upstream; next }
     { gsub(/@PREFIX@/, prefix); gsub(/@LISTEN@/, listen);
-      gsub(/@USER@/, user); gsub(/@CACHE_MB@/, cache_mb); gsub(/@NOFILE@/, nofile);
+      gsub(/@USER@/, user); gsub(/@NJS_MODULE@/, njs); gsub(/@CACHE_MB@/, cache_mb); gsub(/@NOFILE@/, nofile);
       gsub(/@CONNECTIONS@/, conns); gsub(/@CONN_PER_ADDR@/, per_addr); gsub(/@FEED_PER_ADDR@/, feed_per_addr); print }' "$tpl" >"$out"
   if grep -v '^[[:space:]]*#' "$out" | grep -q '@[A-Z_]*@'; then die "unrendered placeholder left in $out"; fi
   printf '%s\n' "$out"
@@ -141,8 +152,8 @@ ERRORS
 case ${1:-} in
   render) render ;;
   run)
+    NGINX=$("$REPO/scripts/services.sh" nginx) # (first: the module's path is nginx's)
     conf=$(render)
-    NGINX=$("$REPO/scripts/services.sh" nginx)
     ulimit -n "$NOFILE" # the soft limit up to the hard one: thousands of sockets per worker
     "$NGINX" -t -q -p "$PREFIX" -e stderr -c "$conf" || die "nginx rejected $conf"
     if [[ -n $SOCKET_DIR ]]; then behind="the sockets $SOCKET_DIR/registry-*.sock"; else behind="http://$(addr "$UP_HOST"):$UP_PORT"; fi

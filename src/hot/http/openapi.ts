@@ -14,6 +14,7 @@ import {
   empty,
   errors,
   headers as H,
+  headersTooLarge,
   json,
   ok,
   params as P,
@@ -38,7 +39,7 @@ export interface OpenApiOptions {
 export function openApiDocument(version: string, opts: OpenApiOptions = {}): Obj {
   const tiers = [...(opts.tiers ?? ['free', 'pro', 'enterprise'])];
   const tierIn = { type: 'string', enum: tiers, description: 'a configured tier (TIERS)' };
-  return {
+  return withProxyRefusals({
     openapi: '3.1.0',
     info: {
       title: 'Service registry',
@@ -231,5 +232,13 @@ export function openApiDocument(version: string, opts: OpenApiOptions = {}): Obj
         },
       },
     },
-  };
+  });
+}
+
+/** Every operation may meet the shipped proxy's 431 (openapi-parts.ts headersTooLarge). */
+function withProxyRefusals(doc: Obj): Obj {
+  for (const item of Object.values(doc.paths as Record<string, Obj>)) {
+    for (const method of ['get', 'put', 'post', 'patch', 'delete']) if (item[method]) ((item[method] as Obj).responses as Obj)[431] = headersTooLarge;
+  }
+  return doc;
 }
