@@ -5,7 +5,8 @@
 #   make deps build services migrate seed run proxy test lint typecheck bench bench-quick mutate down clean
 #
 # `make proxy` runs the shipped nginx (deploy/nginx.conf) in the foreground on PROXY_PORT
-# (8081) in front of the server on PORT (8080); see README, "Behind a reverse proxy".
+# (8081) in front of `make run`, over its sockets in .local/run; see README, "Behind a
+# reverse proxy".
 #
 # Servers named by REDIS_URL / DATABASE_URL in the environment are used instead of local ones.
 
