@@ -5,7 +5,8 @@
 #   make deps build services migrate seed run proxy test lint typecheck bench bench-quick mutate down clean
 #
 # `make proxy` runs the shipped nginx (deploy/nginx.conf) in the foreground on PROXY_PORT
-# (8081) in front of the server on PORT (8080); see docs/operations.md, "Behind a reverse proxy".
+# (8081) in front of `make run`, over its sockets in .local/run; see docs/operations.md,
+# "Behind a reverse proxy".
 #
 # Servers named by REDIS_URL / DATABASE_URL in the environment are used instead of local ones.
 
@@ -66,14 +67,17 @@ migrate: build services
 seed: migrate
 	$(WITH_ENV) node dist/src/admin/tasks.js seed
 
+# The proxy's sockets: `make run` listens there, `make proxy` connects there; X-Forwarded-For
+# is believed on them only (README, "Behind a reverse proxy"). Empty: none, TCP only.
+PROXY_SOCKETS := PROXY_SOCKET_DIR="$${PROXY_SOCKET_DIR-$(CURDIR)/.local/run}"
+
 run: seed
 	$(WITH_ENV) export COOKIE_SECURE="$${COOKIE_SECURE:-false}" NODE_ENV="$${NODE_ENV:-development}" \
-	  TRUSTED_PROXIES="$${TRUSTED_PROXIES-127.0.0.1,::1}" \
-	  && exec node dist/src/hot/main.js
+	  $(PROXY_SOCKETS) && exec node dist/src/hot/main.js
 
 # nginx in front of `make run` (installed from Debian's packages when missing); foreground
 proxy:
-	scripts/proxy.sh run
+	$(PROXY_SOCKETS) scripts/proxy.sh run
 
 # Everything the test run needs; .ci/run calls it and then scripts/run-tests.sh itself so
 # that the `N passed, N failed` line is the last thing printed even on failure.

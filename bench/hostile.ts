@@ -42,9 +42,11 @@ const mb = (kb: number) => `${(kb / 1024).toFixed(0)} MB`;
 
 async function main(): Promise<void> {
   const port = await freePort();
+  // nginx on the server's proxy socket, as `make run` + `make proxy`
+  const sockets = mkdtempSync(join(tmpdir(), 'hostile-sock-'));
   const env: Record<string, string> = {
     PORT: String(port), HOST: '127.0.0.1', METRICS_PORT: '0', WORKERS: '1', NODE_ENV: 'development', COOKIE_SECURE: 'false',
-    ADMIN_API_KEY: ADMIN_KEY, TRUSTED_PROXIES: '127.0.0.1', REDIS_KEY_PREFIX: 'hostile:', LOG_LEVEL: 'warn',
+    ADMIN_API_KEY: ADMIN_KEY, PROXY_SOCKET_DIR: sockets, REDIS_KEY_PREFIX: 'hostile:', LOG_LEVEL: 'warn',
   };
   const server: Child = spawnNode(join(ROOT, 'dist/src/hot/main.js'), [], env, null, join(tmpdir(), 'hostile-server.log'));
   let nginx: ChildProcess | null = null;
@@ -59,7 +61,7 @@ async function main(): Promise<void> {
 
     if (SCENARIOS.includes('proxy')) {
       const pport = await freePort();
-      nginx = spawn('bash', ['scripts/proxy.sh', 'run'], { cwd: ROOT, env: { ...process.env, HOST: '127.0.0.1', PORT: String(port), PROXY_PORT: String(pport), PROXY_PREFIX: prefix }, stdio: ['ignore', 'ignore', 'inherit'] });
+      nginx = spawn('bash', ['scripts/proxy.sh', 'run'], { cwd: ROOT, env: { ...process.env, HOST: '127.0.0.1', PORT: String(port), PROXY_PORT: String(pport), PROXY_PREFIX: prefix, PROXY_SOCKET_DIR: sockets }, stdio: ['ignore', 'ignore', 'inherit'] });
       for (let i = 0; i < 200; i++) {
         const ok = await fetch(`http://127.0.0.1:${pport}/livez`).then((r) => r.ok, () => false);
         if (ok) break;
@@ -175,6 +177,7 @@ async function main(): Promise<void> {
     }
     await server.stop();
     rmSync(prefix, { recursive: true, force: true });
+    rmSync(sockets, { recursive: true, force: true });
   }
 }
 

@@ -8,8 +8,15 @@
 # Settings (environment):
 #   PROXY_HOST         listen address of the proxy            (default 127.0.0.1)
 #   PROXY_PORT         listen port of the proxy               (default 8081)
-#   HOST, PORT         the registry server behind it          (default 127.0.0.1, 8080; a
-#                      wildcard HOST such as 0.0.0.0 is reached on 127.0.0.1)
+#   PROXY_SOCKET_DIR   the server's proxy sockets (its PROXY_SOCKET_DIR; `make proxy` and
+#                      `make run` both use .local/run): nginx balances over every
+#                      registry-<n>.sock there, one per uWS thread (those present, else
+#                      WORKERS or the server's default count). The server believes
+#                      X-Forwarded-For on these sockets only. Unset or empty: HOST:PORT
+#   HOST, PORT         the registry server over TCP when PROXY_SOCKET_DIR is empty (default
+#                      127.0.0.1, 8080; a wildcard HOST such as 0.0.0.0 is reached on
+#                      127.0.0.1); its TRUSTED_PROXIES must then hold this proxy's address,
+#                      for a proxy on another host only
 #   PROXY_ADMIN_ALLOW  comma-separated addresses or CIDRs allowed to reach /admin/
 #                      (default 127.0.0.1; "none" closes /admin/ to everyone, "all" opens it)
 #   PROXY_CACHE_MB     size of the shared cache on disk, MiB  (default 64)
@@ -18,8 +25,8 @@
 #   PROXY_STREAMS_PER_ADDRESS open change-feed streams per client address (default 8)
 # Open files: the soft limit is raised to the hard one (at most 65536) before nginx starts,
 # and each worker gets half of that as connections (nginx.conf: worker_rlimit_nofile).
-# The server believes X-Forwarded-For only from TRUSTED_PROXIES: run it with
-# TRUSTED_PROXIES=127.0.0.1 (or this proxy's address) behind this proxy.
+# nginx's workers run as the user running this script: over the sockets, the server's user
+# (or one in the group of its socket directory).
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
@@ -34,6 +41,7 @@ CACHE_MB=${PROXY_CACHE_MB:-64}
 PREFIX=${PROXY_PREFIX:-$REPO/.local/nginx}
 CONN_PER_ADDR=${PROXY_CONN_PER_ADDRESS:-128}
 FEED_PER_ADDR=${PROXY_STREAMS_PER_ADDRESS:-8}
+SOCKET_DIR=${PROXY_SOCKET_DIR:-}
 NOFILE=$(ulimit -Hn)
 if [[ $NOFILE == unlimited ]] || (( NOFILE > 65536 )); then NOFILE=65536; fi
 
@@ -50,6 +58,11 @@ host_ok "$UP_HOST" || die "HOST is not an address: \"$UP_HOST\""
 [[ $FEED_PER_ADDR =~ ^[0-9]{1,6}$ ]] && (( FEED_PER_ADDR >= 1 )) || die "PROXY_STREAMS_PER_ADDRESS must be a positive integer, got \"$FEED_PER_ADDR\""
 (( NOFILE >= 1024 )) || die "the open-files hard limit ($NOFILE) is below 1024: raise it (ulimit -Hn) for the proxy"
 case $UP_HOST in 0.0.0.0) UP_HOST=127.0.0.1 ;; ::|'[::]') UP_HOST=::1 ;; esac
+if [[ -n $SOCKET_DIR ]]; then
+  # (the server's own rule for PROXY_SOCKET_DIR: src/hot/config-env.ts socketDir)
+  [[ $SOCKET_DIR =~ ^[A-Za-z0-9._/-]+$ ]] || die "PROXY_SOCKET_DIR may hold only letters, digits and . _ / -, got \"$SOCKET_DIR\""
+  [[ $SOCKET_DIR == /* ]] || SOCKET_DIR=$PWD/$SOCKET_DIR
+fi
 mkdir -p "$PREFIX" || die "cannot create PROXY_PREFIX $PREFIX"
 PREFIX=$(cd "$PREFIX" && pwd -P)
 
@@ -68,9 +81,42 @@ allow_lines() {
   done
 }
 
+# The upstream's `server` lines: a socket per uWS thread of the server (the ones it made, or
+# as many as it will make: WORKERS, else one per core less one, as the server counts), or
+# HOST:PORT. A socket that is missing or refuses is skipped for a few seconds (nginx tries
+# the next one: nothing was sent on it).
+upstream_lines() {
+  if [[ -z $SOCKET_DIR ]]; then
+    printf '    server %s:%s;\n' "$(addr "$UP_HOST")" "$UP_PORT"
+    return 0
+  fi
+  local n=0 f i
+  for f in "$SOCKET_DIR"/registry-*.sock; do
+    [[ -S $f ]] || continue
+    i=${f##*/registry-}; i=${i%.sock}
+    [[ $i =~ ^[0-9]+$ ]] && (( i + 1 > n )) && n=$((i + 1))
+  done
+  if (( n == 0 )); then
+    n=${WORKERS:-$(( $(nproc) > 1 ? $(nproc) - 1 : 1 ))}
+    [[ $n =~ ^[0-9]+$ ]] && (( n >= 1 && n <= 256 )) || die "WORKERS must be 1..256, got \"$n\""
+  fi
+  for ((i = 0; i < n; i++)); do printf '    server unix:%s/registry-%d.sock max_fails=1 fail_timeout=2s;\n' "$SOCKET_DIR" "$i"; done
+}
+
+# nginx's JavaScript module: in its --modules-path (Debian's when it names none, or when no
+# nginx is installed yet and this only renders)
+njs_module() {
+  local n m
+  n=${NGINX:-$(command -v nginx || { [[ -x /usr/sbin/nginx ]] && echo /usr/sbin/nginx; } || true)}
+  [[ -n $n ]] && m=$("$n" -V 2>&1 | sed -n 's/.*--modules-path=\([^ ]*\).*/\1/p')
+  printf '%s/ngx_http_js_module.so\n' "${m:-/usr/lib/nginx/modules}"
+}
+
 render() {
-  local tpl=$REPO/deploy/nginx.conf out=$PREFIX/nginx.conf allow
+  local tpl=$REPO/deploy/nginx.conf out=$PREFIX/nginx.conf allow upstream njs
   allow=$(allow_lines)
+  upstream=$(upstream_lines)
+  njs=$(njs_module)
   mkdir -p "$PREFIX"/{cache,client_body,proxy,fastcgi,uwsgi,scgi,logs,_errors}
   # nginx's own refusals, with the API's error body (nginx.conf: error_page)
   local status code message
@@ -85,17 +131,19 @@ render() {
 413|PAYLOAD_TOO_LARGE|the body is too large
 414|URI_TOO_LONG|the URL is too long
 429|RATE_LIMITED|too many open connections from this address; close some or try again later
-431|HEADERS_TOO_LARGE|request headers too large
+431|HEADERS_TOO_LARGE|too many or too large request headers
 503|UNAVAILABLE|the registry server is not reachable; try again shortly
 ERRORS
   sed -e "s#@PREFIX@#$PREFIX#g" "$REPO/deploy/cache.conf" >"$PREFIX/cache.conf"
+  cp "$REPO/deploy/headers.js" "$PREFIX/headers.js"
   # (awk, not sed, for the multi-line allow list)
-  awk -v prefix="$PREFIX" -v listen="$(addr "$PROXY_HOST"):$PROXY_PORT" -v upstream="$(addr "$UP_HOST"):$UP_PORT" \
-      -v user="$(id -un)" -v cache_mb="$CACHE_MB" -v allow="$allow" \
+  awk -v prefix="$PREFIX" -v listen="$(addr "$PROXY_HOST"):$PROXY_PORT" -v upstream="$upstream" \
+      -v user="$(id -un)" -v cache_mb="$CACHE_MB" -v allow="$allow" -v njs="$njs" \
       -v nofile="$NOFILE" -v conns="$((NOFILE / 2))" -v per_addr="$CONN_PER_ADDR" -v feed_per_addr="$FEED_PER_ADDR" '
     /^@ADMIN_ALLOW@$/ { if (allow != "") print allow; next }
-    { gsub(/@PREFIX@/, prefix); gsub(/@LISTEN@/, listen); gsub(/@UPSTREAM@/, upstream);
-      gsub(/@USER@/, user); gsub(/@CACHE_MB@/, cache_mb); gsub(/@NOFILE@/, nofile);
+    /^@UPSTREAM@$/ { print upstream; next }
+    { gsub(/@PREFIX@/, prefix); gsub(/@LISTEN@/, listen);
+      gsub(/@USER@/, user); gsub(/@NJS_MODULE@/, njs); gsub(/@CACHE_MB@/, cache_mb); gsub(/@NOFILE@/, nofile);
       gsub(/@CONNECTIONS@/, conns); gsub(/@CONN_PER_ADDR@/, per_addr); gsub(/@FEED_PER_ADDR@/, feed_per_addr); print }' "$tpl" >"$out"
   if grep -v '^[[:space:]]*#' "$out" | grep -q '@[A-Z_]*@'; then die "unrendered placeholder left in $out"; fi
   printf '%s\n' "$out"
@@ -104,13 +152,13 @@ ERRORS
 case ${1:-} in
   render) render ;;
   run)
+    NGINX=$("$REPO/scripts/services.sh" nginx) # (first: the module's path is nginx's)
     conf=$(render)
-    NGINX=$("$REPO/scripts/services.sh" nginx)
     ulimit -n "$NOFILE" # the soft limit up to the hard one: thousands of sockets per worker
     "$NGINX" -t -q -p "$PREFIX" -e stderr -c "$conf" || die "nginx rejected $conf"
-    printf 'proxy: nginx on http://%s:%s in front of http://%s:%s (config %s)\n' \
-      "$(addr "$PROXY_HOST")" "$PROXY_PORT" "$(addr "$UP_HOST")" "$UP_PORT" "$conf" >&2
+    if [[ -n $SOCKET_DIR ]]; then behind="the sockets $SOCKET_DIR/registry-*.sock"; else behind="http://$(addr "$UP_HOST"):$UP_PORT"; fi
+    printf 'proxy: nginx on http://%s:%s in front of %s (config %s)\n' "$(addr "$PROXY_HOST")" "$PROXY_PORT" "$behind" "$conf" >&2
     exec "$NGINX" -p "$PREFIX" -e stderr -c "$conf"
     ;;
-  *) sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+  *) sed -n '2,/^set /{/^#/p}' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac

@@ -6,7 +6,7 @@
 #   scripts/services.sh up            start (or reuse) Redis + PostgreSQL, write .local/env.sh
 #   scripts/services.sh down          stop what `up` / `cluster-up` started from this repo
 #   scripts/services.sh chromium      install Debian's chromium if missing, print its path
-#   scripts/services.sh nginx         install Debian's nginx if missing, print its path
+#   scripts/services.sh nginx         install Debian's nginx and its njs module if missing, print its path
 #   scripts/services.sh wrk           install Debian's wrk if missing (the bench's load generator), print its path
 #   scripts/services.sh dig           install Debian's dnsutils if missing (the DNS tests), print dig's path
 #   scripts/services.sh cluster-up    start (or reuse) a 3-primary Redis Cluster

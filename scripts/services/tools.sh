@@ -24,16 +24,18 @@ cmd_wrk() {
   echo "$p"
 }
 
+# nginx with its JavaScript module (njs: deploy/headers.js counts request headers)
 cmd_nginx() {
   local p
   p=$(command -v nginx || true)
   [[ -n $p ]] || { [[ -x /usr/sbin/nginx ]] && p=/usr/sbin/nginx; }
-  if [[ -z $p ]]; then
+  if [[ -z $p || ! -f $(nginx_modules "$p")/ngx_http_js_module.so ]]; then
     # nginx-light would do, but plain nginx is in every Debian release
-    apt_install ' (needed by make proxy and the proxy tests)' nginx
+    apt_install ' (needed by make proxy and the proxy tests)' nginx libnginx-mod-http-js
     p=$(command -v nginx || true)
     [[ -n $p ]] || { [[ -x /usr/sbin/nginx ]] && p=/usr/sbin/nginx; }
     [[ -n $p ]] || die "nginx installed but not found"
+    [[ -f $(nginx_modules "$p")/ngx_http_js_module.so ]] || die "libnginx-mod-http-js installed but ngx_http_js_module.so not found"
   fi
   printf '%s\n' "$p"
 }
@@ -48,4 +50,11 @@ cmd_dig() {
     [[ -n $p ]] || die "dig installed but not found"
   fi
   printf '%s\n' "$p"
+}
+
+# the directory of nginx's dynamic modules (its --modules-path; Debian's when it says none)
+nginx_modules() {
+  local m
+  m=$("$1" -V 2>&1 | sed -n 's/.*--modules-path=\([^ ]*\).*/\1/p')
+  printf '%s\n' "${m:-/usr/lib/nginx/modules}"
 }

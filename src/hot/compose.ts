@@ -28,6 +28,7 @@ import { GroupCommitter } from './writes/index.js';
 import { Index, InvalidationListener, NearCache, NearVersionCheck, ResultCache, sampleSearch, stringBytes, type Caches, type Replacements } from './search/index.js';
 import { ChangeHub, StreamShares, streamSharesBuffer } from './changes/index.js';
 import { AppState, createWatchers } from './readiness/index.js';
+import { proxySocketPath } from './http/proxy-socket.js';
 
 /** A named part of a thread: started in list order, stopped in reverse. */
 export interface Part {
@@ -63,6 +64,8 @@ export interface ListenAt {
   metrics?: boolean;
   /** with port 0: other threads will listen on the port this one gets (main.ts, WORKERS > 1) */
   sharePort?: boolean;
+  /** the thread's index: its proxy socket is PROXY_SOCKET_DIR/registry-<thread>.sock (default 0) */
+  thread?: number;
 }
 
 /**
@@ -88,10 +91,7 @@ export interface ThreadHooks {
   sweeperOwner?: string;
   /** false: no periodic lease sweep (tests call app.sweeper.sweepOnce()) */
   sweep?: boolean;
-  /**
-   * Sees each near-cache delta this thread receives before the near cache does; `apply`
-   * passes it on (tests lose deltas on purpose by not calling it)
-   */
+  /** sees each near-cache delta before the near cache; `apply` passes it on (tests lose deltas by not calling it) */
   delta?: (msg: string, apply: (msg: string) => void) => void;
   /** hears what reading each request's body cost (RouteOptions.bodyHooks) */
   body?: ServerOptions['bodyHooks'];
@@ -114,8 +114,7 @@ export function processShared(): ProcessShared {
 export interface ThreadOptions {
   /** the process's shared counters (main.ts); default: this thread's own */
   shared?: ProcessShared;
-  /** tests only */
-  hooks?: ThreadHooks;
+  hooks?: ThreadHooks; // tests only
 }
 
 export function buildThread(cfg: Config, version: string, log: Logger, at: ListenAt = { port: cfg.port, host: cfg.host }, opts: ThreadOptions = {}): Thread {
@@ -210,7 +209,8 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
 
   const app: App = { cfg, pg, redis, keys, index, projector, commits, auth, pendingSandboxes, hub, metrics, log, state, version, ...caches, intersectPool, liveness, sweeper, heartbeatTokens };
   const watchers = createWatchers(app);
-  const server = createServer(app, { port: at.port, host: at.host, sharePort: at.sharePort, routes: [registerAdmin], bodyHooks: hooks.body });
+  const socket = cfg.proxySocketDir ? proxySocketPath(cfg.proxySocketDir, at.thread ?? 0) : undefined;
+  const server = createServer(app, { port: at.port, host: at.host, sharePort: at.sharePort, socket, routes: [registerAdmin], bodyHooks: hooks.body });
   let metricsListener: MetricsListener | null = null;
   const serveMetrics = (at.metrics ?? true) && cfg.metricsEnabled;
 

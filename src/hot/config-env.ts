@@ -1,9 +1,10 @@
 // The parsers of configuration values (config.ts reads the environment and holds every
 // setting with its default; these only read the variables it hands them): integers in a
 // range, booleans, log levels, URLs of given schemes (one or a list), host names, host:port
-// lists, IP address lists and per-tier numbers, each checked and refused with a ConfigError naming the
-// variable; redactUrl() hides a URL's password wherever one is shown.
+// lists, IP address lists, per-tier numbers and directory paths, each checked and refused with a
+// ConfigError naming the variable; redactUrl() hides a URL's password wherever one is shown.
 import { isIP } from 'node:net';
+import { resolve } from 'node:path';
 import { normalizeAddress } from './http/client-address.js';
 
 export class ConfigError extends Error {}
@@ -99,4 +100,18 @@ export function tierMap(name: string, raw: string, example: string): Record<stri
     out[m[1]!] = Number(m[2]);
   }
   return out;
+}
+
+/**
+ * A directory for Unix sockets, made absolute against the working directory ("" when unset).
+ * Plain characters only (it is written into the proxy's config), and short enough that a
+ * socket path in it fits sun_path (108 bytes with its NUL) with room for the file name.
+ */
+export function socketDir(env: Env, name: string): string {
+  const raw = (env[name] || '').trim();
+  if (!raw) return '';
+  if (!/^[A-Za-z0-9._/-]+$/.test(raw)) throw new ConfigError(`${name} may hold only letters, digits and . _ / -, got "${raw}"`);
+  const dir = resolve(raw);
+  if (Buffer.byteLength(dir) > 80) throw new ConfigError(`${name} must be at most 80 bytes once absolute (a socket path must fit 107), got ${dir}`);
+  return dir;
 }

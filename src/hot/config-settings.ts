@@ -3,7 +3,7 @@
 // readers()), and scripts/gen-config-doc.mjs writes docs/configuration.md from it, so the
 // code and the reference share one source; test/unit/config-doc.test.ts holds both to it.
 // Why a default is what it is: the comment above its row.
-import { addresses, bool, hostName, hostPorts, int, level, url, urls, type Env } from './config-env.js';
+import { addresses, bool, hostName, hostPorts, int, level, socketDir, url, urls, type Env } from './config-env.js';
 
 export interface Setting {
   /** the default as the variable would be written; null: none, or computed (see `shown`) */
@@ -41,7 +41,8 @@ export const SETTINGS = {
   ALLOW_UWS_FALLBACK: { def: false, topic: SERVER, doc: 'start even if uWebSockets.js\'s native binary does not load (its JavaScript fallback is slow)' },
   ADMIN_API_KEY: { def: null, shown: 'generated and printed unless `NODE_ENV=production`', topic: SERVER, doc: 'admin key (Bearer, or `POST /admin/session`), at least 16 characters; required in production' },
   DATABASE_URL: { def: 'postgres://postgres@127.0.0.1:5440/registry', schemes: ['postgres:', 'postgresql:'], topic: SERVER, doc: 'PostgreSQL, the source of truth' },
-  TRUSTED_PROXIES: { def: null, topic: SERVER, doc: 'exact IP addresses of reverse proxies whose `X-Forwarded-For` / `X-Real-IP` name the client (the right-most untrusted hop); others\' are ignored' },
+  TRUSTED_PROXIES: { def: null, topic: SERVER, doc: 'exact IP addresses of reverse proxies on other hosts whose `X-Forwarded-For` / `X-Real-IP` name the client over TCP (the right-most untrusted hop); no client may reach the server from such an address (docs/operations.md, "Behind a reverse proxy")' },
+  PROXY_SOCKET_DIR: { def: null, topic: SERVER, doc: 'a directory (0700, this user\'s) where each uWS thread listens on `registry-<thread>.sock` for the shipped proxy: `X-Forwarded-For` / `X-Real-IP` are believed on these sockets only; unset: none (`make run` sets `.local/run`)' },
   SHUTDOWN_GRACE_MS: { def: 10_000, min: 0, max: 600_000, topic: SERVER, doc: 'SIGTERM drain time, ms' },
   ADMIN_PAGE_SIZE: { def: 20, min: 1, max: 500, topic: SERVER, doc: 'sandboxes per admin list page' },
   SESSION_IDLE_SECONDS: { def: 30 * 60, min: 60, max: 86400 * 7, topic: SERVER, doc: 'admin session: idle lifetime, seconds' },
@@ -132,7 +133,7 @@ export const SETTINGS = {
   // each stream holds a socket and a few KiB
   CHANGES_MAX_STREAMS: { def: 10_000, min: 1, max: 1_000_000, topic: OPS, doc: 'change feed: open streams per process, all uWS threads together (429 beyond)' },
   // a few tabs or services behind one NAT; one address cannot take the total
-  CHANGE_STREAMS_PER_ADDRESS: { def: 32, min: 1, max: 1_000_000, topic: OPS, doc: 'change feed: open streams per client address, per process (429 beyond; behind a proxy, set `TRUSTED_PROXIES`)' },
+  CHANGE_STREAMS_PER_ADDRESS: { def: 32, min: 1, max: 1_000_000, topic: OPS, doc: 'change feed: open streams per client address, per process (429 beyond; behind the shipped proxy, give the server `PROXY_SOCKET_DIR`)' },
 } as const satisfies Record<string, Setting>;
 
 export type SettingName = keyof typeof SETTINGS;
@@ -164,6 +165,7 @@ export function readers(env: Env) {
     hostPorts: (name: 'REDIS_CLUSTER_NODES'): string[] => hostPorts(env, name),
     urls: (name: 'REDIS_REPLICA_URLS'): string[] => urls(env, name, [...row(name).schemes!]),
     addresses: (name: 'TRUSTED_PROXIES'): string[] => addresses(env, name),
+    socketDir: (name: 'PROXY_SOCKET_DIR'): string => socketDir(env, name),
     /** a variable config.ts checks itself: its value, or the table's default */
     raw: (name: TextName | ListName): string => env[name] || text(name),
   };

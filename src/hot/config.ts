@@ -84,8 +84,16 @@ export interface Config {
   accessLogLevel: string;
   /** GET /metrics and the per-request accounting behind it */
   metricsEnabled: boolean;
-  /** reverse proxies whose X-Forwarded-For / X-Real-IP give the client address (normalised) */
+  /**
+   * reverse proxies on other hosts, reached over TCP, whose X-Forwarded-For / X-Real-IP give
+   * the client address (normalised); their addresses must be unreachable to clients
+   */
   trustedProxies: string[];
+  /**
+   * directory of the Unix sockets the reverse proxy connects to, one per uWS thread (absolute;
+   * "" for none): X-Forwarded-For / X-Real-IP are believed on them, whatever TRUSTED_PROXIES
+   */
+  proxySocketDir: string;
   /** the /metrics listener, apart from the public port (0: an ephemeral port) */
   metricsHost: string;
   metricsPort: number;
@@ -160,7 +168,7 @@ function tierMaxServices(raw: string, t: TierConfig): TierConfig {
 }
 
 export function loadConfig(env: Env = process.env): Config {
-  const { int, bool, level, url, hostName, hostPorts, urls, addresses, raw } = readers(env);
+  const { int, bool, level, url, hostName, hostPorts, urls, addresses, socketDir, raw } = readers(env);
   const nodeEnv = raw('NODE_ENV') as Config['env'];
   if (!['development', 'production', 'test'].includes(nodeEnv)) {
     throw new ConfigError(`NODE_ENV must be development, production or test, got "${nodeEnv}"`);
@@ -222,6 +230,7 @@ export function loadConfig(env: Env = process.env): Config {
     accessLog: bool('ACCESS_LOG'),
     accessLogLevel: level('ACCESS_LOG_LEVEL'),
     trustedProxies: addresses('TRUSTED_PROXIES'),
+    proxySocketDir: socketDir('PROXY_SOCKET_DIR'),
     metricsEnabled: bool('METRICS_ENABLED'),
     metricsHost: hostName('METRICS_HOST'),
     metricsPort: int('METRICS_PORT'),

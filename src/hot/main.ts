@@ -12,6 +12,7 @@ import { createLogger } from './app.js';
 import { buildThread, processShared, type ProcessShared } from './compose.js';
 import { createPool } from './pg/pool.js';
 import { migrate } from './migrate.js';
+import { prepareSocketDir, proxySocketPath, removeStaleSockets } from './http/proxy-socket.js';
 import { ROOT } from './paths.js';
 
 const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
@@ -35,7 +36,7 @@ let metricsPortSeen: number | null = null;
 async function serveThread(cfg: Config, index: number, shared: ProcessShared): Promise<number> {
   const log = createLogger(cfg, { thread: index });
   // one /metrics listener per process; with PORT=0 thread 0 picks the port the others share
-  const thread = buildThread(cfg, VERSION, log, { port: cfg.port, host: cfg.host, metrics: index === 0, sharePort: cfg.uwsThreads > 1 }, { shared });
+  const thread = buildThread(cfg, VERSION, log, { port: cfg.port, host: cfg.host, metrics: index === 0, sharePort: cfg.uwsThreads > 1, thread: index }, { shared });
   await thread.start();
   const server = thread.server;
   metricsPortSeen = thread.metricsPort() ?? metricsPortSeen;
@@ -84,6 +85,10 @@ async function main(): Promise<void> {
     }
     throw e;
   }
+  // (a warning, not a refusal: a proxy on this host that cannot use the socket is a choice)
+  if (cfg.trustedProxies.some((a) => a === '::1' || a.startsWith('127.'))) {
+    console.error('WARNING: TRUSTED_PROXIES lists a loopback address: any process on this host that connects from it names its own client address. Put the proxy on PROXY_SOCKET_DIR instead.');
+  }
   const uws = checkUwsNative();
   if (!uws.native) {
     if (!cfg.allowUwsFallback) {
@@ -102,12 +107,22 @@ async function main(): Promise<void> {
   } finally {
     await pool.end();
   }
+  if (cfg.proxySocketDir) {
+    try {
+      prepareSocketDir(cfg.proxySocketDir); // each thread checks again as it listens
+      removeStaleSockets(cfg.proxySocketDir); // of a run with more threads: the proxy would keep trying them
+    } catch (e) {
+      console.error(`configuration error: ${(e as Error).message}`);
+      process.exit(2);
+    }
+  }
   const banner = (port: number) => {
     const base = `http://${cfg.host.includes(':') ? `[${cfg.host}]` : cfg.host}:${port}`;
     console.log(`service registry ${VERSION} listening on ${base} (${cfg.uwsThreads} uWS thread${cfg.uwsThreads > 1 ? 's' : ''})`);
     console.log(`  search:     ${base}/services`);
     console.log(`  openapi:    ${base}/openapi.json`);
     console.log(`  dashboard:  ${base}/admin/`);
+    if (cfg.proxySocketDir) console.log(`  proxy:      ${proxySocketPath(cfg.proxySocketDir, 0).replace(/-0\.sock$/, '-*.sock')} (X-Forwarded-For believed there only${cfg.trustedProxies.length ? ' and from TRUSTED_PROXIES' : ''})`);
     if (metricsPortSeen !== null) console.log(`  metrics:    http://${cfg.metricsHost.includes(':') ? `[${cfg.metricsHost}]` : cfg.metricsHost}:${metricsPortSeen}/metrics`);
     console.log(`  admin key:  ${cfg.adminApiKeyGenerated ? cfg.adminApiKey + '  (generated for this run; set ADMIN_API_KEY to fix it)' : '(from ADMIN_API_KEY)'}`);
   };

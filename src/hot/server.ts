@@ -1,6 +1,9 @@
 // The HTTP part of one thread: the uWebSockets.js app with every route, a catch-all 404
 // (JSON, never HTML), the listen socket and the drain. Built by compose.ts (buildThread),
 // which also hands in the routes that live outside src/hot (the admin dashboard and API).
+// With a proxy socket (PROXY_SOCKET_DIR) a second app, the same routes, listens on it: the
+// only one that believes X-Forwarded-For (http/proxy-socket.ts).
+import { dirname } from 'node:path';
 import uWS from 'uWebSockets.js';
 import type { App } from './app.js';
 import { allowedMethods, route, type RouteOptions } from './http/route.js';
@@ -13,6 +16,7 @@ import { registerLiveness } from './liveness/index.js';
 import { registerChanges } from './changes/index.js';
 import { countUnexpected } from './metrics/metrics.js';
 import { requestObserver } from './metrics/observe.js';
+import { prepareSocketDir } from './http/proxy-socket.js';
 
 /** Registers a group of routes (the admin ones come from src/admin through compose.ts). */
 export type RegisterRoutes = (uws: uWS.TemplatedApp, app: App, o: RouteOptions) => void;
@@ -26,6 +30,8 @@ export interface ServerOptions {
    * kernel picked is bound again, by number (see listen()).
    */
   sharePort?: boolean;
+  /** the reverse proxy's Unix socket for this thread (http/proxy-socket.ts); none when absent */
+  socket?: string;
   /** registered after the public and sandbox routes, before the catch-all */
   routes: RegisterRoutes[];
   /** test hooks of the body reader (RouteOptions.bodyHooks) */
@@ -46,7 +52,7 @@ export interface Server {
   inflight(): number;
 }
 
-export function buildUws(app: App, routes: RegisterRoutes[], hooks: Partial<Pick<RouteOptions, 'onStart' | 'onDone' | 'draining' | 'bodyHooks'>> = {}): uWS.TemplatedApp {
+export function buildUws(app: App, routes: RegisterRoutes[], hooks: Partial<Pick<RouteOptions, 'onStart' | 'onDone' | 'draining' | 'bodyHooks' | 'viaProxy'>> = {}): uWS.TemplatedApp {
   const uws = uWS.App();
   const o: RouteOptions = {
     maxBody: app.cfg.maxBodyBytes,
@@ -80,18 +86,23 @@ export function createServer(app: App, opts: ServerOptions): Server {
   let inflight = 0;
   const idle: (() => void)[] = [];
   const observe = requestObserver(app); // metrics and the access log; null when both are off
-  const uws = buildUws(app, opts.routes, {
+  const hooks = {
     onStart: () => {
       inflight++;
     },
-    onDone: (req, reply, route) => {
+    onDone: (req: Parameters<NonNullable<RouteOptions['onDone']>>[0], reply: Parameters<NonNullable<RouteOptions['onDone']>>[1], route: string) => {
       observe?.(req, reply, route);
       if (--inflight === 0) for (const f of idle.splice(0)) f();
     },
     draining: () => app.state.shuttingDown,
     bodyHooks: opts.bodyHooks,
-  });
+  };
+  const uws = buildUws(app, opts.routes, hooks);
+  // (an app of its own, not a test of the peer address: a TCP peer that reset its connection
+  // has no address either, and must not pass for the proxy)
+  const viaProxy = opts.socket ? buildUws(app, opts.routes, { ...hooks, viaProxy: true }) : null;
   let socket: uWS.us_listen_socket | null = null;
+  let proxySocket: uWS.us_listen_socket | null = null;
   const server: Server = {
     port: 0,
     inflight: () => inflight,
@@ -119,6 +130,14 @@ export function createServer(app: App, opts: ServerOptions): Server {
         if (attempt >= 5) throw new Error(`cannot listen on ${host}:${picked} (the port picked for port 0, ${attempt} times)`);
       }
       server.port = uWS.us_socket_local_port(socket);
+      if (viaProxy && opts.socket) {
+        const path = opts.socket;
+        prepareSocketDir(dirname(path));
+        // (uSockets removes a file left at the path before it binds)
+        const s = await new Promise<uWS.us_listen_socket | false>((resolve) => viaProxy.listen_unix(resolve, path));
+        if (!s) throw new Error(`cannot listen on the proxy socket ${path}`);
+        proxySocket = s;
+      }
       return server.port;
     },
     async close(graceMs = app.cfg.shutdownGraceMs, listenMs = 0) {
@@ -128,6 +147,10 @@ export function createServer(app: App, opts: ServerOptions): Server {
       if (listenMs > 0) await new Promise((r) => setTimeout(r, Math.min(listenMs, graceMs)));
       if (socket) uWS.us_listen_socket_close(socket);
       socket = null;
+      // (the file stays: the proxy's connections are refused, it tries another thread's
+      // socket; unlinking it could remove the socket of a newer start at the same path)
+      if (proxySocket) uWS.us_listen_socket_close(proxySocket);
+      proxySocket = null;
       if (inflight > 0) {
         await new Promise<void>((resolve) => {
           const t = setTimeout(resolve, Math.max(0, graceMs - (Date.now() - t0)));
@@ -140,7 +163,7 @@ export function createServer(app: App, opts: ServerOptions): Server {
       // end every connection still open (idle keep-alive ones, abandoned requests): uWS's
       // App.close() (in the binary, missing from its typings). A worker thread that exits
       // with a uWS socket still open makes Node abort the whole process.
-      (uws as unknown as { close?: () => void }).close?.();
+      for (const a of viaProxy ? [uws, viaProxy] : [uws]) (a as unknown as { close?: () => void }).close?.();
     },
   };
   return server;

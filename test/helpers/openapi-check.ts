@@ -8,6 +8,7 @@
 import http from 'node:http';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
+import { ambiguousPath } from '../../src/hot/domain/raw-path.js';
 
 type Obj = Record<string, unknown>;
 
@@ -107,7 +108,9 @@ export class DocumentCheck {
     if (STATIC(path)) return [];
     const head = s.method === 'HEAD';
     const method = head ? 'GET' : s.method;
-    const entry = this.paths.find((p) => p.re.test(path));
+    // a path with an encoded "/" or "." or a dot-segment is no instance of a template (a
+    // client's URL would be resolved): the document's generic 400 (info.description)
+    const entry = ambiguousPath(path) ? undefined : this.paths.find((p) => p.re.test(path));
     const op = entry?.ops.get(method);
     const where = `${s.method} ${s.target.slice(0, 120)} -> ${s.status}`;
     if (!entry || !op) {

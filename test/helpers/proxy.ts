@@ -1,7 +1,9 @@
 // The shipped nginx (deploy/nginx.conf rendered by scripts/proxy.sh) in front of a test
-// server, on an ephemeral port with its own prefix directory; and a small HTTP client that
-// can choose its source address on the loopback network (127.0.0.0/8), so tests can be
-// several "clients" and see what the server makes of their addresses.
+// server, on an ephemeral port with its own prefix directory, over the server's proxy
+// sockets (socketDir(): give the same directory to both as PROXY_SOCKET_DIR) or its TCP
+// port; and a small HTTP client that can choose its source address on the loopback network
+// (127.0.0.0/8), so tests can be several "clients" and see what the server makes of their
+// addresses.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { request, type Agent } from 'node:http';
@@ -49,13 +51,26 @@ export interface Proxy {
   close(): Promise<void>;
 }
 
-/** Render the shipped config for `upstreamPort` and run nginx in the foreground on a free port. */
+/**
+ * A directory for a test server's proxy sockets (mode 0700, as the server wants it), removed
+ * by `teardown`: PROXY_SOCKET_DIR for the server and for startProxy().
+ */
+export function socketDir(teardown: (f: () => void) => void): string {
+  const dir = mkdtempSync(join(tmpdir(), 'registry-sock-'));
+  teardown(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/**
+ * Render the shipped config and run nginx in the foreground on a free port, in front of the
+ * sockets in env.PROXY_SOCKET_DIR, or else of the server's TCP port `upstreamPort`.
+ */
 export async function startProxy(upstreamPort: number, env: Record<string, string> = {}): Promise<Proxy> {
   const port = await freePort();
   const prefix = mkdtempSync(join(tmpdir(), 'registry-proxy-'));
   const child: ChildProcess = spawn('bash', ['scripts/proxy.sh', 'run'], {
     cwd: root,
-    env: { ...process.env, HOST: '127.0.0.1', PORT: String(upstreamPort), PROXY_PORT: String(port), PROXY_PREFIX: prefix, ...env },
+    env: { ...process.env, HOST: '127.0.0.1', PORT: String(upstreamPort), PROXY_PORT: String(port), PROXY_PREFIX: prefix, PROXY_SOCKET_DIR: '', ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let err = '';

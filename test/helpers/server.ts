@@ -31,6 +31,7 @@ export function baseEnv(): Record<string, string | undefined> {
     WORKERS: '1',
     COOKIE_SECURE: 'false',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    PROXY_SOCKET_DIR: '', // a test that wants proxy sockets gives a directory of its own
   };
 }
 

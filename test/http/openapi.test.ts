@@ -72,6 +72,23 @@ t.test('every operation has responses; every templated segment is a declared pat
   }
 });
 
+t.test("every operation declares the shipped proxy's 431 with its error body (issue 41)", async (t) => {
+  const proxyError = ((doc.components as Obj).schemas as Obj).ProxyError as Obj;
+  t.match(JSON.stringify(proxyError), /"enum":\["HEADERS_TOO_LARGE"\]/, 'ProxyError: the error body, its code HEADERS_TOO_LARGE');
+  let n = 0;
+  for (const [p, item] of Object.entries(paths)) {
+    for (const m of ['get', 'post', 'patch', 'delete', 'put']) {
+      const op = item[m] as Obj | undefined;
+      if (!op) continue;
+      const r431 = (op.responses as Record<string, Obj>)['431'];
+      t.same(((r431?.content as Obj | undefined)?.['application/json'] as Obj | undefined)?.schema, { $ref: '#/components/schemas/ProxyError' }, `${m} ${p}: 431`);
+      n++;
+    }
+  }
+  t.ok(n > 30, `${n} operations`);
+  t.match(String((((paths['/services']!.get as Obj).responses as Obj)['431'] as Obj).description), /never the server[\s\S]*48/, 'says who answers it and the limit');
+});
+
 t.test('every $ref resolves inside the document', async (t) => {
   const refs = [...text.matchAll(/"\$ref":"([^"]+)"/g)].map((x) => x[1]!);
   t.ok(refs.length > 0, 'the document uses components');

@@ -8,15 +8,17 @@ import t, { type Test } from 'tap';
 import { connect } from 'node:net';
 import { Agent } from 'node:http';
 import { registerProduction, startTestServer } from '../helpers/server.js';
-import { http, startProxy } from '../helpers/proxy.js';
+import { http, socketDir, startProxy } from '../helpers/proxy.js';
 import fc from 'fast-check';
 import { RawClient } from '../helpers/raw-client.js';
 
+// nginx on the server's proxy socket, as `make run` + `make proxy` (test/proxy/trust.test.ts)
+const sockets = socketDir(t.teardown.bind(t));
 const s = await startTestServer({
-  env: { TRUSTED_PROXIES: '127.0.0.1', TIERS: 'free=3,pro=600,enterprise=6000', SANDBOX_CREATE_PER_MINUTE: '1', SEARCH_MAX_AGE: '600', DISCOVERY_MAX_AGE: '600' },
+  env: { PROXY_SOCKET_DIR: sockets, TIERS: 'free=3,pro=600,enterprise=6000', SANDBOX_CREATE_PER_MINUTE: '1', SEARCH_MAX_AGE: '600', DISCOVERY_MAX_AGE: '600' },
 });
 t.teardown(() => s.close());
-const proxy = await startProxy(s.server.port, { PROXY_ADMIN_ALLOW: '127.0.0.1' });
+const proxy = await startProxy(s.server.port, { PROXY_ADMIN_ALLOW: '127.0.0.1', PROXY_SOCKET_DIR: sockets });
 t.teardown(() => proxy.close());
 const P = proxy.port;
 
@@ -171,9 +173,12 @@ t.test('the server takes the client address from the proxy, and only from it', a
   t.equal((await create(P, '127.0.0.4')).status, 201, 'another client through the same proxy has its own allowance');
   // a client cannot pick its address through the proxy: nginx appends the real one
   isError(t, await create(P, '127.0.0.3', { 'x-forwarded-for': '10.9.9.9' }), 429, 'RATE_LIMITED');
-  // straight to the server from an address that is not a trusted proxy: X-Forwarded-For is ignored
+  // straight to the server's port, even from loopback: X-Forwarded-For is ignored
   t.equal((await create(s.server.port, '127.0.0.5', { 'x-forwarded-for': '127.0.0.4' })).status, 201, 'spoofed header ignored');
   isError(t, await create(s.server.port, '127.0.0.5', { 'x-forwarded-for': '10.1.1.1' }), 429, 'RATE_LIMITED');
+  t.equal((await create(s.server.port, '127.0.0.1', { 'x-forwarded-for': '127.0.0.6' })).status, 201, 'from 127.0.0.1, where nginx used to connect from');
+  isError(t, await create(s.server.port, '127.0.0.1', { 'x-forwarded-for': '127.0.0.7' }), 429, 'RATE_LIMITED');
+  t.equal((await create(P, '127.0.0.6')).status, 201, 'the address it named kept its allowance');
 });
 
 t.test('the change feed streams through unbuffered', async (t) => {

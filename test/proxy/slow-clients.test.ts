@@ -6,7 +6,7 @@ import t from 'tap';
 import { connect, type Socket } from 'node:net';
 import { request } from 'node:http';
 import { startTestServer } from '../helpers/server.js';
-import { http, startProxy } from '../helpers/proxy.js';
+import { http, socketDir, startProxy } from '../helpers/proxy.js';
 
 const PER_ADDRESS = 64;
 // modest, so that even a machine whose open-files hard limit is 1,024 (nginx: 512
@@ -14,9 +14,10 @@ const PER_ADDRESS = 64;
 const SLOW = 200;
 const IDLE = 100;
 const FEED_PER_ADDRESS = 4;
-const s = await startTestServer({ env: { TRUSTED_PROXIES: '127.0.0.1', CHANGE_STREAMS_PER_ADDRESS: '100' } });
+const socketsDir = socketDir(t.teardown.bind(t));
+const s = await startTestServer({ env: { PROXY_SOCKET_DIR: socketsDir, CHANGE_STREAMS_PER_ADDRESS: '100' } });
 t.teardown(() => s.close());
-const proxy = await startProxy(s.server.port, { PROXY_CONN_PER_ADDRESS: String(PER_ADDRESS), PROXY_STREAMS_PER_ADDRESS: String(FEED_PER_ADDRESS) });
+const proxy = await startProxy(s.server.port, { PROXY_SOCKET_DIR: socketsDir, PROXY_CONN_PER_ADDRESS: String(PER_ADDRESS), PROXY_STREAMS_PER_ADDRESS: String(FEED_PER_ADDRESS) });
 t.teardown(() => proxy.close());
 const P = proxy.port;
 

@@ -36,6 +36,8 @@ const cases: [Record<string, string>, RegExp][] = [
   [{ CHANGES_POLL_MS: '0' }, /CHANGES_POLL_MS must be between/],
   [{ MAX_JSON_DEPTH: '0' }, /MAX_JSON_DEPTH must be between/],
   [{ TRUSTED_PROXIES: '127.0.0.1,proxy.example' }, /TRUSTED_PROXIES must be a comma-separated list of IP addresses, got "proxy.example"/],
+  [{ PROXY_SOCKET_DIR: '/tmp/a b' }, /PROXY_SOCKET_DIR may hold only letters, digits and \. _ \/ -, got "\/tmp\/a b"/],
+  [{ PROXY_SOCKET_DIR: '/tmp/' + 'x'.repeat(80) }, /PROXY_SOCKET_DIR must be at most 80 bytes once absolute/],
   [{ METRICS_PORT: '70000' }, /METRICS_PORT must be between/],
   [{ METRICS_HOST: 'a b' }, /METRICS_HOST is not a host name or address/],
   [{ DATABASE_URL: 'mysql://x' }, /DATABASE_URL must use postgres: or postgresql:/],

@@ -1,7 +1,8 @@
-// The client address behind trusted proxies (TRUSTED_PROXIES): X-Forwarded-For is believed
-// only from a trusted connection, walked from the right past trusted hops.
+// The client address behind trusted proxies (the proxy's Unix socket, TRUSTED_PROXIES):
+// X-Forwarded-For is believed only from a trusted connection, walked from the right past
+// trusted hops.
 import t from 'tap';
-import { clientAddress, normalizeAddress } from '../../src/hot/http/client-address.js';
+import { clientAddress, normalizeAddress, PROXY_SOCKET_PEER } from '../../src/hot/http/client-address.js';
 
 const T = new Set(['127.0.0.1', '::1', '10.0.0.2']);
 
@@ -26,6 +27,17 @@ t.test('normalised spellings', async (t) => {
 t.test('an untrusted connection is its own address, whatever it claims', async (t) => {
   t.equal(clientAddress('203.0.113.9', '198.51.100.1', '198.51.100.2', T), '203.0.113.9');
   t.equal(clientAddress('203.0.113.9', '', '', new Set()), '203.0.113.9');
+});
+
+t.test("on the proxy's socket (remote null): trusted by where it arrived, whatever TRUSTED_PROXIES", async (t) => {
+  const none = new Set<string>();
+  t.equal(clientAddress(null, '198.51.100.7', '', none), '198.51.100.7');
+  t.equal(clientAddress(null, '6.6.6.6, 198.51.100.7', '', none), '198.51.100.7', 'a client-written entry at the left is ignored');
+  t.equal(clientAddress(null, '', '198.51.100.8', none), '198.51.100.8', 'X-Real-IP when there is no X-Forwarded-For');
+  t.equal(clientAddress(null, '198.51.100.7, 10.0.0.2', '', T), '198.51.100.7', 'past a trusted proxy in front of it');
+  t.equal(clientAddress(null, '', '', none), PROXY_SOCKET_PEER, 'no header: the proxy itself');
+  t.equal(clientAddress(null, '198.51.100.7, garbage', '', none), PROXY_SOCKET_PEER, 'a malformed last hop: the proxy itself');
+  t.equal(clientAddress('', '198.51.100.7', '', T), '', 'a TCP peer without an address (reset) is not the proxy');
 });
 
 t.test('through trusted proxies: the right-most untrusted hop', async (t) => {

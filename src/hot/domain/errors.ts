@@ -39,6 +39,7 @@ export const REGISTRY = {
   MALFORMED_REQUEST: { code: 'BAD_REQUEST', message: 'malformed HTTP request' },
   CONTENT_LENGTH_INVALID: { code: 'BAD_REQUEST', message: 'Content-Length is not a number' },
   CLIENT_GONE: { code: 'BAD_REQUEST', message: 'the client went away' },
+  PATH_AMBIGUOUS: { code: 'BAD_REQUEST', message: 'the path holds an encoded "/" or "." (%2F, %2E) or a "." or ".." segment; send it resolved, unencoded' },
   LAST_EVENT_ID_UNDECODABLE: { code: 'BAD_REQUEST', message: 'lastEventId is not a well-formed percent-encoded value' },
   LAST_EVENT_ID_INVALID: { code: 'BAD_REQUEST', message: 'Last-Event-ID must be an event id from this feed' },
   // 400: query strings (the search's own texts come from canonical.ts)

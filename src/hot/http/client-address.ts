@@ -1,9 +1,11 @@
-// The client address behind a trusted reverse proxy (TRUSTED_PROXIES). The connection's
-// own address is used unless it is one of the trusted proxies; then X-Forwarded-For is
+// The client address behind a reverse proxy. A request that arrived on the proxy's Unix
+// socket (PROXY_SOCKET_DIR: remote null) is the proxy's; so is a TCP connection from an
+// address in TRUSTED_PROXIES (a proxy on another host). From either, X-Forwarded-For is
 // walked from the right (each proxy appends the address it saw), skipping trusted hops, and
-// the first untrusted address is the client. Without X-Forwarded-For, X-Real-IP is the one
-// hop. A hop that is not an IP address ends the walk at the last good one: a client can put
-// anything at the left of the list, never at the right of what the proxy appended.
+// the first untrusted address is the client; without X-Forwarded-For, X-Real-IP is the one
+// hop. Any other connection is its own address, whatever it claims. A hop that is not an IP
+// address ends the walk at the last good one: a client can put anything at the left of the
+// list, never at the right of what the proxy appended.
 import { isIP } from 'node:net';
 
 /** One spelling per address: lower-case, IPv6 compressed, IPv4-mapped IPv6 as IPv4. */
@@ -29,9 +31,13 @@ export function normalizeAddress(raw: string): string {
   return a;
 }
 
-export function clientAddress(remote: string, forwardedFor: string, realIp: string, trusted: ReadonlySet<string>): string {
-  let addr = normalizeAddress(remote);
-  if (!trusted.has(addr)) return addr;
+/** What a request on the proxy's socket without a usable X-Forwarded-For / X-Real-IP is "from". */
+export const PROXY_SOCKET_PEER = 'unix';
+
+/** `remote`: the TCP peer's address, or null for a request on the proxy's Unix socket. */
+export function clientAddress(remote: string | null, forwardedFor: string, realIp: string, trusted: ReadonlySet<string>): string {
+  let addr = remote === null ? PROXY_SOCKET_PEER : normalizeAddress(remote);
+  if (remote !== null && !trusted.has(addr)) return addr;
   const hops = forwardedFor ? forwardedFor.split(',') : realIp ? [realIp] : [];
   for (let i = hops.length - 1; i >= 0; i--) {
     const h = normalizeAddress(hops[i]!);

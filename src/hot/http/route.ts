@@ -1,10 +1,11 @@
 // uWebSockets.js plumbing, the request side (models: uWS examples AsyncFunction.mjs and
 // JsonPost.js): read everything from `req` synchronously, attach onAborted before any await
 // (a Reply does, reply.ts, which also writes the answer inside cork()), read bodies (body.ts)
-// behind the route's credential check (guard), and route: 405 and 414 before a handler,
-// shadowed templates, HEAD twins of GET routes.
+// behind the route's credential check (guard), and route: 414, 400 for an ambiguous path
+// (domain/raw-path.ts) and 405 before a handler, shadowed templates, HEAD twins of GET routes.
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import { clientAddress } from './client-address.js';
+import { ambiguousPath } from '../domain/raw-path.js';
 import { readBody, readBodyAfter } from './body.js';
 import { Reply, sendError } from './reply.js';
 import type { BodyHooks, Req } from './types.js';
@@ -29,7 +30,13 @@ const H = {
   transferEncoding: enc('transfer-encoding'),
 };
 
-function remoteOf(req: HttpRequest, res: HttpResponse, trusted: ReadonlySet<string>): string {
+/**
+ * The client's address. `viaProxy`: the request came through the proxy's Unix socket (the
+ * app listening there, never a guess from the peer address: a TCP peer that reset its
+ * connection has no address either).
+ */
+function remoteOf(req: HttpRequest, res: HttpResponse, trusted: ReadonlySet<string>, viaProxy: boolean): string {
+  if (viaProxy) return clientAddress(null, req.getHeader('x-forwarded-for'), req.getHeader('x-real-ip'), trusted);
   const own = Buffer.from(res.getRemoteAddressAsText()).toString();
   if (trusted.size === 0) return own;
   return clientAddress(own, req.getHeader('x-forwarded-for'), req.getHeader('x-real-ip'), trusted);
@@ -43,7 +50,7 @@ function remoteOf(req: HttpRequest, res: HttpResponse, trusted: ReadonlySet<stri
  * `bearerOnly`: of the headers only Authorization and the body's (Content-Length, and
  * Content-Type unless there is no body); the others read as "" (RouteOptions.bearerOnly).
  */
-export function readReq(req: HttpRequest, res: HttpResponse, nParams: number, withRemote = true, trusted: ReadonlySet<string> = NO_PROXIES, method?: string, bearerOnly = false): Req {
+export function readReq(req: HttpRequest, res: HttpResponse, nParams: number, withRemote = true, trusted: ReadonlySet<string> = NO_PROXIES, method?: string, bearerOnly = false, viaProxy = false): Req {
   const q = req.getQuery();
   const params: string[] = [];
   for (let i = 0; i < nParams; i++) params.push(req.getParameter(i) ?? '');
@@ -64,7 +71,7 @@ export function readReq(req: HttpRequest, res: HttpResponse, nParams: number, wi
     contentType: bearerOnly && (contentLength === 0 || (contentLength === -1 && te === '')) ? '' : req.getHeader(H.contentType),
     transferEncoding: te,
     contentLength,
-    remote: withRemote ? remoteOf(req, res, trusted) : '',
+    remote: withRemote ? remoteOf(req, res, trusted, viaProxy) : '',
     startedAt: performance.now(),
   };
 }
@@ -105,6 +112,8 @@ export interface RouteOptions {
   anonymous?: boolean;
   /** addresses of reverse proxies whose X-Forwarded-For is believed (TRUSTED_PROXIES) */
   trustedProxies?: ReadonlySet<string>;
+  /** the app behind the proxy's Unix socket (http/proxy-socket.ts): X-Forwarded-For is believed */
+  viaProxy?: boolean;
   /**
    * The request's credential, checked before a byte of its body is read (contract "Input
    * limits": a wrong key costs no body parsing). A throw or a rejected promise refuses the
@@ -221,7 +230,7 @@ export function route(app: TemplatedApp, method: 'get' | 'post' | 'put' | 'patch
   const withRemote = !o.anonymous && !!((o.body && !o.addressFree) || o.remote);
   let shadows: Shadow[] | null = null;
   const register = (m: 'get' | 'post' | 'put' | 'patch' | 'del' | 'any' | 'head') => app[m](pattern, (res: HttpResponse, r: HttpRequest) => {
-    const req = readReq(r, res, nParams, withRemote, o.trustedProxies, m === 'any' ? undefined : m === 'head' ? 'HEAD' : METHOD_NAME[m], o.bearerOnly);
+    const req = readReq(r, res, nParams, withRemote, o.trustedProxies, m === 'any' ? undefined : m === 'head' ? 'HEAD' : METHOD_NAME[m], o.bearerOnly, o.viaProxy);
     if (o.headers) req.extra = Object.fromEntries(o.headers.map((h) => [h, r.getHeader(h)]));
     if (o.maxJsonDepth !== undefined) req.maxJsonDepth = o.maxJsonDepth;
     o.onStart?.();
@@ -231,6 +240,8 @@ export function route(app: TemplatedApp, method: 'get' | 'post' | 'put' | 'patch
     if (req.path.length + (req.query?.length ?? 0) > MAX_URL_BYTES) {
       return reply.error('URL_TOO_LONG', [MAX_URL_BYTES], [], true);
     }
+    // before any route reads a parameter of it: a proxy may have judged it as another path
+    if (ambiguousPath(req.path)) return reply.error('PATH_AMBIGUOUS');
     if (nParams) {
       shadows ??= shadowing(app, pattern);
       for (const sh of shadows) {

@@ -41,6 +41,18 @@ export function openApiComponents(tiers: string[], tierIn: Obj): Obj {
       HeartbeatToken: { type: 'object', additionalProperties: false, required: ['heartbeatToken'], properties: { heartbeatToken: { type: 'string', pattern: '^[a-z0-9]{1,16}_hb_[0-9A-Za-z]{38}$' } } },
       DeviceBinding: S.deviceBinding,
       Error: S.error,
+      // the shipped reverse proxy's own refusals (deploy/nginx.conf), the contract's error body
+      ProxyError: {
+        type: 'object',
+        required: ['error'],
+        properties: {
+          error: {
+            type: 'object',
+            required: ['code', 'message'],
+            properties: { code: { type: 'string', enum: ['HEADERS_TOO_LARGE'], description: "answered by the shipped reverse proxy, not by the server (not in the server's error registry)" }, message: { type: 'string' } },
+          },
+        },
+      },
       Sandbox: S.sandbox,
       SandboxCreated: { type: 'object', allOf: [ref('Sandbox')], required: ['apiKey'], properties: { apiKey: { type: 'string', minLength: 1, description: 'shown once' } } },
       SandboxSummary: R.sandboxSummary(tierOut),

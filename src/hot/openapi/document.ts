@@ -14,6 +14,7 @@ import {
   empty,
   errors,
   headers as H,
+  headersTooLarge,
   json,
   ok,
   params as P,
@@ -38,7 +39,7 @@ export interface OpenApiOptions {
 export function openApiDocument(version: string, opts: OpenApiOptions = {}): Obj {
   const tiers = [...(opts.tiers ?? ['free', 'pro', 'enterprise'])];
   const tierIn = { type: 'string', enum: tiers, description: 'a configured tier (TIERS)' };
-  return {
+  return withProxyRefusals({
     openapi: '3.1.0',
     info: {
       title: 'Service registry',
@@ -48,7 +49,7 @@ export function openApiDocument(version: string, opts: OpenApiOptions = {}): Obj
         'Public registry of services described by capabilities, with isolated sandboxes. Errors always have the body `{"error":{"code","message"}}` (code from the error registry). ' +
         `Rate-limit fields follow ${RATELIMIT_DRAFT} (RateLimit-Policy and RateLimit). Deprecation follows RFC 9745, Sunset RFC 8594. ` +
         'JSON bodies nested deeper than MAX_JSON_DEPTH (default 32) levels of arrays/objects are refused with 400 BAD_JSON naming the limit. ' +
-        'Any route answers 414 to a URL longer than 8192 bytes, 405 (with Allow) to a method it does not have, and 503 with Retry-After during an overload or outage; unknown paths get 404 (under /admin/api/ after the admin check: 401, 403 or 429 first). ' +
+        'Any route answers 414 to a URL longer than 8192 bytes, 400 BAD_REQUEST to a path holding an encoded "/" or "." (%2F, %2E, any case) or a "." or ".." segment (a path a proxy could read as another: never resolved, always refused), 405 (with Allow) to a method it does not have, and 503 with Retry-After during an overload or outage; unknown paths get 404 (under /admin/api/ after the admin check: 401, 403 or 429 first). ' +
         'Prometheus metrics are not part of this API: they are served on a separate listener (METRICS_HOST:METRICS_PORT, loopback by default), never on this port.',
     },
     servers: [{ url: 'http://localhost:8080', description: 'a local `make run` (PORT, default 8080); behind the shipped reverse proxy, its address' }],
@@ -231,5 +232,13 @@ export function openApiDocument(version: string, opts: OpenApiOptions = {}): Obj
         },
       },
     },
-  };
+  });
+}
+
+/** Every operation may meet the shipped proxy's 431 (openapi-parts.ts headersTooLarge). */
+function withProxyRefusals(doc: Obj): Obj {
+  for (const item of Object.values(doc.paths as Record<string, Obj>)) {
+    for (const method of ['get', 'put', 'post', 'patch', 'delete']) if (item[method]) ((item[method] as Obj).responses as Obj)[431] = headersTooLarge;
+  }
+  return doc;
 }

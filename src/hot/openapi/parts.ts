@@ -103,6 +103,18 @@ export function errors(statuses: number[], o: ErrorOptions = {}): Record<number,
   return out;
 }
 
+/**
+ * 431 on every operation: answered by the shipped reverse proxy (deploy/headers.js), which
+ * refuses what the server could not read; the server itself never answers it.
+ */
+export const headersTooLarge = {
+  description:
+    'from the shipped reverse proxy, never the server: more request header lines than the server reads (48, counting those the proxy adds: at most 41 of the client\'s besides Host, Connection, Content-Length, Transfer-Encoding, X-Forwarded-For, X-Real-IP and X-Forwarded-Proto, which it replaces), ' +
+    'or one header line over 8 KiB: HEADERS_TOO_LARGE. Sent straight to the server, such a request is never answered (uWebSockets.js closes the connection after about 10 s).',
+  headers: headers.cacheControl(),
+  ...json(ref('ProxyError')),
+};
+
 /** The errors of a public operation: its own statuses, then 414 and 503 (any route). */
 export const publicErrors = (statuses: number[]) => errors([...statuses, 414, 503]);
 
