@@ -25,6 +25,7 @@ const H = {
   cookie: enc('cookie'),
   csrf: enc('x-csrf-token'),
   ifNoneMatch: enc('if-none-match'),
+  prefer: enc('prefer'),
   contentType: enc('content-type'),
   transferEncoding: enc('transfer-encoding'),
 };
@@ -52,6 +53,10 @@ export function readReq(req: HttpRequest, res: HttpResponse, nParams: number, wi
   // a bearer-only route (a body route) with neither Content-Length nor Transfer-Encoding has
   // no body: it reads no Content-Type (others read Transfer-Encoding in route(), body routes only)
   const te = bearerOnly && contentLength === -1 ? req.getHeader(H.transferEncoding) : undefined;
+  const ifNoneMatch = bearerOnly ? '' : req.getHeader(H.ifNoneMatch);
+  // a conditional request may ask to be held: only then Prefer and the address it is counted by
+  const prefer = ifNoneMatch ? req.getHeader(H.prefer) : '';
+  const remote = withRemote ? remoteOf(req, res, trusted) : '';
   return {
     method: method ?? req.getMethod().toUpperCase(),
     path: req.getUrl(),
@@ -60,11 +65,13 @@ export function readReq(req: HttpRequest, res: HttpResponse, nParams: number, wi
     authorization: req.getHeader(H.authorization),
     cookie: bearerOnly ? '' : req.getHeader(H.cookie),
     csrf: bearerOnly ? '' : req.getHeader(H.csrf),
-    ifNoneMatch: bearerOnly ? '' : req.getHeader(H.ifNoneMatch),
+    ifNoneMatch,
+    prefer,
+    waiter: prefer ? remote || remoteOf(req, res, trusted) : '',
     contentType: bearerOnly && (contentLength === 0 || (contentLength === -1 && te === '')) ? '' : req.getHeader(H.contentType),
     transferEncoding: te,
     contentLength,
-    remote: withRemote ? remoteOf(req, res, trusted) : '',
+    remote,
     startedAt: performance.now(),
   };
 }
@@ -131,7 +138,7 @@ function run(handler: Handler, req: Req, reply: Reply, body: Buffer | null, o: R
     const p = handler(req, reply, body);
     if (p && typeof (p as Promise<void>).then === 'function') {
       (p as Promise<void>).then(() => {
-        if (!reply.done) fail(new Error(`handler of ${req.method} ${req.path} sent no response`));
+        if (!reply.done && !reply.holder) fail(new Error(`handler of ${req.method} ${req.path} sent no response`));
       }, fail);
     }
   } catch (err) {
