@@ -48,7 +48,7 @@ interface Entry extends Timed {
   deadline: number;
 }
 
-t.test('the wheel: due at the first turn at or after the deadline, never before; removed ones never', async (t) => {
+t.test('the wheel: due at the first turn at or after the deadline, never before; removed ones never', async () => {
   fc.assert(
     fc.property(
       fc.array(fc.oneof(fc.record({ add: fc.integer({ min: 0, max: 3000 }) }), fc.record({ remove: fc.nat() }), fc.record({ advance: fc.integer({ min: 0, max: 700 }) })), { maxLength: 200 }),
