@@ -97,7 +97,7 @@ const write = (oldSeq: number | null, oldMembers: string[], newSeq: number | nul
 t.test('the answers a delta may change', async (t) => {
   const w = new Watches();
   const g = (key: string, ns: string, sets?: string[], seq?: number) => {
-    const x = new Group(key, watchOf(ns, sets, seq), '"e"', [], seq);
+    const x = new Group({ left: () => undefined }, key, watchOf(ns, sets, seq), '"e"', [], seq);
     w.add(x);
     return x;
   };

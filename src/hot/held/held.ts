@@ -85,7 +85,7 @@ export class HeldRequests implements Holder {
     let g = this.watches.get(key);
     if (!g) {
       const w = watch();
-      g = new Group(key, w, etag, headers, w.seq);
+      g = new Group(this, key, w, etag, headers, w.seq);
       this.watches.add(g);
     } else if (g.etag !== etag) {
       // computed from another state than the group's last answer (a cache of this thread not
@@ -93,13 +93,16 @@ export class HeldRequests implements Holder {
       // requests whose copy differs from the result are answered
       this.mark(g);
     }
-    const w = new Waiter(reply, g, etag, common, wait, share, this);
+    const w = new Waiter(reply, g, etag, common, wait, share);
     w.next = g.head;
     if (g.head) g.head.prev = w;
     g.head = w;
     g.size++;
     this.wheel.add(w, performance.now() + wait * 1000);
     reply.holder = w;
+    // what the request's head carried for this decision is not kept while it waits: only what
+    // its answer (the waiter) and its access-log line (method, path, query, remote) read
+    req.ifNoneMatch = req.prefer = req.waiter = req.authorization = '';
     countHeld(1);
   }
 

@@ -50,6 +50,8 @@ export class Group {
   gone = false;
 
   constructor(
+    /** who holds its requests (told when a client leaves) */
+    readonly owner: Holder,
     readonly key: string,
     readonly watch: Watch,
     /** the answer's ETag and own headers as last seen (what a 304 at the end of a wait carries) */
@@ -84,11 +86,10 @@ export class Waiter implements Timed {
     readonly wait: number,
     /** its slot in the process's shares (AddressShares.take) */
     readonly share: number,
-    private readonly holder: Holder,
   ) {}
 
   /** the client went away (Reply.holder) */
   clientLeft(): void {
-    this.holder.left(this);
+    this.group.owner.left(this);
   }
 }

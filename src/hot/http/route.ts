@@ -12,6 +12,8 @@ import type { BodyHooks, Req } from './types.js';
 export type { BodyHooks, Headers, Req } from './types.js';
 
 const NO_PROXIES: ReadonlySet<string> = new Set();
+/** the params of a route without any: one array for every request (frozen: nothing writes it) */
+const NO_PARAMS = Object.freeze([]) as unknown as string[];
 
 /**
  * Header names as bytes: uWS reads a Uint8Array in place, where a string argument is
@@ -46,7 +48,7 @@ function remoteOf(req: HttpRequest, res: HttpResponse, trusted: ReadonlySet<stri
  */
 export function readReq(req: HttpRequest, res: HttpResponse, nParams: number, withRemote = true, trusted: ReadonlySet<string> = NO_PROXIES, method?: string, bearerOnly = false): Req {
   const q = req.getQuery();
-  const params: string[] = [];
+  const params: string[] = nParams ? [] : NO_PARAMS;
   for (let i = 0; i < nParams; i++) params.push(req.getParameter(i) ?? '');
   const cl = req.getHeader(H.contentLength);
   const contentLength = cl === '' ? -1 : /^\d{1,15}$/.test(cl) ? Number(cl) : -2;
