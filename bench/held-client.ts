@@ -65,7 +65,9 @@ export interface Node {
 export async function startNode(url: string, prefix: string, cpus: string | null, name: string): Promise<Node> {
   const [port, metrics] = [await freePort(), await freePort()];
   const env = { ...process.env, DATABASE_URL: url, REDIS_KEY_PREFIX: prefix, PORT: String(port), METRICS_PORT: String(metrics), HOST: '127.0.0.1', NODE_ENV: 'production', ADMIN_API_KEY: ADMIN, LOG_LEVEL: 'warn', HELD_MAX: '100000' };
-  const argv = ['--expose-gc', join(ROOT, 'dist/bench/held-server.js')];
+  // BENCH_SERVER_CPU_PROF=<dir>: node A writes a V8 CPU profile there when it stops
+  const prof = process.env.BENCH_SERVER_CPU_PROF && name === 'a' ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_SERVER_CPU_PROF}`] : [];
+  const argv = ['--expose-gc', ...prof, join(ROOT, 'dist/bench/held-server.js')];
   const proc = spawn(cpus ? 'taskset' : process.execPath, cpus ? ['-c', cpus, process.execPath, ...argv] : argv, { env, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
   process.once('exit', () => proc.kill('SIGKILL'));
   await new Promise<void>((ok, fail) => {

@@ -114,8 +114,10 @@ async function main(): Promise<void> {
     const wB = await write(a.port, 1);
     const bDone = await Promise.all(onB.map((h) => h.done));
     // the storm: one write per query at once, every held request on A woken
+    const stormCpu0 = jiffies(a.proc.pid!);
     const writes = await Promise.all(Array.from({ length: Q }, (_, q) => write(a.port, q)));
     const storm = await Promise.all(held.map(async (h) => ({ q: h.q, ...(await h.done) })));
+    const stormCpu = (jiffies(a.proc.pid!) - stormCpu0) / TICK;
 
     const slopeOf = (k: keyof Measured) => leastSquares(points.slice(1).map(([n, m]) => [n, m[k]]));
     const rss = slopeOf('rss');
@@ -133,6 +135,7 @@ async function main(): Promise<void> {
     console.log(`| wake, writing node, ${one.length} held on one query: from the write's 2xx (from its request), p50 / p99 | ${lat(oneDone.map((d) => d.at - w1.at))} ms (${lat(oneDone.map((d) => d.at - w1.sent))})${all200(oneDone)} |`);
     console.log(`| wake, another node, ${onB.length} held: from the write's 2xx on the first (from its request), p50 / p99 | ${lat(bDone.map((d) => d.at - wB.at))} ms (${lat(bDone.map((d) => d.at - wB.sent))})${all200(bDone)} |`);
     console.log(`| wake, storm: ${Q} writes at once, ${storm.length} held, from each query's write request, p50 / p99 | ${lat(storm.map((d) => d.at - writes[d.q]!.sent))} ms${all200(storm)} |`);
+    console.log(`| server CPU of the storm (${Q} writes, ${storm.length} woken) | ${stormCpu.toFixed(2)} s: ${((stormCpu * 1e6) / storm.length).toFixed(1)} µs a woken request, writes included |`);
     console.log(`| 1,000,000 held at the slope's cost | ${((rss * 1e6) / 2 ** 30).toFixed(2)} GiB |`);
   } finally {
     for (const n of nodes.reverse()) await n.stop();

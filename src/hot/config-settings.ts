@@ -138,7 +138,7 @@ export const SETTINGS = {
   WAIT_MAX_SECONDS: { def: 300, min: 1, max: 3600, topic: HELD, doc: 'longest wait a held request gets, seconds: `Prefer: wait=N` above it applies this' },
   // contract default: a NAT of devices, never the whole process
   HELD_PER_ADDRESS: { def: 1000, min: 1, max: 10_000_000, topic: HELD, doc: 'held requests per client address, per process, all uWS threads together (429 beyond; behind a proxy, set `TRUSTED_PROXIES`)' },
-  // contract default; a held request costs about 1 KiB of memory (bench/README.md, "Held requests")
+  // contract default; a held request costs ~1.3 KB of RSS, its connection included (bench/README.md, "Held requests")
   HELD_MAX: { def: 100_000, min: 1, max: 10_000_000, topic: HELD, doc: 'held requests per process, all uWS threads together (429 beyond). Each holds a socket: the open-files limit caps them too' },
 } as const satisfies Record<string, Setting>;
 
