@@ -206,7 +206,7 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
   const nearCheck = new NearVersionCheck(near, cfg.nearCheckMs, async (bases) => {
     const vs = await Promise.all(bases.map((b) => redis.get(keys.verAt(b))));
     return vs.map((v) => (v === null ? null : Number(v)));
-  });
+  }, (base) => wakes.lost(base));
 
   // what this thread's metrics mirror, sampled before each scrape (each feature's metrics module)
   const metrics = new MetricsAggregation(cfg.uwsThreads, [

@@ -2,7 +2,8 @@
 // a write's, or a page of expiries', published by the Lua scripts that applied them and
 // received by each thread's subscriber, search/invalidation.ts), turned into the answers they
 // may change (watches.ts affected()). A delta of another generation (a rebuild's) wakes
-// nothing; a skipped version (a lost message) has every answer of its namespace computed again.
+// nothing; a skipped version (a lost message) has every answer of its namespace computed again,
+// and so does a lost final delta once the near cache's version check finds it (lost()).
 //
 // On the thread that made a write, WriteApplied (registry/write-applied.ts) comes before the
 // write's 2xx. Its delta normally arrives within a millisecond; should it not have arrived
@@ -12,8 +13,11 @@ import type { WriteApplied, WriteAppliedEvents } from '../registry/index.js';
 import { parseDelta } from '../redis/delta.js';
 import type { HeldRequests } from './held.js';
 
+/** namespace bases whose version is followed at most (every sandbox with writes has one) */
+const LATEST_MAX = 100_000;
+
 export class Wakes {
-  /** per namespace base: the newest delta version seen (followed only while something is held) */
+  /** per namespace base: the newest delta version seen */
   private latest = new Map<string, number>();
   /** per namespace base: the version this thread's own write reached, its delta not seen yet */
   private pending = new Map<string, number>();
@@ -30,8 +34,11 @@ export class Wakes {
   delta(msg: string): void {
     const watches = this.held.watches;
     if (!watches.size) {
-      // nothing held: nothing to wake, no version to follow (a gap found later would be none)
-      if (this.latest.size) this.latest.clear();
+      // nothing held, nothing to wake: only its version is followed (a gap is then seen at
+      // the first delta after a request is held), from its head alone
+      const [, base, ver] = msg.split('\t', 3);
+      const v = Number(ver);
+      if (base && Number.isSafeInteger(v)) this.seen(base, v);
       return;
     }
     const p = parseDelta(msg);
@@ -41,7 +48,7 @@ export class Wakes {
     const { base, delta } = p;
     const last = this.latest.get(base);
     if (last !== undefined && delta.ver <= last) return; // (a duplicate: never expected)
-    this.latest.set(base, delta.ver);
+    this.seen(base, delta.ver);
     const waited = this.pending.get(base);
     if (waited !== undefined && waited <= delta.ver) this.pending.delete(base);
     if (!watches.hasNs(ns)) return;
@@ -50,6 +57,22 @@ export class Wakes {
       return;
     }
     for (const g of watches.affected(ns, delta)) this.held.mark(g);
+  }
+
+  /** `base` reached `ver` (the map of versions is bounded: emptied when full, a gap then unseen once). */
+  private seen(base: string, ver: number): void {
+    if (this.latest.size >= LATEST_MAX && !this.latest.has(base)) this.latest.clear();
+    this.latest.set(base, ver);
+  }
+
+  /**
+   * The near cache's version check found `base` behind Redis twice (a final delta lost with
+   * no later write to reveal it: search/near/check.ts): every answer of its namespace again.
+   */
+  lost(base: string): void {
+    this.latest.delete(base);
+    const ns = this.nsOf(base);
+    if (ns !== null) for (const g of this.held.watches.inNs(ns)) this.held.mark(g);
   }
 
   /** Follow this thread's own writes (after the caches that its answers read have dropped them). */
