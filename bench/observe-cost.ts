@@ -13,7 +13,7 @@ import { requestObserver } from '../src/hot/metrics/observe.js';
 const N = 200_000;
 const req: Req = {
   method: 'GET', path: '/services/imp0000000pWgBvl', query: null, params: ['imp0000000pWgBvl'], authorization: '', cookie: '', csrf: '',
-  ifNoneMatch: '', contentType: '', contentLength: -1, remote: '127.0.0.1', startedAt: performance.now(),
+  ifNoneMatch: '', prefer: '', waiter: '', contentType: '', contentLength: -1, remote: '127.0.0.1', startedAt: performance.now(),
 };
 const reply = { status: 200 } as Reply;
 

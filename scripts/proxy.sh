@@ -23,6 +23,8 @@
 #   PROXY_PREFIX       nginx's directory: pid, temp files, cache (default .local/nginx)
 #   PROXY_CONN_PER_ADDRESS    open requests per client address (default 128; 429 beyond)
 #   PROXY_STREAMS_PER_ADDRESS open change-feed streams per client address (default 8)
+#   WAIT_MAX_SECONDS   the server's longest held request (default 300): the proxy waits
+#                      30 s more for the answer of a route that holds requests
 # Open files: the soft limit is raised to the hard one (at most 65536) before nginx starts,
 # and each worker gets half of that as connections (nginx.conf: worker_rlimit_nofile).
 # nginx's workers run as the user running this script: over the sockets, the server's user
@@ -42,6 +44,7 @@ PREFIX=${PROXY_PREFIX:-$REPO/.local/nginx}
 CONN_PER_ADDR=${PROXY_CONN_PER_ADDRESS:-128}
 FEED_PER_ADDR=${PROXY_STREAMS_PER_ADDRESS:-8}
 SOCKET_DIR=${PROXY_SOCKET_DIR:-}
+WAIT_MAX=${WAIT_MAX_SECONDS:-300}
 NOFILE=$(ulimit -Hn)
 if [[ $NOFILE == unlimited ]] || (( NOFILE > 65536 )); then NOFILE=65536; fi
 
@@ -56,6 +59,7 @@ host_ok "$UP_HOST" || die "HOST is not an address: \"$UP_HOST\""
 [[ $CACHE_MB =~ ^[0-9]{1,6}$ ]] && (( CACHE_MB >= 1 )) || die "PROXY_CACHE_MB must be a positive integer, got \"$CACHE_MB\""
 [[ $CONN_PER_ADDR =~ ^[0-9]{1,6}$ ]] && (( CONN_PER_ADDR >= 1 )) || die "PROXY_CONN_PER_ADDRESS must be a positive integer, got \"$CONN_PER_ADDR\""
 [[ $FEED_PER_ADDR =~ ^[0-9]{1,6}$ ]] && (( FEED_PER_ADDR >= 1 )) || die "PROXY_STREAMS_PER_ADDRESS must be a positive integer, got \"$FEED_PER_ADDR\""
+[[ $WAIT_MAX =~ ^[0-9]{1,6}$ ]] && (( WAIT_MAX >= 1 )) || die "WAIT_MAX_SECONDS must be a positive integer, got \"$WAIT_MAX\""
 (( NOFILE >= 1024 )) || die "the open-files hard limit ($NOFILE) is below 1024: raise it (ulimit -Hn) for the proxy"
 case $UP_HOST in 0.0.0.0) UP_HOST=127.0.0.1 ;; ::|'[::]') UP_HOST=::1 ;; esac
 if [[ -n $SOCKET_DIR ]]; then
@@ -134,18 +138,19 @@ render() {
 431|HEADERS_TOO_LARGE|too many or too large request headers
 503|UNAVAILABLE|the registry server is not reachable; try again shortly
 ERRORS
-  sed -e "s#@PREFIX@#$PREFIX#g" "$REPO/deploy/cache.conf" >"$PREFIX/cache.conf"
+  sed -e "s#@PREFIX@#$PREFIX#g" -e "s#@HELD_READ_TIMEOUT@#$((WAIT_MAX + 30))s#g" "$REPO/deploy/cache.conf" >"$PREFIX/cache.conf"
   cp "$REPO/deploy/headers.js" "$PREFIX/headers.js"
   # (awk, not sed, for the multi-line allow list)
   awk -v prefix="$PREFIX" -v listen="$(addr "$PROXY_HOST"):$PROXY_PORT" -v upstream="$upstream" \
       -v user="$(id -un)" -v cache_mb="$CACHE_MB" -v allow="$allow" -v njs="$njs" \
-      -v nofile="$NOFILE" -v conns="$((NOFILE / 2))" -v per_addr="$CONN_PER_ADDR" -v feed_per_addr="$FEED_PER_ADDR" '
+      -v nofile="$NOFILE" -v conns="$((NOFILE / 2))" -v per_addr="$CONN_PER_ADDR" -v feed_per_addr="$FEED_PER_ADDR" -v held_timeout="$((WAIT_MAX + 30))s" '
     /^@ADMIN_ALLOW@$/ { if (allow != "") print allow; next }
     /^@UPSTREAM@$/ { print upstream; next }
     { gsub(/@PREFIX@/, prefix); gsub(/@LISTEN@/, listen);
       gsub(/@USER@/, user); gsub(/@NJS_MODULE@/, njs); gsub(/@CACHE_MB@/, cache_mb); gsub(/@NOFILE@/, nofile);
-      gsub(/@CONNECTIONS@/, conns); gsub(/@CONN_PER_ADDR@/, per_addr); gsub(/@FEED_PER_ADDR@/, feed_per_addr); print }' "$tpl" >"$out"
-  if grep -v '^[[:space:]]*#' "$out" | grep -q '@[A-Z_]*@'; then die "unrendered placeholder left in $out"; fi
+      gsub(/@CONNECTIONS@/, conns); gsub(/@CONN_PER_ADDR@/, per_addr); gsub(/@FEED_PER_ADDR@/, feed_per_addr);
+      gsub(/@HELD_READ_TIMEOUT@/, held_timeout); print }' "$tpl" >"$out"
+  if grep -hv '^[[:space:]]*#' "$out" "$PREFIX/cache.conf" | grep -q '@[A-Z_]*@'; then die "unrendered placeholder left in $out or cache.conf"; fi
   printf '%s\n' "$out"
 }
 

@@ -1,8 +1,9 @@
 // Pages of a search or device query, followed by their `Link: rel="next"` (the server's
 // links are canonical: following them never costs a 302), and conditional polling of a
 // whole result: every page is asked with the ETag it had, and the answer is "unchanged"
-// when every page still matches.
-import { UnexpectedResponseError } from './errors.js';
+// when every page still matches. A poll may wait for a change (`Prefer: wait`, the server
+// holds the requests), and watch() loops such polls, backing off on 429 and 503.
+import { ApiError, UnexpectedResponseError } from './errors.js';
 import { nextLink } from './query.js';
 import type { CallOptions, Transport } from './transport.js';
 
@@ -39,13 +40,29 @@ export async function* pages<T>(t: Transport, first: string, key: string | undef
   }
 }
 
+export interface PollOptions extends CallOptions {
+  /**
+   * Wait for a change, at most this many seconds (`Prefer: wait=N`; the server caps it at its
+   * WAIT_MAX_SECONDS): every page is held by the server until one changes, then the result is
+   * read again. The first poll, with no result held yet, never waits.
+   */
+  wait?: number;
+}
+
+export interface WatchOptions extends CallOptions {
+  /** each held poll's wait, seconds (default 60) */
+  wait?: number;
+  /** longest back-off after a refusal (429) or an outage (503), ms (default 60,000) */
+  maxBackoffMs?: number;
+}
+
 export type PollResult<T> =
   /** some page changed (or this is the first poll): `items` is the whole result now */
   | { changed: true; items: T[] }
   /** every page answered 304: `items` is what the previous poll returned */
   | { changed: false; items: T[] };
 
-interface Held<T> extends Page<T> {
+interface KeptPage<T> extends Page<T> {
   target: string;
 }
 
@@ -55,7 +72,8 @@ interface Held<T> extends Page<T> {
  * 304 and re-reads the others. Holds one result: memory grows with the result, not with time.
  */
 export class Poller<T> {
-  private held: Held<T>[] = [];
+  /** the pages of the last answer, with their ETags */
+  private kept: KeptPage<T>[] = [];
   private items: T[] = [];
 
   constructor(
@@ -67,19 +85,108 @@ export class Poller<T> {
 
   /** The ETag of the first page the last poll saw (null before the first poll). */
   get etag(): string | null {
-    return this.held[0]?.etag ?? null;
+    return this.kept[0]?.etag ?? null;
   }
 
-  async poll(o: CallOptions = {}): Promise<PollResult<T>> {
-    const fresh: Held<T>[] = [];
+  private serverHolds = false;
+
+  /** Whether the server held the last poll that asked it to wait (false: it answered at once: it does not hold requests). */
+  get heldByServer(): boolean {
+    return this.serverHolds;
+  }
+
+  async poll(o: PollOptions = {}): Promise<PollResult<T>> {
+    if (o.wait !== undefined && o.wait >= 1 && this.kept.length) {
+      if (!(await this.changed(Math.floor(o.wait), o.signal))) return { changed: false, items: this.items };
+    }
+    return this.pollNow(o.signal);
+  }
+
+  /**
+   * The result, each time it changes: the first poll's at once, then after every held poll
+   * that found a change. A 429 or 503 (after the transport's own retries) waits its
+   * Retry-After, at least a back-off that doubles from 1 s up to `maxBackoffMs`, and polls
+   * again; any other error ends the loop by throwing; the signal ends it quietly.
+   */
+  async *watch(o: WatchOptions = {}): AsyncGenerator<T[]> {
+    const wait = o.wait ?? 60;
+    const most = o.maxBackoffMs ?? 60_000;
+    let backoff = 0;
+    let first = true;
+    while (!o.signal?.aborted) {
+      let r: PollResult<T>;
+      try {
+        r = await this.poll({ wait, signal: o.signal });
+        backoff = 0;
+      } catch (err) {
+        if (o.signal?.aborted) return;
+        if (!(err instanceof ApiError) || (err.status !== 429 && err.status !== 503)) throw err;
+        backoff = Math.min(most, Math.max(1000, backoff * 2));
+        if (!(await this.pause(Math.max(err.retryAfterMs ?? 0, backoff), o.signal))) return;
+        continue;
+      }
+      if (r.changed || first) yield r.items;
+      first = false;
+      // a server that does not hold requests answers at once: not a reason to spin
+      if (!r.changed && !this.serverHolds && !(await this.pause(wait * 1000, o.signal))) return;
+    }
+  }
+
+  /** false when the signal aborted the pause */
+  private async pause(ms: number, signal?: AbortSignal): Promise<boolean> {
+    try {
+      await this.t.pause(ms, signal);
+      return true;
+    } catch (err) {
+      if (signal?.aborted) return false;
+      throw err;
+    }
+  }
+
+  /**
+   * Every page held by the server until one changes: true at the first page that answers
+   * anything but 304 (the others are cancelled), false when every wait ended unchanged.
+   */
+  private async changed(wait: number, signal?: AbortSignal): Promise<boolean> {
+    const ac = new AbortController();
+    const stop = () => ac.abort(signal?.reason);
+    signal?.addEventListener('abort', stop, { once: true });
+    let held = true;
+    try {
+      const one = async (p: KeptPage<T>): Promise<boolean> => {
+        if (p.etag === null) return true;
+        const res = await this.t.request('GET', p.target, { key: this.key, signal: ac.signal, ifNoneMatch: p.etag, prefer: `wait=${wait}` });
+        await res.body?.cancel();
+        if (res.status !== 304) {
+          ac.abort(); // a page changed: the others need not wait
+          return true;
+        }
+        held &&= res.headers.has('preference-applied');
+        return false;
+      };
+      const answers = await Promise.allSettled(this.kept.map(one));
+      if (signal?.aborted) throw signal.reason ?? new DOMException('This operation was aborted', 'AbortError');
+      const changed = answers.some((a) => a.status === 'fulfilled' && a.value);
+      // a failure is thrown unless another page already said the result changed
+      const failed = answers.find((a): a is PromiseRejectedResult => a.status === 'rejected');
+      if (!changed && failed) throw failed.reason;
+      this.serverHolds = held;
+      return changed;
+    } finally {
+      signal?.removeEventListener('abort', stop);
+    }
+  }
+
+  private async pollNow(signal?: AbortSignal): Promise<PollResult<T>> {
+    const fresh: KeptPage<T>[] = [];
     let changed = false;
     let target: string | null = this.first;
     for (let i = 0; target !== null; i++) {
       if (i >= this.maxPages) throw new RangeError(`more than ${this.maxPages} pages (maxPages)`);
-      const prev: Held<T> | undefined = this.held[i]?.target === target ? this.held[i] : undefined;
+      const prev: KeptPage<T> | undefined = this.kept[i]?.target === target ? this.kept[i] : undefined;
       const ifNoneMatch = prev?.etag ?? undefined;
-      const res = await this.t.request('GET', target, { key: this.key, signal: o.signal, ifNoneMatch });
-      let page: Held<T>;
+      const res = await this.t.request('GET', target, { key: this.key, signal, ifNoneMatch });
+      let page: KeptPage<T>;
       if (res.status === 304 && prev) {
         page = prev;
       } else if (res.status === 200) {
@@ -91,8 +198,8 @@ export class Poller<T> {
       fresh.push(page);
       target = page.next;
     }
-    if (fresh.length !== this.held.length) changed = true;
-    this.held = fresh;
+    if (fresh.length !== this.kept.length) changed = true;
+    this.kept = fresh;
     if (changed) this.items = fresh.flatMap((p) => p.items);
     return { changed, items: this.items } as PollResult<T>;
   }

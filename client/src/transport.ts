@@ -32,6 +32,8 @@ export interface RequestOptions extends CallOptions {
   key?: string;
   body?: unknown;
   ifNoneMatch?: string;
+  /** `Prefer` (RFC 7240), e.g. `wait=60`: with a matching `ifNoneMatch`, the server holds the request until the answer changes */
+  prefer?: string;
 }
 
 function abortReason(signal: AbortSignal): unknown {
@@ -109,6 +111,7 @@ export class Transport {
     const headers: Record<string, string> = { accept: 'application/json' };
     if (o.key !== undefined) headers.authorization = `Bearer ${o.key}`;
     if (o.ifNoneMatch !== undefined) headers['if-none-match'] = o.ifNoneMatch;
+    if (o.prefer !== undefined) headers.prefer = o.prefer;
     let body: string | undefined;
     if (o.body !== undefined) {
       headers['content-type'] = 'application/json';
@@ -126,6 +129,11 @@ export class Transport {
       if (wait > this.maxRetryWaitMs) throw err;
       await this.sleep(wait, o.signal);
     }
+  }
+
+  /** Wait `ms` (the transport's sleep: a timer unless the options gave another); rejects when `signal` aborts. */
+  pause(ms: number, signal?: AbortSignal): Promise<void> {
+    return this.sleep(ms, signal);
   }
 
   async json<T>(method: string, target: string, o: RequestOptions = {}): Promise<T> {

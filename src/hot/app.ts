@@ -16,6 +16,7 @@ import type { PendingSandboxes, SandboxAuth } from './sandboxes/index.js';
 import type { HeartbeatTokenMemory, LeaseSweeper, Liveness } from './liveness/index.js';
 import type { Pool } from './pg/pool.js';
 import type { GroupCommitter } from './writes/index.js';
+import type { HeldRequests } from './held/index.js';
 import type { IntersectPool } from '../workers/pool.js';
 
 export type { AppState };
@@ -43,6 +44,8 @@ export interface App {
   intersectPool: IntersectPool | null;
   /** the change feed's streams of this thread */
   hub: ChangeHub;
+  /** requests held until their answer changes (Prefer: wait), this thread's */
+  held: HeldRequests;
   /** this thread's side of GET /metrics (merges every serving thread) */
   metrics: MetricsAggregation;
   /** leases and heartbeats (its clock: `liveness.now`) */

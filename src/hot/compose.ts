@@ -19,12 +19,14 @@ import { MetricsAggregation } from './metrics/threads.js';
 import { createPool, SERVING_TIMEOUTS } from './pg/pool.js';
 import { connectRedis, createRedis, createReplicas, replicaWaiter, scriptLineFor } from './redis/client.js';
 import { createServer, type Server, type ServerOptions } from './server.js';
+import { AddressShares, sharesBuffer } from './domain/shares.js';
 // the features, lowest first (eslint.config.js FEATURES)
 import { sampleRateLimit } from './ratelimit/index.js';
 import { PendingSandboxes, SandboxAuth } from './sandboxes/index.js';
 import { countProjectorFailure, Projector, sampleOutbox } from './registry/index.js';
 import { HeartbeatTokenMemory, LeaseSweeper, Liveness } from './liveness/index.js';
 import { GroupCommitter } from './writes/index.js';
+import { HeldRequests, Wakes } from './held/index.js';
 import { Index, InvalidationListener, NearCache, NearVersionCheck, ResultCache, sampleSearch, stringBytes, type Caches, type Replacements } from './search/index.js';
 import { ChangeHub, StreamShares, streamSharesBuffer } from './changes/index.js';
 import { AppState, createWatchers } from './readiness/index.js';
@@ -105,10 +107,12 @@ export interface ThreadHooks {
 export interface ProcessShared {
   /** open change streams, in total and per client address (changes/shares.ts) */
   changeStreams: SharedArrayBuffer;
+  /** held requests, in total and per client address (held/, domain/shares.ts) */
+  held: SharedArrayBuffer;
 }
 
 export function processShared(): ProcessShared {
-  return { changeStreams: streamSharesBuffer() };
+  return { changeStreams: streamSharesBuffer(), held: sharesBuffer() };
 }
 
 export interface ThreadOptions {
@@ -173,27 +177,35 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
     carried: () => liveness.batch.carries(),
   });
   liveness.batch.carry(auth.records);
-  const hub = new ChangeHub(pg, cfg, new StreamShares(cfg.changesMaxStreams, cfg.changesStreamsPerAddress, (opts.shared ?? processShared()).changeStreams));
+  const shared = opts.shared ?? processShared();
+  const hub = new ChangeHub(pg, cfg, new StreamShares(cfg.changesMaxStreams, cfg.changesStreamsPerAddress, shared.changeStreams));
+  // held requests, woken by the deltas below (every thread, every node) and, on this thread,
+  // by its own writes (after the caches they read dropped them: followWrites subscribes first)
+  const held = new HeldRequests({ waitMaxSeconds: cfg.waitMaxSeconds, shares: new AddressShares(cfg.heldMax, cfg.heldPerAddress, shared.held) });
+  const wakes = new Wakes(held, (base) => (index.gen ? keys.nsOf(base, index.gen) : null));
   const invalidation = new InvalidationListener(redis, keys, caches, {
     tierChanged: (uuid) => auth.dropAdmissions(uuid),
     // a rebuild made a new generation live: read it at once rather than at the next round
     // of the readiness watcher (which also reads it, should this read fail)
-    generation: () => void index.refreshGen().catch(() => undefined),
+    // (held answers are computed again once the new generation is known)
+    generation: () => void index.refreshGen().then(() => wakes.cleared(), () => undefined),
     failed: (err, what) => {
       countProjectorFailure('invalidate');
       log.warn({ err: String(err) }, what);
     },
-    delta: hooks.delta ? (msg) => hooks.delta!(msg, (m) => near.onDelta(m)) : (msg) => near.onDelta(msg),
+    // the near cache first: a held answer computed again reads it
+    delta: hooks.delta ? (msg) => hooks.delta!(msg, (m) => (near.onDelta(m), wakes.delta(m))) : (msg) => (near.onDelta(msg), wakes.delta(msg)),
     subscribed: (live) => (live ? near.resume() : near.pause()),
-    cleared: () => near.clear(),
+    cleared: () => (near.clear(), wakes.cleared()),
   });
   invalidation.followWrites(projector.applied, near);
+  wakes.follow(projector.applied);
 
   // a lost final delta of a namespace: found by comparing versions with Redis (near-sets.ts)
   const nearCheck = new NearVersionCheck(near, cfg.nearCheckMs, async (bases) => {
     const vs = await Promise.all(bases.map((b) => redis.get(keys.verAt(b))));
     return vs.map((v) => (v === null ? null : Number(v)));
-  });
+  }, (base) => wakes.lost(base));
 
   // what this thread's metrics mirror, sampled before each scrape (each feature's metrics module)
   const metrics = new MetricsAggregation(cfg.uwsThreads, [
@@ -207,7 +219,7 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
     sampleRateLimit(() => auth.stats),
   ]);
 
-  const app: App = { cfg, pg, redis, keys, index, projector, commits, auth, pendingSandboxes, hub, metrics, log, state, version, ...caches, intersectPool, liveness, sweeper, heartbeatTokens };
+  const app: App = { cfg, pg, redis, keys, index, projector, commits, auth, pendingSandboxes, hub, held, metrics, log, state, version, ...caches, intersectPool, liveness, sweeper, heartbeatTokens };
   const watchers = createWatchers(app);
   const socket = cfg.proxySocketDir ? proxySocketPath(cfg.proxySocketDir, at.thread ?? 0) : undefined;
   const server = createServer(app, { port: at.port, host: at.host, sharePort: at.sharePort, socket, routes: [registerAdmin], bodyHooks: hooks.body });
@@ -239,6 +251,8 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
     { name: 'outbox-sweeper', start: () => projector.start(cfg.outboxSweepMs), stop: () => (projector.stop(), projector.flushAcks()) },
     { name: 'invalidation', start: () => invalidation.start(), stop: () => invalidation.stop() },
     { name: 'near-check', start: () => nearCheck.start(), stop: () => nearCheck.stop() },
+    // (the drain, server.ts, has answered every held request before this stops)
+    { name: 'held', start: () => undefined, stop: () => (held.stop(), wakes.stop()) },
     { name: 'lease-sweeper', start: () => (hooks.sweep ?? true ? sweeper.start() : undefined), stop: () => sweeper.stop() },
     // the first round (and the index rebuild it may start) completes before the port opens
     { name: 'readiness', start: () => watchers.start(), stop: () => watchers.stop() },

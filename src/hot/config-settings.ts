@@ -29,6 +29,7 @@ const WRITES = 'Writes';
 const CACHES = 'Caches and the worker pool';
 const LIVENESS = 'Liveness';
 const OPS = 'Logs, metrics and the change feed';
+const HELD = 'Held requests (`Prefer: wait`)';
 
 export const SETTINGS = {
   NODE_ENV: { def: 'development', topic: SERVER, doc: '`development`, `production` or `test`' },
@@ -134,6 +135,13 @@ export const SETTINGS = {
   CHANGES_MAX_STREAMS: { def: 10_000, min: 1, max: 1_000_000, topic: OPS, doc: 'change feed: open streams per process, all uWS threads together (429 beyond)' },
   // a few tabs or services behind one NAT; one address cannot take the total
   CHANGE_STREAMS_PER_ADDRESS: { def: 32, min: 1, max: 1_000_000, topic: OPS, doc: 'change feed: open streams per client address, per process (429 beyond; behind the shipped proxy, give the server `PROXY_SOCKET_DIR`)' },
+
+  // contract default; the shipped proxy waits 30 s longer than this (scripts/proxy.sh)
+  WAIT_MAX_SECONDS: { def: 300, min: 1, max: 3600, topic: HELD, doc: 'longest wait a held request gets, seconds: `Prefer: wait=N` above it applies this' },
+  // contract default: a NAT of devices, never the whole process
+  HELD_PER_ADDRESS: { def: 1000, min: 1, max: 10_000_000, topic: HELD, doc: 'held requests per client address, per process, all uWS threads together (429 beyond; behind the shipped proxy, give the server `PROXY_SOCKET_DIR`)' },
+  // contract default; a held request costs ~1.3 KB of RSS, its connection included (bench/README.md, "Held requests")
+  HELD_MAX: { def: 100_000, min: 1, max: 10_000_000, topic: HELD, doc: 'held requests per process, all uWS threads together (429 beyond). Each holds a socket: the open-files limit caps them too' },
 } as const satisfies Record<string, Setting>;
 
 export type SettingName = keyof typeof SETTINGS;

@@ -107,6 +107,12 @@ export interface Config {
   changesMaxStreams: number;
   /** change feed: open streams per client address, per process (429 beyond) */
   changesStreamsPerAddress: number;
+  /** held requests: the longest wait applied, seconds (WAIT_MAX_SECONDS) */
+  waitMaxSeconds: number;
+  /** held requests per client address, per process (429 beyond) */
+  heldPerAddress: number;
+  /** held requests per process (429 beyond) */
+  heldMax: number;
   /** sandbox key maps (known and unknown key hashes), bytes per process, split evenly across uWS threads */
   sandboxKeyCacheBytes: number;
   /** heartbeat token memory (accepted and refused tokens), bytes per process, split evenly across uWS threads */
@@ -239,6 +245,9 @@ export function loadConfig(env: Env = process.env): Config {
     changesRetentionHours: int('CHANGES_RETENTION_HOURS'),
     changesMaxStreams: int('CHANGES_MAX_STREAMS'),
     changesStreamsPerAddress: int('CHANGE_STREAMS_PER_ADDRESS'),
+    waitMaxSeconds: int('WAIT_MAX_SECONDS'),
+    heldPerAddress: int('HELD_PER_ADDRESS'),
+    heldMax: int('HELD_MAX'),
     sandboxKeyCacheBytes: int('SANDBOX_KEY_CACHE_MB') * MIB,
     heartbeatTokenCacheBytes: int('HEARTBEAT_TOKEN_CACHE_MB') * MIB,
     redisHeartbeatLine: bool('REDIS_HEARTBEAT_LINE'),

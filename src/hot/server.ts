@@ -144,6 +144,7 @@ export function createServer(app: App, opts: ServerOptions): Server {
       const t0 = Date.now();
       app.state.shutDown();
       app.hub.close(); // change streams never finish by themselves: end them, clients resume elsewhere
+      app.held.drain(); // held requests: 304 now (contract), their clients ask again elsewhere
       if (listenMs > 0) await new Promise((r) => setTimeout(r, Math.min(listenMs, graceMs)));
       if (socket) uWS.us_listen_socket_close(socket);
       socket = null;

@@ -111,7 +111,7 @@ t.test('the documented search parameters and error schema match the contract', a
   }
   t.ok(((paths['/sandbox/{uuid}/services/{id}/heartbeat']?.put as Obj).responses as Obj)['429'], 'a sandbox heartbeat can be 429');
   t.ok((((doc.components as Obj).schemas as Obj).Service as Obj).properties && JSON.stringify(((doc.components as Obj).schemas as Obj).Service).includes('"health"'), 'the service documents health');
-  t.same(params.filter((x) => x.in === 'header').map((x) => x.name), ['If-None-Match'], 'conditional reads');
+  t.same(params.filter((x) => x.in === 'header').map((x) => x.name), ['If-None-Match', 'Prefer'], 'conditional reads, which may be held (Prefer: wait)');
   for (const path of ['/services', '/devices', '/sandbox/{uuid}/services']) {
     const res = (paths[path]?.get as Obj).responses as Obj;
     t.ok(res['304'], `${path} documents 304`);

@@ -97,6 +97,8 @@ export const REGISTRY = {
   ADMIN_KEY_THROTTLED: { code: 'RATE_LIMITED', message: 'too many failed admin key attempts from this address; try again later' },
   STREAMS_FULL: { code: 'RATE_LIMITED', message: 'too many open change streams on this server; try again later' },
   STREAMS_PER_ADDRESS: { code: 'RATE_LIMITED', message: 'at most %s open change streams per client address; close one or try again later' },
+  HELD_FULL: { code: 'RATE_LIMITED', message: 'too many held requests (Prefer: wait) on this server; try again later' },
+  HELD_PER_ADDRESS: { code: 'RATE_LIMITED', message: 'at most %s held requests (Prefer: wait) per client address; try again later' },
   // 500, 503
   INTERNAL: { code: 'INTERNAL', message: 'internal error' },
   REDIS_UNAVAILABLE: { code: 'UNAVAILABLE', message: 'a backing service is unavailable; try again shortly' },

@@ -40,6 +40,13 @@ export class Keys {
   base(ns: string, gen: string): string {
     return `${this.prefix}reg:{${ns}}:${gen}:`;
   }
+  /** The namespace whose base (see base()) in generation `gen` is `base`; null: another generation's, or not a base. */
+  nsOf(base: string, gen: string): string | null {
+    const head = `${this.prefix}reg:{`;
+    const tail = `}:${gen}:`;
+    if (!base.startsWith(head) || !base.endsWith(tail) || base.length <= head.length + tail.length) return null;
+    return base.slice(head.length, base.length - tail.length);
+  }
   /**
    * The namespace marker and version counter. Its name carries the index format
    * (INDEX_FORMAT) and the member rule's fingerprint (MEMBER_RULE, dimensions.ts): a

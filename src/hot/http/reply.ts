@@ -29,6 +29,12 @@ export class Reply {
   closeAfter = false;
   /** a HEAD request: send the headers (and Content-Length) of the GET answer, no body */
   head = false;
+  /**
+   * Who answers this request later, after its handler returned (a held request: held/): told
+   * when the client goes away. A field and an object's method rather than an onAbort closure:
+   * a holder of many requests keeps nothing per request but what it stores itself.
+   */
+  holder: { clientLeft(): void } | null = null;
   /** called exactly once: after the response was written, or when the client aborted */
   constructor(
     readonly res: HttpResponse,
@@ -36,6 +42,7 @@ export class Reply {
   ) {
     res.onAborted(() => {
       this.aborted = true;
+      this.holder?.clientLeft();
       if (this.abortHooks) for (const f of this.abortHooks) f();
       if (!this.done) {
         this.done = true;

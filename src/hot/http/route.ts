@@ -13,6 +13,8 @@ import type { BodyHooks, Req } from './types.js';
 export type { BodyHooks, Headers, Req } from './types.js';
 
 const NO_PROXIES: ReadonlySet<string> = new Set();
+/** the params of a route without any: one array for every request (frozen: nothing writes it) */
+const NO_PARAMS = Object.freeze([]) as unknown as string[];
 
 /**
  * Header names as bytes: uWS reads a Uint8Array in place, where a string argument is
@@ -26,6 +28,7 @@ const H = {
   cookie: enc('cookie'),
   csrf: enc('x-csrf-token'),
   ifNoneMatch: enc('if-none-match'),
+  prefer: enc('prefer'),
   contentType: enc('content-type'),
   transferEncoding: enc('transfer-encoding'),
 };
@@ -52,13 +55,17 @@ function remoteOf(req: HttpRequest, res: HttpResponse, trusted: ReadonlySet<stri
  */
 export function readReq(req: HttpRequest, res: HttpResponse, nParams: number, withRemote = true, trusted: ReadonlySet<string> = NO_PROXIES, method?: string, bearerOnly = false, viaProxy = false): Req {
   const q = req.getQuery();
-  const params: string[] = [];
+  const params: string[] = nParams ? [] : NO_PARAMS;
   for (let i = 0; i < nParams; i++) params.push(req.getParameter(i) ?? '');
   const cl = req.getHeader(H.contentLength);
   const contentLength = cl === '' ? -1 : /^\d{1,15}$/.test(cl) ? Number(cl) : -2;
   // a bearer-only route (a body route) with neither Content-Length nor Transfer-Encoding has
   // no body: it reads no Content-Type (others read Transfer-Encoding in route(), body routes only)
   const te = bearerOnly && contentLength === -1 ? req.getHeader(H.transferEncoding) : undefined;
+  const ifNoneMatch = bearerOnly ? '' : req.getHeader(H.ifNoneMatch);
+  // a conditional request may ask to be held: only then Prefer and the address it is counted by
+  const prefer = ifNoneMatch ? req.getHeader(H.prefer) : '';
+  const remote = withRemote ? remoteOf(req, res, trusted, viaProxy) : '';
   return {
     method: method ?? req.getMethod().toUpperCase(),
     path: req.getUrl(),
@@ -67,11 +74,13 @@ export function readReq(req: HttpRequest, res: HttpResponse, nParams: number, wi
     authorization: req.getHeader(H.authorization),
     cookie: bearerOnly ? '' : req.getHeader(H.cookie),
     csrf: bearerOnly ? '' : req.getHeader(H.csrf),
-    ifNoneMatch: bearerOnly ? '' : req.getHeader(H.ifNoneMatch),
+    ifNoneMatch,
+    prefer,
+    waiter: prefer ? remote || remoteOf(req, res, trusted, viaProxy) : '',
     contentType: bearerOnly && (contentLength === 0 || (contentLength === -1 && te === '')) ? '' : req.getHeader(H.contentType),
     transferEncoding: te,
     contentLength,
-    remote: withRemote ? remoteOf(req, res, trusted, viaProxy) : '',
+    remote,
     startedAt: performance.now(),
   };
 }
@@ -140,7 +149,7 @@ function run(handler: Handler, req: Req, reply: Reply, body: Buffer | null, o: R
     const p = handler(req, reply, body);
     if (p && typeof (p as Promise<void>).then === 'function') {
       (p as Promise<void>).then(() => {
-        if (!reply.done) fail(new Error(`handler of ${req.method} ${req.path} sent no response`));
+        if (!reply.done && !reply.holder) fail(new Error(`handler of ${req.method} ${req.path} sent no response`));
       }, fail);
     }
   } catch (err) {

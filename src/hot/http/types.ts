@@ -14,6 +14,17 @@ export interface Req {
   cookie: string;
   csrf: string;
   ifNoneMatch: string;
+  /**
+   * Prefer (RFC 7240), read only beside an If-None-Match (a held request needs both: the
+   * held/ room); "" otherwise
+   */
+  prefer: string;
+  /**
+   * the client address of a request that may be held (If-None-Match and Prefer both sent),
+   * read whatever the route's `remote` says: held requests are shared out per address. Never
+   * logged (the anonymous routes keep `remote` empty); "" otherwise
+   */
+  waiter: string;
   contentType: string;
   contentLength: number;
   /** Transfer-Encoding, read with the other headers on bearer-only routes without Content-Length (route.ts); otherwise not read here */

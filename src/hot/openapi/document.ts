@@ -12,6 +12,7 @@ import {
   canonicalNote,
   conditionalNote,
   empty,
+  heldNote,
   errors,
   headers as H,
   headersTooLarge,
@@ -74,8 +75,9 @@ export function openApiDocument(version: string, opts: OpenApiOptions = {}): Obj
             " Without a key (or with a malformed or unknown one) production services are returned; with a valid sandbox key, that sandbox's services only, counted against its rate limit (the 200 then carries RateLimit and RateLimit-Policy). " +
             'Every response carries `Vary: Authorization`; anonymous ones are `Cache-Control: public`, ones to a request with Authorization `private`. ' +
             'Searches are never answered from a partial index nor from PostgreSQL: 503 while the index is rebuilt or Redis is unreachable.' +
-            conditionalNote,
-          parameters: [...openApiParameters('services'), P.ifNoneMatch],
+            conditionalNote +
+            heldNote,
+          parameters: [...openApiParameters('services'), P.ifNoneMatch, P.prefer],
           responses: (() => {
             const r = searchResponses('Service', { vary: true, rate: false, extraErrors: [429] });
             // keyed: the rate headers too (not on anonymous answers, so not required)
@@ -122,11 +124,13 @@ export function openApiDocument(version: string, opts: OpenApiOptions = {}): Obj
           security: security.public,
           tags: ['public'],
           summary: 'One production service; ignores credentials',
-          parameters: [P.ifNoneMatch],
+          description: "Its ETag is the document's." + heldNote + ' A held read of a service that is deleted meanwhile is answered 404.',
+          parameters: [P.ifNoneMatch, P.prefer],
           responses: {
-            200: ok('the service', ref('Service'), { ...H.cacheControl(), ...H.etag, ...H.deprecation }),
-            304: empty('not modified (If-None-Match); no body', { ...H.cacheControl(), ...H.etag, ...H.deprecation }),
-            ...publicErrors([404]),
+            200: ok('the service', ref('Service'), { ...H.cacheControl(), ...H.etag, ...H.deprecation, ...H.preferenceApplied }),
+            304: empty('not modified (If-None-Match; to a held request: when its wait ended); no body', { ...H.cacheControl(), ...H.etag, ...H.deprecation, ...H.preferenceApplied }),
+            ...errors([404], { extra: H.preferenceApplied }),
+            ...publicErrors([429]),
           },
         },
       },
@@ -164,9 +168,9 @@ export function openApiDocument(version: string, opts: OpenApiOptions = {}): Obj
           security: security.public,
           tags: ['public'],
           summary: 'Device bindings of production IoT profiles: one per (service, deviceClass, protocol)',
-          description: canonicalNote + conditionalNote,
-          parameters: [...openApiParameters('devices'), P.ifNoneMatch],
-          responses: searchResponses('DeviceBinding', { vary: false, rate: false, extraErrors: [] }),
+          description: canonicalNote + conditionalNote + heldNote,
+          parameters: [...openApiParameters('devices'), P.ifNoneMatch, P.prefer],
+          responses: searchResponses('DeviceBinding', { vary: false, rate: false, extraErrors: [429] }),
         },
       },
       '/sandboxes': {

@@ -9,6 +9,7 @@ import {
   canonicalNote,
   conditionalNote,
   empty,
+  heldNote,
   errors,
   headers as H,
   json,
@@ -142,8 +143,8 @@ export function serviceWrites(base: string, kind: 'sandbox' | 'admin'): Obj {
       security,
       tags,
       summary: 'List or search the sandbox (same filters, paging and body as /services)',
-      description: canonicalNote + ' The key is checked first; a 302 counts as one request.' + conditionalNote,
-      parameters: [uuidParam, ...openApiParameters('services'), P.ifNoneMatch],
+      description: canonicalNote + ' The key is checked first; a 302 counts as one request.' + conditionalNote + heldNote,
+      parameters: [uuidParam, ...openApiParameters('services'), P.ifNoneMatch, P.prefer],
       responses: { ...searchResponses('Service', { vary: true, rate: true, extraErrors: [], varyOnErrors: false }), ...errors([401]), ...errors([429], { rate: true }) },
     };
     (out[`${base}/{id}`] as Obj).get = {
@@ -151,12 +152,13 @@ export function serviceWrites(base: string, kind: 'sandbox' | 'admin'): Obj {
       security,
       tags,
       summary: 'Read a sandbox service',
-      description: "Its ETag is the document's: a heartbeat that changes nothing keeps it, a status change or any other write changes it. A 304 counts against the rate limit.",
-      parameters: [P.ifNoneMatch],
+      description: "Its ETag is the document's: a heartbeat that changes nothing keeps it, a status change or any other write changes it. A 304 counts against the rate limit." + heldNote + ' A held read of a service that is deleted meanwhile is answered 404.',
+      parameters: [P.ifNoneMatch, P.prefer],
       responses: {
-        200: ok('the service', ref('Service'), { ...H.cacheControl('private, no-store'), ...H.etag, ...H.deprecation, ...rate }),
-        304: empty('not modified (If-None-Match); no body', { ...H.cacheControl('private, no-store'), ...H.etag, ...H.deprecation, ...rate }),
-        ...e([401, 429, 404]),
+        200: ok('the service', ref('Service'), { ...H.cacheControl('private, no-store'), ...H.etag, ...H.deprecation, ...rate, ...H.preferenceApplied }),
+        304: empty('not modified (If-None-Match; to a held request: when its wait ended); no body', { ...H.cacheControl('private, no-store'), ...H.etag, ...H.deprecation, ...rate, ...H.preferenceApplied }),
+        ...e([401, 429]),
+        ...errors([404], { rate: true, extra: H.preferenceApplied }),
       },
     };
   }

@@ -30,6 +30,14 @@ export const uuidParam = path('uuid', 'sandbox uuid (any case)', UUID_PATTERN);
 /** query parameters of search routes come from the table of dimensions (domain/dimensions.ts, openApiParameters) */
 export const params = {
   ifNoneMatch: { name: 'If-None-Match', in: 'header', required: false, description: 'ETag(s) of a copy the client holds', schema: { type: 'string' } },
+  prefer: {
+    name: 'Prefer',
+    in: 'header',
+    required: false,
+    description: 'RFC 7240 `wait=N` (whole seconds, 1 or more; above WAIT_MAX_SECONDS, default 300, the maximum applies): together with an If-None-Match that matches, the request is held until its answer changes (200) or the wait ends (304). Other preferences, and a malformed or zero `wait`, are ignored',
+    schema: { type: 'string' },
+    example: 'wait=60',
+  },
 };
 
 // ---- response headers ----
@@ -53,6 +61,7 @@ export const headers = {
     Link: header('`</…/{id}/replacements>; rel="successor-version"`, when the service is deprecated', { type: 'string' }, false),
   },
   setCookie: (description: string) => ({ 'Set-Cookie': header(description, { type: 'string' }, true) }),
+  preferenceApplied: { 'Preference-Applied': header('RFC 7240: `wait=<seconds>`, the wait applied, on the answer to a held request (absent when the request was answered at once)', { type: 'string', pattern: '^wait=\\d+$' }, false) },
 };
 
 // ---- responses ----
@@ -132,6 +141,13 @@ export const canonicalNote =
   'values de-duplicated and sorted, names sorted, unreserved characters and ":" literal, every other byte %XX upper-case). A non-canonical query gets 302 ' +
   'to the canonical one with an empty body; an undecodable or invalid one gets 400.';
 
+export const heldNote =
+  ' **Held requests** (RFC 7240 `Prefer: wait=N`): with an If-None-Match that matches the current ETag, the request is held until the answer changes — a write, a deletion, a health ' +
+  'transition or an expiry that changes it, on any node — then answered `200` with the new body and ETag, or `304` when the wait ends unchanged (never earlier, a shutdown excepted: ' +
+  'the drain answers `304` at once). Both carry `Preference-Applied: wait=<the wait applied>`. Without a matching If-None-Match the request is answered at once, without ' +
+  '`Preference-Applied`. A keyed held request counts once against its rate limit, when it arrives. At most HELD_PER_ADDRESS (default 1000) held requests per client address and ' +
+  'HELD_MAX (default 100000) per server process: `429` with Retry-After beyond.';
+
 export const conditionalNote =
   ' Every 200 carries a strong `ETag` that changes whenever the page\'s bytes or its `Link` change; a request whose `If-None-Match` matches it ' +
   '(RFC 9110 weak comparison: `W/"x"` matches `"x"`; a list; `*`) gets `304` with the same Cache-Control, Vary and ETag and no body. ' +
@@ -145,9 +161,9 @@ export function searchResponses(item: string, o: { vary: boolean; rate: boolean;
   // sandbox search promises it on its pages and redirects only: an outage's 503 may come first)
   const errOpts: ErrorOptions = { rate: o.rate, extra: (o.varyOnErrors ?? o.vary) ? headers.varyAuthorization : {} };
   return {
-    200: ok('a page of results (`[]` when none)', arrayOf(item), { ...common, ...headers.etag, ...headers.nextLink }),
+    200: ok('a page of results (`[]` when none); to a held request, the changed page', arrayOf(item), { ...common, ...headers.etag, ...headers.nextLink, ...headers.preferenceApplied }),
     302: empty('non-canonical query: redirect to the canonical one (empty body)', { ...common, ...headers.location('the same path with the canonical query string (no `?` when it is empty)') }),
-    304: empty('not modified: the If-None-Match still matches; same Cache-Control, Vary and ETag as the 200, no body', { ...common, ...headers.etag }),
+    304: empty('not modified: the If-None-Match still matches (to a held request: when its wait ended); same Cache-Control, Vary and ETag as the 200, no body', { ...common, ...headers.etag, ...headers.nextLink, ...headers.preferenceApplied }),
     ...errors([400, 414, ...o.extraErrors, 503], errOpts),
   };
 }

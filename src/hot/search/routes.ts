@@ -15,6 +15,7 @@ import { countReplacementsCache } from './metrics.js';
 import { outageError } from '../domain/outage.js';
 import { etagOf, notModified } from '../http/conditional.js';
 import { anonymousSearchHeaders, searchDevices, searchServices, type SearchContext } from './answer.js';
+import { holdService } from './held-pages.js';
 
 /** What the public discovery routes need of their thread. */
 export interface PublicContext extends SearchContext {
@@ -79,17 +80,19 @@ export function registerPublic(uws: TemplatedApp, app: PublicContext, o: RouteOp
   // replacement discovery stores nothing that identifies the caller (contract, "Logs keep
   // discovery anonymous"): these two never read the client address, whatever ACCESS_LOG says
   const anonymous: RouteOptions = { ...o, remote: false, anonymous: true };
+  const publicRead: [string, string] = ['Cache-Control', `public, max-age=${app.cfg.discoveryMaxAge}`];
   route(uws, 'get', '/services/:id', async (req, reply) => {
     const id = req.params[0]!;
     const s = ID_RE.test(id) ? await app.index.getService(PRODUCTION, id) : null;
     if (!s) return reply.error('SERVICE_NOT_FOUND');
     const etag = etagOf(s.doc);
-    const headers: Headers = [
-      ['Cache-Control', `public, max-age=${app.cfg.discoveryMaxAge}`],
-      ['ETag', etag],
-      ...deprecationHeaders(s.hdr, `/services/${id}/replacements`),
-    ];
-    if (notModified(req.ifNoneMatch, etag)) return reply.send(304, headers);
+    const replacements = `/services/${id}/replacements`;
+    const own = deprecationHeaders(s.hdr, replacements);
+    const headers: Headers = [publicRead, ['ETag', etag], ...own];
+    if (notModified(req.ifNoneMatch, etag)) {
+      if (req.prefer && holdService(app, reply, req, [publicRead], etag, own, PRODUCTION, id, s.seq, replacements)) return;
+      return reply.send(304, headers);
+    }
     reply.json(200, s.doc, headers);
   }, anonymous);
 
@@ -111,7 +114,8 @@ export function registerPublic(uws: TemplatedApp, app: PublicContext, o: RouteOp
     sendCached(reply, req, r, maxAge, path);
   }, anonymous);
 
-  route(uws, 'get', '/devices', (req, reply) => searchDevices(app, req, reply, anonymousSearchHeaders(app).slice(0, 1)), o);
+  const devices = anonymousSearchHeaders(app).slice(0, 1);
+  route(uws, 'get', '/devices', (req, reply) => searchDevices(app, req, reply, devices), o);
 }
 
 const PRIVATE: Headers = [['Cache-Control', 'private, no-store']];
@@ -129,8 +133,14 @@ export function registerSandboxReads(uws: TemplatedApp, app: PublicContext, o: R
     // the document's ETag, as on /services/{id}: a heartbeat that changes nothing keeps it,
     // a transition or any other write changes it; a matching If-None-Match is a 304 (counted)
     const etag = etagOf(s.doc);
-    const headers: Headers = [...PRIVATE, ['ETag', etag], ...deprecationHeaders(s.hdr, `${sandboxBase(req)}/${id}/replacements`), ...rl];
-    if (notModified(req.ifNoneMatch, etag)) return reply.send(304, headers);
+    const replacements = `${sandboxBase(req)}/${id}/replacements`;
+    const own = deprecationHeaders(s.hdr, replacements);
+    const headers: Headers = [...PRIVATE, ['ETag', etag], ...own, ...rl];
+    if (notModified(req.ifNoneMatch, etag)) {
+      // held: counted against the rate limit once, now (keyedRoutes admitted it)
+      if (req.prefer && holdService(app, reply, req, [...PRIVATE, ...rl], etag, own, sandboxNs(req), id, s.seq, replacements)) return;
+      return reply.send(304, headers);
+    }
     reply.json(200, s.doc, headers);
   });
 }

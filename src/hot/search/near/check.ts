@@ -12,6 +12,8 @@ export class NearVersionCheck {
     private readonly near: NearCache,
     private readonly periodMs: number,
     private readonly read: (bases: string[]) => Promise<(number | null)[]>,
+    /** a namespace (by base) found to have lost a delta: what else follows the deltas hears of it */
+    private readonly stale?: (base: string) => void,
   ) {}
 
   start(): void {
@@ -24,7 +26,7 @@ export class NearVersionCheck {
   round(): Promise<void> {
     if (this.running || !this.near.usable) return this.running ?? Promise.resolve();
     this.running = this.near
-      .checkVersions(this.read)
+      .checkVersions(this.read, this.stale)
       .then(
         () => undefined,
         () => undefined,

@@ -187,10 +187,11 @@ export abstract class NearSets {
    * namespace's copy is consistent with to Redis's `ver`: a copy found behind at one check and
    * still behind that version at the next (a delta in flight arrives within milliseconds; a
    * check period is far longer) lost a delta, and everything of the namespace is dropped, to
-   * reload on next use. Returns the namespaces dropped. `read` gets the marker (`Keys.verAt`) of each base
-   * (null: not indexed, e.g. a retired generation: nothing to compare).
+   * reload on next use. Returns the namespaces dropped; `stale` hears each one's base. `read`
+   * gets the marker (`Keys.verAt`) of each base (null: not indexed, e.g. a retired generation:
+   * nothing to compare).
    */
-  async checkVersions(read: (bases: string[]) => Promise<(number | null)[]>): Promise<number> {
+  async checkVersions(read: (bases: string[]) => Promise<(number | null)[]>, stale?: (base: string) => void): Promise<number> {
     const bases: string[] = [];
     for (const [base, s] of this.states) if (Number.isFinite(held(s))) bases.push(base);
     if (!bases.length) return 0;
@@ -204,6 +205,7 @@ export abstract class NearSets {
       if (r === null || r === undefined || !s || !lostDelta(s, r)) continue;
       this.stats.stale++;
       dropped++;
+      stale?.(bases[i]!);
     }
     return dropped;
   }
