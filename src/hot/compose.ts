@@ -25,6 +25,7 @@ import { PendingSandboxes, SandboxAuth } from './sandboxes/index.js';
 import { countProjectorFailure, Projector, sampleOutbox } from './registry/index.js';
 import { HeartbeatTokenMemory, LeaseSweeper, Liveness } from './liveness/index.js';
 import { GroupCommitter } from './writes/index.js';
+import { threadFallback } from './fallback/index.js';
 import { Index, InvalidationListener, NearCache, NearVersionCheck, ResultCache, sampleSearch, stringBytes, type Caches, type Replacements } from './search/index.js';
 import { ChangeHub, StreamShares, streamSharesBuffer } from './changes/index.js';
 import { AppState, createWatchers } from './readiness/index.js';
@@ -95,6 +96,8 @@ export interface ThreadHooks {
   delta?: (msg: string, apply: (msg: string) => void) => void;
   /** hears what reading each request's body cost (RouteOptions.bodyHooks) */
   body?: ServerOptions['bodyHooks'];
+  /** the port opens after a start-up rebuild even with a fallback (tests wanting the index at once) */
+  waitForIndex?: boolean;
 }
 
 /**
@@ -136,7 +139,9 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
     replacements: new ResultCache<Replacements>(cfg.resultCacheEntries, cfg.resultCacheTtlMs, Math.floor(resultBytes / 8), (r) => 2 * (stringBytes(r.body) + stringBytes(r.etag) + stringBytes(r.hdr))),
   };
 
-  const state = new AppState();
+  // reads while the index is away: a pool of their own, never the connections writes need
+  const fallback = threadFallback(cfg);
+  const state = new AppState(fallback !== null);
   const pendingSandboxes = new PendingSandboxes();
 
   // the index (with this thread's near cache of its sets and documents, answering only
@@ -147,7 +152,9 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
   const replicas = createReplicas(cfg);
   const writer = replicas.length ? createRedis(cfg) : redis;
   const near = new NearCache(threadShare(cfg.nearCacheBytes, cfg.uwsThreads));
-  const index = new Index(redis, keys, intersectPool, cfg.heavyIntersectionThreshold, replicas, near, () => state.ready);
+  const index: Index = new Index(redis, keys, intersectPool, cfg.heavyIntersectionThreshold, replicas, near, () => state.ready,
+    // away: readiness saw Redis unreachable, or no live generation (lost, or being rebuilt)
+    fallback && { reads: fallback, away: () => !state.redisUp || state.rebuilding || !index.gen });
   const replicaWait = replicas.length && cfg.redisReplicaWaitMs > 0 ? replicaWaiter(writer, replicas.length, cfg.redisReplicaWaitMs) : null;
   // committed writes reach the index here; what follows them subscribes to projector.applied
   // (search/: the caches and the near cache) or attaches to it (liveness/: leases)
@@ -217,14 +224,16 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
   let drain: Drain = { graceMs: cfg.shutdownGraceMs, listenMs: 0 };
   const parts: Part[] = [
     { name: 'postgres', start: () => void pg.on('error', () => countBackendError('postgres', 'connection')), stop: () => pg.end() },
+    { name: 'fallback', start: () => undefined, stop: () => fallback?.close() },
     {
       name: 'redis',
       start: () => {
         redis.on('error', () => countBackendError('redis', 'connection'));
         connectRedis(redis);
       },
-      // requests answered without Redis (leased, refused locally) are recorded before it closes
-      stop: () => (auth.records.flush(), redis.quit()),
+      // requests answered without Redis (leased, refused locally) are recorded before it closes;
+      // a Redis that is away gets no QUIT (it would reconnect for ever to send it)
+      stop: () => (auth.records.flush(), redis.quit().catch(() => redis.disconnect())),
     },
     // replicas and the writer hold nothing worth a QUIT (which would wait for one that is away)
     { name: 'redis-replicas', start: () => [...replicas, ...(writer !== redis ? [writer] : [])].forEach(connectRedis), stop: () => [...replicas, ...(writer !== redis ? [writer] : [])].forEach((r) => r.disconnect()) },
@@ -241,7 +250,8 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
     { name: 'near-check', start: () => nearCheck.start(), stop: () => nearCheck.stop() },
     { name: 'lease-sweeper', start: () => (hooks.sweep ?? true ? sweeper.start() : undefined), stop: () => sweeper.stop() },
     // the first round (and the index rebuild it may start) completes before the port opens
-    { name: 'readiness', start: () => watchers.start(), stop: () => watchers.stop() },
+    // (with a fallback, not the rebuild: reads answer from PostgreSQL until it is complete)
+    { name: 'readiness', start: () => watchers.start({ openDuringRebuild: fallback !== null && !hooks.waitForIndex }), stop: () => watchers.stop() },
     {
       name: 'metrics-listener',
       start: async () => {
