@@ -146,7 +146,7 @@ export function createWatchers(app: ReadinessContext, intervalMs = 500): Watcher
     noteReads();
     const p = (async () => {
       try {
-        app.log.warn(`no search index in Redis; rebuilding it from PostgreSQL (${s.fallback ? 'reads answer from PostgreSQL' : 'searches answer 503'} until it is complete)`);
+        app.log.warn(`no search index in Redis; rebuilding it from PostgreSQL (until it is complete, ${s.fallback ? 'the fallback answers reads' : 'searches answer 503'})`);
         const r = await rebuildIndex(app.pg, app.redis, app.keys, app.cfg.tiers, undefined, undefined, app.liveness.now);
         if (r) {
           app.log.info({ gen: r.gen, services: r.services, sandboxes: r.sandboxes, ms: r.ms }, 'index rebuilt from PostgreSQL');
