@@ -24,7 +24,7 @@ const nodeGlobals = Object.fromEntries(
 // feature imports a root or src/admin. Cycles (type-only ones too) are checked by
 // scripts/import-cycles.mjs, which `make lint` runs after eslint.
 /** the features, lowest first: each may use the ones before it */
-const FEATURES = ['ratelimit', 'sandboxes', 'registry', 'liveness', 'writes', 'reindex', 'held', 'search', 'changes', 'readiness', 'openapi', 'discovery'];
+const FEATURES = ['ratelimit', 'sandboxes', 'registry', 'liveness', 'writes', 'reindex', 'fallback', 'held', 'search', 'changes', 'readiness', 'openapi', 'discovery'];
 const INFRA = ['domain', 'http', 'redis', 'pg', 'metrics'];
 const ROOT_FILES = ['**/app.js', '**/server.js', '**/compose.js', '**/migrate.js', '**/main.js'];
 const NO_ADMIN = { group: ['**/admin/**'], message: 'only the composition root (src/hot/compose.ts) imports src/admin' };

@@ -21,6 +21,11 @@ export interface Flags {
   pin: boolean;
   /** the load generator: autocannon in-process, or wrk as a child (bench/wrk.ts) */
   generator: 'autocannon' | 'wrk';
+  /**
+   * the index away: the server's Redis is unreachable, so every read comes from PostgreSQL (the
+   * fallback), with no result cache in front (its own ceiling, not the cache's)
+   */
+  fallback: boolean;
   /** internal: this process was re-executed under taskset */
   pinned: boolean;
   /** the arguments as given, minus --pinned (shown in the report) */
@@ -29,7 +34,7 @@ export interface Flags {
 
 export const USAGE = `usage: node dist/bench/run.js [--quick | --services N] [--workers 1,2] [--duration S] [--warmup S]
   [--connections N] [--heavy-connections N] [--scenarios a1,a2,b,c,c2,k1,k2,o,p,d,e,f,h,v] [--ceiling-runs 1|2]
-  [--regenerate] [--rebuild] [--readme|--no-readme] [--no-pin] [--generator autocannon|wrk]`;
+  [--regenerate] [--rebuild] [--readme|--no-readme] [--no-pin] [--generator autocannon|wrk] [--fallback]`;
 
 function positiveInt(name: string, v: string | undefined): number {
   if (!v || !/^\d+$/.test(v) || Number(v) < 1) throw new Error(`${name} needs a positive integer\n${USAGE}`);
@@ -47,7 +52,7 @@ export function parseFlags(argv: string[], nproc: number): Flags {
     const i = argv.indexOf(f);
     return i === -1 ? undefined : argv[i + 1];
   };
-  const known = new Set(['--quick', '--services', '--workers', '--duration', '--warmup', '--connections', '--heavy-connections', '--scenarios', '--ceiling-runs', '--regenerate', '--rebuild', '--readme', '--no-readme', '--no-pin', '--pinned', '--generator']);
+  const known = new Set(['--quick', '--services', '--workers', '--duration', '--warmup', '--connections', '--heavy-connections', '--scenarios', '--ceiling-runs', '--regenerate', '--rebuild', '--readme', '--no-readme', '--no-pin', '--pinned', '--generator', '--fallback']);
   const withValue = new Set(['--services', '--workers', '--duration', '--warmup', '--connections', '--heavy-connections', '--scenarios', '--ceiling-runs', '--generator']);
   for (let i = 0; i < argv.length; i++) {
     if (!known.has(argv[i]!)) throw new Error(`unknown argument ${argv[i]}\n${USAGE}`);
@@ -76,6 +81,7 @@ export function parseFlags(argv: string[], nproc: number): Flags {
     readme: has('--readme') || (!quick && !has('--no-readme')),
     pin: !has('--no-pin'),
     generator: generatorOf(val('--generator')),
+    fallback: has('--fallback'),
     pinned: has('--pinned'),
     argv: argv.filter((a) => a !== '--pinned'),
   };

@@ -30,9 +30,12 @@ const UWS_OWN = new Set(['date', 'uwebsockets', 'content-length', 'connection', 
 const NOISE_PCT = 30;
 const log = (m: string) => console.log(m);
 
-async function startServer(d: BenchData, workers: number, pin: Pinning, name = `server-w${workers}`): Promise<{ child: Child; base: string }> {
+/** --fallback: a Redis no one listens on (connections refused at once) and no result cache */
+const FALLBACK_ENV = { REDIS_URL: 'redis://127.0.0.1:1', REDIS_CLUSTER_NODES: '', RESULT_CACHE_ENTRIES: '0' };
+
+async function startServer(d: BenchData, workers: number, pin: Pinning, name = `server-w${workers}`, fallback = false): Promise<{ child: Child; base: string }> {
   const port = await freePort();
-  const env = { ...d.serverEnv, PORT: String(port), HOST: '127.0.0.1', METRICS_PORT: '0', WORKERS: String(workers) };
+  const env = { ...d.serverEnv, PORT: String(port), HOST: '127.0.0.1', METRICS_PORT: '0', WORKERS: String(workers), ...(fallback ? FALLBACK_ENV : {}) };
   const child = spawnNode(join(ROOT, 'dist/src/hot/main.js'), [], env, pin.server, join(RESULTS, `${name}.log`));
   const base = `http://127.0.0.1:${port}`;
   try {
@@ -70,7 +73,7 @@ async function ceiling(f: Flags, warm: RawResponse, workers: number, pin: Pinnin
 async function runWorkers(f: Flags, d: BenchData, workers: number, list: Scenario[], withH: boolean, withV: boolean, notes: string[]): Promise<{ run: WorkersRun; iso: Isolation | null; vis: Visibility | null }> {
   const pin = pinning(workers, f.pin);
   log(`\nWORKERS=${workers}: ${pin.note}`);
-  const { child, base } = await startServer(d, workers, pin);
+  const { child, base } = await startServer(d, workers, pin, `server-w${workers}`, f.fallback);
   const rows: Row[] = [];
   const ceilings: Row[] = [];
   const bytes = new Map<string, number>();

@@ -1,12 +1,8 @@
 // The composition root of a serving thread: buildThread() constructs every part with its
-// dependencies passed in, and lists the parts in the order they start; stop() runs the
-// same list in reverse (the way fastify names onReady/onClose). Constructing opens nothing
-// (no connection, no thread): each part opens in its start(), in this order. main.ts (the
-// process root: threads, signals) and the tests (test/helpers/server.ts) build their threads
-// here.
-//
-// This is the one module of src/hot that imports src/admin: it hands the admin routes to
-// the HTTP server (the room rule, docs/decisions/rooms.md).
+// dependencies passed in and lists the parts in start order; stop() runs the list in reverse.
+// Constructing opens nothing: each part opens in its start(). main.ts (threads, signals) and
+// the tests (test/helpers/server.ts) build their threads here. The one module of src/hot that
+// imports src/admin: it hands the admin routes to the HTTP server (docs/decisions/rooms.md).
 import type { Logger } from 'pino';
 import { registerAdmin } from '../admin/routes.js';
 import { IntersectPool } from '../workers/pool.js';
@@ -26,6 +22,7 @@ import { PendingSandboxes, SandboxAuth } from './sandboxes/index.js';
 import { countProjectorFailure, Projector, sampleOutbox } from './registry/index.js';
 import { HeartbeatTokenMemory, LeaseSweeper, Liveness } from './liveness/index.js';
 import { GroupCommitter } from './writes/index.js';
+import { threadFallback } from './fallback/index.js';
 import { HeldRequests, Wakes } from './held/index.js';
 import { Index, InvalidationListener, NearCache, NearVersionCheck, ResultCache, sampleSearch, stringBytes, type Caches, type Replacements } from './search/index.js';
 import { ChangeHub, StreamShares, streamSharesBuffer } from './changes/index.js';
@@ -97,6 +94,8 @@ export interface ThreadHooks {
   delta?: (msg: string, apply: (msg: string) => void) => void;
   /** hears what reading each request's body cost (RouteOptions.bodyHooks) */
   body?: ServerOptions['bodyHooks'];
+  /** the port opens after a start-up rebuild even with a fallback (tests wanting the index at once) */
+  waitForIndex?: boolean;
 }
 
 /**
@@ -139,18 +138,21 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
     replacements: new ResultCache<Replacements>(cfg.resultCacheEntries, cfg.resultCacheTtlMs, Math.floor(resultBytes / 8), (r) => 2 * (stringBytes(r.body) + stringBytes(r.etag) + stringBytes(r.hdr))),
   };
 
-  const state = new AppState();
+  // reads while the index is away: a pool of their own, never the connections writes need
+  const fallback = threadFallback(cfg);
+  const state = new AppState(fallback !== null);
   const pendingSandboxes = new PendingSandboxes();
 
-  // the index (with this thread's near cache of its sets and documents, answering only
-  // while readiness holds), the writes' path into it, sandbox keys and rate limits, the
-  // change feed. Read-only replicas (REDIS_REPLICA_URLS) serve the index's pure reads; with
-  // them, index writes go through a primary connection of their own: the WAIT after them
-  // blocks that connection alone, never this thread's searches and counters
+  // the index (with this thread's near cache, answering only while readiness holds), the
+  // writes' path into it, sandbox keys and rate limits, the change feed. Replicas
+  // (REDIS_REPLICA_URLS) serve pure reads; index writes then use a primary connection of
+  // their own, so the WAIT after them never blocks this thread's searches and counters
   const replicas = createReplicas(cfg);
   const writer = replicas.length ? createRedis(cfg) : redis;
   const near = new NearCache(threadShare(cfg.nearCacheBytes, cfg.uwsThreads));
-  const index = new Index(redis, keys, intersectPool, cfg.heavyIntersectionThreshold, replicas, near, () => state.ready);
+  const index: Index = new Index(redis, keys, intersectPool, cfg.heavyIntersectionThreshold, replicas, near, () => state.ready,
+    // away: readiness saw Redis unreachable, or no live generation (lost, or being rebuilt)
+    fallback && { reads: fallback, away: () => !state.redisUp || state.rebuilding || !index.gen });
   const replicaWait = replicas.length && cfg.redisReplicaWaitMs > 0 ? replicaWaiter(writer, replicas.length, cfg.redisReplicaWaitMs) : null;
   // committed writes reach the index here; what follows them subscribes to projector.applied
   // (search/: the caches and the near cache) or attaches to it (liveness/: leases)
@@ -185,9 +187,8 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
   const wakes = new Wakes(held, (base) => (index.gen ? keys.nsOf(base, index.gen) : null));
   const invalidation = new InvalidationListener(redis, keys, caches, {
     tierChanged: (uuid) => auth.dropAdmissions(uuid),
-    // a rebuild made a new generation live: read it at once rather than at the next round
-    // of the readiness watcher (which also reads it, should this read fail)
-    // (held answers are computed again once the new generation is known)
+    // a rebuild made a new generation live: read it now, not at the readiness watcher's next
+    // round (which reads it too); held answers are computed again once it is known
     generation: () => void index.refreshGen().then(() => wakes.cleared(), () => undefined),
     failed: (err, what) => {
       countProjectorFailure('invalidate');
@@ -229,14 +230,16 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
   let drain: Drain = { graceMs: cfg.shutdownGraceMs, listenMs: 0 };
   const parts: Part[] = [
     { name: 'postgres', start: () => void pg.on('error', () => countBackendError('postgres', 'connection')), stop: () => pg.end() },
+    { name: 'fallback', start: () => undefined, stop: () => fallback?.close() },
     {
       name: 'redis',
       start: () => {
         redis.on('error', () => countBackendError('redis', 'connection'));
         connectRedis(redis);
       },
-      // requests answered without Redis (leased, refused locally) are recorded before it closes
-      stop: () => (auth.records.flush(), redis.quit()),
+      // requests answered without Redis (leased, refused locally) are recorded before it closes;
+      // a Redis that is away gets no QUIT (it would reconnect for ever to send it)
+      stop: () => (auth.records.flush(), redis.quit().catch(() => redis.disconnect())),
     },
     // replicas and the writer hold nothing worth a QUIT (which would wait for one that is away)
     { name: 'redis-replicas', start: () => [...replicas, ...(writer !== redis ? [writer] : [])].forEach(connectRedis), stop: () => [...replicas, ...(writer !== redis ? [writer] : [])].forEach((r) => r.disconnect()) },
@@ -246,16 +249,15 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
     { name: 'metrics', start: () => metrics.start(), stop: () => metrics.stop() },
     // now, not at the first stream: it also prunes expired change events
     { name: 'change-hub', start: () => hub.start(), stop: () => hub.close() },
-    // (the outbox rows of writes applied since the last ack flush go now: the sweeper of the
-    // next start would only apply them again)
+    // (acks of writes applied since the last flush go now, or the next start re-applies them)
     { name: 'outbox-sweeper', start: () => projector.start(cfg.outboxSweepMs), stop: () => (projector.stop(), projector.flushAcks()) },
     { name: 'invalidation', start: () => invalidation.start(), stop: () => invalidation.stop() },
     { name: 'near-check', start: () => nearCheck.start(), stop: () => nearCheck.stop() },
     // (the drain, server.ts, has answered every held request before this stops)
     { name: 'held', start: () => undefined, stop: () => (held.stop(), wakes.stop()) },
     { name: 'lease-sweeper', start: () => (hooks.sweep ?? true ? sweeper.start() : undefined), stop: () => sweeper.stop() },
-    // the first round (and the index rebuild it may start) completes before the port opens
-    { name: 'readiness', start: () => watchers.start(), stop: () => watchers.stop() },
+    // the first round (and its rebuild, unless reads can answer from PostgreSQL meanwhile) precede the port
+    { name: 'readiness', start: () => watchers.start({ openDuringRebuild: fallback !== null && !hooks.waitForIndex }), stop: () => watchers.stop() },
     {
       name: 'metrics-listener',
       start: async () => {

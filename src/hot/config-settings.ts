@@ -27,6 +27,7 @@ const LIMITS = 'Rate limits and sandboxes';
 const BODIES = 'Requests and responses';
 const WRITES = 'Writes';
 const CACHES = 'Caches and the worker pool';
+const FALLBACK = 'Reads while the index is away';
 const LIVENESS = 'Liveness';
 const OPS = 'Logs, metrics and the change feed';
 const HELD = 'Held requests (`Prefer: wait`)';
@@ -104,6 +105,14 @@ export const SETTINGS = {
   NEAR_CACHE_MB: { def: 1024, min: 0, max: 1_048_576, topic: CACHES, doc: 'near cache of index sets and documents, for the whole process, split evenly over the uWS threads; least recently used out beyond it, counted as the bytes entries occupy; 0 turns it off (every uncached search runs in Redis)' },
   // one GET per namespace held, per thread and period
   NEAR_CHECK_MS: { def: 1000, min: 0, max: 3_600_000, topic: CACHES, doc: 'period of the near cache\'s version check against Redis: a lost final delta is stale for at most 2 × this; 0 turns it off' },
+
+  // a few connections: the fallback serves while Redis is away, and its queries must not
+  // take the connections that writes need (docs/decisions/fallback-reads.md)
+  FALLBACK_PG_CONNECTIONS: { def: 4, min: 0, max: 1000, topic: FALLBACK, doc: 'PostgreSQL connections per process for discovery reads while the Redis index cannot answer (Redis unreachable, the index missing or being rebuilt), split evenly over the uWS threads (at least one each); `0`: no fallback, those reads answer 503 as the index does' },
+  // twice the connections: a burst waits for a connection briefly, a flood is refused
+  FALLBACK_MAX_QUERIES: { def: 8, min: 1, max: 100_000, topic: FALLBACK, doc: 'fallback statements per process in flight (running or waiting for one of those connections), split evenly over the uWS threads (at least one each); one more answers 503 `OVERLOADED` with `Retry-After: 1` at once, never queued' },
+  // a page from the GIN index or the namespace\'s seq order takes milliseconds; this is for a sick database
+  FALLBACK_STATEMENT_MS: { def: 2000, min: 10, max: 600_000, topic: FALLBACK, doc: 'PostgreSQL `statement_timeout` of a fallback statement, ms: a slower one is cancelled and the read answers 503 with `Retry-After`' },
 
   // ~300 bytes a token (docs/decisions/heartbeat-tokens.md)
   HEARTBEAT_TOKEN_CACHE_MB: { def: 16, min: 1, max: 65_536, topic: LIVENESS, doc: 'heartbeat token memory (tokens Redis accepted; tokens it refused, for 10 s), in the heap bytes they occupy, per process: each uWS thread gets an equal share, 3/4 accepted, 1/4 refused. Size it at ~300 B × the leased services a node hears from (320 for 1,000,000); a token not held costs a SHA-256 and the general path' },

@@ -133,6 +133,11 @@ export interface Config {
   rateCountFlushMs: number;
   /** bytes the near cache of index sets and documents may hold per uWS thread (0: off) */
   nearCacheBytes: number;
+  /** reads while the index is away: PostgreSQL connections and statements in flight per process (0 connections: none) */
+  fallbackConnections: number;
+  fallbackMaxQueries: number;
+  /** the fallback's statement_timeout, ms */
+  fallbackStatementMs: number;
   /** period of the near cache's version check against Redis (a lost final delta), ms (0: off) */
   nearCheckMs: number;
   /** longest wait between two passes of the lease sweeper (expired leases, deregistrations), ms */
@@ -260,6 +265,9 @@ export function loadConfig(env: Env = process.env): Config {
     rateCountFlushMs: int('RATE_COUNT_FLUSH_MS'),
     nearCacheBytes: int('NEAR_CACHE_MB') * MIB,
     nearCheckMs: int('NEAR_CHECK_MS'),
+    fallbackConnections: int('FALLBACK_PG_CONNECTIONS'),
+    fallbackMaxQueries: int('FALLBACK_MAX_QUERIES'),
+    fallbackStatementMs: int('FALLBACK_STATEMENT_MS'),
     leaseSweepMs: int('LEASE_SWEEP_MS'),
     leaseLockMs: int('LEASE_LOCK_MS'),
     leaseSweepBatch: int('LEASE_SWEEP_BATCH'),

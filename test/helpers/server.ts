@@ -175,7 +175,7 @@ export async function startTestServer(opts: StartOptions = {}): Promise<TestServ
   const db = opts.databaseUrl ? { url: opts.databaseUrl, drop: async () => undefined } : await freshDatabase();
   const prefix = opts.redisKeyPrefix ?? 't' + randomBytes(4).toString('hex') + ':';
   const cfg = loadConfig({ ...baseEnv(), DATABASE_URL: db.url, REDIS_KEY_PREFIX: prefix, ...opts.env });
-  const thread = buildThread(cfg, 'test', opts.logStream ? createLogger(cfg, {}, opts.logStream) : pino({ level: cfg.logLevel }), { port: 0, host: '127.0.0.1' }, { hooks: { ...opts.hooks, now: opts.now } });
+  const thread = buildThread(cfg, 'test', opts.logStream ? createLogger(cfg, {}, opts.logStream) : pino({ level: cfg.logLevel }), { port: 0, host: '127.0.0.1' }, { hooks: { waitForIndex: true, ...opts.hooks, now: opts.now } });
   await thread.start();
   const { app, server } = thread;
   const url = `http://127.0.0.1:${server.port}`;

@@ -54,5 +54,8 @@ t.test('a flood of /readyz is not a flood of Redis commands; a late Redis answer
   await proxy.set('pass');
   const r = await held;
   t.equal(r.status, 200, 'a check Redis answered too late does not read "not ready"');
-  t.equal(((await r.json()) as { status: string }).status, 'ready');
+  // (reads still from the index; a PostgreSQL probe that a loaded machine let time out
+  // meanwhile may add "postgres" to `degraded`, which is not this test's business)
+  const body = (await r.json()) as { reads: string };
+  t.equal(body.reads, 'index', JSON.stringify(body));
 });

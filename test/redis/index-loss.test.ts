@@ -1,14 +1,19 @@
 // Redis loses the index while the server is serving: FLUSHALL, then a restart without
-// persistence. The server must notice, answer /readyz 503 until its rebuild from PostgreSQL
-// is complete, never answer a search from a half-built index (a 200 is always the whole
-// answer; anything else is 503 with Retry-After), and afterwards answer exactly what
-// PostgreSQL holds. Runs against a redis-server of its own, so FLUSHALL harms nobody.
+// persistence. The server must notice and rebuild the index from PostgreSQL, never answer a
+// search from a half-built index (a 200 is always the whole answer), and afterwards answer
+// exactly what PostgreSQL holds. Meanwhile, with the fallback (the default), every search is
+// answered 200 from PostgreSQL and /readyz stays 200 saying "degraded" (contract,
+// "Availability"); without it (FALLBACK_PG_CONNECTIONS=0), 503 with Retry-After and /readyz
+// 503 until the rebuild is complete. Runs against a redis-server of its own, so FLUSHALL
+// harms nobody.
 import t, { type Test } from 'tap';
 import pg from 'pg';
 import { createSandbox, freshDatabase, registerProduction, startTestServer, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
 import { seedServices } from '../helpers/test-data.js';
 import { redisCommand, startRedis } from '../helpers/redis-server.js';
+import { createPool } from '../../src/hot/pg/pool.js';
+import { backfillIndexText } from '../../src/hot/reindex/index.js';
 
 const SEEDED = 5_000; // enough that a rebuild takes a noticeable moment
 const QUERY = '/services?capability=cap3&limit=1000&property=zone:z1'; // canonical: no 302
@@ -61,11 +66,27 @@ function readers(s: TestServer, paths: [string, Record<string, string>][]): { st
   };
 }
 
-t.test('the index is rebuilt after Redis loses it, and no search ever sees half of it', async (t) => {
+interface Readiness {
+  status: string;
+  reads: string;
+}
+
+const readiness = async (s: TestServer): Promise<{ status: number; body: Readiness }> => {
+  const r = await s.req('/readyz');
+  return { status: r.status, body: (await r.json()) as Readiness };
+};
+
+const lossTest = (fallback: boolean) => async (t: Test) => {
   const redis = await startRedis();
   const db = await freshDatabase();
   await seedServices(db.url, SEEDED);
+  // seeded straight into the tables: their index text as the migrator or a backfill stores it
+  // (the fallback reads it; a rebuild of rows without it: test/redis/rebuild-bulk.test.ts)
+  const seeder = createPool(db.url, 1);
+  await backfillIndexText(seeder);
+  await seeder.end();
   const s = await startTestServer({ databaseUrl: db.url, env: {
+      ...(fallback ? {} : { FALLBACK_PG_CONNECTIONS: '0' }),
       REDIS_URL: redis.url,
       REDIS_CLUSTER_NODES: '', // this test's own redis-server, even when the suite runs on a cluster
       TIERS: 'free=1000000', // the readers must not meet the rate limit
@@ -82,8 +103,8 @@ t.test('the index is rebuilt after Redis loses it, and no search ever sees half 
   // readiness is re-probed per request (Redis within 1 s): on a loaded machine one probe can
   // miss, so the start-up rebuild's end is waited for, not sampled once
   const readyStatus = await waitFor('ready after the start-up rebuild', async () => {
-    const st = (await s.req('/readyz')).status;
-    return st === 200 ? st : null;
+    const r = await readiness(s);
+    return r.body.reads === 'index' ? r.status : null;
   }, 20_000, 100).catch(() => 503);
   t.equal(readyStatus, 200, 'ready after the start-up rebuild');
 
@@ -110,12 +131,13 @@ t.test('the index is rebuilt after Redis loses it, and no search ever sees half 
     ]);
     await new Promise((res) => setTimeout(res, 100));
     await loseIt();
-    const ready = await s.req('/readyz');
-    t.equal(ready.status, 503, `${how}: /readyz answers 503 at once`);
-    t.equal(((await ready.json()) as { status: string }).status, 'not ready');
+    const ready = await readiness(s);
+    if (fallback) t.match(ready, { status: 200, body: { status: 'degraded', reads: 'postgres', degraded: ['redis'] } }, `${how}: /readyz stays 200 and says reads come from PostgreSQL, at once`);
+    else t.match(ready, { status: 503, body: { status: 'not ready', reads: 'none' } }, `${how}: /readyz answers 503 at once`);
     // a write while the index is missing or being rebuilt is acknowledged and not lost
     const late = await registerProduction(s, { endpoint: 'https://late.example.com', capabilities: [`late-${how}`] });
-    await waitFor(`${how}: /readyz 200 again`, async () => (await s.req('/readyz')).status === 200, 60_000, 50);
+    if (fallback) t.same(await allPages(s, `/services?capability=late-${how}`), [late.id], `${how}: ... and searchable at once`);
+    await waitFor(`${how}: reads from the index again`, async () => (await readiness(s)).body.reads === 'index', 60_000, 50);
     const seen = await r.stop();
 
     for (const [path, whole] of [
@@ -132,7 +154,9 @@ t.test('the index is rebuilt after Redis loses it, and no search ever sees half 
         break;
       }
     }
-    t.ok(seen.get(QUERY)!.some((a) => a.status === 503), `${how}: searches were refused while the index was missing`);
+    const refused = [...seen.values()].flat().filter((a) => a.status === 503).length;
+    if (fallback) t.equal(refused, 0, `${how}: no search was refused: PostgreSQL answered while the index was missing`);
+    else t.ok(seen.get(QUERY)!.some((a) => a.status === 503), `${how}: searches were refused while the index was missing`);
 
     // afterwards: exactly PostgreSQL's answers
     t.same(await allPages(s, '/services?capability=seeded&limit=1000'), await pgIds(db.url, `SELECT id FROM services WHERE ns = 'production' AND id LIKE 'seed%' ORDER BY seq`), `${how}: every seeded service, in order`);
@@ -159,7 +183,10 @@ t.test('the index is rebuilt after Redis loses it, and no search ever sees half 
     await r.hset(k.all('production', 'dead000000'), 'n', 1, 'hi', 0, '0', Buffer.from([0, 1]));
     await waitFor('the dead rebuild is cleaned up', async () => !(await r.exists(k.building(), k.ver('production', 'dead000000'), k.all('production', 'dead000000'))));
     t.pass('building pointer and partial generation dropped once no lock guards them');
-    t.equal((await s.req('/readyz')).status, 200, 'the live index is untouched');
+    t.equal((await readiness(s)).body.reads, 'index', 'the live index is untouched');
     t.same(await allPages(s, sbPath, auth), expectSb);
   });
-});
+};
+
+t.test('the index is rebuilt after Redis loses it, and no search ever sees half of it: PostgreSQL answers meanwhile', lossTest(true));
+t.test('... without the fallback: 503 meanwhile', lossTest(false));

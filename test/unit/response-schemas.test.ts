@@ -118,9 +118,12 @@ t.test('the fixed response objects', async (t) => {
   t.notOk(csrf({ csrfToken: '' }), 'an empty token');
 
   const ready = ajv.compile(R.readiness);
-  t.ok(ready({ status: 'ready', postgres: true, redis: true, index: true, shuttingDown: false }));
-  t.ok(ready({ status: 'not ready', postgres: true, redis: false, index: false, shuttingDown: false }));
-  t.notOk(ready({ status: 'starting', postgres: true, redis: true, index: true, shuttingDown: false }), 'only ready or not ready');
+  t.ok(ready({ status: 'ready', postgres: true, redis: true, index: true, shuttingDown: false, reads: 'index', degraded: [] }));
+  t.ok(ready({ status: 'degraded', postgres: true, redis: false, index: false, shuttingDown: false, reads: 'postgres', degraded: ['redis'] }));
+  t.ok(ready({ status: 'not ready', postgres: false, redis: false, index: false, shuttingDown: false, reads: 'none', degraded: ['redis', 'postgres'] }));
+  t.notOk(ready({ status: 'starting', postgres: true, redis: true, index: true, shuttingDown: false, reads: 'index', degraded: [] }), 'only ready, degraded or not ready');
+  t.notOk(ready({ status: 'degraded', postgres: true, redis: false, index: false, shuttingDown: false, reads: 'postgres', degraded: ['index'] }), 'a backend by its name');
+  t.notOk(ready({ status: 'ready', postgres: true, redis: true, index: true, shuttingDown: false }), 'where reads come from is always said');
 
   const live = ajv.compile(R.liveness);
   t.ok(live({ status: 'ok' }));

@@ -110,6 +110,7 @@ export const REGISTRY = {
   DASHBOARD_NOT_BUILT: { code: 'UNAVAILABLE', message: 'the dashboard is not built: run `make build` (or `npx vite build web`)' },
   METRICS_FAILED: { code: 'UNAVAILABLE', message: 'metrics could not be collected' },
   SEARCH_QUEUE_FULL: { code: 'OVERLOADED', message: 'too many heavy searches queued; try again shortly' },
+  FALLBACK_BUSY: { code: 'OVERLOADED', message: 'the search index is away and reads from the database are at their limit; try again shortly' },
 } as const satisfies Record<string, Entry>;
 
 export type ErrorKey = keyof typeof REGISTRY;

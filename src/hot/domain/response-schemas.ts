@@ -143,13 +143,15 @@ export const csrfToken = {
 export const readiness = {
   type: 'object',
   additionalProperties: false,
-  required: ['status', 'postgres', 'redis', 'index', 'shuttingDown'],
+  required: ['status', 'postgres', 'redis', 'index', 'shuttingDown', 'reads', 'degraded'],
   properties: {
-    status: { enum: ['ready', 'not ready'] },
+    status: { enum: ['ready', 'degraded', 'not ready'], description: '`degraded`: reads are served, but a backend is away (`degraded` names it)' },
     postgres: { type: 'boolean' },
     redis: { type: 'boolean' },
     index: { type: 'boolean', description: 'a complete index generation is live and no rebuild runs' },
     shuttingDown: { type: 'boolean' },
+    reads: { enum: ['index', 'postgres', 'none'], description: 'where discovery reads are answered from: the Redis index, PostgreSQL while the index is away (slower, bounded: 503 `OVERLOADED` beyond), or nowhere (503)' },
+    degraded: { type: 'array', items: { enum: ['redis', 'postgres'] }, description: '`redis`: the index cannot answer (Redis unreachable, the index missing or being rebuilt); `postgres`: PostgreSQL is unreachable (writes answer 503)' },
   },
 } as const;
 

@@ -1,13 +1,20 @@
 // The readiness state of a serving thread. Its one writer is this class: the readiness
 // watcher (lifecycle.ts) reports what each round saw and when a rebuild starts and ends, the
-// HTTP server reports that it began to drain; everything else only reads. `ready` is derived
-// here, in one place, from the rest.
+// HTTP server reports that it began to drain; everything else only reads. `ready` and
+// `reads` are derived here, in one place, from the rest.
+
+/** Where discovery reads are answered from: the index, PostgreSQL (the fallback), or nowhere (503). */
+export type ReadSource = 'index' | 'postgres' | 'none';
+
 export class AppState {
   #ready = false;
   #shuttingDown = false;
   #rebuilding = false;
   #pgUp = false;
   #redisUp = false;
+
+  /** `fallback`: reads go to PostgreSQL while the index is away (FALLBACK_PG_CONNECTIONS > 0) */
+  constructor(readonly fallback = false) {}
 
   /** the index is live and PostgreSQL answered (since start-up), and the thread is not draining */
   get ready(): boolean {
@@ -24,6 +31,15 @@ export class AppState {
   }
   get redisUp(): boolean {
     return this.#redisUp;
+  }
+
+  /**
+   * Where reads are answered from, by the watchers' view: the index while it is ready; else
+   * PostgreSQL, when there is a fallback and PostgreSQL answers; else nowhere. Draining, none.
+   */
+  get reads(): ReadSource {
+    if (this.#ready) return 'index';
+    return this.fallback && this.#pgUp && !this.#shuttingDown ? 'postgres' : 'none';
   }
 
   /**

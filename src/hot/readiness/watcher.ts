@@ -12,6 +12,8 @@ import type { RedisClient } from '../redis/client.js';
 import type { AppState } from './state.js';
 import { dropGeneration, dropStaleBuild, rebuildIndex } from '../reindex/index.js';
 import { ifEqualReply } from '../redis/replies.js';
+import { reportReadSource } from './metrics.js';
+import type { ReadSource } from './state.js';
 
 /** What the readiness watcher needs of its thread. */
 export interface ReadinessContext {
@@ -28,8 +30,11 @@ export interface ReadinessContext {
 }
 
 export interface Watchers {
-  /** start the periodic checks; resolves after the first round (and the rebuild it started) */
-  start(): Promise<void>;
+  /**
+   * start the periodic checks; resolves after the first round and the rebuild it started —
+   * or, with `openDuringRebuild` (a fallback answers reads meanwhile), without waiting for it
+   */
+  start(opts?: { openDuringRebuild?: boolean }): Promise<void>;
   stop(): void;
   /** one round of checks now, and the rebuild it starts (tests and start-up use it) */
   tick(): Promise<void>;
@@ -120,11 +125,28 @@ export function createWatchers(app: ReadinessContext, intervalMs = 500): Watcher
     return app.index.refreshGen();
   };
 
+  /** one log line and one count per change of where reads come from (never one per request) */
+  let reads: ReadSource = 'none';
+  const noteReads = () => {
+    const now = s.reads;
+    if (now === reads) return;
+    // (starting on the index is no news; starting anywhere else is)
+    if (reads !== 'none' || now !== 'index') {
+      const why = !s.redisUp ? 'Redis is unreachable' : s.rebuilding ? 'the index is being rebuilt' : 'no index is live';
+      if (now === 'index') app.log.warn('reads answer from the index again');
+      else if (now === 'postgres') app.log.warn(`reads answer from PostgreSQL (${why}): slower, bounded by FALLBACK_MAX_QUERIES; /readyz reports "degraded"`);
+      else app.log.warn(s.shuttingDown ? 'reads end: draining' : `reads answer 503: ${why} and ${s.fallback ? 'PostgreSQL is unreachable' : 'no fallback is configured'}`);
+    }
+    reportReadSource(now, reads !== 'none' || now !== 'index');
+    reads = now;
+  };
+
   const startRebuild = (): Promise<void> => {
     s.rebuild(true);
+    noteReads();
     const p = (async () => {
       try {
-        app.log.warn('no search index in Redis; rebuilding it from PostgreSQL (searches answer 503 until it is complete)');
+        app.log.warn(`no search index in Redis; rebuilding it from PostgreSQL (until it is complete, ${s.fallback ? 'the fallback answers reads' : 'searches answer 503'})`);
         const r = await rebuildIndex(app.pg, app.redis, app.keys, app.cfg.tiers, undefined, undefined, app.liveness.now);
         if (r) {
           app.log.info({ gen: r.gen, services: r.services, sandboxes: r.sandboxes, ms: r.ms }, 'index rebuilt from PostgreSQL');
@@ -163,7 +185,7 @@ export function createWatchers(app: ReadinessContext, intervalMs = 500): Watcher
       ),
     ]);
     if (!first && pgUp !== s.pgUp) app.log.warn(pgUp ? 'PostgreSQL is reachable again' : 'PostgreSQL is unreachable: writes answer 503, reads go on from Redis');
-    if (!first && idx.up !== s.redisUp) app.log.warn(idx.up ? 'Redis is reachable again' : 'Redis is unreachable: searches answer 503, writes go on (the outbox keeps them for the index)');
+    if (!first && idx.up !== s.redisUp) app.log.warn(idx.up ? 'Redis is reachable again' : 'Redis is unreachable: writes go on (the outbox keeps them for the index)');
     first = false;
     pgSeen ||= pgUp;
     if (idx.up && !idx.gen && pgUp && !rebuild && !stopped) void startRebuild().then(round);
@@ -176,14 +198,16 @@ export function createWatchers(app: ReadinessContext, intervalMs = 500): Watcher
     // ready: a complete index generation is live in a reachable Redis, and PostgreSQL has
     // answered (since start-up: a later PostgreSQL outage degrades writes, not reads)
     s.observed({ pgUp, redisUp: idx.up, indexLive: !!idx.gen, pgSeen });
+    noteReads();
   };
 
   let t: NodeJS.Timeout | null = null;
   const watchers: Watchers = {
-    async start() {
+    async start(opts = {}) {
       t ??= setInterval(() => void round(), intervalMs);
       t.unref();
-      await watchers.tick();
+      if (opts.openDuringRebuild) await round();
+      else await watchers.tick();
     },
     stop() {
       stopped = true;

@@ -133,6 +133,7 @@ export class Projector {
     const revisions = new Map<string, number>([...states].map(([id, st]) => [id, st.version]));
     const versions: [string, number][] = [];
     const touched = new Set<string>();
+    let unapplied: Set<string> | undefined;
     try {
       const applied = new Set<string>();
       for (const uuid of sbIds) {
@@ -143,6 +144,7 @@ export class Projector {
       }
       if (svcIds.length) await applyServices(this.redis, this.keys, this.log, this.leases, versions, entries, states, applied, touched, noLease, texts);
       const done = entries.filter((e) => applied.has((e.kind ?? 'service') + ':' + e.id));
+      if (done.length < entries.length) unapplied = new Set(entries.filter((e) => !done.includes(e)).map((e) => e.ns));
       if (touched.size && this.replicaWait) await this.replicaWait().catch(() => 0);
       if (done.length) {
         if (ackLater) this.ackLater(done.map((e) => e.row));
@@ -150,10 +152,11 @@ export class Projector {
       }
       return done;
     } catch (err) {
+      unapplied = new Set(entries.map((e) => e.ns));
       throw new SyncFailed(err, revisions);
     } finally {
       // (before the writes are acknowledged: their callers await this)
-      this.applied.publish({ namespaces: touched, versions });
+      this.applied.publish({ namespaces: touched, versions, unapplied });
     }
   }
 

@@ -12,6 +12,11 @@ export interface WriteApplied {
    * batch as a whole failed after some of it reached Redis.
    */
   readonly versions: readonly (readonly [base: string, version: number])[];
+  /**
+   * namespaces of committed writes that did NOT reach the index (Redis away: the outbox keeps
+   * them): answers cached from PostgreSQL meanwhile (the fallback) are stale. Absent: none.
+   */
+  readonly unapplied?: ReadonlySet<string>;
 }
 
 export type WriteAppliedListener = (e: WriteApplied) => void;
@@ -25,7 +30,7 @@ export class WriteAppliedEvents {
   }
 
   publish(e: WriteApplied): void {
-    if (!e.namespaces.size && !e.versions.length) return;
+    if (!e.namespaces.size && !e.versions.length && !e.unapplied?.size) return;
     for (const l of this.listeners) l(e);
   }
 }

@@ -5,5 +5,6 @@ export { NearVersionCheck } from './near/check.js';
 export { NearCache } from './near/near-cache.js';
 export { ResultCache, stringBytes } from './result-cache.js';
 export { Index } from './searches.js';
+export { matching } from './matching.js';
 export { registerPublic, registerSandboxReads } from './routes.js';
 export { sampleSearch } from './metrics.js';

@@ -72,8 +72,11 @@ export class InvalidationListener {
    * the versions the writes reached before it answers again (read-your-writes).
    */
   followWrites(writes: WriteAppliedEvents, near: { require(base: string, ver: number): void }): void {
-    writes.subscribe(({ namespaces, versions }) => {
+    writes.subscribe(({ namespaces, versions, unapplied }) => {
       for (const [base, ver] of versions) near.require(base, ver);
+      // committed but not in the index (Redis away): this thread's pages cached from the
+      // fallback drop them; other threads and nodes within RESULT_CACHE_TTL_MS (no channel)
+      for (const ns of unapplied ?? []) invalidateCaches(this.caches, ns);
       for (const ns of namespaces) {
         invalidateCaches(this.caches, ns);
         // other threads and nodes keep their cached results until RESULT_CACHE_TTL_MS

@@ -3,7 +3,9 @@
 // pipeline's stages (pipeline/plan.ts names them), from the near cache, Redis or the worker
 // pool; the methods here choose the source and run them.
 // Reads return pre-serialised documents; nothing here parses one (the device query, which
-// expands profiles into bindings, does so in search/answer.ts).
+// expands profiles into bindings, does so in search/answer.ts). While the index cannot answer
+// (Redis away, the index missing or rebuilt), the same reads come from PostgreSQL (the
+// fallback room, with the same documents: one page, one body, one ETag whichever answered).
 import type { RedisClient } from '../redis/client.js';
 import type { IntersectPool } from '../../workers/pool.js';
 import { decodeBuckets } from '../../workers/buckets.js';
@@ -17,6 +19,9 @@ import { cursorOf, lastSeq } from './pipeline/plan.js';
 import { FetchedSets, heldSets, nearSets } from './pipeline/sets.js';
 import { heavyPool, intersectDense } from './pipeline/intersect.js';
 import { joinPage, NULL_DOC, type PageBody } from './pipeline/join.js';
+import type { ServiceRow } from '../redis/replies.js';
+import { either, type Fallback } from './fallback.js';
+import type { Replacements } from './live-index.js';
 
 export type { PageBody } from './pipeline/join.js';
 
@@ -58,6 +63,11 @@ export class Index extends LiveIndex {
      * rather than pages that cannot include the writes acknowledged meanwhile
      */
     readonly serving: () => boolean = () => true,
+    /**
+     * Reads from PostgreSQL (null: none, an index that cannot answer is a 503) and when to
+     * take them without asking Redis first (readiness says the index is away)
+     */
+    readonly fallback: Fallback | null = null,
   ) {
     super(redis, keys, replicas);
   }
@@ -197,7 +207,18 @@ export class Index extends LiveIndex {
   }
 
   /** One page of a search; `after` is an exclusive seq bound ("" for the start). */
-  async search(ns: string, f: FilterSets, after: string, limit: number, signal?: AbortSignal): Promise<Page> {
+  search(ns: string, f: FilterSets, after: string, limit: number, signal?: AbortSignal): Promise<Page> {
+    return either(
+      this.fallback,
+      () => this.indexSearch(ns, f, after, limit, signal),
+      async (pg) => {
+        const p = await pg.page(ns, f, after, limit);
+        return { seqs: p.seqs, docs: p.docs.map(String), more: p.more, last: p.last };
+      },
+    );
+  }
+
+  private async indexSearch(ns: string, f: FilterSets, after: string, limit: number, signal?: AbortSignal): Promise<Page> {
     const near = await this.nearPage(ns, f, after, limit, signal, false);
     if (near) {
       const seqs = Array.from(near.seqs, String);
@@ -218,7 +239,18 @@ export class Index extends LiveIndex {
    * never parsed or re-encoded here. Every source gives the same digests for the same
    * documents, so the page's ETag (pageEtag) does not depend on which one answered.
    */
-  async searchBody(ns: string, f: FilterSets, after: string, limit: number, signal?: AbortSignal): Promise<PageBody> {
+  searchBody(ns: string, f: FilterSets, after: string, limit: number, signal?: AbortSignal): Promise<PageBody> {
+    return either(
+      this.fallback,
+      () => this.indexSearchBody(ns, f, after, limit, signal),
+      async (pg) => {
+        const p = await pg.page(ns, f, after, limit);
+        return joinPage(p.docs.map(digested), p.more, p.last);
+      },
+    );
+  }
+
+  private async indexSearchBody(ns: string, f: FilterSets, after: string, limit: number, signal?: AbortSignal): Promise<PageBody> {
     const near = await this.nearPage(ns, f, after, limit, signal, true);
     if (near?.body) return { body: near.body, more: near.more, last: lastSeq(near.seqs), digests: near.digests! };
     if (near) return joinPage(near.docs, near.more, lastSeq(near.seqs));
@@ -229,5 +261,21 @@ export class Index extends LiveIndex {
     }
     // the documents as Buffers, digested here
     return joinPage(r.page.docs.map(digested), r.page.more, r.page.last);
+  }
+
+  override getService(ns: string, id: string): Promise<ServiceRow | null> {
+    return either(this.fallback, () => super.getService(ns, id), (pg) => pg.service(ns, id));
+  }
+
+  /** From PostgreSQL: a MISS stored now (the route keeps an in-process copy as for Redis's). */
+  override replacements(ns: string, id: string, ttlSeconds: number): Promise<Replacements | null> {
+    return either(
+      this.fallback,
+      () => super.replacements(ns, id, ttlSeconds),
+      async (pg) => {
+        const r = await pg.replacements(ns, id);
+        return r && { status: 'MISS' as const, storedAt: Date.now(), ...r };
+      },
+    );
   }
 }
