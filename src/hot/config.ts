@@ -126,9 +126,36 @@ export interface Config {
   leaseSweepBatch: number;
   /** durable expiry transactions one node runs at once (LEASE_SWEEP_PARALLEL) */
   leaseSweepParallel: number;
+  /** most services one answer of the discovery protocols lists (DISCOVERY_MAX_TARGETS) */
+  discoveryMaxTargets: number;
+  /** the Consul-compatible catalog's one datacenter */
+  consulDatacenter: string;
+  /** the DNS server: address, port (0: the kernel picks; null: off), zone, TTL s, TCP answer records, UDP answers per address a second */
+  dnsHost: string;
+  dnsPort: number | null;
+  dnsDomain: string;
+  dnsTtl: number;
+  dnsMaxRecords: number;
+  dnsRatePerAddress: number;
 }
 
 const MIB = 1024 * 1024;
+
+/** DNS_PORT: a port, or `off` */
+function dnsPort(raw: string): number | null {
+  if (/^off$/i.test(raw)) return null;
+  if (!/^\d{1,5}$/.test(raw) || Number(raw) > 65535) throw new ConfigError(`DNS_PORT must be a port (0-65535) or off, got "${raw}"`);
+  return Number(raw);
+}
+
+/** DNS_DOMAIN: a host name of at most 180 characters (room for the names built under it), an optional final dot */
+function dnsDomain(raw: string): string {
+  const d = raw.replace(/\.$/, '');
+  if (d.length > 180 || !d.split('.').every((l) => /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/i.test(l))) {
+    throw new ConfigError(`DNS_DOMAIN must be a host name of at most 180 characters, got "${raw}"`);
+  }
+  return raw;
+}
 
 /** TIERS="free=60,pro=600,enterprise=6000" */
 function tiers(raw: string): TierConfig {
@@ -164,6 +191,8 @@ export function loadConfig(env: Env = process.env): Config {
   const redisReplicaUrls = urls('REDIS_REPLICA_URLS');
   const prefix = raw('REDIS_KEY_PREFIX');
   if (!/^[a-zA-Z0-9:_-]*$/.test(prefix)) throw new ConfigError('REDIS_KEY_PREFIX may hold only [a-zA-Z0-9:_-]');
+  const dc = raw('CONSUL_DATACENTER');
+  if (!/^[a-zA-Z0-9_-]{1,64}$/.test(dc)) throw new ConfigError(`CONSUL_DATACENTER must be 1-64 of [a-zA-Z0-9_-], got "${dc}"`);
   return {
     port: int('PORT'),
     host,
@@ -227,5 +256,13 @@ export function loadConfig(env: Env = process.env): Config {
     leaseLockMs: int('LEASE_LOCK_MS'),
     leaseSweepBatch: int('LEASE_SWEEP_BATCH'),
     leaseSweepParallel: int('LEASE_SWEEP_PARALLEL'),
+    discoveryMaxTargets: int('DISCOVERY_MAX_TARGETS'),
+    consulDatacenter: dc,
+    dnsHost: hostName('DNS_HOST'),
+    dnsPort: dnsPort(raw('DNS_PORT')),
+    dnsDomain: dnsDomain(raw('DNS_DOMAIN')),
+    dnsTtl: int('DNS_TTL'),
+    dnsMaxRecords: int('DNS_MAX_RECORDS'),
+    dnsRatePerAddress: int('DNS_RATE_PER_ADDRESS'),
   };
 }
