@@ -28,6 +28,7 @@ import { GroupCommitter } from './writes/index.js';
 import { Index, InvalidationListener, NearCache, NearVersionCheck, ResultCache, sampleSearch, stringBytes, type Caches, type Replacements } from './search/index.js';
 import { ChangeHub, StreamShares, streamSharesBuffer } from './changes/index.js';
 import { AppState, createWatchers } from './readiness/index.js';
+import { createDnsServer, type DnsServer } from './discovery/index.js';
 
 /** A named part of a thread: started in list order, stopped in reverse. */
 export interface Part {
@@ -54,6 +55,8 @@ export interface Thread {
   stop(drain?: Partial<Drain>): Promise<void>;
   /** port of the process's /metrics listener once started; null when this thread has none */
   metricsPort(): number | null;
+  /** port of the process's DNS server once started; null when this thread has none (or DNS_PORT=off) */
+  dnsPort(): number | null;
 }
 
 export interface ListenAt {
@@ -61,6 +64,8 @@ export interface ListenAt {
   host: string;
   /** this thread serves the process's /metrics listener (main.ts: thread 0; default true) */
   metrics?: boolean;
+  /** this thread serves the process's DNS server, unless DNS_PORT=off (main.ts: thread 0; default true) */
+  dns?: boolean;
   /** with port 0: other threads will listen on the port this one gets (main.ts, WORKERS > 1) */
   sharePort?: boolean;
 }
@@ -213,6 +218,8 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
   const server = createServer(app, { port: at.port, host: at.host, sharePort: at.sharePort, routes: [registerAdmin], bodyHooks: hooks.body });
   let metricsListener: MetricsListener | null = null;
   const serveMetrics = (at.metrics ?? true) && cfg.metricsEnabled;
+  // the DNS server answers from this thread's index and near cache (discovery/dns/source.ts)
+  const dns: DnsServer | null = at.dns ?? true ? createDnsServer(cfg, index, caches.cache) : null;
 
   let drain: Drain = { graceMs: cfg.shutdownGraceMs, listenMs: 0 };
   const parts: Part[] = [
@@ -254,6 +261,7 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
       },
       stop: () => metricsListener?.close(),
     },
+    { name: 'dns', start: () => dns?.start().catch((err: Error) => Promise.reject(new Error(`cannot serve DNS on ${cfg.dnsHost}:${cfg.dnsPort}: ${err.message}`, { cause: err }))), stop: () => dns?.stop() },
     { name: 'http', start: () => server.listen(), stop: () => server.close(drain.graceMs, drain.listenMs) },
   ];
 
@@ -263,6 +271,7 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
     server,
     parts,
     metricsPort: () => metricsListener?.port ?? null,
+    dnsPort: () => (dns && dns.port ? dns.port : null),
     async start() {
       for (const p of parts) {
         await p.start();
