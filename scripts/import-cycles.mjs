@@ -1,7 +1,7 @@
 // Import cycles among the TypeScript sources (type-only imports included: a type cycle is
 // still two modules that cannot be read apart). `make lint` runs it over src/, bench/ and
 // test/ as one graph; it prints each cycle and exits 1 when there is one. test/unit/import-cycles.test.ts checks that it
-// finds a planted cycle. (Why a script and not import/no-cycle: docs/decisions/layers.md.)
+// finds a planted cycle. (Why a script and not import/no-cycle: docs/decisions/rooms.md.)
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
