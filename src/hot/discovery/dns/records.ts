@@ -5,6 +5,7 @@
 // left out; the name still exists.
 import { isIP } from 'node:net';
 import type { Answer, SoaAnswer, SrvAnswer } from 'dns-packet';
+import { listenOf } from '../endpoint.js';
 import { nameIn, type Zone } from './names.js';
 import type { DnsService } from './types.js';
 
@@ -21,24 +22,16 @@ export interface Unit {
   glue: Answer[];
 }
 
-const SCHEME_PORT: Record<string, number> = { 'http:': 80, 'https:': 443 };
 const ID_LABEL = /^[A-Za-z0-9_-]{1,63}$/;
 // printable ASCII without the dot, as the endpoint's WHATWG host can hold it
 const WIRE_LABEL = /^[\x21-\x2d\x2f-\x7e]{1,63}$/;
 
-/** The endpoint's host and port, or null when it is no http(s) URL. */
+/** The endpoint's host and port, or null when it is no http(s) URL (discovery/endpoint.ts). */
 export function targetOf(endpoint: string): Target | null {
-  let u: URL;
-  try {
-    u = new URL(endpoint);
-  } catch {
-    return null;
-  }
-  const scheme = SCHEME_PORT[u.protocol];
-  if (scheme === undefined || u.hostname === '') return null;
-  const host = u.hostname.startsWith('[') ? u.hostname.slice(1, -1) : u.hostname;
-  const v = isIP(host);
-  return { host, port: u.port === '' ? scheme : Number(u.port), ip: v === 4 || v === 6 ? v : 0 };
+  const l = listenOf(endpoint);
+  if (!l) return null;
+  const v = isIP(l.host);
+  return { host: l.host, port: l.port, ip: v === 4 || v === 6 ? v : 0 };
 }
 
 /** A host name as an SRV target (without a final dot), or null when it does not fit the wire. */
