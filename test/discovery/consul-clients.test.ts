@@ -13,7 +13,7 @@ const run = promisify(execFile);
 const s = await serve(t);
 const port = s.server.port;
 
-const w1 = (await registerProduction(s, { endpoint: 'https://w1.example.com:8443', capabilities: ['web'], properties: { zone: 'a' }, ttl: 60 })) as { id: string; heartbeatToken?: string };
+const w1 = (await registerProduction(s, { endpoint: 'https://w1.example.com:8443', capabilities: ['web'], properties: { zone: 'a' }, ttl: 3600 })) as { id: string; heartbeatToken?: string };
 const w2 = await registerProduction(s, { endpoint: 'http://10.0.0.2:8080', capabilities: ['web', 'api'], properties: { zone: 'b' } });
 const hb = await s.req(`/services/${w1.id}/heartbeat`, { method: 'PUT', headers: { authorization: `Bearer ${w1.heartbeatToken}`, 'content-type': 'application/json' }, body: '{"status":"critical"}' });
 if (hb.status !== 204) throw new Error('heartbeat');

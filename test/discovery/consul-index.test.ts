@@ -30,7 +30,7 @@ async function grows(t: Test, path: string, what: string, change: () => Promise<
   t.ok(after.index > before.index, `${what}: ${path} index ${before.index} -> ${after.index}`);
 }
 
-const w1 = await registerProduction(s, { endpoint: 'https://w1.example.com', capabilities: ['web'], ttl: 60 });
+const w1 = await registerProduction(s, { endpoint: 'https://w1.example.com', capabilities: ['web'], ttl: 3600 });
 const w2 = await registerProduction(s, { endpoint: 'https://w2.example.com', capabilities: ['web', 'db'] });
 
 t.test('a positive integer, the same while nothing changes', async (t) => {

@@ -9,7 +9,7 @@ import { createSandbox, registerProduction } from '../helpers/server.js';
 
 const s = await serve(t, { env: { CONSUL_DATACENTER: 'east-1', DISCOVERY_MAX_TARGETS: '5' } });
 
-const web1 = await registerProduction(s, { endpoint: 'https://w1.example.com:8443/x', capabilities: ['web', 'api'], properties: { zone: 'a', tier: 'gold' }, ttl: 30 });
+const web1 = await registerProduction(s, { endpoint: 'https://w1.example.com:8443/x', capabilities: ['web', 'api'], properties: { zone: 'a', tier: 'gold' }, ttl: 3600 });
 const web2 = await registerProduction(s, { endpoint: 'http://[2001:db8::2]', capabilities: ['web'], properties: { zone: 'b' } });
 const db = await registerProduction(s, { endpoint: 'http://10.1.2.3:5432', capabilities: ['db'] });
 

@@ -23,7 +23,7 @@ const [one, two, three] = backends as [Backend, Backend, Backend];
 const reg = async (b: Backend, ttl?: number) =>
   (await registerProduction(s, { endpoint: `http://127.0.0.1:${b.port}/`, capabilities: ['shop'], ...(ttl ? { ttl } : {}) })) as { id: string; heartbeatToken?: string };
 const r1 = await reg(one);
-const r2 = await reg(two, 60);
+const r2 = await reg(two, 3600); // a lease that cannot lapse during the test: it turns critical by heartbeat
 
 const dir = await scratchDir(t.teardown.bind(t), 'haproxy');
 const fePort = await freePort();

@@ -20,7 +20,7 @@ const endpoint = (b: Backend) => `http://127.0.0.1:${b.port}/metrics`;
 
 const r1 = await registerProduction(s, { endpoint: endpoint(red), capabilities: ['app'], properties: { team: 'red' } });
 await registerProduction(s, { endpoint: endpoint(blue), capabilities: ['app'], properties: { team: 'blue' } });
-const r3 = (await registerProduction(s, { endpoint: endpoint(sick), capabilities: ['app'], properties: { team: 'sick' }, ttl: 60 })) as { id: string; heartbeatToken?: string };
+const r3 = (await registerProduction(s, { endpoint: endpoint(sick), capabilities: ['app'], properties: { team: 'sick' }, ttl: 3600 })) as { id: string; heartbeatToken?: string };
 await registerProduction(s, { endpoint: 'http://127.0.0.1:1/metrics', capabilities: ['other'] }); // another capability
 const hb = await s.req(`/services/${r3.id}/heartbeat`, { method: 'PUT', headers: { authorization: `Bearer ${r3.heartbeatToken}`, 'content-type': 'application/json' }, body: '{"status":"critical"}' });
 if (hb.status !== 204) throw new Error(`heartbeat: ${hb.status}`);

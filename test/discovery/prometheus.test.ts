@@ -21,7 +21,7 @@ const sd = async (q = '', init: RequestInit = {}): Promise<Group[]> => {
 
 const a = await registerProduction(s, { endpoint: 'https://a.example.com/metrics', capabilities: ['web', 'api'], properties: { team: 'blue', 'rack.no': '7' } });
 const b = await registerProduction(s, { endpoint: 'http://[::1]:9100/m?x=1', capabilities: ['web'], iot: { deviceClasses: ['sensor'], protocols: ['mqtt', 'http'] }, deprecated: true });
-const c = await registerProduction(s, { endpoint: 'http://10.0.0.3', capabilities: ['db'], ttl: 30 });
+const c = await registerProduction(s, { endpoint: 'http://10.0.0.3', capabilities: ['db'], ttl: 3600 });
 
 t.test('one target group per service, ordered by id, with every label', async (t) => {
   const groups = await sd();
