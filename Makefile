@@ -108,7 +108,6 @@ typecheck: deps
 
 bench: build services
 	scripts/services.sh wrk >/dev/null
-	scripts/services.sh dnsperf >/dev/null
 	$(WITH_ENV) node dist/bench/run.js
 
 bench-quick: build services
