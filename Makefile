@@ -85,6 +85,7 @@ test-prep: deps build services
 	@if [[ -d test/web ]]; then scripts/services.sh chromium >/dev/null; fi
 	@if [[ -d test/proxy ]]; then scripts/services.sh nginx >/dev/null; fi
 	@if [[ -d test/discovery/dns ]]; then scripts/services.sh dig >/dev/null; fi
+	@if [[ -d test/discovery ]]; then for t in prometheus haproxy python-consul; do scripts/services.sh $$t >/dev/null; done; fi
 
 test: test-prep openapi-lint
 	scripts/run-tests.sh

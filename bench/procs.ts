@@ -92,8 +92,9 @@ export function spawnNode(script: string, args: string[], env: Record<string, st
   const out = createWriteStream(log, { flags: 'w' });
   const cmd = cpus ? 'taskset' : process.execPath;
   const argv = cpus ? ['-c', cpus, process.execPath, ...nodeArgs, script, ...args] : [...nodeArgs, script, ...args];
-  // the caller's environment passes through unread; the bench's settings go on top
-  const proc = spawn(cmd, argv, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  // the caller's environment passes through unread; the bench's settings go on top (a bench
+  // server runs no DNS server unless the bench asks for one: two would clash on port 8600)
+  const proc = spawn(cmd, argv, { env: { DNS_PORT: 'off', ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   proc.stdout!.pipe(out);
   proc.stderr!.pipe(out);
   guard();

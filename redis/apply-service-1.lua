@@ -28,6 +28,7 @@
 -- The work itself is lib/apply.lua's (shared with apply-services-1.lua, the same for many).
 --@include buckets.lua
 --@include dimensions.lua
+--@include capability.lua
 --@include apply.lua
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 return applyOne(KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9], function(key, n)

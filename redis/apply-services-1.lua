@@ -15,6 +15,7 @@
 -- one thread while it runs.
 --@include buckets.lua
 --@include dimensions.lua
+--@include capability.lua
 --@include apply.lua
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 local base, channel = ARGV[1], ARGV[2]

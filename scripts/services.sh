@@ -9,6 +9,10 @@
 #   scripts/services.sh nginx         install Debian's nginx and its njs module if missing, print its path
 #   scripts/services.sh wrk           install Debian's wrk if missing (the bench's load generator), print its path
 #   scripts/services.sh dig           install Debian's dnsutils if missing (the DNS tests), print dig's path
+#   scripts/services.sh prometheus    install Debian's prometheus if missing (the SD test), print its path
+#   scripts/services.sh haproxy       install Debian's haproxy if missing (the DNS discovery test), print its path
+#   scripts/services.sh python-consul install Debian's python3-consul if missing, print the python3 that has it
+#   scripts/services.sh dnsperf       install Debian's dnsperf if missing (the DNS bench row), print its path
 #   scripts/services.sh cluster-up    start (or reuse) a 3-primary Redis Cluster
 #   scripts/services.sh cluster-down  stop it
 #
@@ -60,7 +64,7 @@ cmd_down() {
   cluster_stop_all
 }
 
-usage() { sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 case ${1:-} in
   up) cmd_up ;;
@@ -69,6 +73,10 @@ case ${1:-} in
   nginx) cmd_nginx ;;
   wrk) cmd_wrk ;;
   dig) cmd_dig ;;
+  prometheus) cmd_prometheus ;;
+  haproxy) cmd_haproxy ;;
+  python-consul) cmd_python_consul ;;
+  dnsperf) cmd_dnsperf ;;
   cluster-up) cmd_cluster_up ;;
   cluster-down) cluster_stop_all ;;
   *) usage ;;

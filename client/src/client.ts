@@ -21,6 +21,8 @@ export type ClientOptions = TransportOptions;
 type Q = Readonly<Record<string, QueryValue>>;
 
 export type CreatedSandbox = JsonResponse<'/sandboxes', 'post', 201>;
+/** Prometheus HTTP SD target groups (`GET /discovery/prometheus`). */
+export type TargetGroups = JsonResponse<'/discovery/prometheus', 'get', 200>;
 export type SandboxPoll = JsonResponse<'/sandbox/{uuid}/poll', 'get', 200>;
 export type SandboxDashboard = JsonResponse<'/sandbox/{uuid}/dashboard', 'get', 200>;
 /** What a heartbeat reports (`passing` when none is given). */
@@ -76,6 +78,15 @@ export class RegistryClient {
   /** Conditional polling of a device query. */
   devicesPoller(query: DeviceQuery = {}, o: { maxPages?: number } = {}): Poller<DeviceBinding> {
     return new Poller<DeviceBinding>(this.transport, withQuery('/devices', query as Q), undefined, o.maxPages);
+  }
+
+  /**
+   * Every matching production service as Prometheus HTTP SD target groups, ordered by id (a
+   * sandbox's: `sandbox().prometheusTargets()`). No paging: more than the server's
+   * DISCOVERY_MAX_TARGETS is an ApiError TOO_MANY_TARGETS.
+   */
+  prometheusTargets(query: Omit<SearchQuery, 'limit' | 'after'> = {}, o?: CallOptions): Promise<TargetGroups> {
+    return this.transport.json('GET', withQuery('/discovery/prometheus', query as Q), o);
   }
 
   /** One production service. */
@@ -175,6 +186,11 @@ export class SandboxClient {
   }
 
   /** Pages of the sandbox's services matching `query`. */
+  /** The sandbox's matching services as Prometheus HTTP SD target groups (counts against its limit). */
+  prometheusTargets(query: Omit<SearchQuery, 'limit' | 'after'> = {}, o?: CallOptions): Promise<TargetGroups> {
+    return this.t.json('GET', withQuery('/discovery/prometheus', query as Q), { ...o, key: this.apiKey });
+  }
+
   searchPages(query: SandboxSearchQuery = {}, o?: PageOptions): AsyncGenerator<Page<Service>> {
     return pages<Service>(this.t, withQuery(this.base, query as Q), this.apiKey, o);
   }

@@ -7,7 +7,10 @@
 -- "<seq>:<revision>", or ":<revision>" once the service is gone. A previous state's members
 -- are removed at once; the new state's are handed to add(setKey, seq), which adds them at
 -- once (apply-service) or together with the other states' (apply-services: one read and one
--- write of each set per call instead of per service).
+-- write of each set per call instead of per service). A capability the previous state had
+-- and this one has not (a patch, a deletion) is recorded as left at this revision:
+-- <base>ct:<capability> id -> revision, the capability in <base>ctcaps (the Consul catalog's
+-- index, docs/decisions/consul-index.md). Needs capability.lua (CAPABILITY_SET) included too.
 local function applySplit(s, sep)
   local out = {}
   if not s or s == '' then return out end
@@ -18,6 +21,19 @@ local function applyDropCache(base, seq)
   redis.call('DEL', base .. 'rc:' .. seq)
   for _, s in ipairs(redis.call('SMEMBERS', base .. 'replby:' .. seq)) do
     redis.call('DEL', base .. 'rc:' .. s)
+  end
+end
+-- the capabilities among old members that the new ones lack: left at revText
+local function applyLeft(base, id, revText, oldMembers, newMembers)
+  local keep = {}
+  for _, m in ipairs(newMembers) do keep[m] = true end
+  local n = #CAPABILITY_SET
+  for _, m in ipairs(oldMembers) do
+    if not keep[m] and string.sub(m, 1, n) == CAPABILITY_SET then
+      local cap = string.sub(m, n + 1)
+      redis.call('HSET', base .. 'ct:' .. cap, id, revText)
+      redis.call('SADD', base .. 'ctcaps', cap)
+    end
   end
 end
 local function applyOne(verKey, base, id, revText, seq, doc, hdr, members, repl, channel, add)
@@ -38,6 +54,7 @@ local function applyOne(verKey, base, id, revText, seq, doc, hdr, members, repl,
       redis.call('SREM', base .. 'replby:' .. c, oldSeq)
     end
     applyDropCache(base, oldSeq)
+    applyLeft(base, id, revText, oldMembers, seq == '' and {} or applySplit(members, '\n'))
   end
   if seq == '' then
     if oldSeq then

@@ -58,3 +58,32 @@ nginx_modules() {
   m=$("$1" -V 2>&1 | sed -n 's/.*--modules-path=\([^ ]*\).*/\1/p')
   printf '%s\n' "${m:-/usr/lib/nginx/modules}"
 }
+
+# tool_in PKG HINT BIN...: the first BIN found (on PATH or as an absolute path), installing
+# Debian's PKG when none is; prints its path
+tool_in() {
+  local pkg=$1 hint=$2; shift 2
+  local b p=''
+  for b in "$@"; do p=$(command -v "$b" || true); [[ -n $p ]] && break; done
+  if [[ -z $p ]]; then
+    apt_install "$hint" "$pkg"
+    for b in "$@"; do p=$(command -v "$b" || true); [[ -n $p ]] && break; done
+    [[ -n $p ]] || die "$pkg installed but $1 not found"
+  fi
+  printf '%s\n' "$p"
+}
+
+# the discovery tests (test/discovery/): a real Prometheus (its http_sd_configs), a real
+# HAProxy (server-template over SRV records), python-consul against the Consul-compatible
+# catalog; dnsperf for the DNS bench row
+cmd_prometheus() { tool_in prometheus ' (needed by the Prometheus SD test)' prometheus /usr/bin/prometheus; }
+cmd_haproxy() { tool_in haproxy ' (needed by the HAProxy DNS discovery test)' haproxy /usr/sbin/haproxy; }
+cmd_dnsperf() { tool_in dnsperf ' (the DNS bench row)' dnsperf; }
+cmd_python_consul() {
+  # Debian's python3 (a python3 earlier on PATH may not see Debian's packages)
+  if ! /usr/bin/python3 -c 'import consul' 2>/dev/null; then
+    apt_install ' (needed by the python-consul test)' python3-consul
+    /usr/bin/python3 -c 'import consul' 2>/dev/null || die "python3-consul installed but /usr/bin/python3 cannot import consul"
+  fi
+  printf '%s\n' /usr/bin/python3
+}

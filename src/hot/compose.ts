@@ -10,7 +10,7 @@ import type { App } from './app.js';
 import type { Config } from './config.js';
 import { Keys, PRODUCTION } from './domain/keys.js';
 import { countBackendError, sampleBackends } from './metrics/metrics.js';
-import { startMetricsListener, type MetricsListener } from './metrics/listener.js';
+import { metricsListenerPart } from './metrics/listener.js';
 import { MetricsAggregation } from './metrics/threads.js';
 import { createPool, SERVING_TIMEOUTS } from './pg/pool.js';
 import { connectRedis, createRedis, createReplicas, replicaWaiter, scriptLineFor } from './redis/client.js';
@@ -28,6 +28,7 @@ import { Index, InvalidationListener, NearCache, NearVersionCheck, ResultCache, 
 import { ChangeHub, StreamShares, streamSharesBuffer } from './changes/index.js';
 import { AppState, createWatchers } from './readiness/index.js';
 import { proxySocketPath } from './http/proxy-socket.js';
+import { createDnsServer, type DnsServer } from './discovery/index.js';
 
 /** A named part of a thread: started in list order, stopped in reverse. */
 export interface Part {
@@ -54,6 +55,8 @@ export interface Thread {
   stop(drain?: Partial<Drain>): Promise<void>;
   /** port of the process's /metrics listener once started; null when this thread has none */
   metricsPort(): number | null;
+  /** port of the process's DNS server once started; null when this thread has none (or DNS_PORT=off) */
+  dnsPort(): number | null;
 }
 
 export interface ListenAt {
@@ -61,6 +64,8 @@ export interface ListenAt {
   host: string;
   /** this thread serves the process's /metrics listener (main.ts: thread 0; default true) */
   metrics?: boolean;
+  /** this thread serves the process's DNS server, unless DNS_PORT=off (main.ts: thread 0; default true) */
+  dns?: boolean;
   /** with port 0: other threads will listen on the port this one gets (main.ts, WORKERS > 1) */
   sharePort?: boolean;
   /** the thread's index: its proxy socket is PROXY_SOCKET_DIR/registry-<thread>.sock (default 0) */
@@ -224,8 +229,9 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
   const watchers = createWatchers(app);
   const socket = cfg.proxySocketDir ? proxySocketPath(cfg.proxySocketDir, at.thread ?? 0) : undefined;
   const server = createServer(app, { port: at.port, host: at.host, sharePort: at.sharePort, socket, routes: [registerAdmin], bodyHooks: hooks.body });
-  let metricsListener: MetricsListener | null = null;
-  const serveMetrics = (at.metrics ?? true) && cfg.metricsEnabled;
+  const metricsListener = metricsListenerPart((at.metrics ?? true) && cfg.metricsEnabled ? { host: cfg.metricsHost, port: cfg.metricsPort } : null, () => metrics.scrape());
+  // the DNS server answers from this thread's index and near cache (discovery/dns/source.ts)
+  const dns: DnsServer | null = at.dns ?? true ? createDnsServer(cfg, index, caches.cache) : null;
 
   let drain: Drain = { graceMs: cfg.shutdownGraceMs, listenMs: 0 };
   const parts: Part[] = [
@@ -258,18 +264,8 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
     { name: 'lease-sweeper', start: () => (hooks.sweep ?? true ? sweeper.start() : undefined), stop: () => sweeper.stop() },
     // the first round (and its rebuild, unless reads can answer from PostgreSQL meanwhile) precede the port
     { name: 'readiness', start: () => watchers.start({ openDuringRebuild: fallback !== null && !hooks.waitForIndex }), stop: () => watchers.stop() },
-    {
-      name: 'metrics-listener',
-      start: async () => {
-        if (!serveMetrics) return;
-        try {
-          metricsListener = await startMetricsListener(cfg.metricsHost, cfg.metricsPort, () => metrics.scrape());
-        } catch (err) {
-          throw new Error(`cannot listen for /metrics on ${cfg.metricsHost}:${cfg.metricsPort}: ${(err as Error).message}`, { cause: err });
-        }
-      },
-      stop: () => metricsListener?.close(),
-    },
+    metricsListener,
+    { name: 'dns', start: () => dns?.start().catch((err: Error) => Promise.reject(new Error(`cannot serve DNS on ${cfg.dnsHost}:${cfg.dnsPort}: ${err.message}`, { cause: err }))), stop: () => dns?.stop() },
     { name: 'http', start: () => server.listen(), stop: () => server.close(drain.graceMs, drain.listenMs) },
   ];
 
@@ -278,7 +274,8 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
     app,
     server,
     parts,
-    metricsPort: () => metricsListener?.port ?? null,
+    metricsPort: () => metricsListener.port(),
+    dnsPort: () => (dns && dns.port ? dns.port : null),
     async start() {
       for (const p of parts) {
         await p.start();

@@ -115,3 +115,19 @@ export function socketDir(env: Env, name: string): string {
   if (Buffer.byteLength(dir) > 80) throw new ConfigError(`${name} must be at most 80 bytes once absolute (a socket path must fit 107), got ${dir}`);
   return dir;
 }
+
+/** DNS_PORT: a port, or `off` */
+export function dnsPort(raw: string): number | null {
+  if (/^off$/i.test(raw)) return null;
+  if (!/^\d{1,5}$/.test(raw) || Number(raw) > 65535) throw new ConfigError(`DNS_PORT must be a port (0-65535) or off, got "${raw}"`);
+  return Number(raw);
+}
+
+/** DNS_DOMAIN: a host name of at most 180 characters (room for the names built under it), an optional final dot */
+export function dnsDomain(raw: string): string {
+  const d = raw.replace(/\.$/, '');
+  if (d.length > 180 || !d.split('.').every((l) => /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/i.test(l))) {
+    throw new ConfigError(`DNS_DOMAIN must be a host name of at most 180 characters, got "${raw}"`);
+  }
+  return raw;
+}

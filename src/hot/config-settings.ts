@@ -31,6 +31,7 @@ const FALLBACK = 'Reads while the index is away';
 const LIVENESS = 'Liveness';
 const OPS = 'Logs, metrics and the change feed';
 const HELD = 'Held requests (`Prefer: wait`)';
+const DISCOVERY = 'Discovery for other tools';
 
 export const SETTINGS = {
   NODE_ENV: { def: 'development', topic: SERVER, doc: '`development`, `production` or `test`' },
@@ -151,6 +152,22 @@ export const SETTINGS = {
   HELD_PER_ADDRESS: { def: 1000, min: 1, max: 10_000_000, topic: HELD, doc: 'held requests per client address, per process, all uWS threads together (429 beyond; behind the shipped proxy, give the server `PROXY_SOCKET_DIR`)' },
   // contract default; a held request costs ~1.3 KB of RSS, its connection included (bench/README.md, "Held requests")
   HELD_MAX: { def: 100_000, min: 1, max: 10_000_000, topic: HELD, doc: 'held requests per process, all uWS threads together (429 beyond). Each holds a socket: the open-files limit caps them too' },
+
+  // Prometheus asks for a whole list and cannot page; a bound keeps one answer's memory and
+  // time in reach of a request (10,000 targets: a few MB of JSON)
+  DISCOVERY_MAX_TARGETS: { def: 10_000, min: 1, max: 1_000_000, topic: DISCOVERY, doc: 'most services `GET /discovery/prometheus` and the Consul-compatible catalog (`/v1/…`) list in one answer (422 `TOO_MANY_TARGETS` beyond); DNS answers from at most this many' },
+  // Consul's own default
+  CONSUL_DATACENTER: { def: 'dc1', topic: DISCOVERY, doc: 'the one datacenter the Consul-compatible catalog names (`[a-zA-Z0-9_-]`, 1–64); `?dc=` another → 404' },
+  // contract: loopback
+  DNS_HOST: { def: '127.0.0.1', topic: DISCOVERY, doc: 'the DNS server\'s address (UDP and TCP); one serving thread per process binds it' },
+  // Consul's DNS port
+  DNS_PORT: { def: '8600', topic: DISCOVERY, doc: 'the DNS server\'s port (UDP and TCP, `0`: a free one the kernel picks); `off`: no DNS server' },
+  DNS_DOMAIN: { def: 'registry.', topic: DISCOVERY, doc: 'the zone the DNS server is authoritative for: `<capability>.service.<domain>`, `_<capability>._tcp.service.<domain>`, `<id>.addr.<domain>`' },
+  // short: a deletion or a turn to critical leaves resolvers' caches within seconds
+  DNS_TTL: { def: 5, min: 0, max: 2_147_483_647, topic: DISCOVERY, doc: 'TTL of every DNS record and the SOA\'s negative-caching minimum, seconds' },
+  DNS_MAX_RECORDS: { def: 1000, min: 1, max: 65_535, topic: DISCOVERY, doc: 'most answer records in one DNS answer over TCP (UDP answers fit 512 bytes or the EDNS0 size, with TC when records were left out)' },
+  // a resolver behind one address asks far less; a forged flood gets no more than this
+  DNS_RATE_PER_ADDRESS: { def: 200, min: 0, max: 1_000_000_000, topic: DISCOVERY, doc: 'UDP answers a second per client address; beyond, every second query gets an empty truncated answer (TC: resolvers retry over TCP) and the rest none' },
 } as const satisfies Record<string, Setting>;
 
 export type SettingName = keyof typeof SETTINGS;
@@ -178,7 +195,7 @@ export function readers(env: Env) {
     bool: (name: BoolName): boolean => bool(env, name, row(name).def as boolean),
     level: (name: 'LOG_LEVEL' | 'ACCESS_LOG_LEVEL'): string => level(env, name, text(name)),
     url: (name: UrlName): string => url(env, name, text(name), [...row(name).schemes!]),
-    hostName: (name: 'HOST' | 'METRICS_HOST'): string => hostName(env, name, text(name)),
+    hostName: (name: 'HOST' | 'METRICS_HOST' | 'DNS_HOST'): string => hostName(env, name, text(name)),
     hostPorts: (name: 'REDIS_CLUSTER_NODES'): string[] => hostPorts(env, name),
     urls: (name: 'REDIS_REPLICA_URLS'): string[] => urls(env, name, [...row(name).schemes!]),
     addresses: (name: 'TRUSTED_PROXIES'): string[] => addresses(env, name),

@@ -4,7 +4,7 @@
 // one row of config-settings.ts, which docs/configuration.md is generated from.
 import { randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
-import { ConfigError, tierMap, type Env } from './config-env.js';
+import { ConfigError, dnsDomain, dnsPort, tierMap, type Env } from './config-env.js';
 import { readers } from './config-settings.js';
 
 export interface TierConfig {
@@ -148,6 +148,17 @@ export interface Config {
   leaseSweepBatch: number;
   /** durable expiry transactions one node runs at once (LEASE_SWEEP_PARALLEL) */
   leaseSweepParallel: number;
+  /** most services one answer of the discovery protocols lists (DISCOVERY_MAX_TARGETS) */
+  discoveryMaxTargets: number;
+  /** the Consul-compatible catalog's one datacenter */
+  consulDatacenter: string;
+  /** the DNS server: address, port (0: the kernel picks; null: off), zone, TTL s, TCP answer records, UDP answers per address a second */
+  dnsHost: string;
+  dnsPort: number | null;
+  dnsDomain: string;
+  dnsTtl: number;
+  dnsMaxRecords: number;
+  dnsRatePerAddress: number;
 }
 
 const MIB = 1024 * 1024;
@@ -201,6 +212,8 @@ export function loadConfig(env: Env = process.env): Config {
   const redisReplicaUrls = urls('REDIS_REPLICA_URLS');
   const prefix = raw('REDIS_KEY_PREFIX');
   if (!/^[a-zA-Z0-9:_-]*$/.test(prefix)) throw new ConfigError('REDIS_KEY_PREFIX may hold only [a-zA-Z0-9:_-]');
+  const dc = raw('CONSUL_DATACENTER');
+  if (!/^[a-zA-Z0-9_-]{1,64}$/.test(dc)) throw new ConfigError(`CONSUL_DATACENTER must be 1-64 of [a-zA-Z0-9_-], got "${dc}"`);
   return {
     port: int('PORT'),
     host,
@@ -272,5 +285,13 @@ export function loadConfig(env: Env = process.env): Config {
     leaseLockMs: int('LEASE_LOCK_MS'),
     leaseSweepBatch: int('LEASE_SWEEP_BATCH'),
     leaseSweepParallel: int('LEASE_SWEEP_PARALLEL'),
+    discoveryMaxTargets: int('DISCOVERY_MAX_TARGETS'),
+    consulDatacenter: dc,
+    dnsHost: hostName('DNS_HOST'),
+    dnsPort: dnsPort(raw('DNS_PORT')),
+    dnsDomain: dnsDomain(raw('DNS_DOMAIN')),
+    dnsTtl: int('DNS_TTL'),
+    dnsMaxRecords: int('DNS_MAX_RECORDS'),
+    dnsRatePerAddress: int('DNS_RATE_PER_ADDRESS'),
   };
 }

@@ -29,18 +29,20 @@ function listenPhaseMs(graceMs: number): number {
 /** Time kept back from the grace period to close the pools after the drain. */
 const CLOSE_MS = 250;
 
-/** the /metrics listener's port, once thread 0 listens (banner) */
+/** the /metrics listener's and the DNS server's ports, once thread 0 listens (banner) */
 let metricsPortSeen: number | null = null;
+let dnsPortSeen: number | null = null;
 
 /** Serve one uWS thread; resolves with the port it listens on (the real one when PORT=0). */
 async function serveThread(cfg: Config, index: number, shared: ProcessShared): Promise<number> {
   const log = createLogger(cfg, { thread: index });
-  // one /metrics listener per process; with PORT=0 thread 0 picks the port the others share
-  const thread = buildThread(cfg, VERSION, log, { port: cfg.port, host: cfg.host, metrics: index === 0, sharePort: cfg.uwsThreads > 1, thread: index }, { shared });
+  // one /metrics listener and one DNS server per process; with PORT=0 thread 0 picks the port the others share
+  const thread = buildThread(cfg, VERSION, log, { port: cfg.port, host: cfg.host, metrics: index === 0, dns: index === 0, sharePort: cfg.uwsThreads > 1, thread: index }, { shared });
   await thread.start();
   const server = thread.server;
   metricsPortSeen = thread.metricsPort() ?? metricsPortSeen;
-  parentPort?.postMessage({ type: 'listening', port: server.port, metricsPort: thread.metricsPort() });
+  dnsPortSeen = thread.dnsPort() ?? dnsPortSeen;
+  parentPort?.postMessage({ type: 'listening', port: server.port, metricsPort: thread.metricsPort(), dnsPort: thread.dnsPort() });
   let stopping = false;
   const stop = async () => {
     if (stopping) return;
@@ -124,6 +126,7 @@ async function main(): Promise<void> {
     console.log(`  dashboard:  ${base}/admin/`);
     if (cfg.proxySocketDir) console.log(`  proxy:      ${proxySocketPath(cfg.proxySocketDir, 0).replace(/-0\.sock$/, '-*.sock')} (X-Forwarded-For believed there only${cfg.trustedProxies.length ? ' and from TRUSTED_PROXIES' : ''})`);
     if (metricsPortSeen !== null) console.log(`  metrics:    http://${cfg.metricsHost.includes(':') ? `[${cfg.metricsHost}]` : cfg.metricsHost}:${metricsPortSeen}/metrics`);
+    if (cfg.dnsPort !== null) console.log(`  dns:        ${cfg.dnsHost}:${dnsPortSeen ?? cfg.dnsPort} (udp, tcp), zone ${cfg.dnsDomain}`);
     console.log(`  admin key:  ${cfg.adminApiKeyGenerated ? cfg.adminApiKey + '  (generated for this run; set ADMIN_API_KEY to fix it)' : '(from ADMIN_API_KEY)'}`);
   };
   if (cfg.uwsThreads === 1) {
@@ -143,9 +146,10 @@ async function main(): Promise<void> {
   let threadCfg = cfg;
   const startThread = (i: number) => {
     const w = new Worker(fileURLToPath(import.meta.url), { workerData: { cfg: threadCfg, index: i, shared } });
-    w.on('message', (m: { type: string; port: number; metricsPort?: number | null }) => {
+    w.on('message', (m: { type: string; port: number; metricsPort?: number | null; dnsPort?: number | null }) => {
       if (m.type !== 'listening') return;
       if (m.metricsPort != null) metricsPortSeen = m.metricsPort;
+      if (m.dnsPort != null) dnsPortSeen = m.dnsPort;
       if (i === 0 && threadCfg.port === 0) {
         threadCfg = { ...cfg, port: m.port };
         for (let k = 1; k < cfg.uwsThreads && !stopping; k++) startThread(k);

@@ -14,6 +14,7 @@ import { registerSandbox } from './sandboxes/index.js';
 import { registerSandboxWrites } from './writes/index.js';
 import { registerLiveness } from './liveness/index.js';
 import { registerChanges } from './changes/index.js';
+import { registerDiscovery } from './discovery/index.js';
 import { countUnexpected } from './metrics/metrics.js';
 import { requestObserver } from './metrics/observe.js';
 import { prepareSocketDir } from './http/proxy-socket.js';
@@ -73,6 +74,7 @@ export function buildUws(app: App, routes: RegisterRoutes[], hooks: Partial<Pick
   registerSandboxReads(uws, app, o);
   registerSandboxWrites(uws, app, o);
   registerLiveness(uws, app, o);
+  registerDiscovery(uws, app, o);
   for (const register of routes) register(uws, app, o);
   route(uws, 'any', '/*', (req, reply) => {
     const allow = allowedMethods(uws, req.path);

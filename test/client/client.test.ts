@@ -80,6 +80,18 @@ t.test('conditional polling: unchanged on 304, changed after a write, ETags kept
   t.same(await devices.poll(), { changed: false, items: [] }, '/devices too');
 });
 
+t.test('prometheusTargets: target groups of production, or of a sandbox by its key', async (t) => {
+  const a = await registerProduction(s, { endpoint: 'http://10.7.0.1:9100/metrics', capabilities: ['sd-x'], properties: { team: 'red' } });
+  const client = new RegistryClient({ baseUrl: s.url });
+  const groups = await client.prometheusTargets({ capability: 'SD-X', healthy: true });
+  t.same(groups, [{ targets: ['10.7.0.1:9100'], labels: { ...groups[0]!.labels, __meta_registry_service_id: a.id, __meta_registry_property_team: 'red', __meta_registry_path: '/metrics' } }]);
+  const sb = await client.createSandbox({ name: 'SD Client' });
+  const box = client.sandbox(sb.uuid, sb.apiKey);
+  t.equal((await box.register({ endpoint: 'https://[::1]:8443/', capability: 'sd-x' })).endpoint, 'https://[::1]:8443/');
+  const own = await box.prometheusTargets({ capability: 'sd-x' });
+  t.same(own.map((g) => [g.targets[0], g.labels.__meta_registry_namespace]), [['[::1]:8443', sb.uuid]], "the sandbox's own, by its key");
+});
+
 t.test('typed errors carry the code of the body', async (t) => {
   const client = new RegistryClient({ baseUrl: s.url });
   const e1 = await client.getService('no-such-service').catch((e: unknown) => e);

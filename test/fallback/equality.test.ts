@@ -10,7 +10,7 @@ import { ADMIN_KEY, createSandbox, startTestServer, type TestServer } from '../h
 import { serviceBody, token } from '../helpers/arbitraries.js';
 import { noFilters } from '../../src/hot/domain/dimensions.js';
 import { PRODUCTION } from '../../src/hot/domain/keys.js';
-import { matching } from '../../src/hot/search/index.js';
+import { all } from '../../src/hot/search/index.js';
 
 // keyed reads count against the sandbox's limit on A (B's fail open): a limit no run reaches
 const UNLIMITED = 'free=1000000,pro=1000000,enterprise=1000000';
@@ -119,11 +119,11 @@ t.test('generated registries and queries: the same answers from the index and fr
           pages += await samePages(`/services?${p}`, sb.apiKey);
           pages += await samePages(`/sandbox/${sb.uuid}/services?${p}`, sb.apiKey);
           pages += await samePages(`/devices?${devices}`);
-          // the whole lists of the discovery protocols (matching()), with and without a cut
+          // the whole lists of the discovery protocols (all()), with and without a cut
           const f = { ...noFilters(), capabilities: [...p.getAll('capability')], properties: prop ? [{ key: prop.slice(0, prop.indexOf(':')), value: prop.slice(prop.indexOf(':') + 1) }] : [], deviceClass: dev, protocol: proto, iotReady: q.iotReady, healthy: q.healthy };
           for (const [ns, max] of [[PRODUCTION, 1000], [PRODUCTION, q.limit], [sb.uuid, 1000]] as const) {
-            const [x, y] = await Promise.all([matching(a.app.index, ns, f, max), matching(b.app.index, ns, f, max)]);
-            if (JSON.stringify(x) !== JSON.stringify(y)) throw new Error(`matching ${JSON.stringify(f)} in ${ns} up to ${max}:\n${JSON.stringify(x)}\n${JSON.stringify(y)}`);
+            const [x, y] = await Promise.all([all(a.app.index, ns, f, max), all(b.app.index, ns, f, max)]).then((r) => r.map((m) => ({ body: m.body.toString(), digests: Buffer.from(m.digests).toString('hex'), more: m.more })));
+            if (JSON.stringify(x) !== JSON.stringify(y)) throw new Error(`all ${JSON.stringify(f)} in ${ns} up to ${max}:\n${JSON.stringify(x)}\n${JSON.stringify(y)}`);
             pages++;
           }
         }

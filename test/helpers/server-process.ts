@@ -32,7 +32,7 @@ export interface ServerProcess {
  */
 export async function spawnServer(env: Record<string, string | undefined>, timeoutMs = 60_000): Promise<ServerProcess> {
   const proc = spawn(process.execPath, [join(ROOT, 'dist/src/hot/main.js')], {
-    env: { ...process.env, NODE_ENV: 'test', HOST: '127.0.0.1', METRICS_PORT: '0', PORT: '0', PROXY_SOCKET_DIR: '', ...env },
+    env: { ...process.env, NODE_ENV: 'test', HOST: '127.0.0.1', METRICS_PORT: '0', PORT: '0', PROXY_SOCKET_DIR: '', DNS_PORT: 'off', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   dieWithTest(proc);

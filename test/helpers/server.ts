@@ -28,6 +28,7 @@ export function baseEnv(): Record<string, string | undefined> {
     ADMIN_API_KEY: ADMIN_KEY,
     PORT: '0',
     METRICS_PORT: '0', // each test server's /metrics listener on an ephemeral port
+    DNS_PORT: 'off', // tests of the DNS server ask for one (DNS_PORT: '0'); 8600 would clash
     WORKERS: '1',
     COOKIE_SECURE: 'false',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',

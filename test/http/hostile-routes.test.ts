@@ -40,6 +40,12 @@ const ROUTES: [string, string][] = [
   ['POST', '/sandbox/:uuid/services/:id/heartbeat-token'],
   ['PUT', '/sandbox/:uuid/services/:id/heartbeat'],
   ['PUT', '/services/:id/heartbeat'],
+  ['GET', '/discovery/prometheus'],
+  ['GET', '/v1/agent/self'],
+  ['GET', '/v1/catalog/datacenters'],
+  ['GET', '/v1/catalog/services'],
+  ['GET', '/v1/catalog/service/:name'],
+  ['GET', '/v1/health/service/:name'],
   ['POST', '/admin/session'],
   ['GET', '/admin/session'],
   ['DELETE', '/admin/session'],
@@ -112,8 +118,8 @@ t.test('no request to any route gets a 5xx, every 4xx has the error body, and th
       const method = q.method || m0;
       const path = Buffer.concat(
         pattern
-          .split(/(:uuid|:id|:file)/)
-          .map((part) => (part === ':uuid' ? q.uuid : part === ':id' ? q.id : part === ':file' ? q.file : Buffer.from(part))),
+          .split(/(:uuid|:id|:file|:name)/)
+          .map((part) => (part === ':uuid' ? q.uuid : part === ':id' || part === ':name' ? q.id : part === ':file' ? q.file : Buffer.from(part))),
       );
       const withBody = q.body !== null && method !== 'GET' && method !== 'HEAD';
       const lines = [

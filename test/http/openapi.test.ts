@@ -153,7 +153,7 @@ t.test('what a generator needs: unique operationIds, security on every operation
   t.same((paths['/admin/api/stats']!.get as Obj).security, [{ adminKey: [] }, { adminSession: [] }]);
   // hand-written: the registry's codes (src/hot/domain/errors.ts)
   const code = ((((doc.components as Obj).schemas as Obj).Error as Obj).properties as Obj).error as Obj;
-  t.same(((code.properties as Obj).code as Obj).enum, ['BAD_REQUEST', 'BAD_QUERY', 'BAD_JSON', 'VALIDATION_FAILED', 'UNAUTHORIZED', 'CSRF_FAILED', 'NOT_FOUND', 'METHOD_NOT_ALLOWED', 'CONFLICT', 'QUOTA_EXCEEDED', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'URI_TOO_LONG', 'RATE_LIMITED', 'INTERNAL', 'UNAVAILABLE', 'OVERLOADED']);
+  t.same(((code.properties as Obj).code as Obj).enum, ['BAD_REQUEST', 'BAD_QUERY', 'BAD_JSON', 'VALIDATION_FAILED', 'UNAUTHORIZED', 'CSRF_FAILED', 'NOT_FOUND', 'METHOD_NOT_ALLOWED', 'CONFLICT', 'QUOTA_EXCEEDED', 'TOO_MANY_TARGETS', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'URI_TOO_LONG', 'RATE_LIMITED', 'INTERNAL', 'UNAVAILABLE', 'OVERLOADED']);
   const tier = (((((doc.components as Obj).schemas as Obj).TierChange as Obj).properties as Obj).tier as Obj);
   t.same(tier.enum, ['free', 'pro', 'enterprise'], 'the configured tiers (defaults)');
   const after = ((paths['/services']!.get as Obj).parameters as Obj[]).find((x) => x.name === 'after')!;

@@ -192,6 +192,18 @@ export const MEMBER_RULE = createHash('sha256')
   .digest('hex')
   .slice(0, 8);
 
+/**
+ * The set-name prefix of the capability dimension (`c:`): the Consul-compatible catalog's
+ * services are capabilities (discovery/consul), and the index records who left one
+ * (keys.ts capabilityTombstones, redis/lib/apply.lua). capabilityLua() is it in Lua.
+ */
+export const CAPABILITY_SET = (DIMENSIONS as readonly Dimension[]).find((d) => d.param === 'capability')!.set + ':';
+
+/** CAPABILITY_SET as Lua, included into apply-service-1.lua and apply-services-1.lua (`--@include capability.lua`). */
+export function capabilityLua(): string {
+  return `-- generated from src/hot/domain/dimensions.ts (capabilityLua): the capability dimension's set prefix\nlocal CAPABILITY_SET = ${luaString(CAPABILITY_SET)}\n`;
+}
+
 /** a token as a query accepts it (the canonical redirect lower-cases it) */
 const TOKEN_QUERY = '^[A-Za-z0-9._-]{1,64}$';
 /** `key:value`: token key, value of 1-256 characters without control characters */

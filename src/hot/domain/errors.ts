@@ -20,6 +20,7 @@ export const ERRORS = {
   METHOD_NOT_ALLOWED: 405,
   CONFLICT: 409,
   QUOTA_EXCEEDED: 409,
+  TOO_MANY_TARGETS: 422,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   URI_TOO_LONG: 414,
@@ -40,6 +41,7 @@ export const REGISTRY = {
   CONTENT_LENGTH_INVALID: { code: 'BAD_REQUEST', message: 'Content-Length is not a number' },
   CLIENT_GONE: { code: 'BAD_REQUEST', message: 'the client went away' },
   PATH_AMBIGUOUS: { code: 'BAD_REQUEST', message: 'the path holds an encoded "/" or "." (%2F, %2E) or a "." or ".." segment; send it resolved, unencoded' },
+  PATH_UNDECODABLE: { code: 'BAD_REQUEST', message: 'the path does not decode' },
   LAST_EVENT_ID_UNDECODABLE: { code: 'BAD_REQUEST', message: 'lastEventId is not a well-formed percent-encoded value' },
   LAST_EVENT_ID_INVALID: { code: 'BAD_REQUEST', message: 'Last-Event-ID must be an event id from this feed' },
   // 400: query strings (the search's own texts come from canonical.ts)
@@ -86,6 +88,9 @@ export const REGISTRY = {
   CANDIDATE_EXISTS: { code: 'CONFLICT', message: 'that service is already a replacement candidate' },
   QUOTA_EXCEEDED: { code: 'QUOTA_EXCEEDED', message: 'sandbox quota of %s services reached: %s registered' },
   BATCH_QUOTA_EXCEEDED: { code: 'QUOTA_EXCEEDED', message: 'sandbox quota of %s services reached: %s registered, batch of %s' },
+  DATACENTER_UNKNOWN: { code: 'NOT_FOUND', message: 'no datacenter "%s": this registry is datacenter "%s"' },
+  // 422: a whole list the discovery protocols cannot page
+  TOO_MANY_TARGETS: { code: 'TOO_MANY_TARGETS', message: '%s services match, more than DISCOVERY_MAX_TARGETS (%s): narrow the query with filters' },
   // 413, 414, 415
   BODY_TOO_LARGE: { code: 'PAYLOAD_TOO_LARGE', message: 'the body is larger than %s bytes' },
   URL_TOO_LONG: { code: 'URI_TOO_LONG', message: 'the URL is longer than %s bytes' },
@@ -210,6 +215,7 @@ export const STATUS_TEXT: Record<number, string> = {
   413: '413 Payload Too Large',
   414: '414 URI Too Long',
   415: '415 Unsupported Media Type',
+  422: '422 Unprocessable Entity',
   429: '429 Too Many Requests',
   431: '431 Request Header Fields Too Large',
   500: '500 Internal Server Error',

@@ -10,10 +10,11 @@ export const PRODUCTION = 'production';
 /**
  * Format of an index generation's keys, in the name of its namespace markers (`ver:<n>`).
  * 1 (marker `ver`): sorted sets. 2: bucketed sets (redis/lib/buckets.lua). 3: the `h`
- * (healthy) set and the `health` field of documents. Raise it with every change a server
- * of the other format would misread.
+ * (healthy) set and the `health` field of documents. 4: the capability tombstones (`ct:<cap>`,
+ * `ctcaps`: the Consul catalog's index), which a server of format 3 would not keep. Raise it
+ * with every change a server of the other format would misread or not maintain.
  */
-export const INDEX_FORMAT = 3;
+export const INDEX_FORMAT = 4;
 
 /**
  * Leases are spread over this many shards by service id (liveness/redis-lease.ts), each one

@@ -91,18 +91,6 @@ export class PgReads {
     };
   }
 
-  /**
-   * Every service of `ns` holding every set `f` names, in seq order, up to `max` of them;
-   * `more` when there are others (the discovery protocols' whole lists, bounded).
-   */
-  async matching(ns: string, f: DimensionFilters, max: number): Promise<{ docs: string[]; more: boolean }> {
-    const keys = memberKeys(ns, f);
-    const rows = await this.rows(keys.length ? PAGE_SETS : PAGE_ALL, keys.length ? [ns, -1, max + 1, keys] : [ns, -1, max + 1]);
-    const more = rows.length > max;
-    if (more) rows.length = max;
-    return { docs: rows.map((r) => r[1]!), more };
-  }
-
   /** One service of `ns`, or null. */
   async service(ns: string, id: string): Promise<FallbackService | null> {
     const r = (await this.rows(SERVICE, [ns, id]))[0];

@@ -57,3 +57,21 @@ export async function startMetricsListener(host: string, port: number, scrape: (
       }),
   };
 }
+
+/** The process's /metrics listener as a part of a serving thread (compose.ts); `at` null: none. */
+export function metricsListenerPart(at: { host: string; port: number } | null, scrape: () => Promise<{ contentType: string; body: string }>) {
+  let listener: MetricsListener | null = null;
+  return {
+    name: 'metrics-listener',
+    async start(): Promise<void> {
+      if (!at) return;
+      try {
+        listener = await startMetricsListener(at.host, at.port, scrape);
+      } catch (err) {
+        throw new Error(`cannot listen for /metrics on ${at.host}:${at.port}: ${(err as Error).message}`, { cause: err });
+      }
+    },
+    stop: () => listener?.close(),
+    port: (): number | null => listener?.port ?? null,
+  };
+}

@@ -4,6 +4,7 @@
 // document and the validation cannot drift apart; the tier schemas name the configured tiers.
 import * as S from '../domain/schemas.js';
 import * as R from '../domain/response-schemas.js';
+import { consulTokenScheme, discoverySchemas } from './discovery.js';
 import { ref, type Obj } from './parts.js';
 
 const strip = ({ $id: _id, ...rest }: Obj) => rest;
@@ -34,6 +35,7 @@ export function openApiComponents(tiers: string[], tierIn: Obj): Obj {
           "a service's heartbeat token `<prefix>_hb_<random><checksum>` (the sandbox key's rules; prefix `prod` in production), from the 201 of a registration with a `ttl` or from POST …/heartbeat-token. Only its hash is stored." + BEFORE_BODY,
         'x-key-pattern': '^[a-z0-9]{1,16}_hb_[0-9A-Za-z]{38}$',
       },
+      consulToken: consulTokenScheme,
     },
     schemas: {
       Service: S.service,
@@ -74,6 +76,7 @@ export function openApiComponents(tiers: string[], tierIn: Obj): Obj {
       SandboxCreate: strip(S.sandboxCreate),
       TierChange: { ...strip(S.tierChange), properties: { tier: tierIn } },
       AdminLogin: strip(S.adminLogin),
+      ...discoverySchemas,
     },
   };
 }

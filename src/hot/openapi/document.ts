@@ -30,6 +30,7 @@ import {
 import { adminPaths } from './admin.js';
 import { openApiComponents } from './components.js';
 import { heartbeatOp, serviceWrites } from './namespace.js';
+import { discoveryPaths } from './discovery.js';
 
 export interface OpenApiOptions {
   /** configured tier names (TIERS); the contract's defaults when not given */
@@ -59,6 +60,7 @@ export function openApiDocument(version: string, opts: OpenApiOptions = {}): Obj
       { name: 'public', description: 'discovery without credentials' },
       { name: 'sandbox', description: 'sandboxes and their keyed registries' },
       { name: 'admin', description: 'administration: admin key or session cookie' },
+      { name: 'discovery', description: 'the protocols other tools speak: Prometheus HTTP service discovery and a Consul-compatible catalog (the DNS server: docs/operations.md)' },
       { name: 'meta', description: 'the document, liveness and readiness' },
     ],
     components: openApiComponents(tiers, tierIn),
@@ -206,6 +208,7 @@ export function openApiDocument(version: string, opts: OpenApiOptions = {}): Obj
           responses: { 200: ok('counters', ref('Poll'), H.cacheControl('no-store')), ...publicErrors([404]) },
         },
       },
+      ...discoveryPaths(),
       ...serviceWrites('/sandbox/{uuid}/services', 'sandbox'),
       ...serviceWrites('/admin/api/services', 'admin'),
       ...adminPaths(tierIn),

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { Redis, Cluster, type RedisOptions } from 'ioredis';
 import type { Config } from '../config.js';
 import { ScriptLine, type LineTarget, type ScriptLineOptions } from './script-line.js';
-import { memberRuleLua } from '../domain/dimensions.js';
+import { capabilityLua, memberRuleLua } from '../domain/dimensions.js';
 import { ROOT } from '../paths.js';
 
 export type RedisClient = Redis | Cluster;
@@ -38,6 +38,8 @@ declare module 'ioredis' {
     leaseSweep: Cmd;
     healthFlip: Cmd;
     leaseSettle: Cmd;
+    catalog: Cmd;
+    capabilityTombstones: Cmd;
   }
 }
 
@@ -47,8 +49,8 @@ function camel(name: string): string {
   return name.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
 }
 
-/** Included code generated from TypeScript: the member rule of the search dimensions. */
-const GENERATED: Readonly<Record<string, () => string>> = { 'dimensions.lua': memberRuleLua };
+/** Included code generated from TypeScript: the member rule of the search dimensions, the capability set's prefix. */
+const GENERATED: Readonly<Record<string, () => string>> = { 'dimensions.lua': memberRuleLua, 'capability.lua': capabilityLua };
 
 /**
  * A script's text with each `--@include <file>` line replaced by redis/lib/<file> (code

@@ -266,3 +266,28 @@ export function heartbeatReplies(r: unknown, n: number): number[] {
   for (const v of r) if (!isInt(v) || v < -2 || v > 1) throw new UnexpectedReply('heartbeat', `expected -2..1, got ${String(v)}`);
   return r as number[];
 }
+
+/** catalog.lua's answer: a capability's (or a namespace's) members with their revisions, and who left which capability. */
+export interface CatalogRead {
+  /** the members' documents, in seq order, as stored */
+  docs: string[];
+  /** each member's revision (its `ids` entry's), as decimal text */
+  revs: string[];
+  /** who left which capability, at which revision (decimal text) */
+  tombs: { capability: string; id: string; rev: string }[];
+}
+
+/** catalog.lua: NOT_INDEXED, `{ TOO_MANY, members }`, or `{ docs, revs, tombs }`. */
+export function catalogReply(r: unknown): CatalogRead | { tooMany: number } | typeof NOT_INDEXED {
+  const a = arrayOrNotIndexed<unknown>(r, 'catalog');
+  if (a === NOT_INDEXED) return NOT_INDEXED;
+  if (a.length === 2 && a[0] === -3 && isInt(a[1])) return { tooMany: a[1] };
+  const [docs, revs, tombs] = a as [unknown, unknown, unknown];
+  const strings = (v: unknown): v is string[] => Array.isArray(v) && v.every((x) => typeof x === 'string');
+  if (a.length !== 3 || !strings(docs) || !strings(revs) || !strings(tombs) || docs.length !== revs.length || tombs.length % 3) {
+    throw new UnexpectedReply('catalog', 'expected { docs, revs, tombs } of equal lengths');
+  }
+  const out: CatalogRead['tombs'] = [];
+  for (let i = 0; i < tombs.length; i += 3) out.push({ capability: tombs[i]!, id: tombs[i + 1]!, rev: tombs[i + 2]! });
+  return { docs, revs, tombs: out };
+}

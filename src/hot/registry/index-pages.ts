@@ -1,6 +1,6 @@
 // The rebuild's reads of PostgreSQL: every service in seq order, a page per statement,
 // already as index-page-1.lua's arguments (the index text each write stored), and the
-// tombstones of deleted services. Used by reindex/rebuild.ts.
+// tombstones of deleted services and of capabilities left. Used by reindex/rebuild.ts.
 import { indexText, loadStatesWhere } from './state.js';
 import type { Client, Pool } from '../pg/pool.js';
 
@@ -61,4 +61,30 @@ export async function loadIndexPage(pool: Client | Pool, afterSeq: number, n: nu
 export async function loadTombstonePage(c: Client | Pool, afterId: string, n: number): Promise<{ id: string; ns: string; version: number }[]> {
   const r = await c.query<{ id: string; ns: string; version: string }>('SELECT id, ns, version FROM service_tombstones WHERE id > $1 ORDER BY id LIMIT $2', [afterId, n]);
   return r.rows.map((x) => ({ id: x.id, ns: x.ns, version: Number(x.version) }));
+}
+
+/** Who left a capability of a namespace, at the service's revision now (rebuild: capability-tombstones-1.lua). */
+export interface CapabilityTombstone {
+  ns: string;
+  capability: string;
+  id: string;
+  version: string;
+}
+
+// the service's version now (or its tombstone's, once deleted): at least the revision its
+// leaving was applied at; rows whose service holds the capability in that namespace again
+// are not needed (docs/decisions/consul-index.md)
+const CAPABILITY_TOMBSTONES = `
+SELECT ct.ns, ct.capability, ct.service_id AS id, coalesce(s.version, t.version)::text AS version
+  FROM capability_tombstones ct
+  LEFT JOIN services s ON s.id = ct.service_id
+  LEFT JOIN service_tombstones t ON t.id = ct.service_id
+ WHERE (ct.ns, ct.capability, ct.service_id) > ($1, $2, $3)
+   AND coalesce(s.version, t.version) IS NOT NULL
+   AND NOT EXISTS (SELECT 1 FROM service_capabilities c WHERE c.service_id = ct.service_id AND c.capability = ct.capability AND s.ns = ct.ns)
+ ORDER BY ct.ns, ct.capability, ct.service_id LIMIT $4`;
+
+/** Page through the capability tombstones in (ns, capability, id) order, after `after` (rebuild). */
+export async function loadCapabilityTombstonePage(c: Client | Pool, after: readonly [string, string, string], n: number): Promise<CapabilityTombstone[]> {
+  return (await c.query<CapabilityTombstone>(CAPABILITY_TOMBSTONES, [...after, n])).rows;
 }

@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import { type Keys, PRODUCTION } from '../domain/keys.js';
 import { reseedLeases } from '../liveness/index.js';
-import { applyArgs, type IndexPageRow, loadIndexPage, loadTombstonePage, pageArgs, pageRowApplyArgs } from '../registry/index.js';
+import { applyArgs, type IndexPageRow, loadCapabilityTombstonePage, loadIndexPage, loadTombstonePage, pageArgs, pageRowApplyArgs } from '../registry/index.js';
 import type { RedisClient } from '../redis/client.js';
 import type { Pool } from '../pg/pool.js';
 import { writeSandboxMeta } from '../sandboxes/index.js';
@@ -126,6 +126,7 @@ export async function rebuildIndex(
       const rs = await Promise.all(tombs.map((x) => redis.applyService(...applyArgs(keys, gen, x.ns, x.id, x.version, null))));
       if (rs.includes(NOT_INDEXED)) throw new RebuildAborted('the index being built vanished (Redis emptied or restarted); starting over');
     }
+    await writeCapabilityTombstones(pool, redis, keys, gen, pageSize);
     // leases lost with Redis start a full fresh ttl now, before anyone can heartbeat against
     // the new generation (liveness/redis-lease.ts)
     await reseedLeases(pool, redis, keys, now);
@@ -190,6 +191,27 @@ async function writeRun(redis: RedisClient, keys: Keys, gen: string, ns: string,
   }
   const rs = await Promise.all(left.map((s) => redis.applyService(...pageRowApplyArgs(keys, gen, s))));
   return rs.includes(NOT_INDEXED) ? NOT_INDEXED : 1;
+}
+
+/**
+ * Who left which capability, into the building generation (the Consul catalog's index:
+ * docs/decisions/consul-index.md): one capability-tombstones call per namespace run of a page.
+ */
+async function writeCapabilityTombstones(pool: Pool, redis: RedisClient, keys: Keys, gen: string, pageSize: number): Promise<void> {
+  for (let after: [string, string, string] = ['', '', '']; ; ) {
+    const page = await loadCapabilityTombstonePage(pool, after, pageSize);
+    if (!page.length) return;
+    const last = page[page.length - 1]!;
+    after = [last.ns, last.capability, last.id];
+    const calls: Promise<unknown>[] = [];
+    for (let i = 0; i < page.length; ) {
+      const ns = page[i]!.ns;
+      const args: string[] = [];
+      for (; i < page.length && page[i]!.ns === ns; i++) args.push(page[i]!.capability, page[i]!.id, page[i]!.version);
+      calls.push(redis.capabilityTombstones(keys.ver(ns, gen), keys.base(ns, gen), ...args));
+    }
+    if ((await Promise.all(calls)).includes(NOT_INDEXED)) throw new RebuildAborted('the index being built vanished (Redis emptied or restarted); starting over');
+  }
 }
 
 /**

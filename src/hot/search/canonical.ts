@@ -88,28 +88,35 @@ function normalise(kind: ParamKind, v: string): string | null {
   }
 }
 
-/**
- * @param raw the query string without '?', or null when the URL had no '?' at all
- */
-export function canonicalize(path: string, raw: string | null, spec: QuerySpec): CanonResult {
-  if (raw === null) return { kind: 'ok', canonical: '', params: new Map() };
+/** Why a raw query string does not decode (null: it does): the checks every query parser starts with. */
+export function undecodable(raw: string): string | null {
   // uWS hands over raw (unescaped) bytes decoded as UTF-8 with U+FFFD for invalid sequences
-  if (raw.includes('\uFFFD')) return { kind: 'error', message: 'the query string is not valid UTF-8' };
+  if (raw.includes('\uFFFD')) return 'the query string is not valid UTF-8';
   // a lone UTF-16 surrogate has no UTF-8 form (encodeValue would throw); uWS never makes one,
-  // but this function must not throw whoever calls it
-  if (hasLoneSurrogate(raw)) return { kind: 'error', message: 'the query string is not valid UTF-8' };
+  // but no parser may throw whoever calls it
+  if (hasLoneSurrogate(raw)) return 'the query string is not valid UTF-8';
   // only saves work: without a '%' BAD_ESCAPE cannot match and decodeURIComponent cannot throw
   // (so `if (true)` is an equivalent mutant, left surviving: disabling ConditionalExpression
   // would also hide `if (false)`, which the tests kill)
   // Stryker disable next-line StringLiteral: includes("") is the same as `if (true)` above
   if (raw.includes('%')) {
-    if (BAD_ESCAPE.test(raw)) return { kind: 'error', message: 'the query string has a malformed percent-escape' };
+    if (BAD_ESCAPE.test(raw)) return 'the query string has a malformed percent-escape';
     try {
       decodeURIComponent(raw);
     } catch {
-      return { kind: 'error', message: 'the query string does not decode to UTF-8' };
+      return 'the query string does not decode to UTF-8';
     }
   }
+  return null;
+}
+
+/**
+ * @param raw the query string without '?', or null when the URL had no '?' at all
+ */
+export function canonicalize(path: string, raw: string | null, spec: QuerySpec): CanonResult {
+  if (raw === null) return { kind: 'ok', canonical: '', params: new Map() };
+  const bad = undecodable(raw);
+  if (bad) return { kind: 'error', message: bad };
   const parsed = parseQs(raw) as Record<string, string | string[]>;
   const params: Params = new Map();
   for (const name in parsed) {

@@ -39,9 +39,10 @@ export class Resolver {
     private readonly records: Records,
   ) {}
 
-  private answered(units: Unit[]): Resolution {
+  private answered(units: readonly Unit[]): Resolution {
     if (units.length === 0) return this.negative('NOERROR');
-    return { rcode: 'NOERROR', authoritative: true, units: shuffle(units), authorities: [] };
+    // (a copy: the records' units are shared by every answer made from one list)
+    return { rcode: 'NOERROR', authoritative: true, units: shuffle([...units]), authorities: [] };
   }
 
   private negative(rcode: 'NOERROR' | 'NXDOMAIN'): Resolution {
@@ -84,7 +85,7 @@ export class Resolver {
     }
   }
 
-  private addressesOf(type: number, of: (ip: 4 | 6) => Unit[]): Unit[] {
+  private addressesOf(type: number, of: (ip: 4 | 6) => readonly Unit[]): readonly Unit[] {
     if (type === TYPE.A) return of(4);
     if (type === TYPE.AAAA) return of(6);
     return [];

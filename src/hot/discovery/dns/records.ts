@@ -5,6 +5,7 @@
 // left out; the name still exists.
 import { isIP } from 'node:net';
 import type { Answer, SoaAnswer, SrvAnswer } from 'dns-packet';
+import { listenOf } from '../endpoint.js';
 import { nameIn, type Zone } from './names.js';
 import type { DnsService } from './types.js';
 
@@ -21,24 +22,24 @@ export interface Unit {
   glue: Answer[];
 }
 
-const SCHEME_PORT: Record<string, number> = { 'http:': 80, 'https:': 443 };
 const ID_LABEL = /^[A-Za-z0-9_-]{1,63}$/;
 // printable ASCII without the dot, as the endpoint's WHATWG host can hold it
 const WIRE_LABEL = /^[\x21-\x2d\x2f-\x7e]{1,63}$/;
 
-/** The endpoint's host and port, or null when it is no http(s) URL. */
+/** endpoints parsed lately (a URL parse per service and answer was a third of an answer's cost); emptied when full */
+const targets = new Map<string, Target | null>();
+const TARGETS_MAX = 65_536;
+
+/** The endpoint's host and port, or null when it is no http(s) URL (discovery/endpoint.ts). */
 export function targetOf(endpoint: string): Target | null {
-  let u: URL;
-  try {
-    u = new URL(endpoint);
-  } catch {
-    return null;
-  }
-  const scheme = SCHEME_PORT[u.protocol];
-  if (scheme === undefined || u.hostname === '') return null;
-  const host = u.hostname.startsWith('[') ? u.hostname.slice(1, -1) : u.hostname;
-  const v = isIP(host);
-  return { host, port: u.port === '' ? scheme : Number(u.port), ip: v === 4 || v === 6 ? v : 0 };
+  const known = targets.get(endpoint);
+  if (known !== undefined) return known;
+  const l = listenOf(endpoint);
+  const v = l ? isIP(l.host) : 0;
+  const t: Target | null = l ? { host: l.host, port: l.port, ip: v === 4 || v === 6 ? v : 0 } : null;
+  if (targets.size >= TARGETS_MAX) targets.clear();
+  targets.set(endpoint, t);
+  return t;
 }
 
 /** A host name as an SRV target (without a final dot), or null when it does not fit the wire. */
@@ -49,15 +50,43 @@ function hostTarget(host: string): string | null {
 }
 
 export class Records {
+  /**
+   * The units made from a list of services, by owner and kind, for as long as the list lives:
+   * a source hands the same list until the registry changes (dns/source.ts), and the records
+   * of a unit are encoded once (wire.ts recordWire). Never changed after they are made.
+   */
+  private readonly made = new WeakMap<readonly DnsService[], Map<string, readonly Unit[]>>();
+  private readonly soaRecord: SoaAnswer;
+
   constructor(
     private readonly zone: Zone,
     private readonly ttl: number,
     /** DNS_HOST, when it is one address a resolver can reach (`ns.<domain>`'s A / AAAA) */
     private readonly nsAddress: string | null,
-  ) {}
+  ) {
+    this.soaRecord = {
+      name: nameIn(this.zone),
+      type: 'SOA',
+      ttl: this.ttl,
+      data: { mname: nameIn(this.zone, 'ns'), rname: nameIn(this.zone, 'hostmaster'), serial: 1, refresh: 3600, retry: 600, expire: 86400, minimum: this.ttl },
+    };
+  }
 
-  /** One SRV per distinct target and port, each with the glue of an `addr` target. */
-  srv(owner: string, services: readonly DnsService[]): Unit[] {
+  /** `make()`'s units for `services` under `key`, made once per list. */
+  private kept(services: readonly DnsService[], key: string, make: () => Unit[]): readonly Unit[] {
+    let byKey = this.made.get(services);
+    if (!byKey) this.made.set(services, (byKey = new Map()));
+    let units = byKey.get(key);
+    if (!units) byKey.set(key, (units = make()));
+    return units;
+  }
+
+  /** One SRV per distinct target and port, each with the glue of an `addr` target (shared: copy before reordering). */
+  srv(owner: string, services: readonly DnsService[]): readonly Unit[] {
+    return this.kept(services, 'SRV ' + owner, () => this.makeSrv(owner, services));
+  }
+
+  private makeSrv(owner: string, services: readonly DnsService[]): Unit[] {
     const units: Unit[] = [];
     const seen = new Set<string>();
     for (const s of services) {
@@ -82,8 +111,12 @@ export class Records {
     return units;
   }
 
-  /** The distinct addresses of one IP version among the services' endpoints. */
-  addresses(owner: string, services: readonly DnsService[], ip: 4 | 6): Unit[] {
+  /** The distinct addresses of one IP version among the services' endpoints (shared: copy before reordering). */
+  addresses(owner: string, services: readonly DnsService[], ip: 4 | 6): readonly Unit[] {
+    return this.kept(services, `${ip} ${owner}`, () => this.makeAddresses(owner, services, ip));
+  }
+
+  private makeAddresses(owner: string, services: readonly DnsService[], ip: 4 | 6): Unit[] {
     const seen = new Set<string>();
     for (const s of services) {
       const t = targetOf(s.endpoint);
@@ -118,11 +151,6 @@ export class Records {
    * within one TTL of a NXDOMAIN.
    */
   soa(): SoaAnswer {
-    return {
-      name: nameIn(this.zone),
-      type: 'SOA',
-      ttl: this.ttl,
-      data: { mname: nameIn(this.zone, 'ns'), rname: nameIn(this.zone, 'hostmaster'), serial: 1, refresh: 3600, retry: 600, expire: 86400, minimum: this.ttl },
-    };
+    return this.soaRecord;
   }
 }

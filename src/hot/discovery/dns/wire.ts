@@ -78,10 +78,16 @@ export function parseQuery(msg: Buffer): Parsed {
   const question = readQuestion(msg);
   if (!question) return refuse('FORMERR');
   let additionals: Answer[];
-  try {
-    additionals = dnsPacket.decode(msg).additionals ?? [];
-  } catch {
-    return refuse('FORMERR');
+  // a query that is its question alone, or its question and an OPT record without options
+  // (dnsperf, HAProxy), is read here; anything else through dns-packet
+  const plain = plainQuery(msg, 12 + question.raw.length);
+  if (plain) additionals = plain;
+  else {
+    try {
+      additionals = dnsPacket.decode(msg).additionals ?? [];
+    } catch {
+      return refuse('FORMERR');
+    }
   }
   const opts = additionals.filter((a): a is OptAnswer => a.type === 'OPT');
   if (opts.length > 1 || (opts[0] && opts[0].name !== '.')) return refuse('FORMERR');
@@ -89,15 +95,56 @@ export function parseQuery(msg: Buffer): Parsed {
   return { kind: 'query', query: { id, echoFlags, question, edns } };
 }
 
+/**
+ * The additional records of a message that holds nothing after its question but, at most, an
+ * OPT record with no options: [] or that record, as dns-packet would decode them; null for
+ * any other message (dns-packet reads it).
+ */
+function plainQuery(msg: Buffer, end: number): OptAnswer[] | null {
+  if (msg.readUInt16BE(6) !== 0 || msg.readUInt16BE(8) !== 0) return null;
+  const ar = msg.readUInt16BE(10);
+  if (ar === 0) return msg.length === end ? [] : null;
+  if (ar !== 1 || msg.length !== end + 11 || msg[end] !== 0 || msg.readUInt16BE(end + 1) !== TYPE.OPT || msg.readUInt16BE(end + 9) !== 0) return null;
+  const flags = msg.readUInt16BE(end + 7);
+  return [{ name: '.', type: 'OPT', udpPayloadSize: msg.readUInt16BE(end + 3), extendedRcode: msg[end + 5]!, ednsVersion: msg[end + 6]!, flags, flag_do: (flags & 0x8000) !== 0, options: [] }];
+}
+
 /** The OPT record of an answer: our payload size and the upper bits of an extended rcode. */
 function opt(rcode: DnsRcode): OptAnswer {
   return { name: '.', type: 'OPT', udpPayloadSize: MAX_UDP, extendedRcode: RCODE[rcode] >> 4, ednsVersion: 0, flags: 0, flag_do: false, options: [] };
 }
 
-/** The wire size of records, as dns-packet writes them (it never compresses names). */
-export function recordsLength(records: readonly Answer[]): number {
-  return records.length === 0 ? 0 : dnsPacket.encodingLength({ answers: [...records] }) - 12;
+/** each record's bytes, encoded once per record object (records are never changed once made: records.ts) */
+const wires = new WeakMap<Answer, Buffer>();
+
+/**
+ * A record's bytes as dns-packet writes it. It never compresses names, so a message's records
+ * are these bytes one after another: an answer is assembled from them (encodeReply) instead
+ * of encoded whole each time.
+ */
+export function recordWire(a: Answer): Buffer {
+  let w = wires.get(a);
+  if (!w) {
+    w = dnsPacket.encode({ answers: [a] }).subarray(12);
+    wires.set(a, w);
+  }
+  return w;
 }
+
+/** The wire size of records, as dns-packet writes them. */
+export function recordsLength(records: readonly Answer[]): number {
+  let n = 0;
+  for (const r of records) n += recordWire(r).length;
+  return n;
+}
+
+/** the OPT record of an answer, by rcode (made once each) */
+const opts = new Map<DnsRcode, OptAnswer>();
+const optOf = (rcode: DnsRcode): OptAnswer => {
+  let o = opts.get(rcode);
+  if (!o) opts.set(rcode, (o = opt(rcode)));
+  return o;
+};
 
 export const OPT_LENGTH = 11;
 
@@ -113,11 +160,17 @@ export interface Reply {
 /** The answer to `q`, its question copied back; an OPT record when the query had one. */
 export function encodeReply(q: Query, r: Reply): Buffer {
   const flags = QR | (r.authoritative ? AA : 0) | (r.truncated ? TC : 0) | q.echoFlags | (RCODE[r.rcode] & 0xf);
-  const additionals = q.edns ? [...r.additionals, opt(r.rcode)] : r.additionals;
-  const body = dnsPacket.encode({ id: q.id, type: 'response', flags, questions: [], answers: r.answers, authorities: r.authorities, additionals });
-  const out = Buffer.concat([body.subarray(0, 12), q.question.raw, body.subarray(12)]);
-  out.writeUInt16BE(1, 4);
-  return out;
+  const additionals = q.edns ? [...r.additionals, optOf(r.rcode)] : r.additionals;
+  const head = Buffer.alloc(12);
+  head.writeUInt16BE(q.id, 0);
+  head.writeUInt16BE(flags, 2);
+  head.writeUInt16BE(1, 4);
+  head.writeUInt16BE(r.answers.length, 6);
+  head.writeUInt16BE(r.authorities.length, 8);
+  head.writeUInt16BE(additionals.length, 10);
+  const parts = [head, q.question.raw];
+  for (const list of [r.answers, r.authorities, additionals]) for (const a of list) parts.push(recordWire(a));
+  return Buffer.concat(parts);
 }
 
 /** A header-only answer: an error for a message that was not read further, or an empty TC. */

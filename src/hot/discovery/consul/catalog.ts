@@ -1,0 +1,39 @@
+// One atomic read of the index for the Consul-compatible catalog (redis/catalog-1.lua): a
+// capability's members (or every service of the namespace) with their revisions and the
+// capability tombstones, as instances with the answer's X-Consul-Index.
+import { ApiError } from '../../domain/errors.js';
+import { CAPABILITY_SET } from '../../domain/dimensions.js';
+import { catalogReply, NOT_INDEXED } from '../../redis/replies.js';
+import type { DiscoveryContext } from '../context.js';
+import type { ServiceDoc } from '../prometheus/targets.js';
+import { consulIndex } from './consul-index.js';
+import { instanceOf, type Instance } from './model.js';
+
+export interface CatalogSnapshot {
+  /** in seq order */
+  instances: Instance[];
+  index: bigint;
+}
+
+function notIndexed(): ApiError {
+  return new ApiError('INDEX_REBUILDING', [], { 'Retry-After': '2' });
+}
+
+/** `capability`'s instances in namespace `ns` (null: every service of it), at most DISCOVERY_MAX_TARGETS. */
+export async function readCatalog(app: DiscoveryContext, ns: string, capability: string | null): Promise<CatalogSnapshot> {
+  const { index, cfg } = app;
+  const gen = index.gen;
+  if (!gen) throw notIndexed();
+  const set = capability === null ? 'all' : CAPABILITY_SET + capability;
+  const r = catalogReply(await index.redis.catalog(index.keys.ver(ns, gen), index.keys.base(ns, gen), set, cfg.discoveryMaxTargets, capability ?? ''));
+  if (r === NOT_INDEXED) throw notIndexed();
+  if ('tooMany' in r) throw new ApiError('TOO_MANY_TARGETS', [r.tooMany, cfg.discoveryMaxTargets]);
+  const instances: Instance[] = [];
+  const members = r.docs.map((text, i) => {
+    const doc = JSON.parse(text) as ServiceDoc;
+    const inst = instanceOf(doc, Number(r.revs[i]));
+    if (inst) instances.push(inst);
+    return { id: doc.id, capabilities: doc.capabilities, rev: r.revs[i]! };
+  });
+  return { instances, index: consulIndex(members, r.tombs, capability) };
+}
