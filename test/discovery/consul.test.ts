@@ -6,6 +6,7 @@ import t from 'tap';
 import type { Test } from 'tap';
 import { isError, jsonBody, serve } from '../helpers/checks.js';
 import { createSandbox, registerProduction } from '../helpers/server.js';
+import { heldCount } from '../helpers/held.js';
 
 const s = await serve(t, { env: { CONSUL_DATACENTER: 'east-1', DISCOVERY_MAX_TARGETS: '5' } });
 
@@ -128,11 +129,9 @@ t.test('bad queries are 400s: an index that is no number, a wait that is no dura
   t.equal(held.status, 200, 'a blocking query is answered');
 });
 
-// Holding a request is issue 43's (held requests, `Prefer: wait`): until it lands on this
-// branch the blocking query is answered at once (routes.ts). A todo (tap does not run it):
-// without the todo it fails today on the hold and on the wake; take the todo away when
-// held requests are merged.
-t.test('a blocking query is held until its wait passes, and woken by a change of its answer', { todo: 'issue 43: held requests' }, async (t) => {
+// Consul's blocking query: held (held/) until the answer's X-Consul-Index exceeds the one sent,
+// or the wait passes; a write to another capability wakes nothing.
+t.test('a blocking query is held until its wait passes, and woken by a change of its answer', async (t) => {
   const path = '/v1/health/service/db';
   const n = (await get<Health[]>(path)).r.headers.get('x-consul-index')!;
   const started = performance.now();
@@ -140,14 +139,39 @@ t.test('a blocking query is held until its wait passes, and woken by a change of
   t.ok(performance.now() - started >= 1900, 'nothing changed: held for its wait');
   t.equal(idle.r.headers.get('x-consul-index'), n, 'then the same index');
   t.equal(idle.body.length, 1, 'and the same answer');
-  const held = get<Health[]>(`${path}?index=${n}&wait=5m`);
-  // let the hold begin before the change (if it has not, the answer is at once and the same)
-  await new Promise((resolve) => setTimeout(resolve, 300));
+  t.equal(idle.r.headers.get('preference-applied'), null, 'no Preference-Applied (no Prefer was sent)');
+  const held = s.req(`${path}?index=${n}&wait=5m`);
+  let settled = false;
+  void held.then(() => (settled = true), () => (settled = true));
+  await heldCount(s, 1);
+  // a probe on another capability: held, then woken by its own write; the db query is not
+  const cn = (await get<Health[]>('/v1/health/service/cachex')).r.headers.get('x-consul-index')!;
+  const probe = s.req(`/v1/health/service/cachex?index=${cn}&wait=5m`);
+  await heldCount(s, 2);
+  const other = await registerProduction(s, { endpoint: 'http://10.1.2.9:6379', capabilities: ['cachex'] });
+  t.teardown(async () => void (await s.admin('DELETE', `/admin/api/services/${other.id}`)));
+  const p = await probe;
+  t.ok(BigInt(p.headers.get('x-consul-index')!) > BigInt(cn), 'the probe: woken by its capability\'s write');
+  t.ok(((await p.json()) as Health[]).some((h) => h.Service.ID === other.id));
+  t.notOk(settled, 'the db query: still held after a write to another capability');
   const added = await registerProduction(s, { endpoint: 'http://10.1.2.4:5432', capabilities: ['db'] });
   t.teardown(async () => void (await s.admin('DELETE', `/admin/api/services/${added.id}`)));
   const woken = await held;
-  t.ok(BigInt(woken.r.headers.get('x-consul-index')!) > BigInt(n), 'woken with a greater index');
-  t.ok(woken.body.some((h) => h.Service.ID === added.id), 'and the registration');
+  t.equal(woken.status, 200);
+  t.ok(BigInt(woken.headers.get('x-consul-index')!) > BigInt(n), 'woken with a greater index');
+  t.ok(((await woken.json()) as Health[]).some((h) => h.Service.ID === added.id), 'and the registration');
+  consulHeaders(t, woken);
+  t.equal(s.app.held.size, 0, 'nothing left held');
+});
+
+t.test('a blocking query whose index is already exceeded is answered at once', async (t) => {
+  const path = '/v1/catalog/service/web';
+  const now = await get<Entry[]>(path);
+  const n = BigInt(now.r.headers.get('x-consul-index')!);
+  const r = await get<Entry[]>(`${path}?index=${n - 1n}&wait=5m`);
+  t.equal(r.r.headers.get('x-consul-index'), String(n));
+  t.same(r.body, now.body);
+  t.equal(s.app.held.size, 0, 'never held');
 });
 
 t.test('other paths under /v1/ are 404, other methods 405, with the error body', async (t) => {

@@ -5,6 +5,7 @@
 import t from 'tap';
 import { isError, jsonBody, keyed, serve } from '../helpers/checks.js';
 import { createSandbox, registerProduction } from '../helpers/server.js';
+import { heldCount } from '../helpers/held.js';
 
 const s = await serve(t, { env: { DISCOVERY_MAX_TARGETS: '4' } });
 
@@ -119,4 +120,33 @@ t.test('more than DISCOVERY_MAX_TARGETS: 422 TOO_MANY_TARGETS naming both number
   const e = await isError(t, await s.req('/discovery/prometheus'), 422, 'TOO_MANY_TARGETS');
   t.match(e.message, /^5 services match.*\(4\)/, `the count and the bound: ${e.message}`);
   t.equal((await sd('?capability=many')).length, 2, 'a narrower query is answered');
+});
+
+// Held requests (contract, "Waiting for a change"): a matching If-None-Match with Prefer: wait
+t.test('a held request: 304 when its wait ends, 200 with the new list when a match is registered', async (t) => {
+  const path = '/discovery/prometheus?capability=heldsd';
+  const first = await s.req(path);
+  const etag = first.headers.get('etag')!;
+  t.same(await first.json(), []);
+  const idle = await s.req(path, { headers: { 'if-none-match': etag, prefer: 'wait=1' } });
+  t.equal(idle.status, 304, 'nothing changed: 304 at the end of the wait');
+  t.equal(idle.headers.get('preference-applied'), 'wait=1');
+  let settled = false;
+  const held = s.req(path, { headers: { 'if-none-match': etag, prefer: 'wait=60' } });
+  void held.then(() => (settled = true), () => (settled = true));
+  await heldCount(s, 1);
+  // a write to another capability: a probe held on it is woken, this one is not
+  const probePath = '/discovery/prometheus?capability=heldsdother';
+  const probe = s.req(probePath, { headers: { 'if-none-match': (await s.req(probePath)).headers.get('etag')!, prefer: 'wait=60' } });
+  await heldCount(s, 2);
+  const other = await registerProduction(s, { endpoint: 'http://10.0.0.8:9100', capabilities: ['heldsdother'] });
+  t.equal((await probe).status, 200, 'the probe: woken by its own capability');
+  t.notOk(settled, 'still held after a write to another capability');
+  const d = await registerProduction(s, { endpoint: 'http://10.0.0.7:9100', capabilities: ['heldsd'] });
+  const r = await held;
+  t.equal(r.status, 200, 'woken by the registration');
+  t.equal(r.headers.get('preference-applied'), 'wait=60');
+  t.not(r.headers.get('etag'), etag, 'a new ETag');
+  t.same(((await r.json()) as Group[]).map((g) => g.labels.__meta_registry_service_id), [d.id]);
+  for (const x of [d, other]) await s.admin('DELETE', `/admin/api/services/${x.id}`);
 });

@@ -72,22 +72,26 @@ export class HeldRequests implements Holder {
    * Hold `reply`, whose client's copy (`etag`) matches the answer of `key` as just computed
    * (`headers`: that answer's own), for `wait` seconds. `watch`: the answer's port, asked
    * for only when no request waits on `key` yet. Answers the request itself when it cannot
-   * hold it: 429 when a share is full, 304 at once during the drain.
+   * hold it: 429 when a share is full, 304 at once during the drain. A blocking query's
+   * (Watch.blocking) `etag` is the index it waits to see exceeded and `last` the answer as it
+   * stands (sent at the end of the wait, or at once during the drain).
    */
-  hold(reply: Reply, req: Req, wait: number, key: string, etag: string, headers: Headers, common: Headers, watch: () => Watch): void {
-    if (this.draining) return this.send304(reply, common, etag, headers, wait);
+  hold(reply: Reply, req: Req, wait: number, key: string, etag: string, headers: Headers, common: Headers, watch: () => Watch, last?: Answer): void {
+    if (this.draining) return last ? this.sendLast(reply, common, last) : this.send304(reply, common, etag, headers, wait);
     const share = this.shares.take(req.waiter);
     if (typeof share !== 'number') {
       countHeldEnd('refused');
       const [k, args] = share === 'total' ? (['HELD_FULL', []] as const) : (['HELD_PER_ADDRESS', [this.shares.perAddress]] as const);
       return reply.error(k, args, [...common.filter((h) => !isCacheControl(h) && h[0] !== 'ETag'), ['Retry-After', RETRY_AFTER]]);
     }
+    const now = last?.etag ?? etag;
     let g = this.watches.get(key);
     if (!g) {
       const w = watch();
-      g = new Group(this, key, w, etag, headers, w.seq);
+      g = new Group(this, key, w, now, last?.headers ?? headers, w.seq);
+      if (w.blocking) g.last = last ?? null;
       this.watches.add(g);
-    } else if (g.etag !== etag) {
+    } else if (g.etag !== now) {
       // computed from another state than the group's last answer (a cache of this thread not
       // yet told of a write, or a write the group has not seen yet): computed again, the
       // requests whose copy differs from the result are answered
@@ -138,7 +142,8 @@ export class HeldRequests implements Holder {
       const g = w.group;
       this.release(w);
       w.reply.closeAfter = true;
-      this.send304(w.reply, w.common, w.etag, g.etag === w.etag ? g.headers : [], w.wait);
+      if (g.last) this.sendLast(w.reply, w.common, g.last);
+      else this.send304(w.reply, w.common, w.etag, g.etag === w.etag ? g.headers : [], w.wait);
       countHeldEnd('drained');
     }
     this.stop();
@@ -195,10 +200,12 @@ export class HeldRequests implements Holder {
     if (g.gone) return;
     g.etag = a.etag;
     g.headers = a.headers;
+    const blocking = g.watch.blocking === true;
+    if (blocking) g.last = a;
     this.watches.reseq(g, a.seq);
     for (let w = g.head; w; ) {
       const next = w.next;
-      if (w.etag !== a.etag) {
+      if (blocking ? exceeds(a.etag, w.etag) : w.etag !== a.etag) {
         this.release(w);
         this.sendAnswer(w, a);
         countHeldEnd('changed');
@@ -213,7 +220,8 @@ export class HeldRequests implements Holder {
     this.unlink(w);
     this.shares.give(w.share);
     countHeld(-1);
-    this.send304(w.reply, w.common, w.etag, g.etag === w.etag ? g.headers : [], w.wait);
+    if (g.last) this.sendLast(w.reply, w.common, g.last);
+    else this.send304(w.reply, w.common, w.etag, g.etag === w.etag ? g.headers : [], w.wait);
     countHeldEnd('expired');
   }
 
@@ -244,6 +252,7 @@ export class HeldRequests implements Holder {
   }
 
   private sendAnswer(w: Waiter, a: Answer): void {
+    if (w.group.watch.blocking) return this.sendLast(w.reply, w.common, a);
     const applied: [string, string] = ['Preference-Applied', `wait=${w.wait}`];
     if (a.status >= 400) {
       // an error is never stored by a cache, whatever the route's own answers say
@@ -253,7 +262,17 @@ export class HeldRequests implements Holder {
     w.reply.send(a.status, [['Content-Type', JSON_TYPE], ...w.common, ['ETag', a.etag!], ...a.headers, applied], a.body);
   }
 
+  /** A blocking query's answer: its own headers (its index), no ETag, no Preference-Applied. */
+  private sendLast(reply: Reply, common: Headers, a: Answer): void {
+    reply.send(a.status, [['Content-Type', JSON_TYPE], ...common, ...a.headers], a.body);
+  }
+
   private send304(reply: Reply, common: Headers, etag: string, headers: Headers, wait: number): void {
     reply.send(304, [...common, ['ETag', etag], ...headers, ['Preference-Applied', `wait=${wait}`]]);
   }
+}
+
+/** A blocking query's index `now` is past the one a request waits on (an error, null: its answer). */
+function exceeds(now: string | null, held: string): boolean {
+  return now === null || BigInt(now) > BigInt(held);
 }

@@ -34,6 +34,12 @@ export interface Watch {
   readonly sets?: readonly string[];
   /** a single read: its service's seq (a write or expiry of that seq changes it) */
   readonly seq?: number;
+  /**
+   * a blocking query (Consul's `?index=N&wait=D`): its validator is a number (X-Consul-Index)
+   * and a request waits for one greater than its own; the end of its wait (and the drain)
+   * answers it with the answer as it stands (200) rather than 304, and no Preference-Applied
+   */
+  readonly blocking?: boolean;
   /** the answer now (a throw or a rejection: tried again later; the requests stay held) */
   compute(): Answer | Promise<Answer>;
 }
@@ -60,6 +66,9 @@ export class Group {
     /** a single read's service seq as last seen */
     public seq: number | undefined,
   ) {}
+
+  /** a blocking query's answer as it stands (what the end of a wait answers); null otherwise */
+  last: Answer | null = null;
 }
 
 /** Told when a held request's client left (Reply.holder). */
@@ -78,7 +87,7 @@ export class Waiter implements Timed {
   constructor(
     readonly reply: Reply,
     readonly group: Group,
-    /** the ETag the client holds (it matched the answer when the request came) */
+    /** the ETag the client holds (it matched the answer when the request came); a blocking query's: its index */
     readonly etag: string,
     /** the request's own headers (Cache-Control, Vary, rate headers) */
     readonly common: Headers,

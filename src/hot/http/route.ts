@@ -124,6 +124,11 @@ export interface RouteOptions {
   /** the app behind the proxy's Unix socket (http/proxy-socket.ts): X-Forwarded-For is believed */
   viaProxy?: boolean;
   /**
+   * a route that holds requests without `Prefer` (Consul's blocking queries: `?index=`): the
+   * address a held request is counted by (req.waiter) is read when its query names `index`
+   */
+  blocking?: boolean;
+  /**
    * The request's credential, checked before a byte of its body is read (contract "Input
    * limits": a wrong key costs no body parsing). A throw or a rejected promise refuses the
    * request: answered at once, the connection closed, the rest of the body never read;
@@ -241,6 +246,7 @@ export function route(app: TemplatedApp, method: 'get' | 'post' | 'put' | 'patch
   const register = (m: 'get' | 'post' | 'put' | 'patch' | 'del' | 'any' | 'head') => app[m](pattern, (res: HttpResponse, r: HttpRequest) => {
     const req = readReq(r, res, nParams, withRemote, o.trustedProxies, m === 'any' ? undefined : m === 'head' ? 'HEAD' : METHOD_NAME[m], o.bearerOnly, o.viaProxy);
     if (o.headers) req.extra = Object.fromEntries(o.headers.map((h) => [h, r.getHeader(h)]));
+    if (o.blocking && !req.waiter && req.query?.includes('index=')) req.waiter = remoteOf(r, res, o.trustedProxies ?? NO_PROXIES, o.viaProxy === true);
     if (o.maxJsonDepth !== undefined) req.maxJsonDepth = o.maxJsonDepth;
     o.onStart?.();
     const reply = new Reply(res, (rep) => o.onDone?.(req, rep, pattern));

@@ -3,8 +3,7 @@
 // health/service/{name}; any other path under /v1/ is a 404, another method a 405, each
 // with the error body. Every answer carries X-Consul-KnownLeader and X-Consul-LastContact;
 // every 200 (and every error the request alone decides: 400, 404, 405) its X-Consul-Index.
-// `?index=&wait=` (a blocking query) is validated and answered at once: holding it is
-// issue 43's (held requests), over catalogAnswer(), which needs no client.
+// `?index=&wait=` (a blocking query) is held until the index exceeds `index` (blocking.ts).
 import type { TemplatedApp } from 'uWebSockets.js';
 import { ApiError } from '../../domain/errors.js';
 import { outageError } from '../../domain/outage.js';
@@ -12,7 +11,8 @@ import { JSON_TYPE, type Reply } from '../../http/reply.js';
 import { allowedMethods, route, type Headers, type Req, type RouteOptions } from '../../http/route.js';
 import { chooseNamespace, type DiscoveryContext } from '../context.js';
 import { countConsulAnswer } from '../metrics.js';
-import { capabilityName, catalogAnswer, type CatalogKind } from './answers.js';
+import { capabilityName, catalogAnswer, type CatalogKind, type CatalogQuery } from './answers.js';
+import { holdBlocking } from './blocking.js';
 import { NODE } from './model.js';
 import { consulQuery } from './query.js';
 
@@ -33,7 +33,7 @@ function json(reply: Reply, body: string | Buffer, index: string): void {
 }
 
 export function registerConsul(uws: TemplatedApp, app: DiscoveryContext, o: RouteOptions): void {
-  const opts: RouteOptions = { ...o, remote: false, anonymous: true, headers: [TOKEN] };
+  const opts: RouteOptions = { ...o, remote: false, anonymous: true, headers: [TOKEN], blocking: true };
   const dc = app.cfg.consulDatacenter;
   // errors keep the Consul fields (the route's own 429, 422, 503 as any other)
   const withConsul = (fn: (req: Req, reply: Reply) => Promise<void> | void) => async (req: Req, reply: Reply) => {
@@ -81,7 +81,9 @@ export function registerConsul(uws: TemplatedApp, app: DiscoveryContext, o: Rout
         if (c === null) return reply.send(200, [['Content-Type', JSON_TYPE], ...FIXED, ...chosen.rate], '[]');
         name = c;
       } else countConsulAnswer(label);
-      const a = await catalogAnswer(app, chosen.ns, { kind, capability: name, tags: q.tags, passing: q.passing }, reply);
+      const cq: CatalogQuery = { kind, capability: name, tags: q.tags, passing: q.passing };
+      const a = await catalogAnswer(app, chosen.ns, cq, reply);
+      if (holdBlocking(app, reply, req, [...CONSUL, ...chosen.rate], chosen.ns, cq, q, a)) return;
       reply.send(200, [['Content-Type', JSON_TYPE], ...CONSUL, ['X-Consul-Index', a.index], ...chosen.rate], a.body);
     });
 
