@@ -2,7 +2,7 @@
 // /discovery/prometheus (Prometheus's HTTP service discovery) and the Consul-compatible
 // catalog under /v1/, with their schemas. The DNS server is not HTTP: docs/operations.md.
 import { openApiParameters } from '../domain/dimensions.js';
-import { empty, errors, headers as H, ok, params as P, ref, type Obj } from './parts.js';
+import { empty, errors, headers as H, heldNote, ok, params as P, ref, type Obj } from './parts.js';
 
 const header = (description: string, schema: Obj, required: boolean) => ({ description, required, schema });
 const stringMap = { type: 'object', additionalProperties: { type: 'string' } };
@@ -95,7 +95,7 @@ const consulIndex = (required: boolean) => ({
 
 const consulParams = [
   { name: 'dc', in: 'query', required: false, description: 'the datacenter: CONSUL_DATACENTER (default `dc1`); another → 404', schema: { type: 'string' } },
-  { name: 'index', in: 'query', required: false, description: "Consul's blocking query: the X-Consul-Index the client holds (answered at once for now)", schema: { type: 'string', pattern: '^\\d{1,20}$' } },
+  { name: 'index', in: 'query', required: false, description: "Consul's blocking query: the X-Consul-Index the client holds; the request is held until the answer's index exceeds it or `wait` passes, then answered 200 with the answer as it stands (counted against HELD_PER_ADDRESS and HELD_MAX: 429 beyond)", schema: { type: 'string', pattern: '^\\d{1,20}$' } },
   { name: 'wait', in: 'query', required: false, description: "with `index`: the longest hold, as Consul writes it (`10s`, `5m`; default 5 min, at most 10 min)", schema: { type: 'string' } },
 ];
 const filterParams = [
@@ -145,11 +145,11 @@ export function discoveryPaths(): Record<string, Obj> {
         description:
           'The search filters of /services in any order (no redirect), no paging: the whole list, one target group per service ordered by id. More than DISCOVERY_MAX_TARGETS (default 10000) matches → 422 TOO_MANY_TARGETS naming both numbers. ' +
           'Without a key (or with one that is not a valid sandbox key) production; with a valid sandbox key that sandbox, counted against its limit. Every answer varies on Authorization; one to a request with Authorization is private. ' +
-          'Every 200 carries a strong ETag; a matching If-None-Match gets 304.',
-        parameters: [...openApiParameters('services').filter((p) => p.name !== 'limit' && p.name !== 'after'), P.ifNoneMatch],
+          'Every 200 carries a strong ETag; a matching If-None-Match gets 304.' + heldNote,
+        parameters: [...openApiParameters('services').filter((p) => p.name !== 'limit' && p.name !== 'after'), P.ifNoneMatch, P.prefer],
         responses: {
-          200: ok('the target groups (`[]` when none)', { type: 'array', items: ref('TargetGroup') }, { ...sdCommon, ...H.etag }),
-          304: empty('not modified (If-None-Match); no body', { ...sdCommon, ...H.etag }),
+          200: ok('the target groups (`[]` when none); to a held request, the changed list', { type: 'array', items: ref('TargetGroup') }, { ...sdCommon, ...H.etag, ...H.preferenceApplied }),
+          304: empty('not modified (If-None-Match; to a held request: when its wait ended); no body', { ...sdCommon, ...H.etag, ...H.preferenceApplied }),
           ...errors([400, 422, 429, 503], { rate: true, extra: H.varyAuthorization, text: { 422: 'more matches than DISCOVERY_MAX_TARGETS: TOO_MANY_TARGETS' } }),
           ...errors([414]),
         },
