@@ -1,4 +1,4 @@
--- 0010: which services left which capability (issue 44: the Consul-compatible catalog's
+-- 0012: which services left which capability (issue 44: the Consul-compatible catalog's
 -- X-Consul-Index). A capability's index sums its members' revisions and, for every service
 -- that was a member and is not one now, a revision at least as new as its leaving
 -- (docs/decisions/consul-index.md). The revisions are in services.version and
