@@ -19,7 +19,7 @@ export function heavyPool(sets: Float64Array[], pool: IntersectPool | null, thre
   for (const a of sets) if (a.length <= threshold) return null;
   // dense sets over a range up to ~1M seqs intersect inline as bitmaps (intersectDense): one
   // AND per 32 seqs costs less than the trip to the pool and back
-  // (docs/decisions/near-cache-pages.md; bench/README.md, "Main scenarios at 1,000,000")
+  // (docs/decisions/near-cache-pages.md; bench/README.md, "Main and cold scenarios")
   if (sets.every((a) => bitmapWords(a) <= INLINE_BITMAP_WORDS)) return null;
   return pool;
 }
