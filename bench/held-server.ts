@@ -17,7 +17,7 @@ export interface Measured {
 
 const cfg = loadConfig();
 const version = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
-const thread = buildThread(cfg, version, createLogger(cfg), { port: cfg.port, host: cfg.host });
+const thread = buildThread(cfg, version, createLogger(cfg), { port: cfg.port, host: cfg.host, dns: false });
 await thread.start();
 const gc = (globalThis as { gc?: () => void }).gc;
 if (!gc) throw new Error('start me with --expose-gc');
