@@ -1,8 +1,9 @@
 // The command line's pure parts: argument parsing (negative numbers as values), the JSON
-// Lines format (parse/serialise round trip, reasons for refused lines), and usage exits.
+// Lines format (parse/serialise round trip, reasons for refused lines), the progress bar,
+// and usage exits.
 import { PassThrough, Readable } from 'node:stream';
 import t from 'tap';
-import { numberOption, parseArgs } from '../../src/admin/cli/args.js';
+import { numberOption, parseArgs, progressBar } from '../../src/admin/cli/args.js';
 import { exportLine, LineError, parseLine } from '../../src/admin/cli/jsonl.js';
 import { main, USAGE } from '../../src/admin/cli/main.js';
 import { recordOf } from '../../src/hot/writes/bulk.js';
@@ -70,4 +71,26 @@ t.test('usage', async (t) => {
   t.equal(o.trim(), USAGE);
   t.equal(await main(['stats'], { ...io, env: { PORT: 'abc' } }), 2, 'a bad configuration is exit 2');
   t.match(e, /configuration error: PORT must be an integer/);
+});
+
+t.test('progressBar: a bar with its rate on a terminal, one line per tenth otherwise', async (t) => {
+  const sink = (tty: boolean) => {
+    const out = new PassThrough() as PassThrough & { isTTY?: boolean };
+    out.isTTY = tty;
+    let text = '';
+    out.on('data', (b: Buffer) => (text += b.toString()));
+    return { out, text: () => text };
+  };
+  const term = sink(true);
+  const bar = progressBar('import', 1000, term.out);
+  bar.update(1000, '1000 lines, 2500/s');
+  t.equal(term.text(), `\rimport [${'#'.repeat(30)}] 100% 1000/1000 1000 lines, 2500/s\x1b[K`, 'redrawn in place, the note after the bar');
+  bar.done('imported');
+  t.ok(term.text().endsWith('\r\x1b[Kimported\n'), 'done: the line cleared, the message');
+  const log = sink(false);
+  const plain = progressBar('reindex', 100, log.out);
+  for (let n = 1; n <= 100; n++) plain.update(n);
+  const lines = log.text().trim().split('\n');
+  t.equal(lines.length, 11, 'one line per tenth (0 % to 100 %)');
+  t.match(lines[10], /^reindex 100\/100 \d+\/s$/, 'without a note: its own rate a second');
 });

@@ -46,13 +46,19 @@ export function numberOption(p: Parsed, name: string, min: number, max: number):
   return n;
 }
 
-/** A progress bar on stderr, redrawn in place on a terminal, one line per 10% otherwise. */
-export function progressBar(label: string, total: number | null, out: NodeJS.WritableStream & { isTTY?: boolean }): { update(n: number): void; done(msg: string): void } {
+/**
+ * A progress bar on stderr, redrawn in place on a terminal, one line per 10% otherwise.
+ * `update(n, note)`: n of total done; the note (what n counts, a rate) follows the bar, and
+ * without one the bar shows n's own rate a second.
+ */
+export function progressBar(label: string, total: number | null, out: NodeJS.WritableStream & { isTTY?: boolean }): { update(n: number, note?: string): void; done(msg: string): void } {
   const tty = !!out.isTTY;
+  const t0 = Date.now();
   let lastStep = -1;
   let lastDraw = 0;
-  const draw = (n: number) => {
+  const draw = (n: number, note?: string) => {
     const pct = total ? Math.min(1, n / total) : 0;
+    const tail = note ?? `${Math.round(n / Math.max(0.001, (Date.now() - t0) / 1000))}/s`;
     if (tty) {
       const now = Date.now();
       if (now - lastDraw < 100 && n !== total) return;
@@ -60,12 +66,12 @@ export function progressBar(label: string, total: number | null, out: NodeJS.Wri
       const width = 30;
       const fill = Math.round(pct * width);
       const bar = total ? `[${'#'.repeat(fill)}${'.'.repeat(width - fill)}] ${(pct * 100).toFixed(0).padStart(3)}%` : '';
-      out.write(`\r${label} ${bar} ${n}${total ? '/' + total : ''}`);
+      out.write(`\r${label} ${bar} ${n}${total ? '/' + total : ''} ${tail}\x1b[K`);
     } else {
       const step = total ? Math.floor(pct * 10) : Math.floor(n / 10_000);
       if (step !== lastStep) {
         lastStep = step;
-        out.write(`${label} ${n}${total ? '/' + total : ''}\n`);
+        out.write(`${label} ${n}${total ? '/' + total : ''} ${tail}\n`);
       }
     }
   };

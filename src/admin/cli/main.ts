@@ -100,10 +100,12 @@ async function run(ctx: Ctx, cmd: string, args: string[], p: ReturnType<typeof p
       const bar = progressBar('import', size || null, io.stderr);
       const t0 = Date.now();
       const batch = numberOption(p, 'batch', 1, 10_000);
-      const sum = await importServices(ctx.pool, input, { batch, warn: ctx.err, progress: () => bar.update(size ? bytes : 0) });
+      // the bar counts bytes of the file; its note, the services read and their rate
+      const rate = (lines: number) => `${lines} lines, ${Math.round(lines / Math.max(0.001, (Date.now() - t0) / 1000))}/s`;
+      const sum = await importServices(ctx.pool, input, { batch, warn: ctx.err, progress: (lines) => bar.update(size ? bytes : lines, rate(lines)) });
       // the heartbeat tokens of the leases started (lines with "ttl"), shown once: JSON Lines on stdout
       for (const t of sum.tokens) io.stdout.write(JSON.stringify(t) + '\n');
-      bar.done(`imported ${sum.lines} lines in ${((Date.now() - t0) / 1000).toFixed(1)} s: ${sum.created} created, ${sum.updated} updated, ${sum.unchanged} unchanged, ${sum.rejected} rejected; ${sum.replacementsChanged} replacement lists set`);
+      bar.done(`imported ${sum.lines} lines in ${((Date.now() - t0) / 1000).toFixed(1)} s (${Math.round(sum.lines / Math.max(0.001, (Date.now() - t0) / 1000))}/s): ${sum.created} created, ${sum.updated} updated, ${sum.unchanged} unchanged, ${sum.rejected} rejected; ${sum.replacementsChanged} replacement lists set`);
       if (sum.outbox.length && !p.flags.has('no-reindex')) {
         // one rebuild instead of one index update per service; it covers every row we
         // wrote, so their outbox entries can go (a crash before this point leaves them to

@@ -1,7 +1,8 @@
 // `registry import` and `registry export`: production services as JSON Lines, streamed both
-// ways (a batch in memory at a time). Import upserts batches of BATCH rows with multi-row
-// statements (writes/bulk.ts), sets replacement candidates once every line is in, then
-// rebuilds the Redis index once: far faster than applying 100,000 single writes.
+// ways (a batch in memory at a time). Import upserts batches of BATCH rows, each one
+// transaction (writes/bulk.ts: COPY for new services), sets replacement candidates once
+// every line is in, then rebuilds the Redis index once: far faster than applying 100,000
+// single writes.
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
@@ -10,7 +11,10 @@ import type { Pool } from '../../hot/pg/pool.js';
 import { bulkReplacements, bulkUpsert, dropOutbox, exportPage, type BulkRow } from '../../hot/writes/index.js';
 import { exportLine, LineError, parseLine } from './jsonl.js';
 
-export const BATCH = 1000;
+export const BATCH = 2000;
+
+/** SQLSTATE classes 22 (data exception) and 23 (integrity constraint violation) */
+const chunkRefused = (err: unknown) => /^2[23]/.test((err as { code?: string }).code ?? '');
 
 export interface ImportSummary {
   lines: number;
@@ -52,18 +56,32 @@ export async function importServices(pool: Pool, input: Readable, o: ImportOptio
     lineOf = new Map();
     if (inflight && rows.some((r) => inflight!.ids.has(r.id))) await inflight.done;
     const prev = inflight;
-    const done = bulkUpsert(pool, PRODUCTION, rows).then((r) => {
-      sum.created += r.created;
-      sum.updated += r.updated;
-      sum.unchanged += r.unchanged;
-      sum.outbox.push(...r.outbox);
-      sum.tokens.push(...r.tokens);
-      for (const f of r.refused) {
-        sum.rejected++;
-        lists.delete(f.id);
-        warn(`line ${lines.get(f.id) ?? '?'}: ${f.id}: ${f.reason}`);
-      }
-    });
+    const done = bulkUpsert(pool, PRODUCTION, rows).then(
+      (r) => {
+        sum.created += r.created;
+        sum.updated += r.updated;
+        sum.unchanged += r.unchanged;
+        sum.outbox.push(...r.outbox);
+        sum.tokens.push(...r.tokens);
+        for (const f of r.refused) {
+          sum.rejected++;
+          lists.delete(f.id);
+          warn(`line ${lines.get(f.id) ?? '?'}: ${f.id}: ${f.reason}`);
+        }
+        // a service this import created holds no candidates: an empty list changes nothing
+        for (const id of r.createdIds) if (lists.get(id)?.length === 0) lists.delete(id);
+      },
+      (err: unknown) => {
+        // a row the database refuses (a data or constraint error validation let through)
+        // fails its whole chunk, which wrote nothing: its lines are reported and counted
+        // as rejected, and the import goes on. Anything else (the connection) ends it.
+        if (!chunkRefused(err)) throw err;
+        const at = [...lines.values()];
+        sum.rejected += rows.length;
+        for (const r of rows) lists.delete(r.id);
+        warn(`lines ${Math.min(...at)}-${Math.max(...at)}: not written (${rows.length} services, one transaction): ${(err as Error).message}`);
+      },
+    );
     done.catch(() => undefined); // handled: it is awaited (and rethrows) below or at the next flush
     inflight = { done, ids: lines };
     if (prev) await prev.done; // at most two at a time; errors surface in order

@@ -80,15 +80,16 @@ export async function query<R extends pg.QueryResultRow>(pool: Pool, text: strin
 /**
  * Retry a transaction that lost a deadlock or serialization race with a concurrent writer
  * (writes that lock several services' rows can meet in opposite orders; PostgreSQL aborts
- * one of them, which then runs again).
+ * one of them, which then runs again). `again`: other errors the caller knows to be such a
+ * race (a bulk insert meeting a row committed after it looked).
  */
-export async function retrying<T>(f: () => Promise<T>): Promise<T> {
+export async function retrying<T>(f: () => Promise<T>, again: (err: unknown) => boolean = () => false): Promise<T> {
   for (let i = 0; ; i++) {
     try {
       return await f();
     } catch (err) {
       const code = (err as { code?: string }).code;
-      if (i >= 3 || (code !== '40P01' && code !== '40001')) throw err;
+      if (i >= 3 || (code !== '40P01' && code !== '40001' && !again(err))) throw err;
     }
   }
 }
