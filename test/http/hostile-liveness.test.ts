@@ -71,6 +71,9 @@ t.test('heartbeats: no 5xx, error bodies, and nothing changes unless 204', async
         [targets[0]!, prod.heartbeatToken, 'Bearer ', null, 'application/json'],
         [targets[2]!, sbSvc.heartbeatToken, 'bearer ', '{"status":"passing"}', 'application/json'],
         [targets[5]!, sbSvc.heartbeatToken, 'Bearer ', '{}', 'application/json'],
+        // a 400 needs the token too (it is checked before the body: issue 41), then a bad body
+        [targets[0]!, prod.heartbeatToken, 'Bearer ', '{"status":', 'application/json'],
+        [targets[2]!, sbSvc.heartbeatToken, 'Bearer ', '{"status":"\\ud800"}', 'application/json'],
       ],
     },
   );

@@ -54,8 +54,8 @@ t.test('a flood of /readyz is not a flood of Redis commands; a late Redis answer
   await proxy.set('pass');
   const r = await held;
   t.equal(r.status, 200, 'a check Redis answered too late does not read "not ready"');
-  // (reads still from the index; a PostgreSQL probe that a loaded machine let time out
-  // meanwhile may add "postgres" to `degraded`, which is not this test's business)
+  // reads are served: from the index, or — when a loaded machine let a watcher's own probe
+  // (2 s bound) run past the 1.4 s hold too — from PostgreSQL; never from nowhere
   const body = (await r.json()) as { reads: string };
-  t.equal(body.reads, 'index', JSON.stringify(body));
+  t.ok(body.reads === 'index' || body.reads === 'postgres', JSON.stringify(body));
 });
