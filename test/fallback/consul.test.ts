@@ -11,6 +11,7 @@ import pg from 'pg';
 import { registerProduction, startTestServer, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
 import { rebuildIndex } from '../../src/hot/reindex/rebuild.js';
+import { PRODUCTION } from '../../src/hot/domain/keys.js';
 
 const a = await startTestServer({ env: { RESULT_CACHE_ENTRIES: '0' }, hooks: { sweep: false } });
 const noRedis = { REDIS_URL: 'redis://127.0.0.1:1', REDIS_CLUSTER_NODES: '', RESULT_CACHE_ENTRIES: '0' };
@@ -130,4 +131,17 @@ t.test('bounded: FALLBACK_MAX_QUERIES in flight, one more is 503 at once; DISCOV
   const all = await Promise.all(pending);
   t.equal(all.filter((x) => x.status === 200 && x.body === '[]').length, 3, 'the 3 admitted answer 200 once PostgreSQL can');
   t.equal((await c.req('/v1/health/service/db?tag=again')).status, 200, 'and the gate is open again');
+});
+
+t.test("the index's capability tombstones never fall: a leave applied at a smaller revision keeps a raised entry", async (t) => {
+  // (the readiness watcher raises them to the revisions PostgreSQL counted when Redis comes
+  // back; a state of the outage applied afterwards by the outbox must not lower them)
+  const x = await registerProduction(a, { endpoint: 'https://x.example.com', capabilities: ['raise'] });
+  const key = a.app.keys.base(PRODUCTION, a.app.index.gen!) + 'ct:raise';
+  await a.app.redis.hset(key, x.id, '999999999');
+  t.equal((await a.admin('PATCH', `/admin/api/services/${x.id}`, { capabilities: ['raised'] })).status, 200, 'it leaves');
+  t.equal(await a.app.redis.hget(key, x.id), '999999999', 'the larger entry stays');
+  const y = await registerProduction(a, { endpoint: 'https://y.example.com', capabilities: ['raise'] });
+  await a.admin('DELETE', `/admin/api/services/${y.id}`);
+  t.ok(Number(await a.app.redis.hget(key, y.id)) > 0, 'a leave with no entry before records its revision');
 });
