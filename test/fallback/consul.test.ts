@@ -4,18 +4,20 @@
 // catalog route must answer B 200 with A's body and an X-Consul-Index at least A's — and
 // exactly the index a rebuild of the index gives (the tombstone of a service that left and
 // changed since counts at its revision now) — a registration made while the index is away
-// shows in B's answers, A's own answers come from PostgreSQL once its index is dropped, and
-// the fallback's bounds hold (503 beyond FALLBACK_MAX_QUERIES, 422 beyond DISCOVERY_MAX_TARGETS).
+// shows in B's answers, A's own answers come from PostgreSQL once its index is dropped, DNS
+// answers B as A, and the fallback's bounds hold (503 beyond FALLBACK_MAX_QUERIES, 422 beyond DISCOVERY_MAX_TARGETS).
 import t from 'tap';
 import pg from 'pg';
 import { registerProduction, startTestServer, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
+import { dig } from '../discovery/dns/fixture.js';
 import { rebuildIndex } from '../../src/hot/reindex/rebuild.js';
 import { PRODUCTION } from '../../src/hot/domain/keys.js';
 
-const a = await startTestServer({ env: { RESULT_CACHE_ENTRIES: '0' }, hooks: { sweep: false } });
+const dns = { DNS_PORT: '0', DNS_DOMAIN: 'fb.test.' };
+const a = await startTestServer({ env: { RESULT_CACHE_ENTRIES: '0', ...dns }, hooks: { sweep: false } });
 const noRedis = { REDIS_URL: 'redis://127.0.0.1:1', REDIS_CLUSTER_NODES: '', RESULT_CACHE_ENTRIES: '0' };
-const b = await startTestServer({ databaseUrl: a.cfg.databaseUrl, env: noRedis, hooks: { sweep: false } });
+const b = await startTestServer({ databaseUrl: a.cfg.databaseUrl, env: { ...noRedis, ...dns }, hooks: { sweep: false } });
 t.teardown(async () => {
   await b.stop();
   await a.close();
@@ -23,7 +25,7 @@ t.teardown(async () => {
 
 await registerProduction(a, { endpoint: 'https://w1.example.com:8443/x', capabilities: ['web', 'api'], properties: { zone: 'a' }, ttl: 3600 });
 await registerProduction(a, { endpoint: 'http://[2001:db8::2]', capabilities: ['web'], properties: { zone: 'b' } });
-await registerProduction(a, { endpoint: 'http://10.1.2.3:5432', capabilities: ['db', 'web'] });
+const db = await registerProduction(a, { endpoint: 'http://10.1.2.3:5432', capabilities: ['db', 'web'] });
 // a critical member, one that left 'web' and changed since, one deleted from it
 const sick = await registerProduction(a, { endpoint: 'https://sick.example.com', capabilities: ['web'], ttl: 3600 });
 const hb = await a.req(`/services/${sick.id}/heartbeat`, { method: 'PUT', headers: { authorization: `Bearer ${String(sick.heartbeatToken)}`, 'content-type': 'application/json' }, body: JSON.stringify({ status: 'critical' }) });
@@ -75,6 +77,17 @@ t.test('B answers each catalog route from PostgreSQL: 200, the index’s body, a
   // 'moved' left web and was patched since: its tombstone counts at its revision now, as a rebuild writes it
   t.ok(fromPg['/v1/health/service/web']!.index > fromIndex['/v1/health/service/web']!.index, 'web: the tombstone of a service changed since it left counts at its revision now');
   t.equal(fromPg['/v1/health/service/nothing-here']!.index, 1n, 'a capability nothing ever had: 1');
+});
+
+t.test('DNS from PostgreSQL: the answers the index gives', async (t) => {
+  const names: [string, string][] = [['web.service.fb.test', 'SRV'], ['db.web.service.fb.test', 'SRV'], ['_web._tcp.service.fb.test', 'SRV'], ['web.service.fb.test', 'AAAA'], [`${db.id}.addr.fb.test`, 'A'], ['elsewhere.service.fb.test', 'SRV'], ['nothing.service.fb.test', 'SRV']];
+  for (const [name, type] of names) {
+    const [x, y] = await Promise.all([a, b].map(async (s) => {
+      const r = await dig(s.thread.dnsPort()!, name, type);
+      return { status: r.status, answer: r.answer.map((z) => `${z.name} ${z.ttl} ${z.type} ${z.data}`).sort(), additional: r.additional.map((z) => `${z.name} ${z.type} ${z.data}`).sort() };
+    }));
+    t.same(y, x, `${type} ${name}: ${x!.status}, ${x!.answer.length} answers`);
+  }
 });
 
 t.test("A's index dropped: A answers from PostgreSQL too, and the rebuilt index gives PostgreSQL's X-Consul-Index", async (t) => {
