@@ -43,6 +43,9 @@ export interface Watchers {
 /** a probe that takes longer than this counts as a failure */
 const PROBE_MS = 2000;
 
+/** the longest the return to the index waits for the raise of the capability tombstones */
+const RAISE_MS = 10_000;
+
 class NoAnswer extends Error {}
 
 function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
@@ -166,12 +169,13 @@ export function createWatchers(app: ReadinessContext, intervalMs = 500): Watcher
 
   /**
    * Redis back with its data: its capability tombstones raised to the revisions the fallback's
-   * Consul answers counted (docs/decisions/consul-index.md) before reads return to it. A
-   * failure costs the Consul clients one step back of the index, not the return.
+   * Consul answers counted (docs/decisions/consul-index.md) before reads return to it; a pass
+   * longer than RAISE_MS goes on alone. A failure costs the Consul clients one step back of
+   * the index, not the return.
    */
   const raiseTombstones = async (gen: string) => {
     try {
-      await raiseCapabilityTombstones(app.pg, app.redis, app.keys, gen);
+      await within(raiseCapabilityTombstones(app.pg, app.redis, app.keys, gen), RAISE_MS, 'the raise of the capability tombstones');
     } catch (err) {
       app.log.warn({ err: String(err) }, "could not raise the index's capability tombstones: a Consul index may step back once");
     }
