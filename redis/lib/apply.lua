@@ -23,7 +23,9 @@ local function applyDropCache(base, seq)
     redis.call('DEL', base .. 'rc:' .. s)
   end
 end
--- the capabilities among old members that the new ones lack: left at revText
+-- the capabilities among old members that the new ones lack: left at revText, unless an
+-- entry is newer already (the rebuild's or the readiness watcher's raise, capability-
+-- tombstones-1.lua, wrote the service's later revision: an entry never falls)
 local function applyLeft(base, id, revText, oldMembers, newMembers)
   local keep = {}
   for _, m in ipairs(newMembers) do keep[m] = true end
@@ -31,7 +33,8 @@ local function applyLeft(base, id, revText, oldMembers, newMembers)
   for _, m in ipairs(oldMembers) do
     if not keep[m] and string.sub(m, 1, n) == CAPABILITY_SET then
       local cap = string.sub(m, n + 1)
-      redis.call('HSET', base .. 'ct:' .. cap, id, revText)
+      local key = base .. 'ct:' .. cap
+      if (tonumber(redis.call('HGET', key, id) or '-1') or -1) < tonumber(revText) then redis.call('HSET', key, id, revText) end
       redis.call('SADD', base .. 'ctcaps', cap)
     end
   end

@@ -3,7 +3,8 @@
 // read from PostgreSQL, the fallback). On generated registries (hostile strings, IoT profiles,
 // deprecations, critical leases) and generated queries, every page of every search, device
 // query, sandbox search, single read and replacement list must come back from B with A's
-// status, bytes, Link and ETag.
+// status, bytes, Link and ETag; every Consul catalog answer with A's status, body and
+// X-Consul-Index (nothing here leaves a capability: no tombstone whose revision could differ).
 import t from 'tap';
 import fc from 'fast-check';
 import { ADMIN_KEY, createSandbox, startTestServer, type TestServer } from '../helpers/server.js';
@@ -50,6 +51,17 @@ async function samePages(path: string, key?: string): Promise<number> {
     next = x.status === 200 ? (/<([^>]+)>; rel="next"/.exec(x.link ?? '')?.[1] ?? null) : null;
   }
   return pages;
+}
+
+/** A Consul catalog answer of both servers (X-Consul-Token for a sandbox), compared. */
+async function sameConsul(path: string, key?: string): Promise<number> {
+  const init = key ? { headers: { 'x-consul-token': key } } : {};
+  const [x, y] = await Promise.all([a, b].map(async (s) => {
+    const r = await s.req(path, init);
+    return { status: r.status, body: await r.text(), index: r.headers.get('x-consul-index'), type: r.headers.get('content-type') };
+  }));
+  if (JSON.stringify(x) !== JSON.stringify(y)) throw new Error(`${path}${key ? ' (keyed)' : ''}:\nindex:    ${JSON.stringify(x)}\nfallback: ${JSON.stringify(y)}`);
+  return 1;
 }
 
 const json = (method: string, key: string, body?: unknown): RequestInit => ({ method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
@@ -125,6 +137,18 @@ t.test('generated registries and queries: the same answers from the index and fr
             const [x, y] = await Promise.all([all(a.app.index, ns, f, max), all(b.app.index, ns, f, max)]).then((r) => r.map((m) => ({ body: m.body.toString(), digests: Buffer.from(m.digests).toString('hex'), more: m.more })));
             if (JSON.stringify(x) !== JSON.stringify(y)) throw new Error(`all ${JSON.stringify(f)} in ${ns} up to ${max}:\n${JSON.stringify(x)}\n${JSON.stringify(y)}`);
             pages++;
+          }
+        }
+        // the Consul catalog: every capability of the run, each route, with and without filters
+        for (const key of [undefined, sb.apiKey]) {
+          pages += await sameConsul('/v1/catalog/services', key);
+          for (const c of caps) {
+            const name = encodeURIComponent(c);
+            const tagged = encodeURIComponent(made.find((m) => m.body.capabilities.includes(c)) ? tag : c);
+            for (const q of ['', '?passing', `?tag=${tagged}`]) {
+              pages += await sameConsul(`/v1/catalog/service/${name}${q}`, key);
+              pages += await sameConsul(`/v1/health/service/${name}${q}`, key);
+            }
           }
         }
         for (const m of made) {

@@ -13,7 +13,8 @@ import type { Config } from '../config.js';
 import { createPool, type Pool } from '../pg/pool.js';
 import { Gate, type GateStats } from './gate.js';
 import { countFallbackRead } from './metrics.js';
-import { memberKeys, PAGE_ALL, PAGE_SETS, REPLACEMENTS, SERVICE } from './statements.js';
+import type { CatalogRead } from '../redis/replies.js';
+import { CATALOG_ALL, CATALOG_SETS, memberKeys, PAGE_ALL, PAGE_SETS, REPLACEMENTS, SERVICE } from './statements.js';
 
 /** One page of a search, as the index's search returns it. */
 export interface FallbackPage {
@@ -103,6 +104,21 @@ export class PgReads {
     if (!r) return null;
     const body = '[' + r[1]! + ']';
     return { body, etag: '"' + createHash('sha1').update(body).digest('hex') + '"', hdr: r[0]! };
+  }
+
+  /**
+   * The Consul catalog's read, as catalog-1.lua gives it from the index: the members of
+   * `capability` in `ns` (null: every service of it) in seq order with their revisions
+   * (services.version), and the capability tombstones at the revisions a rebuild writes;
+   * `{ tooMany }` when more than `max` are members.
+   */
+  async catalog(ns: string, capability: string | null, max: number): Promise<CatalogRead | { tooMany: string }> {
+    const keys = capability === null ? [] : memberKeys(ns, { capabilities: [capability] });
+    const rows = await this.rows(keys.length ? CATALOG_SETS : CATALOG_ALL, keys.length ? [ns, capability, max + 1, keys] : [ns, capability ?? '', max + 1]);
+    const members = rows.filter((r) => r[0] === 'm').sort((a, b) => Number(a[1]) - Number(b[1]));
+    if (members.length > max) return { tooMany: `more than ${max}` };
+    const tombs = rows.filter((r) => r[0] === 't').map((r) => ({ capability: r[1]!, id: r[2]!, rev: r[3]! }));
+    return { docs: members.map((r) => r[2]!), revs: members.map((r) => r[3]!), tombs };
   }
 
   close(): Promise<void> {

@@ -1,9 +1,11 @@
-// The fallback's SQL: a page of a search, one service, a replacement list, all from the index
+// The fallback's SQL: a page of a search, one service, a replacement list, the Consul
+// catalog's members and tombstones, all from the index
 // text each write stores with its state (services.idx_doc, idx_members, idx_hdr: the strings
 // a rebuild sends to Redis, registry/state.ts indexText()). A search names its sets with
 // filterSuffixes() and finds them in the stored member lines (migration 0011): the table of
 // dimensions is read by the same two functions as for Redis, and written into no SQL.
 import { filterSuffixes, type DimensionFilters } from '../domain/dimensions.js';
+import { NAMESPACE_CAPABILITY_TOMBSTONES } from '../registry/index.js';
 
 /**
  * The GIN keys of a search's sets in namespace `ns`: `<ns>\t<suffix>`, as
@@ -50,3 +52,25 @@ export const REPLACEMENTS = `
                      FROM replacements r JOIN services c ON c.id = r.candidate_id
                     WHERE r.service_id = s.id AND c.ns = s.ns AND c.idx_doc IS NOT NULL), '')
     FROM services s WHERE s.ns = $1 AND s.id = $2 AND s.idx_doc IS NOT NULL`;
+
+/**
+ * The Consul catalog's read (catalog-1.lua's): the members, at most $3 of them (more: too
+ * many), with their revisions — of the keys $4 (memberKeys() of a capability) or of the whole
+ * namespace $1 — and the capability tombstones of capability $2 ('' for every capability) as
+ * the rebuild writes them. One statement, so one snapshot: a service that joins or leaves
+ * between two reads would drop out of both lists, and its term out of the index.
+ * Rows: 'm', seq, document, revision | 't', capability, id, revision.
+ */
+const catalog = (where: string) => `
+  WITH m AS (SELECT s.seq, s.idx_doc, s.version FROM services s
+              WHERE s.ns = $1 AND s.idx_doc IS NOT NULL${where}
+              ORDER BY s.seq LIMIT $3)
+  SELECT 'm', m.seq::text, m.idx_doc, m.version::text FROM m
+  UNION ALL
+  SELECT 't', t.capability, t.id, t.version FROM (${NAMESPACE_CAPABILITY_TOMBSTONES}) t`;
+
+/** Every service of namespace $1 ($4 unused: absent). */
+export const CATALOG_ALL = catalog('');
+
+/** The services of namespace $1 holding every key of $4. */
+export const CATALOG_SETS = catalog(' AND registry_member_keys(s.ns, s.idx_members) @> $4::text[]');

@@ -10,7 +10,7 @@ import { type Keys, PRODUCTION } from '../domain/keys.js';
 import type { Pool } from '../pg/pool.js';
 import type { RedisClient } from '../redis/client.js';
 import type { AppState } from './state.js';
-import { dropGeneration, dropStaleBuild, rebuildIndex } from '../reindex/index.js';
+import { dropGeneration, dropStaleBuild, raiseCapabilityTombstones, rebuildIndex } from '../reindex/index.js';
 import { ifEqualReply } from '../redis/replies.js';
 import { reportReadSource } from './metrics.js';
 import type { ReadSource } from './state.js';
@@ -42,6 +42,9 @@ export interface Watchers {
 
 /** a probe that takes longer than this counts as a failure */
 const PROBE_MS = 2000;
+
+/** the longest the return to the index waits for the raise of the capability tombstones */
+const RAISE_MS = 10_000;
 
 class NoAnswer extends Error {}
 
@@ -164,6 +167,20 @@ export function createWatchers(app: ReadinessContext, intervalMs = 500): Watcher
     return p;
   };
 
+  /**
+   * Redis back with its data: its capability tombstones raised to the revisions the fallback's
+   * Consul answers counted (docs/decisions/consul-index.md) before reads return to it; a pass
+   * longer than RAISE_MS goes on alone. A failure costs the Consul clients one step back of
+   * the index, not the return.
+   */
+  const raiseTombstones = async (gen: string) => {
+    try {
+      await within(raiseCapabilityTombstones(app.pg, app.redis, app.keys, gen), RAISE_MS, 'the raise of the capability tombstones');
+    } catch (err) {
+      app.log.warn({ err: String(err) }, "could not raise the index's capability tombstones: a Consul index may step back once");
+    }
+  };
+
   const round = (): Promise<void> => {
     if (stopped) return Promise.resolve();
     current ??= oneRound().finally(() => (current = null));
@@ -186,6 +203,8 @@ export function createWatchers(app: ReadinessContext, intervalMs = 500): Watcher
     ]);
     if (!first && pgUp !== s.pgUp) app.log.warn(pgUp ? 'PostgreSQL is reachable again' : 'PostgreSQL is unreachable: writes answer 503, reads go on from Redis');
     if (!first && idx.up !== s.redisUp) app.log.warn(idx.up ? 'Redis is reachable again' : 'Redis is unreachable: writes go on (the outbox keeps them for the index)');
+    // Redis reachable again with a live generation (it kept its data) after reads went to PostgreSQL
+    const back = !first && s.fallback && !s.redisUp && idx.up && idx.gen !== null && pgUp;
     first = false;
     pgSeen ||= pgUp;
     if (idx.up && !idx.gen && pgUp && !rebuild && !stopped) void startRebuild().then(round);
@@ -195,6 +214,7 @@ export function createWatchers(app: ReadinessContext, intervalMs = 500): Watcher
         () => undefined,
       );
     }
+    if (back) await raiseTombstones(idx.gen!);
     // ready: a complete index generation is live in a reachable Redis, and PostgreSQL has
     // answered (since start-up: a later PostgreSQL outage degrades writes, not reads)
     s.observed({ pgUp, redisUp: idx.up, indexLive: !!idx.gen, pgSeen });

@@ -73,16 +73,27 @@ export interface CapabilityTombstone {
 
 // the service's version now (or its tombstone's, once deleted): at least the revision its
 // leaving was applied at; rows whose service holds the capability in that namespace again
-// are not needed (docs/decisions/consul-index.md)
-const CAPABILITY_TOMBSTONES = `
+// are not needed (docs/decisions/consul-index.md). One text for the rebuild (all of them,
+// paged) and for the fallback's catalog (one namespace's: fallback/statements.ts), so that
+// PostgreSQL's X-Consul-Index is the one a rebuild gives.
+const TOMBSTONE_ROWS = `
 SELECT ct.ns, ct.capability, ct.service_id AS id, coalesce(s.version, t.version)::text AS version
   FROM capability_tombstones ct
   LEFT JOIN services s ON s.id = ct.service_id
   LEFT JOIN service_tombstones t ON t.id = ct.service_id
- WHERE (ct.ns, ct.capability, ct.service_id) > ($1, $2, $3)
-   AND coalesce(s.version, t.version) IS NOT NULL
-   AND NOT EXISTS (SELECT 1 FROM service_capabilities c WHERE c.service_id = ct.service_id AND c.capability = ct.capability AND s.ns = ct.ns)
+ WHERE coalesce(s.version, t.version) IS NOT NULL
+   AND NOT EXISTS (SELECT 1 FROM service_capabilities c WHERE c.service_id = ct.service_id AND c.capability = ct.capability AND s.ns = ct.ns)`;
+
+const CAPABILITY_TOMBSTONES = `${TOMBSTONE_ROWS}
+   AND (ct.ns, ct.capability, ct.service_id) > ($1, $2, $3)
  ORDER BY ct.ns, ct.capability, ct.service_id LIMIT $4`;
+
+/**
+ * The capability tombstones of namespace $1 as the rebuild writes them (ns, capability, id,
+ * version): of capability $2, or of every capability when $2 is ''.
+ */
+export const NAMESPACE_CAPABILITY_TOMBSTONES = `${TOMBSTONE_ROWS}
+   AND ct.ns = $1 AND ($2 = '' OR ct.capability = $2)`;
 
 /** Page through the capability tombstones in (ns, capability, id) order, after `after` (rebuild). */
 export async function loadCapabilityTombstonePage(c: Client | Pool, after: readonly [string, string, string], n: number): Promise<CapabilityTombstone[]> {

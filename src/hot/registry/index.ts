@@ -1,7 +1,7 @@
 // The registry room's entry: what other rooms use of it.
 export { applyArgs, pageArgs, pageRowApplyArgs } from './apply-args.js';
 export { appendChanges, CHANGE_LOCK_ID, type ChangeEvent, type ChangeInput, type ChangeType, lastChangeId, pruneChanges, readAllChanges, readChanges } from './events.js';
-export { type CapabilityTombstone, type IndexPageRow, loadCapabilityTombstonePage, loadIndexPage, loadTombstonePage } from './index-pages.js';
+export { type CapabilityTombstone, type IndexPageRow, loadCapabilityTombstonePage, loadIndexPage, loadTombstonePage, NAMESPACE_CAPABILITY_TOMBSTONES } from './index-pages.js';
 export { markNamespace } from './mark-namespace.js';
 export { Projector } from './projector.js';
 export { bumpVersions, bumpVersionsWithText, type IndexState, indexText, type IndexText, loadReplacements, loadService, loadStatesWhere, newServiceId, stateRecord, type StateRow, type WriteResult } from './state.js';

@@ -215,6 +215,18 @@ async function writeCapabilityTombstones(pool: Pool, redis: RedisClient, keys: K
 }
 
 /**
+ * Raise the capability tombstones of generation `gen` to the revisions a rebuild writes (each
+ * service's revision now), as the fallback's Consul catalog counts them while the index is
+ * away: the readiness watcher calls it when Redis comes back with its data, before reads
+ * return to the index, so that no X-Consul-Index steps back below one PostgreSQL answered
+ * (docs/decisions/consul-index.md). Raise-only (capability-tombstones-1.lua): it never lowers
+ * an index. Throws RebuildAborted when the generation vanished meanwhile.
+ */
+export function raiseCapabilityTombstones(pool: Pool, redis: RedisClient, keys: Keys, gen: string, pageSize = BATCH): Promise<void> {
+  return writeCapabilityTombstones(pool, redis, keys, gen, pageSize);
+}
+
+/**
  * A rebuild that died (SIGKILL, lost host) leaves its building pointer, and writers keep
  * applying to its partial generation. Once its lock has expired, drop both. Returns the
  * generation dropped, or null.

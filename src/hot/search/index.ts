@@ -8,6 +8,7 @@ export { Index } from './searches.js';
 export { all, allNow, type AllMatches, countHeld, DISCOVERY_SPEC, discoveryQuery, type DiscoveryQuery } from './all.js';
 export { type CachedResult } from './result-cache.js';
 export { undecodable } from './canonical.js';
+export { either, type Fallback } from './fallback.js';
 export { type SearchContext } from './answer.js';
 export { registerPublic, registerSandboxReads } from './routes.js';
 export { sampleSearch } from './metrics.js';

@@ -1,9 +1,12 @@
-// One atomic read of the index for the Consul-compatible catalog (redis/catalog-1.lua): a
-// capability's members (or every service of the namespace) with their revisions and the
-// capability tombstones, as instances with the answer's X-Consul-Index.
+// One atomic read for the Consul-compatible catalog: a capability's members (or every
+// service of the namespace) with their revisions and the capability tombstones, as instances
+// with the answer's X-Consul-Index. From the index (redis/catalog-1.lua), or from PostgreSQL
+// while the index is away (search's either(), the fallback room: one statement, the same
+// documents and revisions, the tombstones at the revisions a rebuild would write them at).
 import { ApiError } from '../../domain/errors.js';
 import { CAPABILITY_SET } from '../../domain/dimensions.js';
-import { catalogReply, NOT_INDEXED } from '../../redis/replies.js';
+import { catalogReply, NOT_INDEXED, type CatalogRead } from '../../redis/replies.js';
+import { either } from '../../search/index.js';
 import type { DiscoveryContext } from '../context.js';
 import type { ServiceDoc } from '../prometheus/targets.js';
 import { consulIndex } from './consul-index.js';
@@ -19,15 +22,24 @@ function notIndexed(): ApiError {
   return new ApiError('INDEX_REBUILDING', [], { 'Retry-After': '2' });
 }
 
-/** `capability`'s instances in namespace `ns` (null: every service of it), at most DISCOVERY_MAX_TARGETS. */
-export async function readCatalog(app: DiscoveryContext, ns: string, capability: string | null): Promise<CatalogSnapshot> {
+type Read = CatalogRead | { tooMany: number | string };
+
+/** The read from the index; INDEX_REBUILDING when it has no generation or not the namespace. */
+async function fromIndex(app: DiscoveryContext, ns: string, capability: string | null): Promise<Read> {
   const { index, cfg } = app;
   const gen = index.gen;
   if (!gen) throw notIndexed();
   const set = capability === null ? 'all' : CAPABILITY_SET + capability;
   const r = catalogReply(await index.redis.catalog(index.keys.ver(ns, gen), index.keys.base(ns, gen), set, cfg.discoveryMaxTargets, capability ?? ''));
   if (r === NOT_INDEXED) throw notIndexed();
-  if ('tooMany' in r) throw new ApiError('TOO_MANY_TARGETS', [r.tooMany, cfg.discoveryMaxTargets]);
+  return r;
+}
+
+/** `capability`'s instances in namespace `ns` (null: every service of it), at most DISCOVERY_MAX_TARGETS. */
+export async function readCatalog(app: DiscoveryContext, ns: string, capability: string | null): Promise<CatalogSnapshot> {
+  const max = app.cfg.discoveryMaxTargets;
+  const r = await either(app.index.fallback, () => fromIndex(app, ns, capability), (pg) => pg.catalog(ns, capability, max));
+  if ('tooMany' in r) throw new ApiError('TOO_MANY_TARGETS', [r.tooMany, max]);
   const instances: Instance[] = [];
   const members = r.docs.map((text, i) => {
     const doc = JSON.parse(text) as ServiceDoc;
