@@ -7,7 +7,7 @@ import t from 'tap';
 import { RegistryClient, type Service } from '../../client/src/index.js';
 import { registerProduction, startTestServer } from '../helpers/server.js';
 import { heldCount } from '../helpers/held.js';
-import { recordingFetch } from '../client/harness.js';
+import { recordingFetch } from './harness.js';
 
 const s = await startTestServer({ env: { TIERS: 'free=3,pro=600,enterprise=6000', LEASE_SWEEP_MS: '60000' } });
 t.teardown(() => s.close());
