@@ -4,8 +4,7 @@ import { request as httpRequest } from 'node:http';
 import type { Test } from 'tap';
 import { startTestServer, type StartOptions, type TestServer } from './server.js';
 import { assertDocumented } from './openapi-check.js';
-
-export type Svc = Record<string, unknown> & { id: string };
+import type { Svc } from './svc.js';
 
 /** The response is `status` with exactly {"error":{"code","message"}} as JSON. */
 export async function isError(t: Test, r: Response, status: number, code?: string, what = ''): Promise<{ code: string; message: string }> {

@@ -5,8 +5,7 @@
 import type { Test } from 'tap';
 import { serve } from './checks.js';
 import type { TestServer } from './server.js';
-
-export type Svc = { id: string; health: { status: string; ttl: number | null }; heartbeatToken?: string };
+import type { Svc } from './svc.js';
 
 export interface LeaseServer {
   s: TestServer;

@@ -18,6 +18,7 @@ import { migrate } from '../../src/hot/migrate.js';
 import { MEMBER_RULE } from '../../src/hot/domain/dimensions.js';
 import pino from 'pino';
 import { assertResponse, loadDocument } from './openapi-check.js';
+import type { Svc } from './svc.js';
 
 export const ADMIN_KEY = 'test-admin-key-0123456789abcdef';
 
@@ -229,10 +230,10 @@ async function dropPrefix(r: RedisClient, prefix: string): Promise<void> {
 }
 
 /** Register a production service through the admin API; returns the service object. */
-export async function registerProduction(t: TestServer, body: Record<string, unknown>): Promise<Record<string, unknown> & { id: string }> {
+export async function registerProduction(t: TestServer, body: Record<string, unknown>): Promise<Svc> {
   const r = await t.admin('POST', '/admin/api/services', body);
   if (r.status !== 201) throw new Error(`register failed: ${r.status} ${await r.text()}`);
-  return (await r.json()) as Record<string, unknown> & { id: string };
+  return (await r.json()) as Svc;
 }
 
 export async function createSandbox(t: TestServer, name = 'Test Sandbox', location?: { lat: number; lon: number }): Promise<{ uuid: string; apiKey: string; tier: string; rateLimit: number }> {

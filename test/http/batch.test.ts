@@ -11,8 +11,8 @@ import { PRODUCTION } from '../../src/hot/domain/keys.js';
 import { serviceBody } from '../helpers/arbitraries.js';
 import { nearService } from '../helpers/hostile.js';
 import { ADMIN_KEY, createSandbox, startTestServer, type TestServer } from '../helpers/server.js';
+import type { Svc } from '../helpers/svc.js';
 
-type Svc = { id: string; endpoint: string; capabilities: string[] };
 
 async function count(s: TestServer, ns: string): Promise<number> {
   const r = await s.app.pg.query<{ n: string }>('SELECT count(*) AS n FROM services WHERE ns = $1', [ns]);

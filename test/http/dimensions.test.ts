@@ -117,8 +117,8 @@ for (const d of DIMENSIONS as readonly Dimension[]) {
     const fx = FIXTURES[d.param];
     if (!fx) return t.fail(`no fixture for ${d.param}: say in test/http/dimensions.test.ts how a service gets a value of it`);
     n++;
-    const has = (await registerProduction(s, { endpoint: `https://has-${d.param.toLowerCase()}.example.com`, ...BASE, ...fx.has })) as { id: string; heartbeatToken?: string };
-    const hasNot = (await registerProduction(s, { endpoint: `https://hasnot-${d.param.toLowerCase()}.example.com`, ...BASE, ...fx.hasNot })) as { id: string; heartbeatToken?: string };
+    const has = await registerProduction(s, { endpoint: `https://has-${d.param.toLowerCase()}.example.com`, ...BASE, ...fx.has });
+    const hasNot = await registerProduction(s, { endpoint: `https://hasnot-${d.param.toLowerCase()}.example.com`, ...BASE, ...fx.hasNot });
     await fx.state?.(has.id, has.heartbeatToken!, true);
     await fx.state?.(hasNot.id, hasNot.heartbeatToken!, false);
     const routes = d.routes.flatMap((r) => (r === 'services' ? ['/services'] : ['/devices']));

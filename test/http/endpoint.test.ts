@@ -5,7 +5,8 @@
 import t from 'tap';
 import fc from 'fast-check';
 import { ADMIN_KEY, createSandbox } from '../helpers/server.js';
-import { isError, jsonBody, serve, type Svc } from '../helpers/checks.js';
+import { isError, jsonBody, serve } from '../helpers/checks.js';
+import type { Svc } from '../helpers/svc.js';
 
 const s = await serve(t);
 

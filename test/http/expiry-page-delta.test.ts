@@ -7,8 +7,7 @@ import t from 'tap';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { anotherNode } from '../helpers/two-nodes.js';
 import { waitFor } from '../helpers/wait.js';
-
-type Svc = { id: string };
+import type { Svc } from '../helpers/svc.js';
 
 t.test('an expiry page: followed as one version by a reader that gets it; a reader that loses it recovers through the gap', async (t) => {
   let clock = Date.now();

@@ -15,6 +15,7 @@ import { RawClient } from '../helpers/raw-client.js';
 import { registeredRoutes } from '../../src/hot/http/route.js';
 import { buildUws } from '../../src/hot/server.js';
 import { registerAdmin } from '../../src/admin/routes.js';
+import type { Leased } from '../helpers/svc.js';
 
 /** method + pattern of every route the server registers (src/hot, src/admin) */
 const ROUTES: [string, string][] = [
@@ -86,8 +87,8 @@ t.test('no request to any route gets a 5xx, every 4xx has the error body, and th
   const sb = await createSandbox(s, 'Hostile Routes');
   const svc = await registerProduction(s, { endpoint: 'https://p.example.com', capability: 'p', deprecated: true, ttl: 30 });
   const sr = await s.req(`/sandbox/${sb.uuid}/services`, { method: 'POST', headers: { authorization: `Bearer ${sb.apiKey}`, 'content-type': 'application/json' }, body: '{"endpoint":"https://s.example.com","capability":"s","ttl":30}' });
-  const sbSvc = (await sr.json()) as { id: string; heartbeatToken: string };
-  const prodToken = (svc as unknown as { heartbeatToken: string }).heartbeatToken;
+  const sbSvc = (await sr.json()) as Leased;
+  const prodToken = (svc as Leased).heartbeatToken;
   const login = await s.req('/admin/session', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ apiKey: ADMIN_KEY }) });
   const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0]!;
   const { csrfToken } = (await login.json()) as { csrfToken: string };

@@ -6,7 +6,8 @@
 import t from 'tap';
 import { ids } from '../helpers/checks.js';
 import { registerProduction } from '../helpers/server.js';
-import { serveOnLeaseClock, type Svc } from '../helpers/leases.js';
+import { serveOnLeaseClock } from '../helpers/leases.js';
+import type { Svc } from '../helpers/svc.js';
 import { PRODUCTION } from '../../src/hot/domain/keys.js';
 import { rebuildIndex } from '../../src/hot/reindex/rebuild.js';
 
@@ -23,7 +24,7 @@ t.test('the sweep lock: one sweeper per shard; a dead holder is taken over', asy
   await b.sweepOnce();
   t.equal(a.held.size, LEASE_SHARDS, 'the first node took every shard');
   t.equal(b.held.size, 0, 'the second one none while the first is alive');
-  const svc = (await registerProduction(s, { endpoint: 'https://takeover.example.com', capability: 'takeover', ttl: 5 })) as unknown as Svc;
+  const svc = await registerProduction(s, { endpoint: 'https://takeover.example.com', capability: 'takeover', ttl: 5 });
   advance(6);
   await b.sweepOnce();
   t.equal((await health(svc.id)).status, 'passing', 'a node without the lock does not sweep');
@@ -94,8 +95,8 @@ t.test('a mass expiry across every shard: drained in one sweep, a few shards at 
 });
 
 t.test('after a loss of Redis, every lease gets a full fresh ttl', async (t) => {
-  const a = (await registerProduction(s, { endpoint: 'https://rebuild.example.com', capability: 'rebuild-lease', ttl: 10 })) as unknown as Svc;
-  const c = (await registerProduction(s, { endpoint: 'https://rebuild-c.example.com', capability: 'rebuild-lease', ttl: 10 })) as unknown as Svc;
+  const a = await registerProduction(s, { endpoint: 'https://rebuild.example.com', capability: 'rebuild-lease', ttl: 10 });
+  const c = await registerProduction(s, { endpoint: 'https://rebuild-c.example.com', capability: 'rebuild-lease', ttl: 10 });
   t.equal((await beat(`/services/${c.id}/heartbeat`, c.heartbeatToken!, { status: 'critical' })).status, 204);
   advance(8);
   // Redis loses everything of this server: index and leases

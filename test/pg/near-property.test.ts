@@ -28,7 +28,8 @@ import { ADMIN_KEY, baseEnv, freshDatabase } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
 import { dropRedisPrefix } from '../helpers/test-data.js';
 import { spawnServer, type ServerProcess } from '../helpers/server-process.js';
-import { matches, path, scheduleArb, type Op, type Query, type Svc } from '../helpers/near-property-model.js';
+import { matches, path, scheduleArb, type Op, type Query } from '../helpers/near-property-model.js';
+import type { Svc } from '../helpers/svc.js';
 
 t.test('two nodes: read-your-writes under random interleavings, convergence to PostgreSQL after quiescence', async (t) => {
   const db = await freshDatabase();
