@@ -19,6 +19,7 @@ import { MEMBER_RULE } from '../../src/hot/domain/dimensions.js';
 import pino from 'pino';
 import { assertResponse, loadDocument } from './openapi-check.js';
 import type { Svc } from './svc.js';
+import { sleep } from './wait.js';
 
 export const ADMIN_KEY = 'test-admin-key-0123456789abcdef';
 
@@ -106,7 +107,7 @@ function templateDatabase(adminUrl: URL): Promise<string> {
           const code = (e as { code?: string }).code;
           // 55006: the migrator's backend has not quite exited yet (pool.end() does not wait for it)
           if (code === '55006' && attempt < 50) {
-            await new Promise((r) => setTimeout(r, 20));
+            await sleep(20);
             continue;
           }
           await admin.query(`DROP DATABASE IF EXISTS ${work} WITH (FORCE)`);

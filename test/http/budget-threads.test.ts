@@ -10,6 +10,7 @@ import { loadConfig } from '../../src/hot/config.js';
 import { ADMIN_KEY, baseEnv, freshDatabase } from '../helpers/server.js';
 import { parseProm, sample } from '../helpers/metrics-util.js';
 import { requestAlone, spawnThreads } from '../helpers/server-process.js';
+import { sleep } from '../helpers/wait.js';
 
 const MIB = 1024 * 1024;
 
@@ -70,7 +71,7 @@ t.test('two uWS threads share one budget: the process total never passes NEAR_CA
     await Promise.all(Array.from({ length: 16 }, (_, k) => one(i + k)));
     if (i % 128 === 112) await scrape();
   }
-  await new Promise((r) => setTimeout(r, 1200)); // the threads' last reports
+  await sleep(1200); // the threads' last reports
   await scrape();
   t.equal(wrong, 0, 'every search answered right');
   t.equal(threads, 2, 'both threads report');

@@ -5,6 +5,7 @@ import t from 'tap';
 import { createSandbox, registerProduction, startTestServer, type TestServer } from '../helpers/server.js';
 import { openSse, type SseStream } from '../helpers/changes-sse.js';
 import { pruneChanges } from '../../src/hot/registry/events.js';
+import { waitFor } from '../helpers/wait.js';
 
 const ENV = { CHANGES_POLL_MS: '30', CHANGES_HEARTBEAT_MS: '60000' };
 
@@ -165,25 +166,16 @@ t.test('HEAD of the stream: its headers, no length, and the connection stays usa
   const sock = connect(Number(u.port), u.hostname);
   t.teardown(() => sock.destroy());
   let got = '';
-  const waiters: (() => void)[] = [];
   sock.setEncoding('utf8');
-  sock.on('data', (d: string) => {
-    got += d;
-    for (const w of waiters.splice(0)) w();
-  });
+  sock.on('data', (d: string) => (got += d));
   /** wait until what arrived so far matches `re` */
-  const until = async (re: RegExp) => {
-    const end = Date.now() + 10_000;
-    while (!re.test(got)) {
-      if (Date.now() > end) throw new Error(`waiting for ${re}: got ${JSON.stringify(got)}`);
-      await new Promise<void>((r) => {
-        waiters.push(r);
-        setTimeout(r, 200);
-      });
-    }
-  };
+  const arrived = (re: RegExp) =>
+    waitFor(String(re), () => {
+      if (!re.test(got)) throw new Error(`got ${JSON.stringify(got)}`);
+      return true;
+    }, 10_000, 20);
   sock.write('HEAD /services/changes HTTP/1.1\r\nHost: x\r\n\r\n');
-  await until(/\r\n\r\n/);
+  await arrived(/\r\n\r\n/);
   const head = got;
   t.match(head, /^HTTP\/1\.1 200 /);
   t.match(head, /\r\nContent-Type: text\/event-stream; charset=utf-8\r\n/i);
@@ -191,6 +183,6 @@ t.test('HEAD of the stream: its headers, no length, and the connection stays usa
   t.notMatch(head, /transfer-encoding/i);
   got = '';
   sock.write('GET /livez HTTP/1.1\r\nHost: x\r\n\r\n');
-  await until(/\{"status":"ok"\}/);
+  await arrived(/\{"status":"ok"\}/);
   t.match(got, /^HTTP\/1\.1 200 /, 'the next request on the same connection is answered, nothing of the stream before it');
 });

@@ -6,7 +6,7 @@
 import t from 'tap';
 import { ids, isError } from '../helpers/checks.js';
 import { registerProduction } from '../helpers/server.js';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor, sleep } from '../helpers/wait.js';
 import { monitorRedis } from '../helpers/redis-monitor.js';
 import { serveOnLeaseClock } from '../helpers/leases.js';
 import type { Svc } from '../helpers/svc.js';
@@ -36,7 +36,7 @@ t.test('a registration without a lease sends no lease script to Redis; one with 
   // a line: +<time> [<db> <client>] "evalsha" "<sha>" "<numkeys>" "<key>" ...
   const leaseKey = /"[^"]*lv:\{\d+\}:l"/;
   const leaseCalls = () => mon.lines.filter((l) => /^\+\S+ \[[^\]]*\] "evalsha" /i.test(l) && leaseKey.test(l));
-  await new Promise((r) => setTimeout(r, 50));
+  await sleep(50);
   const bare = await registerProduction(s, { endpoint: 'https://no-lease-apply.example.com', capability: 'lease-apply-count' });
   const leased = await registerProduction(s, { endpoint: 'https://lease-apply.example.com', capability: 'lease-apply-count', ttl: 30 });
   await waitFor('the leased registration\'s lease-apply is seen', () => leaseCalls().some((l) => l.includes(leased.id)), 10_000, 20);

@@ -10,6 +10,7 @@ import { serveOnLeaseClock } from '../helpers/leases.js';
 import type { Svc } from '../helpers/svc.js';
 import { PRODUCTION } from '../../src/hot/domain/keys.js';
 import { rebuildIndex } from '../../src/hot/reindex/rebuild.js';
+import { waitFor, sleep } from '../helpers/wait.js';
 
 const { s, now, advance, beat, health, row } = await serveOnLeaseClock(t);
 
@@ -31,7 +32,7 @@ t.test('the sweep lock: one sweeper per shard; a dead holder is taken over', asy
   // node a dies: it never sweeps nor releases again, and its locks' TTL runs out (played by
   // Redis expiring them now instead of in a minute)
   for (let i = 0; i < LEASE_SHARDS; i++) await s.app.redis.pexpire(s.app.keys.sweepLock(i), 1);
-  await new Promise((r) => setTimeout(r, 20));
+  await sleep(20);
   await b.sweepOnce();
   t.equal(b.held.size, LEASE_SHARDS, 'the second node took every shard over');
   t.equal((await health(svc.id)).status, 'critical', 'and swept them');
@@ -106,7 +107,7 @@ t.test('after a loss of Redis, every lease gets a full fresh ttl', async (t) => 
   // same injected clock): then this call finds the rebuild lock taken, and waits for it
   const r = await rebuildIndex(s.app.pg, s.app.redis, s.app.keys, s.cfg.tiers, undefined, undefined, now);
   if (r) await s.app.index.refreshGen();
-  for (let i = 0; i < 400 && !((await s.app.redis.get(s.app.keys.gen())) && !(await s.app.redis.get(s.app.keys.building())) && s.app.state.ready); i++) await new Promise((res) => setTimeout(res, 25));
+  await waitFor('the rebuilt index, ready', async () => (await s.app.redis.get(s.app.keys.gen())) && !(await s.app.redis.get(s.app.keys.building())) && s.app.state.ready, 20_000, 25);
   t.ok(await s.app.redis.get(s.app.keys.gen()), 'rebuilt');
   advance(5); // past the old deadline, within a fresh ttl
   await s.app.sweeper.sweepOnce();

@@ -8,6 +8,7 @@ import { createLogger } from '../../src/hot/app.js';
 import { loadConfig } from '../../src/hot/config.js';
 import { ADMIN_KEY, baseEnv, startTestServer } from '../helpers/server.js';
 import { openSse } from '../helpers/changes-sse.js';
+import { waitFor } from '../helpers/wait.js';
 
 class Capture extends Writable {
   text = '';
@@ -65,7 +66,7 @@ t.test('access log: one line per request, no secret in any line', async (t) => {
   // wait until every request has its line (the stream's is written when the server sees the abort)
   // (the harness's own read of /openapi.json at start, to check every answer, is not ours)
   const ours = () => cap.lines().filter((l) => l.msg === 'request' && l.path !== '/openapi.json');
-  for (let i = 0; i < 100 && ours().length < made; i++) await new Promise((r) => setTimeout(r, 20));
+  await waitFor('an access line for every request', () => ours().length >= made, 20_000, 20);
   const access = ours();
   t.equal(access.length, made, 'one access line per request');
   t.match(access[0], { level: 30, method: 'POST', route: '/sandboxes', path: '/sandboxes', status: 201, ms: Number });
@@ -127,7 +128,7 @@ t.test('discovery stays anonymous: no line about /services/{id} or /replacements
   // the control: a route that does log the address, so the capture sees addresses at all
   t.equal(await getFrom(s.url + '/services?capability=anon', direct, headers), 200);
   made++;
-  for (let i = 0; i < 100 && cap.lines().filter((l) => l.msg === 'request').length < made + 2; i++) await new Promise((r) => setTimeout(r, 20));
+  await waitFor('an access line for every request', () => cap.lines().filter((l) => l.msg === 'request').length >= made + 2, 20_000, 20);
   const access = cap.lines().filter((l) => l.msg === 'request');
   const discovery = access.filter((l) => l.route === '/services/:id' || l.route === '/services/:id/replacements');
   t.equal(discovery.length, 8, 'the discovery requests are logged (method, route, status)');

@@ -6,6 +6,7 @@ import t from 'tap';
 import { isError, jsonBody } from '../helpers/checks.js';
 import { createSandbox, startTestServer, type TestServer } from '../helpers/server.js';
 import { serveSandboxes } from '../helpers/sandboxes.js';
+import { sleep } from '../helpers/wait.js';
 
 const { s } = await serveSandboxes(t);
 
@@ -90,7 +91,7 @@ function createFrom(srv: TestServer, localAddress: string, headers: Record<strin
 t.test('sandbox creation is throttled per client address (429 + Retry-After + error body)', async (t) => {
   // the throttle counts per minute; stay clear of a minute boundary so the burst is one window
   const sec = new Date().getUTCSeconds();
-  if (sec >= 55) await new Promise((r) => setTimeout(r, (61 - sec) * 1000));
+  if (sec >= 55) await sleep((61 - sec) * 1000);
   const lim = await startTestServer({ env: { SANDBOX_CREATE_PER_MINUTE: '3' } });
   t.teardown(() => lim.close());
   const invalid: number[] = [];

@@ -12,7 +12,7 @@ import { loadIndexStates, loadReplacements } from '../../src/hot/registry/state.
 import { addReplacement, deleteService, rotateToken } from '../../src/hot/registry/write-functions.js';
 import { createService, createServices } from '../../src/hot/writes/register.js';
 import { freshDatabase } from '../helpers/server.js';
-import { until } from '../helpers/interleave.js';
+import { waitFor } from '../helpers/wait.js';
 
 const input = (i: number) => parseServiceCreate({ endpoint: `https://f${i}.example.com/`, capabilities: ['fn', `n${i}`], properties: { i: String(i) } });
 
@@ -123,10 +123,10 @@ t.test('a listing committed while the DELETE waited for its lock is re-indexed t
   await other.query("INSERT INTO replacements (service_id, candidate_id, rank) VALUES ($1, $2, 1)", [l!.id, x!.id]);
   await other.query("UPDATE services SET version = nextval('service_version_seq') WHERE id = $1", [l!.id]);
   const del = deleteService(pool, PRODUCTION, x!.id);
-  await until('the DELETE waits for the listing transaction', async () => {
+  await waitFor('the DELETE waits for the listing transaction', async () => {
     const r = await pool.query("SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%registry_delete_service%'");
     return r.rowCount === 1;
-  });
+  }, 20_000, 10);
   await other.query('COMMIT');
   const d = await del;
   const lw = d.find((w) => w.id === l!.id);

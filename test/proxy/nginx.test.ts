@@ -11,6 +11,7 @@ import { registerProduction, startTestServer } from '../helpers/server.js';
 import { http, socketDir, startProxy } from '../helpers/proxy.js';
 import fc from 'fast-check';
 import { RawClient } from '../helpers/raw-client.js';
+import { waitFor } from '../helpers/wait.js';
 
 // nginx on the server's proxy socket, as `make run` + `make proxy` (test/proxy/trust.test.ts)
 const sockets = socketDir(t.teardown.bind(t));
@@ -187,10 +188,7 @@ t.test('the change feed streams through unbuffered', async (t) => {
   t.teardown(() => sock.destroy());
   sock.on('data', (d) => out.push(d.toString()));
   sock.write('GET /services/changes HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n');
-  const seen = async (re: RegExp) => {
-    for (let i = 0; i < 200 && !re.test(out.join('')); i++) await new Promise((r) => setTimeout(r, 50));
-    return re.test(out.join(''));
-  };
+  const seen = (re: RegExp) => waitFor(String(re), () => re.test(out.join('')), 10_000, 50).then(() => true, () => false);
   t.ok(await seen(/^HTTP\/1\.1 200 [\s\S]*text\/event-stream[\s\S]*retry: 2000/), 'the stream opened');
   const svc = await registerProduction(s, { endpoint: 'https://feed.example.com', capability: 'feed' });
   t.ok(await seen(new RegExp(svc.id)), 'an event arrives while the stream stays open');

@@ -9,7 +9,7 @@
 import t, { type Test } from 'tap';
 import pg from 'pg';
 import { createSandbox, freshDatabase, registerProduction, startTestServer, type TestServer } from '../helpers/server.js';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor, sleep } from '../helpers/wait.js';
 import { seedServices } from '../helpers/test-data.js';
 import { redisCommand, startRedis } from '../helpers/redis-server.js';
 import { createPool } from '../../src/hot/pg/pool.js';
@@ -129,7 +129,7 @@ const lossTest = (fallback: boolean) => async (t: Test) => {
       [QUERY, {}],
       [sbPath, auth],
     ]);
-    await new Promise((res) => setTimeout(res, 100));
+    await sleep(100);
     await loseIt();
     const ready = await readiness(s);
     if (fallback) t.match(ready, { status: 200, body: { status: 'degraded', reads: 'postgres', degraded: ['redis'] } }, `${how}: /readyz stays 200 and says reads come from PostgreSQL, at once`);

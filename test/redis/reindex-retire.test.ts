@@ -5,6 +5,7 @@
 import t from 'tap';
 import { rebuildIndex } from '../../src/hot/reindex/rebuild.js';
 import { registerProduction, startTestServer } from '../helpers/server.js';
+import { sleep } from '../helpers/wait.js';
 
 t.test('no search sees a dropped generation; the old keys go after the grace period', async (t) => {
   // every answer from the index itself, not from the in-process cache
@@ -35,7 +36,7 @@ t.test('no search sees a dropped generation; the old keys go after the grace per
     t.ok(r && r.gen !== old, `round ${round}: a new generation`);
     // (dropping this small a generation takes a few ms: 100 ms later it would be gone; the
     // grace period is 20 times that, so a slow machine cannot make this fail wrongly)
-    await new Promise((res) => setTimeout(res, 100));
+    await sleep(100);
     t.ok((await scan(old)) > 0, `round ${round}: the previous generation is still there 100 ms after the switch`);
     await r!.retired;
     t.equal(await scan(old), 0, `round ${round}: gone once \`retired\` settles`);
