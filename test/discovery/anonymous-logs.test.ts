@@ -4,7 +4,7 @@
 // carries the client's address, user agent or a credential.
 import t from 'tap';
 import { Writable } from 'node:stream';
-import { startTestServer } from '../helpers/server.js';
+import { serve } from '../helpers/server.js';
 
 class Capture extends Writable {
   text = '';
@@ -16,8 +16,7 @@ class Capture extends Writable {
 
 t.test('no client address, user agent or credential in the discovery routes\' log lines', async (t) => {
   const cap = new Capture();
-  const s = await startTestServer({ env: { ACCESS_LOG: 'true', LOG_LEVEL: 'info', TRUSTED_PROXIES: '127.0.0.1' }, logStream: cap });
-  t.teardown(() => s.close());
+  const s = await serve(t, { env: { ACCESS_LOG: 'true', LOG_LEVEL: 'info', TRUSTED_PROXIES: '127.0.0.1' }, logStream: cap });
   const headers = { 'x-forwarded-for': '203.0.113.77', 'user-agent': 'agent-7f3a', authorization: 'Bearer secret-looking-key-91c2', 'x-consul-token': 'consul-token-5e8d' };
   const paths = ['/discovery/prometheus?capability=x', '/v1/agent/self', '/v1/catalog/services', '/v1/health/service/x?passing', '/v1/catalog/service/x', '/v1/kv/x'];
   for (const p of paths) await s.req(p, { headers });

@@ -8,8 +8,8 @@ import t from 'tap';
 import fc from 'fast-check';
 import { check, headerValue } from '../helpers/hostile-requests.js';
 import { RawClient } from '../helpers/raw-client.js';
-import { jsonBody, serve } from '../helpers/checks.js';
-import { createSandbox, registerProduction } from '../helpers/server.js';
+import { jsonBody } from '../helpers/checks.js';
+import { createSandbox, registerProduction, serve } from '../helpers/server.js';
 import { etagOf } from '../helpers/held.js';
 import { preferredWait } from '../../src/hot/held/prefer.js';
 

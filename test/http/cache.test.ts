@@ -2,14 +2,14 @@
 // another node through Redis pub/sub (the entries' own lifetime is set to an hour here, so
 // only an invalidation message can make the write visible).
 import t from 'tap';
-import { registerProduction, startTestServer } from '../helpers/server.js';
+import { registerProduction, serve, HOUR_CACHE } from '../helpers/server.js';
 import { ids, rawGet } from '../helpers/checks.js';
 import { PRODUCTION } from '../../src/hot/domain/keys.js';
-import { HOUR_CACHE, twoNodes } from '../helpers/two-nodes.js';
 import { waitFor } from '../helpers/wait.js';
 
 t.test('writes invalidate cached results on this node and on others', async (t) => {
-  const { a, b } = await twoNodes(t);
+  const a = await serve(t, { env: HOUR_CACHE });
+  const b = await serve(t, { env: HOUR_CACHE, on: a });
 
   const first = await registerProduction(a, { endpoint: 'https://one.example.com', capability: 'cached' });
   t.same(await ids(await a.req('/services?capability=cached')), [first.id]);
@@ -36,7 +36,8 @@ t.test('writes invalidate cached results on this node and on others', async (t) 
 });
 
 t.test('the in-process copy of a replacements entry never hides a write on another node', async (t) => {
-  const { a, b } = await twoNodes(t);
+  const a = await serve(t, { env: HOUR_CACHE });
+  const b = await serve(t, { env: HOUR_CACHE, on: a });
 
   const old = await registerProduction(a, { endpoint: 'https://old.example.com', capability: 'legacy-x', deprecated: true });
   const c1 = await registerProduction(a, { endpoint: 'https://c1.example.com', capability: 'modern-x' });
@@ -64,8 +65,7 @@ t.test('the in-process copy of a replacements entry never hides a write on anoth
 });
 
 t.test('cached answers never stand in for a non-canonical query', async (t) => {
-  const a = await startTestServer({ env: HOUR_CACHE });
-  t.teardown(() => a.close());
+  const a = await serve(t, { env: HOUR_CACHE });
   await registerProduction(a, { endpoint: 'https://fast.example.com', capability: 'fast' });
   for (const [path, bare] of [
     ['/services', '/services?'],

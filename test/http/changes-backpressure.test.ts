@@ -5,7 +5,7 @@ import { connect } from 'node:net';
 import t from 'tap';
 import { PRODUCTION } from '../../src/hot/domain/keys.js';
 import { bulkUpsert } from '../../src/hot/writes/bulk.js';
-import { registerProduction, startTestServer } from '../helpers/server.js';
+import { registerProduction, serve } from '../helpers/server.js';
 import { waitFor, sleep } from '../helpers/wait.js';
 
 /** The body of a chunked HTTP/1.1 response (events are ASCII: characters are bytes). */
@@ -23,8 +23,7 @@ function dechunk(raw: string): string {
 }
 
 t.test('a paused reader gets every event once, in order', async (t) => {
-  const s = await startTestServer({ env: { CHANGES_POLL_MS: '20' } });
-  t.teardown(() => s.close());
+  const s = await serve(t, { env: { CHANGES_POLL_MS: '20' } });
   const sock = connect(s.server.port, '127.0.0.1');
   t.teardown(() => sock.destroy());
   await new Promise<void>((r) => sock.once('connect', () => r()));

@@ -6,9 +6,9 @@
 import http from 'node:http';
 import { Worker } from 'node:worker_threads';
 import t from 'tap';
-import { serve } from '../helpers/checks.js';
 import { StreamShares, streamSharesBuffer } from '../../src/hot/changes/shares.js';
 import { waitFor, sleep } from '../helpers/wait.js';
+import { serve } from '../helpers/server.js';
 
 interface Opened {
   status: number;

@@ -2,7 +2,7 @@
 // ones, no duplicates), namespace isolation (sandbox key vs anonymous), rate-limit counting
 // at connect, heartbeats, and streams ended by a server shutdown.
 import t from 'tap';
-import { createSandbox, registerProduction, startTestServer, type TestServer } from '../helpers/server.js';
+import { createSandbox, registerProduction, type TestServer, serve } from '../helpers/server.js';
 import { openSse, type SseStream } from '../helpers/changes-sse.js';
 import { pruneChanges } from '../../src/hot/registry/events.js';
 import { waitFor } from '../helpers/wait.js';
@@ -24,8 +24,7 @@ const sbWrite = (s: TestServer, sb: { uuid: string; apiKey: string }, method: st
   });
 
 t.test('anonymous stream: production events in order; Last-Event-ID resumes with exactly the missed ones', async (t) => {
-  const s = await startTestServer({ env: ENV });
-  t.teardown(() => s.close());
+  const s = await serve(t, { env: ENV });
   const st = await connect(s);
   t.teardown(() => st.close());
   t.equal(st.headers.get('content-type'), 'text/event-stream; charset=utf-8');
@@ -82,8 +81,7 @@ t.test('anonymous stream: production events in order; Last-Event-ID resumes with
 });
 
 t.test('a sandbox stream sees only its sandbox; anonymous sees only production', async (t) => {
-  const s = await startTestServer({ env: ENV });
-  t.teardown(() => s.close());
+  const s = await serve(t, { env: ENV });
   const sa = await createSandbox(s, 'Feed A');
   const sb = await createSandbox(s, 'Feed B');
   const poll = async () => ((await (await s.req(`/sandbox/${sa.uuid}/poll`)).json()) as { total: number }).total;
@@ -123,8 +121,7 @@ t.test('a sandbox stream sees only its sandbox; anonymous sees only production',
 });
 
 t.test('over the rate limit: 429 at connect', async (t) => {
-  const s = await startTestServer({ env: { ...ENV, TIERS: 'free=1,pro=600,enterprise=6000' } });
-  t.teardown(() => s.close());
+  const s = await serve(t, { env: { ...ENV, TIERS: 'free=1,pro=600,enterprise=6000' } });
   const sb = await createSandbox(s, 'Feed Limited');
   const first = await connect(s, { authorization: `Bearer ${sb.apiKey}` });
   t.teardown(() => first.close());
@@ -135,20 +132,16 @@ t.test('over the rate limit: 429 at connect', async (t) => {
 });
 
 t.test('heartbeats, and a shutdown ends open streams', async (t) => {
-  const s = await startTestServer({ env: { ...ENV, CHANGES_HEARTBEAT_MS: '100' } });
-  let closed = false;
-  t.teardown(() => (closed ? undefined : s.close()));
+  const s = await serve(t, { env: { ...ENV, CHANGES_HEARTBEAT_MS: '100' } });
   const st = await connect(s);
   t.equal(await st.nextComment(), 'heartbeat');
   await s.close();
-  closed = true;
   await st.ended();
   t.pass('the stream ended with the server');
 });
 
 t.test('events older than the retention are pruned, newer ones kept', async (t) => {
-  const s = await startTestServer({ env: ENV });
-  t.teardown(() => s.close());
+  const s = await serve(t, { env: ENV });
   const a = await registerProduction(s, { endpoint: 'https://old.example.com', capabilities: ['prune'] });
   await registerProduction(s, { endpoint: 'https://new.example.com', capabilities: ['prune'] });
   await s.app.pg.query("UPDATE change_events SET created_at = now() - interval '200 hours' WHERE service_id = $1", [a.id]);
@@ -159,8 +152,7 @@ t.test('events older than the retention are pruned, newer ones kept', async (t) 
 });
 
 t.test('HEAD of the stream: its headers, no length, and the connection stays usable', async (t) => {
-  const s = await startTestServer({ env: ENV });
-  t.teardown(() => s.close());
+  const s = await serve(t, { env: ENV });
   const { connect } = await import('node:net');
   const u = new URL(s.url);
   const sock = connect(Number(u.port), u.hostname);

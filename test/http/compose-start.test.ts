@@ -5,8 +5,9 @@ import { randomBytes } from 'node:crypto';
 import pino from 'pino';
 import { buildThread } from '../../src/hot/compose.js';
 import { loadConfig } from '../../src/hot/config.js';
-import { baseEnv, freshDatabase } from '../helpers/server.js';
 import { sleep } from '../helpers/wait.js';
+import { baseEnv } from '../helpers/env.js';
+import { freshDatabase } from '../helpers/database.js';
 
 t.test('buildThread() opens nothing; start() opens the connections and the pool', async (t) => {
   const db = await freshDatabase();

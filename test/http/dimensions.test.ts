@@ -16,8 +16,7 @@ import { newSeqArray } from '../../src/hot/search/near/state.js';
 import { ROOT } from '../../src/hot/paths.js';
 import { nearLoadReply } from '../../src/hot/redis/replies.js';
 import { decodeBuckets } from '../../src/workers/buckets.js';
-import { serve } from '../helpers/checks.js';
-import { registerProduction } from '../helpers/server.js';
+import { registerProduction, serve } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
 
 type Body = Record<string, unknown>;

@@ -3,8 +3,8 @@
 // call per remembering period (PostgreSQL none); the thread's token memory stays within its
 // byte budget under a flood of forged tokens, and the service's own token keeps working.
 import t from 'tap';
-import { isError, jsonBody, serve } from '../helpers/checks.js';
-import { createSandbox, registerProduction } from '../helpers/server.js';
+import { isError, jsonBody } from '../helpers/checks.js';
+import { createSandbox, registerProduction, serve } from '../helpers/server.js';
 import { newHeartbeatToken } from '../../src/hot/liveness/tokens.js';
 import { REFUSED_MS } from '../../src/hot/liveness/token-memory.js';
 import type { Leased } from '../helpers/svc.js';

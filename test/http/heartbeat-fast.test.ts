@@ -6,8 +6,8 @@
 // fields only once fewer than half the window's requests are left (draft-10 §6.2).
 import t from 'tap';
 import { Cluster } from 'ioredis';
-import { isError, jsonBody, serve } from '../helpers/checks.js';
-import { createSandbox } from '../helpers/server.js';
+import { isError, jsonBody } from '../helpers/checks.js';
+import { createSandbox, serve } from '../helpers/server.js';
 import { leaseKeys } from '../../src/hot/liveness/redis-lease.js';
 import type { Leased } from '../helpers/svc.js';
 
@@ -130,7 +130,6 @@ t.test('under a lease (the thread decides): fields once fewer than half the wind
   t.equal(near!.headers.get('ratelimit-policy'), '"sandbox";q=60000;w=60', 'RateLimit-Policy beside it');
 });
 
-// last: its server's teardown closes the shared HTTP clients (helpers/checks.ts serve)
 t.test('REDIS_HEARTBEAT_LINE=false: heartbeat calls through ioredis, answered alike', async (t) => {
   const off = await serve(t, { hooks: { sweep: false }, env: { REDIS_HEARTBEAT_LINE: 'false' } });
   const sb = await createSandbox(off, 'No Line');

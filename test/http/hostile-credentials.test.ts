@@ -11,13 +11,14 @@
 import t from 'tap';
 import fc from 'fast-check';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { isError, jsonBody, keyed, serve } from '../helpers/checks.js';
-import { ADMIN_KEY, createSandbox, registerProduction } from '../helpers/server.js';
+import { isError, jsonBody, keyed } from '../helpers/checks.js';
+import { createSandbox, registerProduction, serve } from '../helpers/server.js';
 import { RawClient } from '../helpers/raw-client.js';
 import { collect, rawSocket } from '../helpers/raw-socket.js';
 import { newSandboxKey } from '../../src/hot/sandboxes/keys.js';
 import { newHeartbeatToken } from '../../src/hot/liveness/tokens.js';
 import type { Leased } from '../helpers/svc.js';
+import { ADMIN_KEY } from '../helpers/env.js';
 
 /** what uWS copies of a body with the request's head: at most one read of the socket (uSockets' receive buffer, 512 KiB) */
 const ONE_READ = 512 * 1024;

@@ -4,11 +4,11 @@
 // the row in PostgreSQL, not the lease's deadline in Redis.
 import t from 'tap';
 import fc from 'fast-check';
-import { serve } from '../helpers/checks.js';
 import { nearService } from '../helpers/hostile.js';
-import { ADMIN_KEY, createSandbox, registerProduction } from '../helpers/server.js';
+import { createSandbox, registerProduction, serve } from '../helpers/server.js';
 import { leaseKeys } from '../../src/hot/liveness/redis-lease.js';
 import type { Leased } from '../helpers/svc.js';
+import { ADMIN_KEY } from '../helpers/env.js';
 
 let clock = Date.now();
 const s = await serve(t, { env: { TIERS: 'free=1000000', LOGIN_FAILURES_PER_MINUTE: '1000000' }, hooks: { leaseNow: () => clock, sweep: false } });

@@ -4,13 +4,13 @@
 // the answer keeps the connection. (Through the shipped proxy: test/proxy/paths.test.ts.)
 import t from 'tap';
 import fc from 'fast-check';
-import { ADMIN_KEY, startTestServer } from '../helpers/server.js';
+import { serve } from '../helpers/server.js';
 import { RawClient } from '../helpers/raw-client.js';
 import { dotPath } from '../helpers/dot-paths.js';
 import { ambiguousPath } from '../../src/hot/domain/raw-path.js';
+import { ADMIN_KEY } from '../helpers/env.js';
 
-const s = await startTestServer();
-t.teardown(() => s.close());
+const s = await serve(t);
 
 t.test('the bypass of the admin allow-list is a 400, not an admin answer', async (t) => {
   const c = new RawClient(s.server.port);

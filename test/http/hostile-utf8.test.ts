@@ -6,10 +6,11 @@
 // into a property value at any character boundary (fast-check).
 import t from 'tap';
 import fc from 'fast-check';
-import { isError, jsonBody, serve } from '../helpers/checks.js';
-import { ADMIN_KEY, createSandbox, registerProduction } from '../helpers/server.js';
+import { isError, jsonBody } from '../helpers/checks.js';
+import { createSandbox, registerProduction, serve } from '../helpers/server.js';
 import { value } from '../helpers/arbitraries.js';
 import type { Leased } from '../helpers/svc.js';
+import { ADMIN_KEY } from '../helpers/env.js';
 
 const s = await serve(t, { env: { TIERS: 'free=1000000', SANDBOX_CREATE_PER_MINUTE: '1000000' } });
 const sb = await createSandbox(s, 'Utf8');

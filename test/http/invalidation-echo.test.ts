@@ -4,10 +4,9 @@
 // lease sweeper's, health-flip-1.lua) and other threads' tagged ones still invalidate.
 import t from 'tap';
 import { randomUUID } from 'node:crypto';
-import { registerProduction, type TestServer } from '../helpers/server.js';
+import { registerProduction, type TestServer, serve, HOUR_CACHE } from '../helpers/server.js';
 import { ids } from '../helpers/checks.js';
 import { PRODUCTION } from '../../src/hot/domain/keys.js';
-import { twoNodes } from '../helpers/two-nodes.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
@@ -22,7 +21,8 @@ async function heardAll(...nodes: TestServer[]): Promise<void> {
 }
 
 t.test("the writing thread skips its own echo; other nodes drop the namespace's results", async (t) => {
-  const { a, b } = await twoNodes(t);
+  const a = await serve(t, { env: HOUR_CACHE });
+  const b = await serve(t, { env: HOUR_CACHE, on: a });
   await heardAll(a, b);
   const a0 = a.app.cache.version(PRODUCTION);
   const b0 = b.app.cache.version(PRODUCTION);
@@ -41,7 +41,8 @@ t.test("the writing thread skips its own echo; other nodes drop the namespace's 
 });
 
 t.test('plain and other senders\' messages invalidate; a tagged message names its namespace', async (t) => {
-  const { a, b } = await twoNodes(t);
+  const a = await serve(t, { env: HOUR_CACHE });
+  const b = await serve(t, { env: HOUR_CACHE, on: a });
   const channel = a.app.keys.invalidationChannel();
   const sandbox = randomUUID();
   await heardAll(a, b);

@@ -6,9 +6,10 @@ import { Writable } from 'node:stream';
 import t from 'tap';
 import { createLogger } from '../../src/hot/app.js';
 import { loadConfig } from '../../src/hot/config.js';
-import { ADMIN_KEY, baseEnv, startTestServer } from '../helpers/server.js';
+import { serve } from '../helpers/server.js';
 import { openSse } from '../helpers/changes-sse.js';
 import { waitFor } from '../helpers/wait.js';
+import { ADMIN_KEY, baseEnv } from '../helpers/env.js';
 
 class Capture extends Writable {
   text = '';
@@ -26,8 +27,7 @@ class Capture extends Writable {
 
 t.test('access log: one line per request, no secret in any line', async (t) => {
   const cap = new Capture();
-  const s = await startTestServer({ env: { ACCESS_LOG: 'true', LOG_LEVEL: 'info', CHANGES_POLL_MS: '30' }, logStream: cap });
-  t.teardown(() => s.close());
+  const s = await serve(t, { env: { ACCESS_LOG: 'true', LOG_LEVEL: 'info', CHANGES_POLL_MS: '30' }, logStream: cap });
   const json = { 'content-type': 'application/json' };
   let made = 0;
   const req = async (path: string, init: RequestInit = {}) => {
@@ -82,8 +82,7 @@ t.test('access log: one line per request, no secret in any line', async (t) => {
 
 t.test('without ACCESS_LOG there is no access line', async (t) => {
   const cap = new Capture();
-  const s = await startTestServer({ env: { LOG_LEVEL: 'info' }, logStream: cap });
-  t.teardown(() => s.close());
+  const s = await serve(t, { env: { LOG_LEVEL: 'info' }, logStream: cap });
   t.equal((await s.req('/livez')).status, 200);
   t.equal(cap.lines().filter((l) => l.msg === 'request').length, 0);
 });
@@ -109,8 +108,7 @@ function getFrom(url: string, localAddress: string, headers: Record<string, stri
 
 t.test('discovery stays anonymous: no line about /services/{id} or /replacements names the caller', async (t) => {
   const cap = new Capture();
-  const s = await startTestServer({ env: { ACCESS_LOG: 'true', LOG_LEVEL: 'info', TRUSTED_PROXIES: '127.0.0.1' }, logStream: cap });
-  t.teardown(() => s.close());
+  const s = await serve(t, { env: { ACCESS_LOG: 'true', LOG_LEVEL: 'info', TRUSTED_PROXIES: '127.0.0.1' }, logStream: cap });
   const created = await s.admin('POST', '/admin/api/services', { endpoint: 'https://anon.example.com', capability: 'anon' });
   t.equal(created.status, 201);
   const { id } = (await created.json()) as { id: string };

@@ -4,7 +4,7 @@
 import { request } from 'node:http';
 import t from 'tap';
 import { isError, jsonBody } from '../helpers/checks.js';
-import { createSandbox, startTestServer, type TestServer } from '../helpers/server.js';
+import { createSandbox, type TestServer, serve } from '../helpers/server.js';
 import { serveSandboxes } from '../helpers/sandboxes.js';
 import { sleep } from '../helpers/wait.js';
 
@@ -92,8 +92,7 @@ t.test('sandbox creation is throttled per client address (429 + Retry-After + er
   // the throttle counts per minute; stay clear of a minute boundary so the burst is one window
   const sec = new Date().getUTCSeconds();
   if (sec >= 55) await sleep((61 - sec) * 1000);
-  const lim = await startTestServer({ env: { SANDBOX_CREATE_PER_MINUTE: '3' } });
-  t.teardown(() => lim.close());
+  const lim = await serve(t, { env: { SANDBOX_CREATE_PER_MINUTE: '3' } });
   const invalid: number[] = [];
   for (let i = 0; i < 4; i++) invalid.push((await createFrom(lim, '127.0.0.1', {}, { name: '' })).status);
   t.same(invalid, [400, 400, 400, 400], 'rejected bodies');

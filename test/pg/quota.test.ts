@@ -14,7 +14,7 @@ import { createPool, type Pool } from '../../src/hot/pg/pool.js';
 import { insertSandbox, setTier } from '../../src/hot/sandboxes/store.js';
 import { deleteService, deleteServices } from '../../src/hot/registry/write-functions.js';
 import { commitServices, createServices, isRefusal, type Created } from '../../src/hot/writes/register.js';
-import { freshDatabase } from '../helpers/server.js';
+import { freshDatabase } from '../helpers/database.js';
 
 const TIERS = { free: 5, pro: 8 };
 const input = (i: number) => parseServiceCreate({ endpoint: `https://q${i}.example.com/`, capabilities: ['quota', `n${i}`], properties: { i: String(i) } });

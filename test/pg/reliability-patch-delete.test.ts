@@ -6,8 +6,8 @@
 // stored with its row (one statement wrote both, or neither); and once the outbox drained,
 // the index serves exactly PostgreSQL's services with PostgreSQL's state, with no manual step.
 import t from 'tap';
-import { ADMIN_KEY } from '../helpers/server.js';
 import { startKillable } from '../helpers/killable.js';
+import { ADMIN_KEY } from '../helpers/env.js';
 
 const SERVICES = 240;
 const WRITERS = 16;
@@ -23,7 +23,7 @@ interface Doc {
 }
 
 t.test('SIGKILL mid-stream of group-committed patches and deletions: acknowledged ones durable, none half-written, the index equal to PostgreSQL', async (t) => {
-  const srv = await startKillable(t, 'lpd', { WORKERS: '1' });
+  const srv = await startKillable(t, { WORKERS: '1' });
   const pgc = srv.pg;
   const call = (method: string, path: string, body?: unknown) =>
     fetch(srv.url + path, {

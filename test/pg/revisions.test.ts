@@ -9,7 +9,7 @@ import { rebuildIndex } from '../../src/hot/reindex/rebuild.js';
 import { bulkUpsert } from '../../src/hot/writes/bulk.js';
 import { PRODUCTION } from '../../src/hot/domain/keys.js';
 import { gate, holdControl } from '../helpers/interleave.js';
-import { applyHook, registerProduction, startTestServer, type TestServer } from '../helpers/server.js';
+import { applyHook, registerProduction, type TestServer, serve } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
 
 /** The endpoint of a service as the live index has it (null: not in the index). */
@@ -40,12 +40,9 @@ type Setup = TestServer & { hook: ReturnType<typeof applyHook> };
 
 async function setUp(t: Test) {
   const hook = applyHook();
-  const s: Setup = Object.assign(await startTestServer({ env: { OUTBOX_SWEEP_MS: '600000' }, hooks: hook.hooks }), { hook });
+  const s: Setup = Object.assign(await serve(t, { env: { OUTBOX_SWEEP_MS: '600000' }, hooks: hook.hooks }), { hook });
   const h = await holdControl(s.cfg.databaseUrl);
-  t.teardown(async () => {
-    await h.end();
-    await s.close();
-  });
+  t.teardown(() => h.end());
   const x = await registerProduction(s, { endpoint: 'https://x-before.example.com', capabilities: ['race'] });
   const y = await registerProduction(s, { endpoint: 'https://y.example.com', capabilities: ['race'] });
   const add = await s.admin('POST', `/admin/api/services/${x.id}/replacements`, { serviceId: y.id });

@@ -7,7 +7,7 @@
 import t from 'tap';
 import fc from 'fast-check';
 import { connect } from 'node:net';
-import { startTestServer } from '../helpers/server.js';
+import { serve } from '../helpers/server.js';
 import { socketDir, startProxy } from '../helpers/proxy.js';
 import { collect, rawSocket } from '../helpers/raw-socket.js';
 
@@ -17,8 +17,7 @@ const BUDGET = 41;
 const REPLACED = ['Host: x', 'Connection: keep-alive', 'Keep-Alive: timeout=5', 'TE: trailers', 'Upgrade: h2c', 'X-Real-IP: 10.0.0.1', 'X-Forwarded-For: 10.0.0.2', 'X-Forwarded-Proto: https'];
 
 const sockets = socketDir(t.teardown.bind(t));
-const s = await startTestServer({ env: { PROXY_SOCKET_DIR: sockets, SEARCH_MAX_AGE: '1', SANDBOX_CREATE_PER_MINUTE: '1000' } });
-t.teardown(() => s.close());
+const s = await serve(t, { env: { PROXY_SOCKET_DIR: sockets, SEARCH_MAX_AGE: '1', SANDBOX_CREATE_PER_MINUTE: '1000' } });
 const proxy = await startProxy(s.server.port, { PROXY_SOCKET_DIR: sockets });
 
 /** One raw request on its own connection to `port`; status 0: closed without an answer. */

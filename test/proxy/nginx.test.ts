@@ -7,7 +7,7 @@
 import t, { type Test } from 'tap';
 import { connect } from 'node:net';
 import { Agent } from 'node:http';
-import { registerProduction, startTestServer } from '../helpers/server.js';
+import { registerProduction, serve } from '../helpers/server.js';
 import { http, socketDir, startProxy } from '../helpers/proxy.js';
 import fc from 'fast-check';
 import { RawClient } from '../helpers/raw-client.js';
@@ -15,10 +15,9 @@ import { waitFor } from '../helpers/wait.js';
 
 // nginx on the server's proxy socket, as `make run` + `make proxy` (test/proxy/trust.test.ts)
 const sockets = socketDir(t.teardown.bind(t));
-const s = await startTestServer({
+const s = await serve(t, {
   env: { PROXY_SOCKET_DIR: sockets, TIERS: 'free=3,pro=600,enterprise=6000', SANDBOX_CREATE_PER_MINUTE: '1', SEARCH_MAX_AGE: '600', DISCOVERY_MAX_AGE: '600' },
 });
-t.teardown(() => s.close());
 const proxy = await startProxy(s.server.port, { PROXY_ADMIN_ALLOW: '127.0.0.1', PROXY_SOCKET_DIR: sockets });
 t.teardown(() => proxy.close());
 const P = proxy.port;

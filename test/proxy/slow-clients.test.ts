@@ -5,7 +5,7 @@
 import t from 'tap';
 import { connect, type Socket } from 'node:net';
 import { request } from 'node:http';
-import { startTestServer } from '../helpers/server.js';
+import { serve } from '../helpers/server.js';
 import { http, socketDir, startProxy } from '../helpers/proxy.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -16,8 +16,7 @@ const SLOW = 200;
 const IDLE = 100;
 const FEED_PER_ADDRESS = 4;
 const socketsDir = socketDir(t.teardown.bind(t));
-const s = await startTestServer({ env: { PROXY_SOCKET_DIR: socketsDir, CHANGE_STREAMS_PER_ADDRESS: '100' } });
-t.teardown(() => s.close());
+const s = await serve(t, { env: { PROXY_SOCKET_DIR: socketsDir, CHANGE_STREAMS_PER_ADDRESS: '100' } });
 const proxy = await startProxy(s.server.port, { PROXY_SOCKET_DIR: socketsDir, PROXY_CONN_PER_ADDRESS: String(PER_ADDRESS), PROXY_STREAMS_PER_ADDRESS: String(FEED_PER_ADDRESS) });
 t.teardown(() => proxy.close());
 const P = proxy.port;

@@ -6,23 +6,17 @@
 // it cannot lock the real admin's address out.
 import t from 'tap';
 import { execFileSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { http, socketDir, startProxy } from '../helpers/proxy.js';
-import { spawnThreads } from '../helpers/server-process.js';
-import { loadConfig } from '../../src/hot/config.js';
+import { serveProcess } from '../helpers/server-process.js';
+import { ADMIN_KEY } from '../helpers/env.js';
 
-const ADMIN_KEY = 'test-admin-key-0123456789abcdef';
 const LOGIN_FAILURES = 3;
-const cfg = loadConfig({ ...process.env, PROXY_SOCKET_DIR: '' });
 const dir = socketDir(t.teardown.bind(t));
-// (no assertion at the top level before the subtests: tap would end the file's test there)
-const quiet = { teardown: t.teardown.bind(t), match: (found: string, want: RegExp, message: string) => void (want.test(found) || t.fail(message)) };
-const srv = await spawnThreads(
-  quiet,
-  { WORKERS: '2', PROXY_SOCKET_DIR: dir, SANDBOX_CREATE_PER_MINUTE: '1', LOGIN_FAILURES_PER_MINUTE: String(LOGIN_FAILURES), ADMIN_API_KEY: ADMIN_KEY, DATABASE_URL: cfg.databaseUrl, REDIS_KEY_PREFIX: 'tr' + randomBytes(3).toString('hex') + ':' },
-  cfg.redisUrl,
-);
+const srv = await serveProcess(t, { env: { WORKERS: '2', PROXY_SOCKET_DIR: dir, SANDBOX_CREATE_PER_MINUTE: '1', LOGIN_FAILURES_PER_MINUTE: String(LOGIN_FAILURES) } });
+// the banner names two threads (checked here, not with serveProcess's `threads`: no passing
+// assertion at the top level before the subtests, tap would end the file's test there)
+if (!/listening on .*\(2 uWS threads\)/.test(srv.logs.join('\n'))) t.fail('2 uWS threads');
 const proxy = await startProxy(srv.port, { PROXY_SOCKET_DIR: dir, PROXY_ADMIN_ALLOW: '127.0.0.0/8' });
 t.teardown(() => proxy.close());
 const P = proxy.port;

@@ -1,5 +1,5 @@
 // The dashboard in a real browser: Debian's headless Chromium driven by playwright-core,
-// against a real server (startTestServer) serving the built web/dist. One flow, as an admin
+// against a real server (serve) serving the built web/dist. One flow, as an admin
 // would use it: log in, filter by tier, page forward and back, open a drill-down, see the
 // map, the services against the quota and a chart that moves while traffic flows, promote
 // the tier (a new limit and quota), log out. Screenshots land in test-artifacts/screenshots/
@@ -11,9 +11,10 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { ROOT } from '../../src/hot/paths.js';
 import { parseServiceCreate } from '../../src/hot/domain/validation.js';
 import { createServices } from '../../src/hot/writes/register.js';
-import { ADMIN_KEY, createSandbox, startTestServer, type TestServer } from '../helpers/server.js';
+import { createSandbox, type TestServer, serve } from '../helpers/server.js';
 import { ensureWebBuilt } from '../helpers/web.js';
 import { waitFor } from '../helpers/wait.js';
+import { ADMIN_KEY } from '../helpers/env.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const SHOTS = join(ROOT, 'test-artifacts', 'screenshots');
@@ -32,8 +33,7 @@ const listedTiers = (page: Page) => page.locator('sandbox-list tbody .tier').all
 t.test('dashboard: login, list, drill-down with map and live chart, promotion, logout', async (t) => {
   ensureWebBuilt();
   mkdirSync(SHOTS, { recursive: true });
-  const s: TestServer = await startTestServer({ env: { ADMIN_PAGE_SIZE: '3', SANDBOX_CREATE_PER_MINUTE: '1000' } });
-  t.teardown(() => s.close());
+  const s: TestServer = await serve(t, { env: { ADMIN_PAGE_SIZE: '3', SANDBOX_CREATE_PER_MINUTE: '1000' } });
 
   // 5 free and 2 pro sandboxes: 7 in all (3 pages of 3), 5 free (2 pages)
   const places: [string, number, number][] = [
