@@ -8,7 +8,7 @@
 import t from 'tap';
 import { startKillable } from '../helpers/killable.js';
 import { startRedis } from '../helpers/redis-server.js';
-import { waitFor } from '../helpers/wait.js';
+import { sleep, waitFor } from '../helpers/wait.js';
 import { ADMIN_KEY } from '../helpers/env.js';
 
 type Phase = 'before' | 'outage' | 'after';
@@ -79,7 +79,7 @@ t.test('Redis killed under reads and writes: reads go on from PostgreSQL, the in
       const at = phase;
       const r = await fetch(url + '/readyz');
       readiness.push({ phase: at, status: r.status, reads: ((await r.json()) as { reads: string }).reads });
-      await new Promise((res) => setTimeout(res, 20));
+      await sleep(20);
     }
   };
   const loops = [searchLoop(false), searchLoop(false), searchLoop(true), oneLoop(), writeLoop(), readyLoop()];

@@ -6,7 +6,7 @@ import t from 'tap';
 import { isError, jsonBody } from '../helpers/checks.js';
 import { createSandbox, type TestServer, serve } from '../helpers/server.js';
 import { serveSandboxes } from '../helpers/sandboxes.js';
-import { sleep } from '../helpers/wait.js';
+import { freshMinute } from '../helpers/wait.js';
 
 const { s } = await serveSandboxes(t);
 
@@ -90,8 +90,7 @@ function createFrom(srv: TestServer, localAddress: string, headers: Record<strin
 
 t.test('sandbox creation is throttled per client address (429 + Retry-After + error body)', async (t) => {
   // the throttle counts per minute; stay clear of a minute boundary so the burst is one window
-  const sec = new Date().getUTCSeconds();
-  if (sec >= 55) await sleep((61 - sec) * 1000);
+  await freshMinute(5000);
   const lim = await serve(t, { env: { SANDBOX_CREATE_PER_MINUTE: '3' } });
   const invalid: number[] = [];
   for (let i = 0; i < 4; i++) invalid.push((await createFrom(lim, '127.0.0.1', {}, { name: '' })).status);

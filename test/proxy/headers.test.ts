@@ -10,6 +10,7 @@ import { connect } from 'node:net';
 import { serve } from '../helpers/server.js';
 import { socketDir, startProxy } from '../helpers/proxy.js';
 import { collect, rawSocket } from '../helpers/raw-socket.js';
+import { sleep } from '../helpers/wait.js';
 
 /** headers nginx lets through to the server, not counting those it replaces (deploy/headers.js) */
 const BUDGET = 41;
@@ -77,7 +78,7 @@ t.test('the largest request let through is answered by the server, one header mo
   }
   // a cached search whose entry expired: nginx revalidates it with If-None-Match of its own
   t.equal((await raw(proxy.port, request('GET /services?capability=hdr HTTP/1.1', ['Host: x', 'Connection: close']))).status, 200);
-  await new Promise((r) => setTimeout(r, 2100)); // SEARCH_MAX_AGE=1: the entry expires
+  await sleep(2100); // SEARCH_MAX_AGE=1: the entry expires
   const reval = await raw(proxy.port, request('GET /services?capability=hdr HTTP/1.1', [...REPLACED.filter((h) => !h.startsWith('Connection')), 'Connection: close', 'If-None-Match: "x"', 'If-Modified-Since: Sat, 01 Jan 2000 00:00:00 GMT', ...extra(BUDGET - 2)]));
   t.equal(reval.status, 200, 'a revalidation at the limit is answered');
   t.match(reval.head, /\r\nX-Proxy-Cache: REVALIDATED/i, 'revalidated with the server');
