@@ -5,12 +5,11 @@ import t from 'tap';
 import fc from 'fast-check';
 import { serve } from '../helpers/server.js';
 import { METHODS, check, headerValue, query, segment } from '../helpers/hostile-requests.js';
-import { RawClient } from '../helpers/raw-client.js';
+import { rawClient } from '../helpers/raw-client.js';
 
 t.test('the metrics listener: any request is answered without a 5xx', async (t) => {
   const s = await serve(t);
-  const c = new RawClient(s.metricsPort!);
-  t.teardown(() => c.close());
+  const c = rawClient(t, s.metricsPort!);
   const seen = new Map<number, number>();
   await fc.assert(
     fc.asyncProperty(

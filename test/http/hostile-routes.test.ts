@@ -11,7 +11,7 @@ import t from 'tap';
 import fc from 'fast-check';
 import { createSandbox, registerProduction, serve } from '../helpers/server.js';
 import { METHODS, body, check, headerValue, query, segment } from '../helpers/hostile-requests.js';
-import { RawClient } from '../helpers/raw-client.js';
+import { rawClient } from '../helpers/raw-client.js';
 import { registeredRoutes } from '../../src/hot/http/route.js';
 import { buildUws } from '../../src/hot/server.js';
 import { registerAdmin } from '../../src/admin/routes.js';
@@ -93,8 +93,7 @@ t.test('no request to any route gets a 5xx, every 4xx has the error body, and th
   const { csrfToken } = (await login.json()) as { csrfToken: string };
   const badChecksum = sb.apiKey.slice(0, -1) + (sb.apiKey.endsWith('A') ? 'B' : 'A');
 
-  const c = new RawClient(s.server.port);
-  t.teardown(() => c.close());
+  const c = rawClient(t, s.server.port);
   const statuses = new Map<string, number>();
   const request = fc.record({
     route: fc.constantFrom(...ROUTES),

@@ -6,7 +6,7 @@ import t from 'tap';
 import fc from 'fast-check';
 import { createSandbox, registerProduction, serve } from '../helpers/server.js';
 import { nearService } from '../helpers/hostile.js';
-import { RawClient } from '../helpers/raw-client.js';
+import { rawClient } from '../helpers/raw-client.js';
 import { ADMIN_KEY } from '../helpers/env.js';
 
 /** Bytes a request line can carry: controls, space, DEL and '#' percent-escaped; the rest raw. */
@@ -34,8 +34,7 @@ t.test('no query string gets a 5xx, and every 302 leads to a canonical URL', asy
   const s = await serve(t, { env: { TIERS: 'free=1000000' } });
   const sb = await createSandbox(s, 'Hostile');
   await registerProduction(s, { endpoint: 'https://h.example.com', capabilities: ['hostile'], iot: { deviceClasses: ['sensor'], protocols: ['mqtt'] } });
-  const c = new RawClient(s.server.port);
-  t.teardown(() => c.close());
+  const c = rawClient(t, s.server.port);
   const paths = ['/services', '/devices', `/sandbox/${sb.uuid}/services`];
   const get = (path: string, q: Buffer | null) =>
     c.request(Buffer.concat([Buffer.from(`GET ${path}`), q === null ? Buffer.alloc(0) : Buffer.concat([Buffer.from('?'), q]), Buffer.from(` HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${sb.apiKey}\r\n\r\n`)]));

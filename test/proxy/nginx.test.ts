@@ -10,7 +10,7 @@ import { Agent } from 'node:http';
 import { registerProduction, serve } from '../helpers/server.js';
 import { http, socketDir, startProxy } from '../helpers/proxy.js';
 import fc from 'fast-check';
-import { RawClient } from '../helpers/raw-client.js';
+import { rawClient } from '../helpers/raw-client.js';
 import { waitFor } from '../helpers/wait.js';
 
 // nginx on the server's proxy socket, as `make run` + `make proxy` (test/proxy/trust.test.ts)
@@ -218,8 +218,7 @@ t.test('hostile requests through the proxy: never a 5xx, always the JSON error b
     t.match(JSON.parse(body), { error: { code: String, message: String } }, `${what}: the error body`);
   }
   // and generated: paths, queries and header values on the wire as they are
-  const c = new RawClient(P);
-  t.teardown(() => c.close());
+  const c = rawClient(t, P);
   const bytes = fc.uint8Array({ maxLength: 30 }).map((b) => Buffer.from(b.filter((x) => x > 0x20 && x !== 0x7f && x !== 0x23 && x !== 0x3f)).toString('latin1'));
   const piece = fc.oneof(fc.constantFrom('%', '%ZZ', '%00', '%C0%AE', '%ED%A0%80', '..', '%2e%2e', '/', 'services', 'admin', 'metrics', 'changes', 'replacements', 'sandbox'), bytes);
   const seen = new Map<number, number>();

@@ -8,7 +8,7 @@ import t from 'tap';
 import fc from 'fast-check';
 import { serve } from '../helpers/server.js';
 import { startProxy } from '../helpers/proxy.js';
-import { RawClient } from '../helpers/raw-client.js';
+import { rawClient } from '../helpers/raw-client.js';
 import { dotPath } from '../helpers/dot-paths.js';
 import { ambiguousPath } from '../../src/hot/domain/raw-path.js';
 import { connect } from 'node:net';
@@ -40,8 +40,7 @@ t.test("the issue's path from an address off the allow-list: nginx's 400, no adm
 });
 
 t.test('generated dot paths: ambiguous ones refused by nginx, admin ones never answered by the admin routes', async (t) => {
-  const c = new RawClient(proxy.port);
-  t.teardown(() => c.close());
+  const c = rawClient(t, proxy.port);
   const seen = new Map<number, number>();
   await fc.assert(
     fc.asyncProperty(dotPath, fc.constantFrom('GET', 'POST', 'DELETE'), async (path, method) => {
