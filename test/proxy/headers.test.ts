@@ -6,10 +6,9 @@
 // body's Content-Length, Host for HTTP/1.0, a revalidation's If-None-Match).
 import t from 'tap';
 import fc from 'fast-check';
-import { connect } from 'node:net';
 import { serve } from '../helpers/server.js';
 import { socketDir, startProxy } from '../helpers/proxy.js';
-import { collect, rawSocket } from '../helpers/raw-socket.js';
+import { collect, exchange, rawSocket } from '../helpers/raw-socket.js';
 import { sleep } from '../helpers/wait.js';
 
 /** headers nginx lets through to the server, not counting those it replaces (deploy/headers.js) */
@@ -22,19 +21,10 @@ const s = await serve(t, { env: { PROXY_SOCKET_DIR: sockets, SEARCH_MAX_AGE: '1'
 const proxy = await startProxy(s.server.port, { PROXY_SOCKET_DIR: sockets });
 
 /** One raw request on its own connection to `port`; status 0: closed without an answer. */
-function raw(port: number, text: string): Promise<{ status: number; head: string; body: string }> {
-  return new Promise((resolve, reject) => {
-    const sock = connect(port, '127.0.0.1');
-    let out = '';
-    sock.on('data', (d) => (out += d.toString('latin1')));
-    sock.on('close', () => {
-      out = out.replace(/^HTTP\/1\.1 100 [^\r]*\r\n\r\n/, ''); // an interim 100 Continue (Expect)
-      const end = out.indexOf('\r\n\r\n');
-      resolve({ status: Number(/^HTTP\/1\.[01] (\d{3})/.exec(out)?.[1] ?? 0), head: out.slice(0, end), body: out.slice(end + 4) });
-    });
-    sock.on('error', reject);
-    sock.write(text);
-  });
+async function raw(port: number, text: string): Promise<{ status: number; head: string; body: string }> {
+  const out = (await exchange(port, text)).replace(/^HTTP\/1\.1 100 [^\r]*\r\n\r\n/, ''); // an interim 100 Continue (Expect)
+  const end = out.indexOf('\r\n\r\n');
+  return { status: Number(/^HTTP\/1\.[01] (\d{3})/.exec(out)?.[1] ?? 0), head: out.slice(0, end), body: out.slice(end + 4) };
 }
 
 const extra = (n: number, from = 0) => Array.from({ length: n }, (_, i) => `X-H${from + i}: v${i}`);

@@ -11,6 +11,7 @@ import { registerProduction, serve } from '../helpers/server.js';
 import { http, socketDir, startProxy } from '../helpers/proxy.js';
 import fc from 'fast-check';
 import { rawClient } from '../helpers/raw-client.js';
+import { exchange } from '../helpers/raw-socket.js';
 import { waitFor } from '../helpers/wait.js';
 
 // nginx on the server's proxy socket, as `make run` + `make proxy` (test/proxy/trust.test.ts)
@@ -38,28 +39,15 @@ function isError(t: Test, r: { status: number; headers: Record<string, unknown>;
   if (code) t.equal(b.error?.code, code);
 }
 
-/** One raw request on its own connection; resolves with everything the peer sent. */
-function raw(port: number, text: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const sock = connect(port, '127.0.0.1');
-    let out = '';
-    sock.on('data', (d) => (out += d.toString('latin1')));
-    sock.on('end', () => resolve(out));
-    sock.on('close', () => resolve(out));
-    sock.on('error', reject);
-    sock.write(text);
-  });
-}
-
 t.test('an HTTP/1.0 request is answered 200 through the proxy', async (t) => {
-  const out = await raw(P, 'GET /livez HTTP/1.0\r\n\r\n');
+  const out = await exchange(P, 'GET /livez HTTP/1.0\r\n\r\n');
   t.match(out, /^HTTP\/1\.1 200 /, 'answered');
   t.match(out, /\r\n\r\n\{"status":"ok"\}$/, 'with the body');
   const svc = await registerProduction(s, { endpoint: 'https://h10.example.com', capability: 'http10' });
-  const search = await raw(P, 'GET /services?capability=http10 HTTP/1.0\r\n\r\n');
+  const search = await exchange(P, 'GET /services?capability=http10 HTTP/1.0\r\n\r\n');
   t.match(search, /^HTTP\/1\.1 200 /);
   t.ok(search.includes(svc.id), 'a search, answered in full');
-  const withHost = await raw(P, `GET /services/${svc.id} HTTP/1.0\r\nHost: registry.example\r\n\r\n`);
+  const withHost = await exchange(P, `GET /services/${svc.id} HTTP/1.0\r\nHost: registry.example\r\n\r\n`);
   t.match(withHost, /^HTTP\/1\.1 200 /, 'with a Host header too');
 });
 
@@ -209,7 +197,7 @@ t.test('hostile requests through the proxy: never a 5xx, always the JSON error b
     'PURGE /livez HTTP/1.0\r\n\r\n',
   ];
   for (const req of fixed) {
-    const out = await raw(P, req);
+    const out = await exchange(P, req);
     const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(out)?.[1] ?? 0);
     const what = JSON.stringify(req.slice(0, 50));
     t.ok(status >= 400 && status < 500, `${what}: ${status}`);
