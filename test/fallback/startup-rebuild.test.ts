@@ -6,18 +6,14 @@
 import t from 'tap';
 import pg from 'pg';
 import { serveProcess } from '../helpers/server-process.js';
-import { seedServices } from '../helpers/test-data.js';
+import { seedServices, storeIndexText } from '../helpers/test-data.js';
 import { waitFor } from '../helpers/wait.js';
-import { createPool } from '../../src/hot/pg/pool.js';
-import { backfillIndexText } from '../../src/hot/reindex/index.js';
 import { freshDatabase } from '../helpers/database.js';
 
 t.test('a start-up rebuild: reads from PostgreSQL until it is complete, then the same pages from the index', async (t) => {
   const db = await freshDatabase();
   await seedServices(db.url, 300);
-  const seeder = createPool(db.url, 1);
-  await backfillIndexText(seeder); // the index text the migrator stores for rows seeded by hand
-  await seeder.end();
+  await storeIndexText(db.url); // the index text the migrator stores for rows seeded by hand
   const lock = new pg.Client({ connectionString: db.url });
   await lock.connect();
   await lock.query('BEGIN');

@@ -5,6 +5,8 @@ import { Redis } from 'ioredis';
 import type { Test } from 'tap';
 import { loadConfig } from '../../src/hot/config.js';
 import { createRedis, type RedisClient } from '../../src/hot/redis/client.js';
+import { createPool } from '../../src/hot/pg/pool.js';
+import { backfillIndexText } from '../../src/hot/reindex/index.js';
 
 /** A client on the suite's Redis (REDIS_URL, or a cluster's nodes; `env` on top), closed when `t` ends. */
 export function suiteRedis(t: Test, env: Record<string, string | undefined> = {}): RedisClient {
@@ -33,6 +35,19 @@ export async function seedServices(databaseUrl: string, n: number, ns = 'product
     await c.query('COMMIT');
   } finally {
     await c.end();
+  }
+}
+
+/**
+ * Store the index text of rows seeded by hand (seedServices()) as the migrator or a backfill
+ * stores it: what the fallback reads (a rebuild of rows without it: test/redis/rebuild-bulk.test.ts).
+ */
+export async function storeIndexText(databaseUrl: string): Promise<void> {
+  const pool = createPool(databaseUrl, 1);
+  try {
+    await backfillIndexText(pool);
+  } finally {
+    await pool.end();
   }
 }
 

@@ -10,10 +10,8 @@ import t, { type Test } from 'tap';
 import pg from 'pg';
 import { createSandbox, registerProduction, type TestServer, serve } from '../helpers/server.js';
 import { waitFor, sleep } from '../helpers/wait.js';
-import { seedServices } from '../helpers/test-data.js';
+import { seedServices, storeIndexText } from '../helpers/test-data.js';
 import { redisCommand, startRedis } from '../helpers/redis-server.js';
-import { createPool } from '../../src/hot/pg/pool.js';
-import { backfillIndexText } from '../../src/hot/reindex/index.js';
 import { freshDatabase } from '../helpers/database.js';
 
 const SEEDED = 5_000; // enough that a rebuild takes a noticeable moment
@@ -85,11 +83,7 @@ const lossTest = (fallback: boolean) => async (t: Test) => {
     await redis.kill();
   });
   await seedServices(db.url, SEEDED);
-  // seeded straight into the tables: their index text as the migrator or a backfill stores it
-  // (the fallback reads it; a rebuild of rows without it: test/redis/rebuild-bulk.test.ts)
-  const seeder = createPool(db.url, 1);
-  await backfillIndexText(seeder);
-  await seeder.end();
+  await storeIndexText(db.url); // seeded straight into the tables: their index text too
   const s = await serve(t, { databaseUrl: db.url, env: {
       ...(fallback ? {} : { FALLBACK_PG_CONNECTIONS: '0' }),
       REDIS_URL: redis.url,
