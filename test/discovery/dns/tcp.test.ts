@@ -12,8 +12,7 @@ import { CountingMetrics, decoded, FixtureSource, framed, startDns, tcpExchange 
 const source = new FixtureSource();
 source.services = [{ id: 'one', endpoint: 'http://10.0.0.1:80/', capabilities: ['web'] }];
 const metrics = new CountingMetrics();
-const s = await startDns({ source, metrics, tcpPerAddress: 2, tcpTotal: 3, tcpIdleMs: 300 });
-t.teardown(() => s.stop());
+const s = await startDns(t, { source, metrics, tcpPerAddress: 2, tcpTotal: 3, tcpIdleMs: 300 });
 
 const query = (id: number, name = 'web.service.registry'): Buffer => dnsPacket.encode({ type: 'query', id, questions: [{ type: 'SRV', name }] });
 
