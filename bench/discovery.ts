@@ -24,9 +24,10 @@ import { createSocket } from 'node:dgram';
 import { once } from 'node:events';
 import { ROOT } from '../src/hot/paths.js';
 import { loadConfig } from '../src/hot/config.js';
-import { ADMIN_KEY, baseEnv, freshDatabase } from '../test/helpers/server.js';
 import { numArg, strArg } from './args.js';
 import { freePort, get, HAS_TASKSET, spawnNode, waitFor200 } from './procs.js';
+import { ADMIN_KEY, baseEnv } from '../test/helpers/env.js';
+import { freshDatabase } from '../test/helpers/database.js';
 
 const run = promisify(execFile);
 const SECONDS = numArg('seconds', 5);

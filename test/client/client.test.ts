@@ -3,11 +3,11 @@
 // cancellable), typed errors, a sandbox's keyed calls.
 import t from 'tap';
 import { ApiError, isApiError, RegistryClient, type Service } from '../../client/src/index.js';
-import { ADMIN_KEY, registerProduction, startTestServer } from '../helpers/server.js';
+import { registerProduction, serve } from '../helpers/server.js';
 import { queryOf, recordingFetch } from './harness.js';
+import { ADMIN_KEY } from '../helpers/env.js';
 
-const s = await startTestServer({ env: { TIERS: 'free=4,pro=600,enterprise=6000', TIER_MAX_SERVICES: 'pro=4', SANDBOX_CREATE_PER_MINUTE: '1000' } });
-t.teardown(() => s.close());
+const s = await serve(t, { env: { TIERS: 'free=4,pro=600,enterprise=6000', TIER_MAX_SERVICES: 'pro=4', SANDBOX_CREATE_PER_MINUTE: '1000' } });
 
 async function collect<T>(it: AsyncIterable<T>): Promise<T[]> {
   const out: T[] = [];

@@ -5,12 +5,11 @@
 // on its signal, and backs off on 429 (its waits recorded by the transport's sleep).
 import t from 'tap';
 import { RegistryClient, type Service } from '../../client/src/index.js';
-import { registerProduction, startTestServer } from '../helpers/server.js';
+import { registerProduction, serve } from '../helpers/server.js';
 import { heldCount } from '../helpers/held.js';
 import { recordingFetch } from './harness.js';
 
-const s = await startTestServer({ env: { TIERS: 'free=3,pro=600,enterprise=6000', LEASE_SWEEP_MS: '60000' } });
-t.teardown(() => s.close());
+const s = await serve(t, { env: { TIERS: 'free=3,pro=600,enterprise=6000', LEASE_SWEEP_MS: '60000' } });
 
 t.test('poll({ wait }): held on every page, changed when one changes, the others let go', async (t) => {
   for (let i = 0; i < 3; i++) await registerProduction(s, { endpoint: `https://cw${i}.example.com`, capabilities: ['client-wait'] });

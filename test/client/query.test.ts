@@ -4,7 +4,7 @@
 import fc from 'fast-check';
 import t from 'tap';
 import { canonicalQuery, compareCodePoints, nextLink, retryAfterMs, withQuery } from '../../client/src/index.js';
-import { startTestServer } from '../helpers/server.js';
+import { serve } from '../helpers/server.js';
 import { value as propertyValue } from '../helpers/arbitraries.js';
 
 t.test('hand-written canonical forms', async (t) => {
@@ -44,8 +44,7 @@ t.test('Link rel="next" and Retry-After', async (t) => {
 });
 
 t.test('every query the client makes is canonical for the server (no 302)', async (t) => {
-  const s = await startTestServer();
-  t.teardown(() => s.close());
+  const s = await serve(t);
   const tokenAnyCase = fc.stringMatching(/^[A-Za-z0-9._-]{1,12}$/);
   const prop = fc.tuple(tokenAnyCase, propertyValue).map(([k, v]) => `${k}:${v}`);
   const query = fc.record(

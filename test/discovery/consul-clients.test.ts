@@ -5,8 +5,8 @@ import t from 'tap';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import Consul from 'consul';
-import { jsonBody, serve } from '../helpers/checks.js';
-import { createSandbox, registerProduction } from '../helpers/server.js';
+import { jsonBody } from '../helpers/checks.js';
+import { createSandbox, registerProduction, serve } from '../helpers/server.js';
 import { toolPath } from './tools.js';
 
 const run = promisify(execFile);

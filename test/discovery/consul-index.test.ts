@@ -5,8 +5,8 @@
 // capabilities or other namespaces, and never decreases, across a loss of Redis and the
 // rebuild from PostgreSQL too.
 import t, { type Test } from 'tap';
-import { jsonBody, serve } from '../helpers/checks.js';
-import { applyHook, createSandbox, registerProduction } from '../helpers/server.js';
+import { jsonBody } from '../helpers/checks.js';
+import { applyHook, createSandbox, registerProduction, serve } from '../helpers/server.js';
 import { rebuildIndex } from '../../src/hot/reindex/rebuild.js';
 import { waitFor } from '../helpers/wait.js';
 

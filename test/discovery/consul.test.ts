@@ -4,8 +4,8 @@
 // /v1/ path and 405 for another method.
 import t from 'tap';
 import type { Test } from 'tap';
-import { isError, jsonBody, serve } from '../helpers/checks.js';
-import { createSandbox, registerProduction } from '../helpers/server.js';
+import { isError, jsonBody } from '../helpers/checks.js';
+import { createSandbox, registerProduction, serve } from '../helpers/server.js';
 import { heldCount } from '../helpers/held.js';
 
 const s = await serve(t, { env: { CONSUL_DATACENTER: 'east-1', DISCOVERY_MAX_TARGETS: '5' } });

@@ -4,11 +4,10 @@
 // case, registrations, deletions and turns to critical followed, sandboxes never shown,
 // the answer from the near cache without Redis, and one server per process.
 import t from 'tap';
-import { jsonBody, serve } from '../helpers/checks.js';
-import { randomBytes } from 'node:crypto';
-import { ADMIN_KEY, createSandbox, freshDatabase, registerProduction } from '../helpers/server.js';
+import { jsonBody } from '../helpers/checks.js';
+import { createSandbox, registerProduction, serve } from '../helpers/server.js';
 import { freePort } from '../helpers/free-port.js';
-import { spawnThreads } from '../helpers/server-process.js';
+import { serveProcess } from '../helpers/server-process.js';
 import { waitFor } from '../helpers/wait.js';
 import { dig } from './dns/fixture.js';
 
@@ -26,11 +25,8 @@ await registerProduction(s, { endpoint: 'http://[2001:db8::5]:9000/', capabiliti
 
 t.test('one DNS server per process: a server of two uWS threads binds it once', async (t) => {
   t.ok(P > 0, `this thread's server: port ${P}`);
-  const db = await freshDatabase();
-  t.teardown(() => db.drop());
   const port = await freePort();
-  const env = { WORKERS: '2', DNS_PORT: String(port), DNS_DOMAIN: 'two.test', DATABASE_URL: db.url, REDIS_KEY_PREFIX: 'tdns' + randomBytes(4).toString('hex') + ':', ADMIN_API_KEY: ADMIN_KEY, SHUTDOWN_GRACE_MS: '1000' };
-  const p = await spawnThreads(t, env, s.cfg.redisUrl);
+  const p = await serveProcess(t, { threads: 2, env: { DNS_PORT: String(port), DNS_DOMAIN: 'two.test', SHUTDOWN_GRACE_MS: '1000' } });
   t.ok(p.logs.some((l) => l.includes(`dns:        127.0.0.1:${port} (udp, tcp), zone two.test`)), 'the banner names it');
   const soa = await dig(port, 'two.test', 'SOA');
   t.equal(soa.status, 'NOERROR', 'the one server answers (a second bind of the port would have stopped the process)');

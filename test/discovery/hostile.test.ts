@@ -7,12 +7,11 @@
 import t from 'tap';
 import { ambiguousPath } from '../../src/hot/domain/raw-path.js';
 import fc from 'fast-check';
-import { createSandbox, registerProduction, startTestServer } from '../helpers/server.js';
+import { createSandbox, registerProduction, serve } from '../helpers/server.js';
 import { METHODS, check, headerValue, segment } from '../helpers/hostile-requests.js';
-import { RawClient } from '../helpers/raw-client.js';
+import { rawClient } from '../helpers/raw-client.js';
 
-const s = await startTestServer({ env: { TIERS: 'free=1000000', DISCOVERY_MAX_TARGETS: '3' } });
-t.teardown(() => s.close());
+const s = await serve(t, { env: { TIERS: 'free=1000000', DISCOVERY_MAX_TARGETS: '3' } });
 const sb = await createSandbox(s, 'Hostile Discovery');
 for (const [i, caps] of [['web'], ['web', 'api'], ['db']].entries()) {
   await registerProduction(s, { endpoint: i === 1 ? 'http://[::1]:8080/x' : `https://h${i}.example.com`, capabilities: caps, properties: { zone: `z${i}`, 'a.b': 'c d' }, ttl: 30 });
@@ -31,8 +30,7 @@ const query = fc.oneof(fc.constant(null), fc.array(fc.tuple(name, value), { maxL
 const PATHS = ['/discovery/prometheus', '/v1/agent/self', '/v1/catalog/datacenters', '/v1/catalog/services', '/v1/catalog/service/:name', '/v1/health/service/:name', '/v1/kv/:name', '/v1/catalog/nodes', '/v1/:name', '/discovery/:name'];
 
 t.test('no request to a discovery route gets a 5xx; errors have the error body; Consul answers their headers', async (t) => {
-  const c = new RawClient(s.server.port);
-  t.teardown(() => c.close());
+  const c = rawClient(t, s.server.port);
   const statuses = new Map<number, number>();
   const request = fc.record({
     path: fc.constantFrom(...PATHS),

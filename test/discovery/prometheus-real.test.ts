@@ -5,9 +5,8 @@
 import t from 'tap';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { serve } from '../helpers/checks.js';
 import { freePort } from '../helpers/free-port.js';
-import { registerProduction } from '../helpers/server.js';
+import { registerProduction, serve } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
 import { scratchDir, startBackend, startTool, toolPath, type Backend } from './tools.js';
 

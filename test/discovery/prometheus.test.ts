@@ -3,8 +3,8 @@
 // `__meta_registry_*` labels, the search filters in any order, a sandbox key, ETag / 304,
 // and 422 TOO_MANY_TARGETS past DISCOVERY_MAX_TARGETS.
 import t from 'tap';
-import { isError, jsonBody, keyed, serve } from '../helpers/checks.js';
-import { createSandbox, registerProduction } from '../helpers/server.js';
+import { isError, jsonBody, keyed } from '../helpers/checks.js';
+import { createSandbox, registerProduction, serve } from '../helpers/server.js';
 import { heldCount } from '../helpers/held.js';
 
 const s = await serve(t, { env: { DISCOVERY_MAX_TARGETS: '4' } });

@@ -7,12 +7,11 @@
 // cancelled by PostgreSQL: 503 with Retry-After, and the next read is served again.
 import t from 'tap';
 import pg from 'pg';
-import { registerProduction, startTestServer } from '../helpers/server.js';
+import { registerProduction, serve } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
 
-const a = await startTestServer();
+const a = await serve(t);
 const noRedis = { REDIS_URL: 'redis://127.0.0.1:1', REDIS_CLUSTER_NODES: '', RESULT_CACHE_ENTRIES: '0' };
-t.teardown(() => a.close());
 for (let i = 0; i < 12; i++) await registerProduction(a, { endpoint: `https://b${i}.example.com`, capability: 'bounded' });
 
 /** A client holding an ACCESS EXCLUSIVE lock on services until release(): every read of it waits. */
@@ -36,8 +35,7 @@ async function lockServices(): Promise<{ release: () => Promise<void>; waiting: 
 }
 
 t.test('in flight: a fixed number of statements and connections; one more is 503 at once', async (t) => {
-  const b = await startTestServer({ databaseUrl: a.cfg.databaseUrl, env: { ...noRedis, FALLBACK_PG_CONNECTIONS: '2', FALLBACK_MAX_QUERIES: '3' } });
-  t.teardown(() => b.stop());
+  const b = await serve(t, { on: a, env: { ...noRedis, FALLBACK_PG_CONNECTIONS: '2', FALLBACK_MAX_QUERIES: '3' } });
   t.equal((await b.req('/services?capability=bounded&limit=5')).status, 200, 'served from PostgreSQL before the lock');
   const lock = await lockServices();
   // distinct cursors: no two share a computation (single flight) or a cached page
@@ -58,8 +56,7 @@ t.test('in flight: a fixed number of statements and connections; one more is 503
 });
 
 t.test('a statement past FALLBACK_STATEMENT_MS: 503 with Retry-After, then served again', async (t) => {
-  const b = await startTestServer({ databaseUrl: a.cfg.databaseUrl, env: { ...noRedis, FALLBACK_STATEMENT_MS: '300' } });
-  t.teardown(() => b.stop());
+  const b = await serve(t, { on: a, env: { ...noRedis, FALLBACK_STATEMENT_MS: '300' } });
   const lock = await lockServices();
   // the lock is held until the statement was cancelled: the answer comes before the release
   const r = await b.req('/services?capability=bounded');
@@ -71,8 +68,7 @@ t.test('a statement past FALLBACK_STATEMENT_MS: 503 with Retry-After, then serve
 });
 
 t.test('no fallback (FALLBACK_PG_CONNECTIONS=0): reads answer 503 and /readyz says not ready', async (t) => {
-  const b = await startTestServer({ databaseUrl: a.cfg.databaseUrl, env: { ...noRedis, FALLBACK_PG_CONNECTIONS: '0' } });
-  t.teardown(() => b.stop());
+  const b = await serve(t, { on: a, env: { ...noRedis, FALLBACK_PG_CONNECTIONS: '0' } });
   const r = await b.req('/services?capability=bounded');
   t.equal(r.status, 503);
   t.ok(r.headers.get('retry-after'));

@@ -7,21 +7,18 @@
 // X-Consul-Index (nothing here leaves a capability: no tombstone whose revision could differ).
 import t from 'tap';
 import fc from 'fast-check';
-import { ADMIN_KEY, createSandbox, startTestServer, type TestServer } from '../helpers/server.js';
+import { createSandbox, serve, type TestServer } from '../helpers/server.js';
 import { serviceBody, token } from '../helpers/arbitraries.js';
 import { noFilters } from '../../src/hot/domain/dimensions.js';
 import { PRODUCTION } from '../../src/hot/domain/keys.js';
 import { all } from '../../src/hot/search/index.js';
+import { ADMIN_KEY } from '../helpers/env.js';
 
 // keyed reads count against the sandbox's limit on A (B's fail open): a limit no run reaches
 const UNLIMITED = 'free=1000000,pro=1000000,enterprise=1000000';
-const a = await startTestServer({ env: { RESULT_CACHE_ENTRIES: '0', TIERS: UNLIMITED }, hooks: { sweep: false } });
+const a = await serve(t, { env: { RESULT_CACHE_ENTRIES: '0', TIERS: UNLIMITED }, hooks: { sweep: false } });
 // port 1: connections refused at once; B never has an index
-const b = await startTestServer({ databaseUrl: a.cfg.databaseUrl, env: { REDIS_URL: 'redis://127.0.0.1:1', REDIS_CLUSTER_NODES: '', RESULT_CACHE_ENTRIES: '0', TIERS: UNLIMITED }, hooks: { sweep: false } });
-t.teardown(async () => {
-  await b.stop();
-  await a.close();
-});
+const b = await serve(t, { on: a, env: { REDIS_URL: 'redis://127.0.0.1:1', REDIS_CLUSTER_NODES: '', RESULT_CACHE_ENTRIES: '0', TIERS: UNLIMITED }, hooks: { sweep: false } });
 
 interface Answer {
   status: number;

@@ -6,10 +6,10 @@
 // stays 200 throughout; the index is rebuilt with no restart of the server and holds every
 // acknowledged write; one log line per change of where reads come from.
 import t from 'tap';
-import { ADMIN_KEY } from '../helpers/server.js';
 import { startKillable } from '../helpers/killable.js';
 import { startRedis } from '../helpers/redis-server.js';
-import { waitFor } from '../helpers/wait.js';
+import { sleep, waitFor } from '../helpers/wait.js';
+import { ADMIN_KEY } from '../helpers/env.js';
 
 type Phase = 'before' | 'outage' | 'after';
 
@@ -25,7 +25,7 @@ interface Read {
 t.test('Redis killed under reads and writes: reads go on from PostgreSQL, the index comes back by itself', async (t) => {
   const redis = await startRedis();
   t.teardown(() => redis.kill());
-  const s = await startKillable(t, 'fbk', { REDIS_URL: redis.url, WORKERS: '1', OUTBOX_SWEEP_MS: '200', TIERS: 'free=1000000' });
+  const s = await startKillable(t, { REDIS_URL: redis.url, WORKERS: '1', OUTBOX_SWEEP_MS: '200', TIERS: 'free=1000000' });
   const url = s.url;
   const admin = (body: unknown) => fetch(url + '/admin/api/services', { method: 'POST', headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
 
@@ -79,7 +79,7 @@ t.test('Redis killed under reads and writes: reads go on from PostgreSQL, the in
       const at = phase;
       const r = await fetch(url + '/readyz');
       readiness.push({ phase: at, status: r.status, reads: ((await r.json()) as { reads: string }).reads });
-      await new Promise((res) => setTimeout(res, 20));
+      await sleep(20);
     }
   };
   const loops = [searchLoop(false), searchLoop(false), searchLoop(true), oneLoop(), writeLoop(), readyLoop()];

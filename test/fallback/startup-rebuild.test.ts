@@ -5,34 +5,24 @@
 // fallback's search does not), so "during the rebuild" is a state, not a moment.
 import t from 'tap';
 import pg from 'pg';
-import { randomBytes } from 'node:crypto';
-import { ADMIN_KEY, freshDatabase } from '../helpers/server.js';
-import { spawnServer } from '../helpers/server-process.js';
-import { dropRedisPrefix, seedServices } from '../helpers/test-data.js';
-import { loadConfig } from '../../src/hot/config.js';
+import { serveProcess } from '../helpers/server-process.js';
+import { seedServices, storeIndexText } from '../helpers/test-data.js';
 import { waitFor } from '../helpers/wait.js';
-import { createPool } from '../../src/hot/pg/pool.js';
-import { backfillIndexText } from '../../src/hot/reindex/index.js';
+import { freshDatabase } from '../helpers/database.js';
 
 t.test('a start-up rebuild: reads from PostgreSQL until it is complete, then the same pages from the index', async (t) => {
   const db = await freshDatabase();
   await seedServices(db.url, 300);
-  const seeder = createPool(db.url, 1);
-  await backfillIndexText(seeder); // the index text the migrator stores for rows seeded by hand
-  await seeder.end();
+  await storeIndexText(db.url); // the index text the migrator stores for rows seeded by hand
   const lock = new pg.Client({ connectionString: db.url });
   await lock.connect();
   await lock.query('BEGIN');
   await lock.query('LOCK TABLE replacements IN ACCESS EXCLUSIVE MODE');
-  const prefix = 'fbs' + randomBytes(4).toString('hex') + ':';
-  const server = await spawnServer({ DATABASE_URL: db.url, REDIS_KEY_PREFIX: prefix, REDIS_CLUSTER_NODES: '', ADMIN_API_KEY: ADMIN_KEY, LOG_LEVEL: 'warn', WORKERS: '1' });
   t.teardown(async () => {
-    server.signal('SIGKILL');
-    await server.exited;
     await lock.end().catch(() => undefined);
     await db.drop();
-    await dropRedisPrefix(loadConfig().redisUrl, prefix);
   });
+  const server = await serveProcess(t, { databaseUrl: db.url, stop: 'SIGKILL', env: { REDIS_CLUSTER_NODES: '', LOG_LEVEL: 'warn' } });
   const readyz = async () => {
     const r = await fetch(server.url + '/readyz');
     return { status: r.status, body: (await r.json()) as { status: string; reads: string; index: boolean } };

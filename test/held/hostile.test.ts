@@ -7,9 +7,9 @@
 import t from 'tap';
 import fc from 'fast-check';
 import { check, headerValue } from '../helpers/hostile-requests.js';
-import { RawClient } from '../helpers/raw-client.js';
-import { jsonBody, serve } from '../helpers/checks.js';
-import { createSandbox, registerProduction } from '../helpers/server.js';
+import { rawClient } from '../helpers/raw-client.js';
+import { jsonBody } from '../helpers/checks.js';
+import { createSandbox, registerProduction, serve } from '../helpers/server.js';
 import { etagOf } from '../helpers/held.js';
 import { preferredWait } from '../../src/hot/held/prefer.js';
 
@@ -31,8 +31,7 @@ const etags = await Promise.all(routes.map((r) => etagOf(s, r.path, r.headers)))
 const prefer = headerValue(['wait=1', 'wait=5', 'WAIT="1"', 'wait=0', 'wait=-1', 'wait=1e3', 'respond-async, wait=1', 'wait=1;x', 'wait', 'wait=99999999999999999999']);
 
 t.test('any Prefer, any If-None-Match: never a 5xx; held exactly when both say so', async (t) => {
-  const client = new RawClient(s.server.port);
-  t.teardown(() => client.close());
+  const client = rawClient(t, s.server.port);
   let held = 0;
   await fc.assert(
     fc.asyncProperty(fc.nat(routes.length - 1), prefer, fc.oneof(fc.constant('match'), fc.constant('*'), headerValue(['"x"', 'W/"y"'])), async (i, pref, inm) => {

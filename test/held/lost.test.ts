@@ -5,14 +5,12 @@
 // cache's version check. Deltas are lost on purpose through the thread's test hook
 // (compose.ts ThreadHooks.delta).
 import t from 'tap';
-import { registerProduction, startTestServer } from '../helpers/server.js';
-import { anotherNode } from '../helpers/two-nodes.js';
+import { registerProduction, serve } from '../helpers/server.js';
 import { etagOf, heldCount, holdOn } from '../helpers/held.js';
 import { ids } from '../helpers/checks.js';
 
 t.test('the writing thread wakes its held request without the delta', async (t) => {
-  const s = await startTestServer({ env: { LEASE_SWEEP_MS: '60000' }, hooks: { delta: () => undefined } });
-  t.teardown(() => s.close());
+  const s = await serve(t, { env: { LEASE_SWEEP_MS: '60000' }, hooks: { delta: () => undefined } });
   await registerProduction(s, { endpoint: 'https://l1.example.com', capabilities: ['lost'] });
   const path = '/services?capability=lost';
   const held = holdOn(s, path, await etagOf(s, path), 30);
@@ -24,10 +22,9 @@ t.test('the writing thread wakes its held request without the delta', async (t) 
 });
 
 t.test('another node that lost a delta finds the gap at the next one and computes its answers again', async (t) => {
-  const a = await startTestServer({ env: { LEASE_SWEEP_MS: '60000' } });
-  t.teardown(() => a.close());
+  const a = await serve(t, { env: { LEASE_SWEEP_MS: '60000' } });
   let drop = false;
-  const b = await anotherNode(t, a, { env: { LEASE_SWEEP_MS: '60000' }, hooks: { delta: (msg, apply) => (drop ? undefined : apply(msg)) } });
+  const b = await serve(t, { on: a, env: { LEASE_SWEEP_MS: '60000' }, hooks: { delta: (msg, apply) => (drop ? undefined : apply(msg)) } });
   await registerProduction(a, { endpoint: 'https://g1.example.com', capabilities: ['gap'] });
   const path = '/services?capability=gap';
   const held = holdOn(b, path, await etagOf(b, path), 30);
@@ -44,10 +41,9 @@ t.test('another node that lost a delta finds the gap at the next one and compute
 });
 
 t.test('a lost final delta (no write after it): found by the version check, the answer computed again', async (t) => {
-  const a = await startTestServer({ env: { LEASE_SWEEP_MS: '60000' } });
-  t.teardown(() => a.close());
+  const a = await serve(t, { env: { LEASE_SWEEP_MS: '60000' } });
   let drop = false;
-  const b = await anotherNode(t, a, { env: { LEASE_SWEEP_MS: '60000', NEAR_CHECK_MS: '100' }, hooks: { delta: (msg, apply) => (drop ? undefined : apply(msg)) } });
+  const b = await serve(t, { on: a, env: { LEASE_SWEEP_MS: '60000', NEAR_CHECK_MS: '100' }, hooks: { delta: (msg, apply) => (drop ? undefined : apply(msg)) } });
   await registerProduction(a, { endpoint: 'https://f1.example.com', capabilities: ['final'] });
   const path = '/services?capability=final';
   const held = holdOn(b, path, await etagOf(b, path), 30);

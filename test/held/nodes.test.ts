@@ -3,13 +3,14 @@
 // nothing held (uWS's onAborted); the drain answers every held request 304 at once.
 import t from 'tap';
 import { connect } from 'node:net';
-import { twoNodes } from '../helpers/two-nodes.js';
-import { registerProduction, startTestServer } from '../helpers/server.js';
+import { registerProduction, serve } from '../helpers/server.js';
 import { etagOf, heldCount, holdOn } from '../helpers/held.js';
 import { ids } from '../helpers/checks.js';
 
 t.test('a write on node A wakes a request held on node B; B\'s unrelated answers stay held', async (t) => {
-  const { a, b } = await twoNodes(t, { LEASE_SWEEP_MS: '60000' });
+  const env = { LEASE_SWEEP_MS: '60000' };
+  const a = await serve(t, { env });
+  const b = await serve(t, { env, on: a });
   const one = await registerProduction(a, { endpoint: 'https://n1.example.com', capabilities: ['nodes'] });
   const path = '/services?capability=nodes';
   const held = holdOn(b, path, await etagOf(b, path), 30);
@@ -27,8 +28,7 @@ t.test('a write on node A wakes a request held on node B; B\'s unrelated answers
 });
 
 t.test('a client that goes away leaves nothing held', async (t) => {
-  const s = await startTestServer({ env: { HELD_PER_ADDRESS: '1' } });
-  t.teardown(() => s.close());
+  const s = await serve(t, { env: { HELD_PER_ADDRESS: '1' } });
   await registerProduction(s, { endpoint: 'https://ab1.example.com', capabilities: ['abort'] });
   const path = '/services?capability=abort';
   const etag = await etagOf(s, path);
@@ -48,8 +48,7 @@ t.test('a client that goes away leaves nothing held', async (t) => {
 });
 
 t.test('the drain answers every held request 304 at once, and one that comes during it', async (t) => {
-  const s = await startTestServer({ env: { LEASE_SWEEP_MS: '60000' } });
-  t.teardown(() => s.close());
+  const s = await serve(t, { env: { LEASE_SWEEP_MS: '60000' } });
   await registerProduction(s, { endpoint: 'https://dr1.example.com', capabilities: ['drain'] });
   const path = '/services?capability=drain';
   const etag = await etagOf(s, path);

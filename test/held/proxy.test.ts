@@ -3,12 +3,11 @@
 // holds the answer in its cache (so nginx never answers it itself), is held by the server and
 // woken by a write, or answered 304 when its wait ends; the proxy stores nothing of it.
 import t from 'tap';
-import { registerProduction, startTestServer } from '../helpers/server.js';
+import { registerProduction, serve } from '../helpers/server.js';
 import { http, startProxy } from '../helpers/proxy.js';
 import { heldCount } from '../helpers/held.js';
 
-const s = await startTestServer({ env: { TRUSTED_PROXIES: '127.0.0.1', SEARCH_MAX_AGE: '600', DISCOVERY_MAX_AGE: '600', WAIT_MAX_SECONDS: '30', LEASE_SWEEP_MS: '60000' } });
-t.teardown(() => s.close());
+const s = await serve(t, { env: { TRUSTED_PROXIES: '127.0.0.1', SEARCH_MAX_AGE: '600', DISCOVERY_MAX_AGE: '600', WAIT_MAX_SECONDS: '30', LEASE_SWEEP_MS: '60000' } });
 const proxy = await startProxy(s.server.port, { WAIT_MAX_SECONDS: '30' });
 t.teardown(() => proxy.close());
 const P = proxy.port;

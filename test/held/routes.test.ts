@@ -4,8 +4,8 @@
 // matching If-None-Match the request is answered at once, without Preference-Applied; a wait
 // above WAIT_MAX_SECONDS applies the maximum; a keyed held request counts once.
 import t, { type Test } from 'tap';
-import { ids, jsonBody, serve } from '../helpers/checks.js';
-import { createSandbox, registerProduction } from '../helpers/server.js';
+import { ids, jsonBody } from '../helpers/checks.js';
+import { createSandbox, registerProduction, serve } from '../helpers/server.js';
 import { etagOf, heldCount, holdOn } from '../helpers/held.js';
 
 const s = await serve(t, { env: { LEASE_SWEEP_MS: '60000', WAIT_MAX_SECONDS: '3' } });

@@ -3,15 +3,13 @@
 // once beyond; a slot comes back when its request ends; the caps are the process's, whatever
 // its uWS thread count (the shares live on memory every thread shares: held requests spread
 // over two threads never pass a cap).
-import { randomBytes } from 'node:crypto';
 import t from 'tap';
-import { loadConfig } from '../../src/hot/config.js';
-import { serve } from '../helpers/checks.js';
-import { ADMIN_KEY, baseEnv, freshDatabase, registerProduction } from '../helpers/server.js';
+import { registerProduction, serve } from '../helpers/server.js';
 import { etagOf, heldCount, heldGauge } from '../helpers/held.js';
 import { http } from '../helpers/proxy.js';
-import { requestAlone, spawnThreads } from '../helpers/server-process.js';
+import { requestAlone, serveProcess } from '../helpers/server-process.js';
 import { waitFor } from '../helpers/wait.js';
+import { ADMIN_KEY } from '../helpers/env.js';
 
 t.setTimeout(300_000);
 
@@ -48,17 +46,7 @@ t.test('per address and per process: 429 + Retry-After + the error body, slots c
 });
 
 t.test('two uWS threads: the caps are the process\'s', { timeout: 300_000 }, async (t) => {
-  const db = await freshDatabase();
-  t.teardown(() => db.drop());
-  const env: Record<string, string | undefined> = {
-    ...baseEnv(),
-    DATABASE_URL: db.url,
-    REDIS_KEY_PREFIX: 'thl' + randomBytes(4).toString('hex') + ':',
-    WORKERS: '2',
-    HELD_MAX: '4',
-    HELD_PER_ADDRESS: '3',
-  };
-  const srv = await spawnThreads(t, env, loadConfig(env).redisUrl);
+  const srv = await serveProcess(t, { threads: 2, env: { HELD_MAX: '4', HELD_PER_ADDRESS: '3' } });
   const put = await requestAlone(srv.port, 'POST', '/admin/api/services', { endpoint: 'https://th1.example.com', capabilities: ['threads'] }, `Bearer ${ADMIN_KEY}`);
   t.equal(put.status, 201);
   const path = '/services?capability=threads';

@@ -8,7 +8,8 @@
 import t, { type Test } from 'tap';
 import { ids, jsonBody } from '../helpers/checks.js';
 import { createSandbox, registerProduction } from '../helpers/server.js';
-import { serveOnLeaseClock, type Svc } from '../helpers/leases.js';
+import { serveOnLeaseClock } from '../helpers/leases.js';
+import type { Svc } from '../helpers/svc.js';
 import { etagOf, heldCount, holdOn, type Held } from '../helpers/held.js';
 
 const { s, advance, sweep, beat } = await serveOnLeaseClock(t);

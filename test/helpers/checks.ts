@@ -2,10 +2,9 @@
 // request helpers. Everything here looks only at what a client sees.
 import { request as httpRequest } from 'node:http';
 import type { Test } from 'tap';
-import { startTestServer, type StartOptions, type TestServer } from './server.js';
+import type { TestServer } from './server.js';
 import { assertDocumented } from './openapi-check.js';
-
-export type Svc = Record<string, unknown> & { id: string };
+import type { Svc } from './svc.js';
 
 /** The response is `status` with exactly {"error":{"code","message"}} as JSON. */
 export async function isError(t: Test, r: Response, status: number, code?: string, what = ''): Promise<{ code: string; message: string }> {
@@ -89,24 +88,4 @@ export function rawGet(s: TestServer, path: string, headers: Record<string, stri
     r.on('error', reject);
     r.end();
   });
-}
-
-/**
- * Close fetch's pooled keep-alive connections. uWS keeps its loop (and so the test process)
- * alive while a client holds an idle connection open, which would add undici's 4 s keep-alive
- * to every test file. Call it last: fetch cannot be used afterwards in this process.
- */
-export async function closeClients(): Promise<void> {
-  const d = (globalThis as Record<symbol, unknown>)[Symbol.for('undici.globalDispatcher.1')] as { close?: () => Promise<void> } | undefined;
-  await d?.close?.().catch(() => undefined);
-}
-
-/** One server for a whole test file, closed (with its client connections) at the end. */
-export async function serve(t: Test, opts: StartOptions = {}): Promise<TestServer> {
-  const s = await startTestServer(opts);
-  t.teardown(async () => {
-    await s.close();
-    await closeClients();
-  });
-  return s;
 }

@@ -24,15 +24,6 @@ export function gate(): Gate {
   return g;
 }
 
-/** Poll `cond` until it holds (a state, not a duration: the limit only stops a hung test). */
-export async function until(what: string, cond: () => boolean | Promise<boolean>, limitMs = 20_000): Promise<void> {
-  const end = Date.now() + limitMs;
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error(`gave up waiting for: ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
 /** fixed advisory lock id of the hold trigger (the app's own locks are 7_242_00x) */
 export const HOLD_LOCK = 4_242_424;
 

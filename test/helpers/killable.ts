@@ -1,15 +1,11 @@
 // The SIGKILL reliability tests' set-up (test/pg/reliability-*.test.ts): the built server as
-// a child process on a fresh database and Redis key prefix of its own, a PostgreSQL client
-// on that database (the test's view of what committed), a restart on the same database and
-// prefix after a kill, and the teardown (kill, close, drop the database and the keys).
-import { randomBytes } from 'node:crypto';
+// a child process (serveProcess(), killed at the teardown) on a fresh database and Redis key
+// prefix of its own, a PostgreSQL client on that database (the test's view of what
+// committed), and a restart on the same database and prefix after a kill.
 import pg from 'pg';
 import type { Test } from 'tap';
-import { loadConfig } from '../../src/hot/config.js';
-import { ADMIN_KEY, freshDatabase } from './server.js';
 import { waitFor } from './wait.js';
-import { dropRedisPrefix } from './test-data.js';
-import { spawnServer, type ServerProcess } from './server-process.js';
+import { serveProcess, type ServerProcess } from './server-process.js';
 
 export interface KillableServer {
   /** the running process: a new one after restart() */
@@ -33,32 +29,14 @@ export interface KillableServer {
   outboxDrained(): Promise<void>;
 }
 
-/**
- * Start the built server (`env` on top of the test defaults: `prefix` names its Redis key
- * prefix, followed by random hex) and wait until it is ready; the teardown is on `t`.
- */
-export async function startKillable(t: Test, prefix: string, env: Record<string, string> = {}): Promise<KillableServer> {
-  const db = await freshDatabase();
-  const fullEnv = {
-    DATABASE_URL: db.url,
-    REDIS_KEY_PREFIX: prefix + randomBytes(4).toString('hex') + ':',
-    REDIS_CLUSTER_NODES: '',
-    ADMIN_API_KEY: ADMIN_KEY,
-    LOG_LEVEL: 'warn',
-    ...env,
-  };
-  let server = await spawnServer(fullEnv);
-  const client = new pg.Client({ connectionString: db.url });
+/** Start the built server (`env` on top of the test defaults), ready; the teardown is on `t`. */
+export async function startKillable(t: Test, env: Record<string, string> = {}): Promise<KillableServer> {
+  const opts = { env: { REDIS_CLUSTER_NODES: '', LOG_LEVEL: 'warn', ...env }, stop: 'SIGKILL' } as const;
+  const first = await serveProcess(t, opts);
+  let server = first;
+  const client = new pg.Client({ connectionString: first.cfg.databaseUrl });
   await client.connect();
-  t.teardown(async () => {
-    server.signal('SIGKILL');
-    await server.exited;
-    await client.end();
-    await db.drop();
-    await dropRedisPrefix(loadConfig().redisUrl, fullEnv.REDIS_KEY_PREFIX);
-  });
-  const ready = (what: string) => waitFor(what, async () => (await fetch(server.url + '/readyz')).status === 200, 30_000);
-  await ready('ready');
+  t.teardown(() => client.end());
   const search = async <D extends { id: string }>(capability: string): Promise<Map<string, D>> => {
     const found = new Map<string, D>();
     let path: string | null = `/services?capability=${capability}&limit=1000`;
@@ -80,8 +58,7 @@ export async function startKillable(t: Test, prefix: string, env: Record<string,
     pg: client,
     kill: () => server.signal('SIGKILL'),
     async restart() {
-      server = await spawnServer(fullEnv);
-      await ready('ready after the restart');
+      server = await serveProcess(t, { ...opts, on: first });
     },
     search,
     async indexSettles<D extends { id: string }>(capability: string, settled: (found: Map<string, D>) => boolean) {

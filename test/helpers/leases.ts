@@ -3,10 +3,8 @@
 // those tests ask of it: a heartbeat, a service's health as served, its PostgreSQL row and
 // its change events.
 import type { Test } from 'tap';
-import { serve } from './checks.js';
-import type { TestServer } from './server.js';
-
-export type Svc = { id: string; health: { status: string; ttl: number | null }; heartbeatToken?: string };
+import type { Svc } from './svc.js';
+import { serve, type TestServer } from './server.js';
 
 export interface LeaseServer {
   s: TestServer;

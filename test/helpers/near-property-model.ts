@@ -1,24 +1,18 @@
-// The model of test/pg/near-property.test.ts: the service state a write leaves (Svc), the
-// queries (Query) and which services a query matches with its canonical path, and the
+// The model of test/pg/near-property.test.ts: the queries (Query) and which services
+// (the state a write leaves: Modelled) a query matches with its canonical path, and the
 // random schedules of operations the property runs on two nodes (fast-check arbitraries).
 import fc from 'fast-check';
-
-export interface Svc {
-  id: string;
-  capabilities: string[];
-  properties: Record<string, string>;
-  deprecated: boolean;
-  iot: { deviceClasses: string[]; protocols: string[] } | null;
-  health?: { status: string; ttl: number | null };
-  heartbeatToken?: string;
-}
+import type { Svc } from './svc.js';
 
 export type Query = { caps: string[]; zone?: string; iotReady?: boolean; deviceClass?: string; healthy?: boolean };
 
 const CAPS = ['a', 'b', 'c'];
 const ZONES = ['z1', 'z2'];
 
-export function matches(s: Svc, q: Query, run: string): boolean {
+/** the fields of a service (served, or read from PostgreSQL's rows) the model decides by */
+export type Modelled = Pick<Svc, 'id' | 'capabilities' | 'properties' | 'deprecated' | 'iot' | 'health'>;
+
+export function matches(s: Modelled, q: Query, run: string): boolean {
   if (!q.caps.every((c) => s.capabilities.includes(run + c))) return false;
   if (q.zone && s.properties.zone !== q.zone) return false;
   if (q.iotReady && !s.iot) return false;

@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from './free-port.js';
+import { waitFor } from './wait.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 
@@ -75,16 +76,14 @@ export async function startProxy(upstreamPort: number, env: Record<string, strin
   });
   let err = '';
   child.stderr!.on('data', (b: Buffer) => (err += b.toString()));
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   let gone = false;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   void exited.then(() => (gone = true));
-  for (let i = 0; ; i++) {
-    if (gone) throw new Error(`nginx exited: ${err}`);
-    const ok = await http(port, '/livez').then((r) => r.status === 200, () => false);
-    if (ok) break;
-    if (i > 200) throw new Error(`nginx did not answer on ${port}: ${err}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  // ready once it answers; an exit before that fails at once, with what nginx said
+  const answers = waitFor(`nginx to answer on ${port}`, () => http(port, '/livez').then((r) => r.status === 200), 20_000, 50);
+  const died = exited.then(() => Promise.reject(new Error('nginx exited')));
+  for (const p of [answers, died]) p.catch(() => undefined);
+  await Promise.race([answers, died]).catch((e: Error) => Promise.reject(new Error(`${e.message}: ${err}`)));
   return {
     port,
     stderr: () => err,

@@ -1,6 +1,7 @@
 // A keep-alive HTTP/1.1 client on one socket that sends request bytes exactly as given (so
 // nothing normalises a hostile URL, header or body on the way), for the property tests.
 import { connect, type Socket } from 'node:net';
+import type { Test } from 'tap';
 import { assertDocumented } from './openapi-check.js';
 
 export interface Raw {
@@ -75,3 +76,9 @@ export class RawClient {
   }
 }
 
+/** A RawClient on `port` for the test `t`, closed when `t` ends. */
+export function rawClient(t: Test, port: number): RawClient {
+  const c = new RawClient(port);
+  t.teardown(() => c.close());
+  return c;
+}

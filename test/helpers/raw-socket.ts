@@ -28,3 +28,16 @@ export function collect(s: Socket, idleMs = 1000): Promise<{ data: string; close
     s.once('close', () => finish(true));
   });
 }
+
+/** `text` sent as it is on a connection of its own to `port`; everything the peer sent until it ended. */
+export function exchange(port: number, text: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const sock = connect(port, '127.0.0.1');
+    let out = '';
+    sock.on('data', (d) => (out += d.toString('latin1')));
+    sock.on('end', () => resolve(out));
+    sock.on('close', () => resolve(out));
+    sock.on('error', reject);
+    sock.write(text);
+  });
+}

@@ -3,8 +3,9 @@
 // sandbox's request total; and the fixtures of the isolation, authentication and registry
 // tests: production services and two sandboxes with services of their own.
 import type { Test } from 'tap';
-import { ids, jsonBody, keyed, serve, type Svc } from './checks.js';
-import { createSandbox, registerProduction, type TestServer } from './server.js';
+import { ids, jsonBody, keyed } from './checks.js';
+import type { Svc } from './svc.js';
+import { createSandbox, registerProduction, serve, type TestServer } from './server.js';
 
 export type Box = Awaited<ReturnType<typeof createSandbox>>;
 

@@ -1,73 +1,113 @@
-// The built server (`node dist/src/hot/main.js`) as a child process with its own env and
-// captured logs, tied to the test process; a request on a connection of its own (to reach
-// either of several uWS threads); and the set-up of a test of several threads.
+// The built server (`node dist/src/hot/main.js`) as a child process, for what one process of
+// its own shows (several uWS threads, signals, a SIGKILL, its whole log): placed like serve(t)'s
+// (server.ts place(): a fresh database and key prefix, `on` another node, `through` proxies)
+// and torn down with `t` the same way. And a request on a connection of its own (to reach
+// either of several uWS threads).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
+import type { Test } from 'tap';
+import { loadConfig, type Config } from '../../src/hot/config.js';
 import { ROOT } from '../../src/hot/paths.js';
 import { dieWithTest } from './die-with-test.js';
-import { dropRedisPrefix } from './test-data.js';
-import { sleep } from './wait.js';
+import { place, type Placement } from './server.js';
+import { waitFor } from './wait.js';
+import { baseEnv } from './env.js';
 
 export interface ServerProcess {
   proc: ChildProcess;
-  /** the port it listens on, as its banner said */
+  /** its configuration, as it read it (the database and key prefix a test looks into) */
+  cfg: Config;
+  /** the port it listens on, as its banner said (0 before the banner) */
   port: number;
   /** its /metrics listener's port, as its banner said (null with METRICS_ENABLED=false) */
   metricsPort: number | null;
   url: string;
   /** every stdout and stderr line so far (pino JSON and plain lines) */
   logs: string[];
+  /** the stderr lines alone */
+  stderr: string[];
   /** resolves with the exit code (or signal name) */
   exited: Promise<number | string>;
   signal(sig: NodeJS.Signals): void;
 }
 
+export interface ProcessOptions extends Placement {
+  /** variables on top of the test defaults (env.ts baseEnv()) */
+  env?: Record<string, string | undefined>;
+  /** WORKERS: the banner must name that many uWS threads (asserted) */
+  threads?: number;
+  /** the teardown's signal: SIGTERM (default: a graceful stop) or SIGKILL (no drain at all) */
+  stop?: 'SIGTERM' | 'SIGKILL';
+  /** resolve once /readyz answered 200 (default), or at once: a start the test expects to fail */
+  until?: 'ready' | 'spawned';
+}
+
 /**
- * Spawn `node dist/src/hot/main.js` with `env` on top of the current environment. Resolves
- * once it printed its banner (it is listening) — not necessarily ready. It listens on PORT=0
- * unless `env` names a port: the kernel picks a port no one holds and the banner names it
- * (a port found free beforehand can be taken by a parallel test before the server binds it,
- * and uWS binds with SO_REUSEPORT, so two servers could even share it without an error).
+ * The built server for the test `t`, stopped when `t` ends (the signal, its exit awaited, its
+ * keys and fresh database dropped). It listens on PORT=0 unless `env` names a port: the kernel
+ * picks a port no one holds and the banner names it (a port found free beforehand can be taken
+ * by a parallel test before the server binds it, and uWS binds with SO_REUSEPORT, so two
+ * servers could even share it without an error).
  */
-export async function spawnServer(env: Record<string, string | undefined>, timeoutMs = 60_000): Promise<ServerProcess> {
-  const proc = spawn(process.execPath, [join(ROOT, 'dist/src/hot/main.js')], {
-    env: { ...process.env, NODE_ENV: 'test', HOST: '127.0.0.1', METRICS_PORT: '0', PORT: '0', PROXY_SOCKET_DIR: '', DNS_PORT: 'off', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+export async function serveProcess(t: Test, opts: ProcessOptions = {}): Promise<ServerProcess> {
+  const placed = await place(opts);
+  const env = { ...baseEnv(), HOST: '127.0.0.1', ...placed.env, ...(opts.threads ? { WORKERS: String(opts.threads) } : {}), ...opts.env };
+  const { srv, listening } = launch(env);
+  t.teardown(async () => {
+    await placed.mend();
+    srv.signal(opts.stop ?? 'SIGTERM');
+    await srv.exited;
+    await placed.dropState(srv.cfg);
   });
+  if (opts.until === 'spawned') return srv;
+  await listening;
+  if (opts.threads) t.match(srv.logs.join('\n'), new RegExp(`listening on .*\\(${opts.threads} uWS threads\\)`), `${opts.threads} uWS threads`);
+  // ready: every thread has learnt the index generation
+  await waitFor('the server to be ready', async () => (await requestAlone(srv.port, 'GET', '/readyz')).status === 200, 60_000, 50);
+  return srv;
+}
+
+/** Spawn main.js with `env`; `listening` resolves once it printed its banner (not necessarily ready). */
+function launch(env: Record<string, string | undefined>): { srv: ServerProcess; listening: Promise<void> } {
+  const proc = spawn(process.execPath, [join(ROOT, 'dist/src/hot/main.js')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   dieWithTest(proc);
-  const logs: string[] = [];
   const exited = new Promise<number | string>((resolve) => proc.on('exit', (code, sig) => resolve(code ?? sig ?? -1)));
-  let port = 0;
-  let metricsPort: number | null = null;
-  let listening: () => void = () => undefined;
-  const up = new Promise<void>((r) => (listening = r));
+  const srv: ServerProcess = { proc, cfg: loadConfig(env), port: 0, metricsPort: null, url: '', logs: [], stderr: [], exited, signal: (s) => proc.kill(s) };
+  let up: () => void = () => undefined;
+  const banner = new Promise<void>((r) => (up = r));
   for (const stream of [proc.stdout!, proc.stderr!]) {
     let rest = '';
     stream.on('data', (d: Buffer) => {
       const lines = (rest + d.toString()).split('\n');
       rest = lines.pop()!;
       for (const l of lines) {
-        logs.push(l);
+        srv.logs.push(l);
+        if (stream === proc.stderr) srv.stderr.push(l);
         const m = /listening on http:\/\/[^\s]*:(\d+)/.exec(l);
-        if (m) port = Number(m[1]);
+        if (m) srv.port = Number(m[1]);
         // the banner's metrics line follows its first line (when /metrics is on)
         const mm = /^ {2}metrics: +http:\/\/[^\s]*:(\d+)\/metrics/.exec(l);
-        if (mm) metricsPort = Number(mm[1]);
-        if (/^ {2}admin key:/.test(l) && port) listening();
+        if (mm) srv.metricsPort = Number(mm[1]);
+        if (/^ {2}admin key:/.test(l) && srv.port) {
+          srv.url = `http://127.0.0.1:${srv.port}`;
+          up();
+        }
       }
     });
-    stream.on('end', () => rest && logs.push(rest));
+    stream.on('end', () => rest && srv.logs.push(rest));
   }
+  // a start-up that hangs fails with what the server said
   const timer = new Promise<never>((_, reject) =>
-    setTimeout(() => reject(new Error(`server did not start within ${timeoutMs} ms:\n${logs.slice(-20).join('\n')}`)), timeoutMs).unref(),
+    setTimeout(() => reject(new Error(`server did not start within 120 s:\n${srv.logs.slice(-20).join('\n')}`)), 120_000).unref(),
   );
   const early = exited.then((c) => {
-    throw new Error(`server exited (${c}) before listening:\n${logs.slice(-20).join('\n')}`);
+    throw new Error(`server exited (${c}) before listening:\n${srv.logs.slice(-20).join('\n')}`);
   });
-  await Promise.race([up, timer, early]);
+  const listening = Promise.race([banner, timer, early]);
   early.catch(() => undefined);
-  return { proc, port, metricsPort, url: `http://127.0.0.1:${port}`, logs, exited, signal: (s) => proc.kill(s) };
+  listening.catch(() => undefined);
+  return { srv, listening };
 }
 
 /**
@@ -91,23 +131,4 @@ export function requestAlone(port: number, method: string, path: string, body?: 
     r.setTimeout(60_000, () => r.destroy(new Error(`no answer to ${method} ${path} within 60 s`)));
     r.end(data);
   });
-}
-
-/**
- * spawnServer(env) for a test of several uWS threads (env.WORKERS): a start-up that hangs fails
- * with what the server said within 120 s; at teardown it gets SIGTERM, its exit is awaited and
- * its Redis keys (env.REDIS_KEY_PREFIX) are dropped. Resolves once the banner named the thread
- * count (asserted) and /readyz answered 200 (every thread has learnt the index generation), or
- * after 100 tries 50 ms apart.
- */
-export async function spawnThreads(t: { teardown(fn: () => unknown): void; match(found: string, want: RegExp, message: string): void }, env: Record<string, string | undefined>, redisUrl: string): Promise<ServerProcess> {
-  const srv = await spawnServer(env, 120_000);
-  t.teardown(async () => {
-    srv.signal('SIGTERM');
-    await srv.exited;
-    await dropRedisPrefix(redisUrl, env.REDIS_KEY_PREFIX!);
-  });
-  t.match(srv.logs.join('\n'), new RegExp(`listening on .*\\(${env.WORKERS} uWS threads\\)`), `${env.WORKERS} uWS threads`);
-  for (let i = 0; i < 100 && (await requestAlone(srv.port, 'GET', '/readyz')).status !== 200; i++) await sleep(50);
-  return srv;
 }

@@ -3,6 +3,15 @@
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
+/**
+ * For a test of a per-minute throttle: when the current minute has less than `marginMs` left,
+ * wait into the next one, so that a burst falls in one window, not across a boundary.
+ */
+export async function freshMinute(marginMs: number): Promise<void> {
+  const left = 60_000 - (Date.now() % 60_000);
+  if (left < marginMs) await sleep(left + 100);
+}
+
 /** Poll `probe` until it returns a truthy value; throws after `timeoutMs` (a hang detector). */
 export async function waitFor<T>(what: string, probe: () => Promise<T | null | undefined | false> | T | null | undefined | false, timeoutMs = 20_000, everyMs = 100): Promise<T> {
   const end = Date.now() + timeoutMs;

@@ -2,7 +2,7 @@
 // server-computed paging fields at both ends, detail, stats, and tier changes that apply
 // to the sandbox's very next request.
 import t from 'tap';
-import { createSandbox, registerProduction, startTestServer } from '../helpers/server.js';
+import { createSandbox, registerProduction, serve } from '../helpers/server.js';
 
 interface Page {
   items: { uuid: string; name: string; tier: string; rateLimit: number; serviceCount: number; location: unknown; createdAt: string }[];
@@ -18,8 +18,7 @@ interface Page {
 
 t.test('admin API', async (t) => {
   // tiny limits so "the next request" can be shown to be over or under the limit
-  const s = await startTestServer({ env: { ADMIN_PAGE_SIZE: '2', SANDBOX_CREATE_PER_MINUTE: '1000', TIERS: 'free=3,pro=50,enterprise=6000' } });
-  t.teardown(() => s.close());
+  const s = await serve(t, { env: { ADMIN_PAGE_SIZE: '2', SANDBOX_CREATE_PER_MINUTE: '1000', TIERS: 'free=3,pro=50,enterprise=6000' } });
   const made: Awaited<ReturnType<typeof createSandbox>>[] = [];
   for (let i = 0; i < 5; i++) made.push(await createSandbox(s, `Sandbox ${i}`, i === 0 ? { lat: 48.85, lon: 2.35 } : undefined));
   const page = async (qs: string) => {

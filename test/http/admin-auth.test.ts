@@ -2,7 +2,8 @@
 // 401 on every /admin/api/* call without a valid cookie or admin key, and CSRF: a cookie
 // caller's non-GET call without the session's X-CSRF-Token is 403 and changes nothing.
 import t from 'tap';
-import { ADMIN_KEY, createSandbox, startTestServer, type TestServer } from '../helpers/server.js';
+import { createSandbox, type TestServer, serve } from '../helpers/server.js';
+import { ADMIN_KEY } from '../helpers/env.js';
 
 const JSON_CT = { 'content-type': 'application/json' };
 
@@ -22,8 +23,7 @@ async function errorCode(r: Response): Promise<string> {
 t.test('admin auth', async (t) => {
   // wrong keys by the dozen from one address: the throttle (admin-login-throttle.test.ts)
   // would answer 429 before the 401s these tests are about
-  const s = await startTestServer({ env: { SANDBOX_CREATE_PER_MINUTE: '1000', LOGIN_FAILURES_PER_MINUTE: '1000' } });
-  t.teardown(() => s.close());
+  const s = await serve(t, { env: { SANDBOX_CREATE_PER_MINUTE: '1000', LOGIN_FAILURES_PER_MINUTE: '1000' } });
   const sb = await createSandbox(s, 'Auth target');
 
   t.test('login: 401 with the error body on a wrong, empty or missing key; no cookie', async (t) => {
@@ -51,8 +51,7 @@ t.test('admin auth', async (t) => {
   });
 
   t.test('the cookie is Secure unless configured off', async (t) => {
-    const secure = await startTestServer({ env: { COOKIE_SECURE: 'true' } });
-    t.teardown(() => secure.close());
+    const secure = await serve(t, { env: { COOKIE_SECURE: 'true' } });
     t.match((await login(secure)).setCookie, /;\s*Secure/i);
   });
 

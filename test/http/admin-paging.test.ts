@@ -1,11 +1,10 @@
 // The admin sandbox list past its end (issue 24's survivor: `prevPage: -1` on an empty list
 // past its end). An empty tier's page 3: no items, the previous page is page 0.
 import t from 'tap';
-import { createSandbox, startTestServer } from '../helpers/server.js';
+import { createSandbox, serve } from '../helpers/server.js';
 
 t.test('paging past the end of an empty list and of a short one', async (t) => {
-  const s = await startTestServer();
-  t.teardown(() => s.close());
+  const s = await serve(t);
   const empty = await s.admin('GET', '/admin/api/sandboxes?tier=enterprise&page=3');
   t.equal(empty.status, 200);
   t.match(await empty.json(), { items: [], total: 0, page: 3, displayPage: 4, hasPrev: true, hasNext: false, prevPage: 0, nextPage: null });

@@ -9,13 +9,12 @@ import t from 'tap';
 import uWS from 'uWebSockets.js';
 import type { App } from '../../src/hot/app.js';
 import { registerStatic } from '../../src/admin/static.js';
-import { startTestServer } from '../helpers/server.js';
+import { serve } from '../helpers/server.js';
 import { ensureWebBuilt } from '../helpers/web.js';
 
 t.test('dashboard static files', async (t) => {
   ensureWebBuilt();
-  const s = await startTestServer();
-  t.teardown(() => s.close());
+  const s = await serve(t);
 
   const html = await s.req('/admin/');
   t.equal(html.status, 200);

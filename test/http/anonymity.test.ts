@@ -3,8 +3,7 @@
 // with disjoint headers (contract, "Deprecation and anonymous replacement discovery").
 import { request } from 'node:http';
 import t from 'tap';
-import { serve } from '../helpers/checks.js';
-import { createSandbox, registerProduction, type TestServer } from '../helpers/server.js';
+import { createSandbox, registerProduction, type TestServer, serve } from '../helpers/server.js';
 
 const s = await serve(t);
 

@@ -10,9 +10,10 @@ import { parseServiceCreate } from '../../src/hot/domain/validation.js';
 import { PRODUCTION } from '../../src/hot/domain/keys.js';
 import { serviceBody } from '../helpers/arbitraries.js';
 import { nearService } from '../helpers/hostile.js';
-import { ADMIN_KEY, createSandbox, startTestServer, type TestServer } from '../helpers/server.js';
+import { createSandbox, type TestServer, serve } from '../helpers/server.js';
+import type { Svc } from '../helpers/svc.js';
+import { ADMIN_KEY } from '../helpers/env.js';
 
-type Svc = { id: string; endpoint: string; capabilities: string[] };
 
 async function count(s: TestServer, ns: string): Promise<number> {
   const r = await s.app.pg.query<{ n: string }>('SELECT count(*) AS n FROM services WHERE ns = $1', [ns]);
@@ -22,8 +23,7 @@ async function count(s: TestServer, ns: string): Promise<number> {
 const svc = (i: number, extra: Record<string, unknown> = {}) => ({ endpoint: `https://b${i}.example.com/`, capabilities: ['batch', `n${i}`], ...extra });
 
 t.test('admin batch: 201 in order, every service readable, indexed and in the change feed', async (t) => {
-  const s = await startTestServer();
-  t.teardown(() => s.close());
+  const s = await serve(t);
   const body = { services: [svc(0), svc(1, { deprecated: true, sunset_date: '2031-01-02', iot: { deviceClasses: ['meter'], protocols: ['mqtt'] } }), svc(2, { properties: { region: 'eu' } })] };
   const r = await s.admin('POST', '/admin/api/services/batch', body);
   t.equal(r.status, 201);
@@ -46,8 +46,7 @@ t.test('admin batch: 201 in order, every service readable, indexed and in the ch
 });
 
 t.test('one invalid entry: 400 naming its index, nothing written', async (t) => {
-  const s = await startTestServer();
-  t.teardown(() => s.close());
+  const s = await serve(t);
   const bad = [svc(0), svc(1), { endpoint: 'ftp://x.example.com', capability: 'a' }, { endpoint: 'nope' }];
   const r = await s.admin('POST', '/admin/api/services/batch', { services: bad });
   t.equal(r.status, 400);
@@ -63,8 +62,7 @@ t.test('one invalid entry: 400 naming its index, nothing written', async (t) => 
 });
 
 t.test('the batch routes have their own body limit', async (t) => {
-  const s = await startTestServer({ env: { MAX_BATCH_BODY_BYTES: String(200 * 1024) } });
-  t.teardown(() => s.close());
+  const s = await serve(t, { env: { MAX_BATCH_BODY_BYTES: String(200 * 1024) } });
   // ~100 KiB: over MAX_BODY_BYTES (64 KiB), under the batch limit
   const big = { services: Array.from({ length: 400 }, (_, i) => svc(i, { properties: { note: 'x'.repeat(180) } })) };
   t.ok(JSON.stringify(big).length > 64 * 1024);
@@ -79,8 +77,7 @@ t.test('the batch routes have their own body limit', async (t) => {
 });
 
 t.test('sandbox batch: one request per service; 429 and nothing written when the window has no room for all', async (t) => {
-  const s = await startTestServer({ env: { TIERS: 'free=60' } });
-  t.teardown(() => s.close());
+  const s = await serve(t, { env: { TIERS: 'free=60' } });
   const sb = await createSandbox(s);
   const post = (n: number, key = sb.apiKey) =>
     s.req(`/sandbox/${sb.uuid}/services/batch`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ services: Array.from({ length: n }, (_, i) => svc(i)) }) });
@@ -105,8 +102,7 @@ t.test('sandbox batch: one request per service; 429 and nothing written when the
 });
 
 t.test('an invalid sandbox batch counts as one request', async (t) => {
-  const s = await startTestServer({ env: { TIERS: 'free=60' } });
-  t.teardown(() => s.close());
+  const s = await serve(t, { env: { TIERS: 'free=60' } });
   const sb = await createSandbox(s);
   const r = await s.req(`/sandbox/${sb.uuid}/services/batch`, { method: 'POST', headers: { authorization: `Bearer ${sb.apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ services: [svc(0), { endpoint: 'x' }] }) });
   t.equal(r.status, 400);
@@ -114,8 +110,7 @@ t.test('an invalid sandbox batch counts as one request', async (t) => {
 });
 
 t.test('hostile batches: never a 5xx; 201 exactly when every entry is valid, and then all of them are written; otherwise none', async (t) => {
-  const s = await startTestServer({ env: { TIERS: 'free=1000000' } });
-  t.teardown(() => s.close());
+  const s = await serve(t, { env: { TIERS: 'free=1000000' } });
   const sb = await createSandbox(s);
   const entry = fc.oneof(serviceBody as fc.Arbitrary<unknown>, nearService(fc.jsonValue({ maxDepth: 3 })), fc.jsonValue({ maxDepth: 3 }));
   const batch = fc.oneof(
@@ -164,8 +159,7 @@ t.test('hostile batches: never a 5xx; 201 exactly when every entry is valid, and
 });
 
 t.test('another method on …/services/batch is a 405 with Allow: POST, before its body is looked at (not the service route\'s answer to an id "batch")', async (t) => {
-  const s = await startTestServer();
-  t.teardown(() => s.close());
+  const s = await serve(t);
   const sb = await createSandbox(s, 'Batch Methods');
   const cases: [string, Record<string, string>][] = [
     [`/sandbox/${sb.uuid}/services/batch`, { authorization: `Bearer ${sb.apiKey}` }],

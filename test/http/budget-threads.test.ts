@@ -6,10 +6,10 @@
 // filled their shares.
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
-import { loadConfig } from '../../src/hot/config.js';
-import { ADMIN_KEY, baseEnv, freshDatabase } from '../helpers/server.js';
 import { parseProm, sample } from '../helpers/metrics-util.js';
-import { requestAlone, spawnThreads } from '../helpers/server-process.js';
+import { requestAlone, serveProcess } from '../helpers/server-process.js';
+import { sleep } from '../helpers/wait.js';
+import { ADMIN_KEY } from '../helpers/env.js';
 
 const MIB = 1024 * 1024;
 
@@ -18,22 +18,9 @@ t.setTimeout(300_000); // a server of its own, two threads, a thousand services'
 const call = (port: number, method: string, path: string, body?: unknown) => requestAlone(port, method, path, body, `Bearer ${ADMIN_KEY}`);
 
 t.test('two uWS threads share one budget: the process total never passes NEAR_CACHE_MB / RESULT_CACHE_MB', { timeout: 600_000 }, async (t) => {
-  const db = await freshDatabase();
-  t.teardown(() => db.drop());
-  const prefix = 'tbt' + randomBytes(4).toString('hex') + ':';
-  // PORT=0 and METRICS_PORT=0: the kernel picks both and the banner names them (spawnServer);
+  // PORT=0 and METRICS_PORT=0: the kernel picks both and the banner names them (serveProcess);
   // the second thread shares the first one's port
-  const env: Record<string, string | undefined> = {
-    ...baseEnv(),
-    DATABASE_URL: db.url,
-    REDIS_KEY_PREFIX: prefix,
-    PORT: '0',
-    METRICS_PORT: '0',
-    WORKERS: '2',
-    NEAR_CACHE_MB: '1',
-    RESULT_CACHE_MB: '1',
-  };
-  const srv = await spawnThreads(t, env, loadConfig(env).redisUrl);
+  const srv = await serveProcess(t, { threads: 2, env: { NEAR_CACHE_MB: '1', RESULT_CACHE_MB: '1' } });
   const port = srv.port;
   const metricsPort = srv.metricsPort!;
 
@@ -70,7 +57,7 @@ t.test('two uWS threads share one budget: the process total never passes NEAR_CA
     await Promise.all(Array.from({ length: 16 }, (_, k) => one(i + k)));
     if (i % 128 === 112) await scrape();
   }
-  await new Promise((r) => setTimeout(r, 1200)); // the threads' last reports
+  await sleep(1200); // the threads' last reports
   await scrape();
   t.equal(wrong, 0, 'every search answered right');
   t.equal(threads, 2, 'both threads report');

@@ -2,13 +2,14 @@
 // another node through Redis pub/sub (the entries' own lifetime is set to an hour here, so
 // only an invalidation message can make the write visible).
 import t from 'tap';
-import { registerProduction, startTestServer } from '../helpers/server.js';
+import { registerProduction, serve, HOUR_CACHE } from '../helpers/server.js';
 import { ids, rawGet } from '../helpers/checks.js';
 import { PRODUCTION } from '../../src/hot/domain/keys.js';
-import { HOUR_CACHE, twoNodes } from '../helpers/two-nodes.js';
+import { waitFor } from '../helpers/wait.js';
 
 t.test('writes invalidate cached results on this node and on others', async (t) => {
-  const { a, b } = await twoNodes(t);
+  const a = await serve(t, { env: HOUR_CACHE });
+  const b = await serve(t, { env: HOUR_CACHE, on: a });
 
   const first = await registerProduction(a, { endpoint: 'https://one.example.com', capability: 'cached' });
   t.same(await ids(await a.req('/services?capability=cached')), [first.id]);
@@ -18,24 +19,25 @@ t.test('writes invalidate cached results on this node and on others', async (t) 
   const second = await registerProduction(a, { endpoint: 'https://two.example.com', capability: 'cached' });
   t.same(await ids(await a.req('/services?capability=cached')), [first.id, second.id], 'the writing node sees its write at once');
 
-  let seen: string[] = [];
-  for (let i = 0; i < 100 && seen.length < 2; i++) {
-    seen = await ids(await b.req('/services?capability=cached'));
-    if (seen.length < 2) await new Promise((r) => setTimeout(r, 20));
-  }
+  const cached = async () => ids(await b.req('/services?capability=cached'));
+  let seen = await waitFor('B to see the write', async () => {
+    const v = await cached();
+    return v.length >= 2 && v;
+  }, 20_000, 20);
   t.same(seen, [first.id, second.id], 'the other node sees it without waiting for expiry');
 
   const del = await a.admin('DELETE', `/admin/api/services/${first.id}`);
   t.equal(del.status, 204);
-  for (let i = 0; i < 100 && seen.length > 1; i++) {
-    seen = await ids(await b.req('/services?capability=cached'));
-    if (seen.length > 1) await new Promise((r) => setTimeout(r, 20));
-  }
+  seen = await waitFor('B to see the delete', async () => {
+    const v = await cached();
+    return v.length <= 1 && v;
+  }, 20_000, 20);
   t.same(seen, [second.id], 'a delete is seen on the other node too');
 });
 
 t.test('the in-process copy of a replacements entry never hides a write on another node', async (t) => {
-  const { a, b } = await twoNodes(t);
+  const a = await serve(t, { env: HOUR_CACHE });
+  const b = await serve(t, { env: HOUR_CACHE, on: a });
 
   const old = await registerProduction(a, { endpoint: 'https://old.example.com', capability: 'legacy-x', deprecated: true });
   const c1 = await registerProduction(a, { endpoint: 'https://c1.example.com', capability: 'modern-x' });
@@ -53,20 +55,17 @@ t.test('the in-process copy of a replacements entry never hides a write on anoth
   t.equal((await b.req(path, { headers: { 'If-None-Match': etag! } })).status, 304, 'the copy answers 304 too');
 
   t.equal((await a.admin('POST', `/admin/api/services/${old.id}/replacements`, { serviceId: c2.id })).status, 201);
-  let seen: string[] = [];
-  let res: Response | null = null;
-  for (let i = 0; i < 100 && seen.length < 2; i++) {
-    res = await b.req(path);
-    seen = await ids(res);
-    if (seen.length < 2) await new Promise((r) => setTimeout(r, 20));
-  }
+  const { res, seen } = await waitFor('B to see the new candidate', async () => {
+    const r = await b.req(path);
+    const v = await ids(r);
+    return v.length >= 2 && { res: r, seen: v };
+  }, 20_000, 20);
   t.same(seen, [c1.id, c2.id], 'node B sees the new candidate without waiting for expiry');
-  t.not(res!.headers.get('etag'), etag, 'with a new ETag');
+  t.not(res.headers.get('etag'), etag, 'with a new ETag');
 });
 
 t.test('cached answers never stand in for a non-canonical query', async (t) => {
-  const a = await startTestServer({ env: HOUR_CACHE });
-  t.teardown(() => a.close());
+  const a = await serve(t, { env: HOUR_CACHE });
   await registerProduction(a, { endpoint: 'https://fast.example.com', capability: 'fast' });
   for (const [path, bare] of [
     ['/services', '/services?'],

@@ -5,7 +5,8 @@ import { connect } from 'node:net';
 import t from 'tap';
 import { PRODUCTION } from '../../src/hot/domain/keys.js';
 import { bulkUpsert } from '../../src/hot/writes/bulk.js';
-import { registerProduction, startTestServer } from '../helpers/server.js';
+import { registerProduction, serve } from '../helpers/server.js';
+import { waitFor, sleep } from '../helpers/wait.js';
 
 /** The body of a chunked HTTP/1.1 response (events are ASCII: characters are bytes). */
 function dechunk(raw: string): string {
@@ -22,8 +23,7 @@ function dechunk(raw: string): string {
 }
 
 t.test('a paused reader gets every event once, in order', async (t) => {
-  const s = await startTestServer({ env: { CHANGES_POLL_MS: '20' } });
-  t.teardown(() => s.close());
+  const s = await serve(t, { env: { CHANGES_POLL_MS: '20' } });
   const sock = connect(s.server.port, '127.0.0.1');
   t.teardown(() => sock.destroy());
   await new Promise<void>((r) => sock.once('connect', () => r()));
@@ -31,9 +31,9 @@ t.test('a paused reader gets every event once, in order', async (t) => {
   sock.setEncoding('utf8');
   sock.on('data', (c: string) => (text += c));
   sock.write('GET /services/changes HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n');
-  // (bounded waits of up to a minute: on a loaded 2-core machine the stream's start and the
-  // 12 MB catch-up below took longer than the 2 s and 20 s these loops used to allow)
-  for (let i = 0; i < 6000 && !text.includes('stream of production'); i++) await new Promise((r) => setTimeout(r, 10));
+  // (waits of up to a minute: on a loaded 2-core machine the stream's start and the 12 MB
+  // catch-up below take long)
+  await waitFor('the stream to start', () => text.includes('stream of production'), 60_000, 10);
   t.ok(text.includes('stream of production'), 'the stream started before the writes');
   sock.pause(); // stop reading: kernel buffers fill, then uWS reports backpressure
 
@@ -47,10 +47,10 @@ t.test('a paused reader gets every event once, in order', async (t) => {
     }));
     await bulkUpsert(s.app.pg, PRODUCTION, rows);
   }
-  await new Promise((r) => setTimeout(r, 300)); // the poller writes until uWS pushes back
+  await sleep(300); // the poller writes until uWS pushes back
   sock.resume();
   const last = await registerProduction(s, { endpoint: 'https://after.example.com', capabilities: ['bp'] });
-  for (let i = 0; i < 3000 && !text.includes(last.id); i++) await new Promise((r) => setTimeout(r, 20));
+  await waitFor('the last event', () => text.includes(last.id), 60_000, 20);
 
   const body = dechunk(text);
   const ids = [...body.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));

@@ -6,8 +6,9 @@
 import http from 'node:http';
 import { Worker } from 'node:worker_threads';
 import t from 'tap';
-import { serve } from '../helpers/checks.js';
 import { StreamShares, streamSharesBuffer } from '../../src/hot/changes/shares.js';
+import { waitFor, sleep } from '../helpers/wait.js';
+import { serve } from '../helpers/server.js';
 
 interface Opened {
   status: number;
@@ -31,10 +32,6 @@ function open(url: string, localAddress: string, headers: Record<string, string>
   });
 }
 
-async function until(f: () => boolean): Promise<void> {
-  while (!f()) await new Promise((r) => setTimeout(r, 10));
-}
-
 t.test('per address and in total: 429 + Retry-After + the error body, slots come back', async (t) => {
   const s = await serve(t, { env: { CHANGE_STREAMS_PER_ADDRESS: '3', CHANGES_MAX_STREAMS: '5' } });
   const shares = s.app.hub.shares;
@@ -53,11 +50,11 @@ t.test('per address and in total: 429 + Retry-After + the error body, slots come
   t.ok(Number(over.headers['retry-after']) > 0);
   t.equal(shares.open(), 5, 'five open: never one more');
   a[0]!.close();
-  await until(() => shares.open() === 4);
+  await waitFor('four streams open', () => shares.open() === 4, 20_000, 10);
   const again = await open(s.url, '127.0.0.4');
   t.equal(again.status, 200, 'a closed stream gives its slot back');
   for (const x of [...a, b1, b2, again]) x.close();
-  await until(() => shares.open() === 0);
+  await waitFor('every slot back', () => shares.open() === 0, 20_000, 10);
   t.equal(shares.openBy('127.0.0.2'), 0, 'every slot given back');
 });
 
@@ -73,7 +70,7 @@ t.test('refused or failed opens give their slot back', async (t) => {
   t.same([x.status, y.status], [200, 200], 'the address still has its whole share');
   x.close();
   y.close();
-  await until(() => s.app.hub.shares.open() === 0);
+  await waitFor('every slot back', () => s.app.hub.shares.open() === 0, 20_000, 10);
 });
 
 t.test('concurrent opens never exceed the caps', async (t) => {
@@ -88,7 +85,7 @@ t.test('concurrent opens never exceed the caps', async (t) => {
   t.equal(ok6 + ok7, 12, 'exactly the total admitted (each address alone could not fill it)');
   t.ok(all.every((x) => x.status === 200 || x.status === 429), 'the others: 429, no 5xx');
   for (const x of all) x.close();
-  await until(() => s.app.hub.shares.open() === 0);
+  await waitFor('every slot back', () => s.app.hub.shares.open() === 0, 20_000, 10);
 });
 
 t.test('behind a trusted proxy the address is X-Forwarded-For\'s', async (t) => {
@@ -99,7 +96,7 @@ t.test('behind a trusted proxy the address is X-Forwarded-For\'s', async (t) => 
   const z = await open(s.url, '127.0.0.1', { 'x-forwarded-for': '203.0.113.9' });
   t.equal(z.status, 429, 'the first client\'s second stream: 429');
   for (const o of [x, y, z]) o.close();
-  await until(() => s.app.hub.shares.open() === 0);
+  await waitFor('every slot back', () => s.app.hub.shares.open() === 0, 20_000, 10);
 });
 
 t.test('threads share one count: racing reservations on several threads hold exactly the cap', async (t) => {
@@ -119,7 +116,7 @@ t.test('threads share one count: racing reservations on several threads hold exa
   const go = new SharedArrayBuffer(4);
   const workers = Array.from({ length: 4 }, () => new Worker(code, { eval: true, workerData: { url, buf, go } }));
   const results = workers.map((w) => new Promise<number>((r) => w.once('message', r)));
-  await new Promise((r) => setTimeout(r, 200)); // let them reach the gate
+  await sleep(200); // let them reach the gate
   Atomics.store(new Int32Array(go), 0, 1);
   Atomics.notify(new Int32Array(go), 0);
   const ok = (await Promise.all(results)).reduce((a, b) => a + b, 0);

@@ -2,9 +2,10 @@
 // ones, no duplicates), namespace isolation (sandbox key vs anonymous), rate-limit counting
 // at connect, heartbeats, and streams ended by a server shutdown.
 import t from 'tap';
-import { createSandbox, registerProduction, startTestServer, type TestServer } from '../helpers/server.js';
+import { createSandbox, registerProduction, type TestServer, serve } from '../helpers/server.js';
 import { openSse, type SseStream } from '../helpers/changes-sse.js';
 import { pruneChanges } from '../../src/hot/registry/events.js';
+import { waitFor } from '../helpers/wait.js';
 
 const ENV = { CHANGES_POLL_MS: '30', CHANGES_HEARTBEAT_MS: '60000' };
 
@@ -23,8 +24,7 @@ const sbWrite = (s: TestServer, sb: { uuid: string; apiKey: string }, method: st
   });
 
 t.test('anonymous stream: production events in order; Last-Event-ID resumes with exactly the missed ones', async (t) => {
-  const s = await startTestServer({ env: ENV });
-  t.teardown(() => s.close());
+  const s = await serve(t, { env: ENV });
   const st = await connect(s);
   t.teardown(() => st.close());
   t.equal(st.headers.get('content-type'), 'text/event-stream; charset=utf-8');
@@ -81,8 +81,7 @@ t.test('anonymous stream: production events in order; Last-Event-ID resumes with
 });
 
 t.test('a sandbox stream sees only its sandbox; anonymous sees only production', async (t) => {
-  const s = await startTestServer({ env: ENV });
-  t.teardown(() => s.close());
+  const s = await serve(t, { env: ENV });
   const sa = await createSandbox(s, 'Feed A');
   const sb = await createSandbox(s, 'Feed B');
   const poll = async () => ((await (await s.req(`/sandbox/${sa.uuid}/poll`)).json()) as { total: number }).total;
@@ -122,8 +121,7 @@ t.test('a sandbox stream sees only its sandbox; anonymous sees only production',
 });
 
 t.test('over the rate limit: 429 at connect', async (t) => {
-  const s = await startTestServer({ env: { ...ENV, TIERS: 'free=1,pro=600,enterprise=6000' } });
-  t.teardown(() => s.close());
+  const s = await serve(t, { env: { ...ENV, TIERS: 'free=1,pro=600,enterprise=6000' } });
   const sb = await createSandbox(s, 'Feed Limited');
   const first = await connect(s, { authorization: `Bearer ${sb.apiKey}` });
   t.teardown(() => first.close());
@@ -134,20 +132,16 @@ t.test('over the rate limit: 429 at connect', async (t) => {
 });
 
 t.test('heartbeats, and a shutdown ends open streams', async (t) => {
-  const s = await startTestServer({ env: { ...ENV, CHANGES_HEARTBEAT_MS: '100' } });
-  let closed = false;
-  t.teardown(() => (closed ? undefined : s.close()));
+  const s = await serve(t, { env: { ...ENV, CHANGES_HEARTBEAT_MS: '100' } });
   const st = await connect(s);
   t.equal(await st.nextComment(), 'heartbeat');
   await s.close();
-  closed = true;
   await st.ended();
   t.pass('the stream ended with the server');
 });
 
 t.test('events older than the retention are pruned, newer ones kept', async (t) => {
-  const s = await startTestServer({ env: ENV });
-  t.teardown(() => s.close());
+  const s = await serve(t, { env: ENV });
   const a = await registerProduction(s, { endpoint: 'https://old.example.com', capabilities: ['prune'] });
   await registerProduction(s, { endpoint: 'https://new.example.com', capabilities: ['prune'] });
   await s.app.pg.query("UPDATE change_events SET created_at = now() - interval '200 hours' WHERE service_id = $1", [a.id]);
@@ -158,32 +152,22 @@ t.test('events older than the retention are pruned, newer ones kept', async (t) 
 });
 
 t.test('HEAD of the stream: its headers, no length, and the connection stays usable', async (t) => {
-  const s = await startTestServer({ env: ENV });
-  t.teardown(() => s.close());
+  const s = await serve(t, { env: ENV });
   const { connect } = await import('node:net');
   const u = new URL(s.url);
   const sock = connect(Number(u.port), u.hostname);
   t.teardown(() => sock.destroy());
   let got = '';
-  const waiters: (() => void)[] = [];
   sock.setEncoding('utf8');
-  sock.on('data', (d: string) => {
-    got += d;
-    for (const w of waiters.splice(0)) w();
-  });
+  sock.on('data', (d: string) => (got += d));
   /** wait until what arrived so far matches `re` */
-  const until = async (re: RegExp) => {
-    const end = Date.now() + 10_000;
-    while (!re.test(got)) {
-      if (Date.now() > end) throw new Error(`waiting for ${re}: got ${JSON.stringify(got)}`);
-      await new Promise<void>((r) => {
-        waiters.push(r);
-        setTimeout(r, 200);
-      });
-    }
-  };
+  const arrived = (re: RegExp) =>
+    waitFor(String(re), () => {
+      if (!re.test(got)) throw new Error(`got ${JSON.stringify(got)}`);
+      return true;
+    }, 10_000, 20);
   sock.write('HEAD /services/changes HTTP/1.1\r\nHost: x\r\n\r\n');
-  await until(/\r\n\r\n/);
+  await arrived(/\r\n\r\n/);
   const head = got;
   t.match(head, /^HTTP\/1\.1 200 /);
   t.match(head, /\r\nContent-Type: text\/event-stream; charset=utf-8\r\n/i);
@@ -191,6 +175,6 @@ t.test('HEAD of the stream: its headers, no length, and the connection stays usa
   t.notMatch(head, /transfer-encoding/i);
   got = '';
   sock.write('GET /livez HTTP/1.1\r\nHost: x\r\n\r\n');
-  await until(/\{"status":"ok"\}/);
+  await arrived(/\{"status":"ok"\}/);
   t.match(got, /^HTTP\/1\.1 200 /, 'the next request on the same connection is answered, nothing of the stream before it');
 });

@@ -5,7 +5,9 @@ import { randomBytes } from 'node:crypto';
 import pino from 'pino';
 import { buildThread } from '../../src/hot/compose.js';
 import { loadConfig } from '../../src/hot/config.js';
-import { baseEnv, freshDatabase } from '../helpers/server.js';
+import { sleep } from '../helpers/wait.js';
+import { baseEnv } from '../helpers/env.js';
+import { freshDatabase } from '../helpers/database.js';
 
 t.test('buildThread() opens nothing; start() opens the connections and the pool', async (t) => {
   const db = await freshDatabase();
@@ -14,7 +16,7 @@ t.test('buildThread() opens nothing; start() opens the connections and the pool'
   const thread = buildThread(cfg, 'test', pino({ level: 'silent' }), { port: 0, host: '127.0.0.1', metrics: false });
   const { redis, pg, intersectPool } = thread.app;
   // give a constructor that connects time to show it
-  await new Promise((r) => setTimeout(r, 200));
+  await sleep(200);
   t.equal(redis.status, 'wait', 'the Redis client has not connected');
   t.equal(pg.totalCount, 0, 'no PostgreSQL connection is open');
   t.equal(intersectPool!.stats().threads, 0, 'the pool has no thread');

@@ -3,8 +3,8 @@
 // still matches (RFC 9110 weak comparison) gets 304 with the same Cache-Control, Vary and
 // ETag and no body; a write changes the ETag; a keyed 304 counts against the rate limit.
 import t, { type Test } from 'tap';
-import { ids, jsonBody, keyed, serve } from '../helpers/checks.js';
-import { createSandbox, registerProduction } from '../helpers/server.js';
+import { ids, jsonBody, keyed } from '../helpers/checks.js';
+import { createSandbox, registerProduction, serve } from '../helpers/server.js';
 
 // the lease sweeper's periodic scripts go through the same client: out of the count's way
 const s = await serve(t, { env: { LEASE_SWEEP_MS: '60000' } });

@@ -1,8 +1,8 @@
 // GET /devices: one binding per (service, deviceClass, protocol) of production IoT profiles,
 // filters, paging across service boundaries, canonical 302/400 (contract, "Device query").
 import t from 'tap';
-import { allPages, isError, jsonBody, nextLink, serve } from '../helpers/checks.js';
-import { createSandbox, registerProduction } from '../helpers/server.js';
+import { allPages, isError, jsonBody, nextLink } from '../helpers/checks.js';
+import { createSandbox, registerProduction, serve } from '../helpers/server.js';
 
 const s = await serve(t);
 

@@ -16,8 +16,7 @@ import { newSeqArray } from '../../src/hot/search/near/state.js';
 import { ROOT } from '../../src/hot/paths.js';
 import { nearLoadReply } from '../../src/hot/redis/replies.js';
 import { decodeBuckets } from '../../src/workers/buckets.js';
-import { serve } from '../helpers/checks.js';
-import { registerProduction } from '../helpers/server.js';
+import { registerProduction, serve } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
 
 type Body = Record<string, unknown>;
@@ -117,8 +116,8 @@ for (const d of DIMENSIONS as readonly Dimension[]) {
     const fx = FIXTURES[d.param];
     if (!fx) return t.fail(`no fixture for ${d.param}: say in test/http/dimensions.test.ts how a service gets a value of it`);
     n++;
-    const has = (await registerProduction(s, { endpoint: `https://has-${d.param.toLowerCase()}.example.com`, ...BASE, ...fx.has })) as { id: string; heartbeatToken?: string };
-    const hasNot = (await registerProduction(s, { endpoint: `https://hasnot-${d.param.toLowerCase()}.example.com`, ...BASE, ...fx.hasNot })) as { id: string; heartbeatToken?: string };
+    const has = await registerProduction(s, { endpoint: `https://has-${d.param.toLowerCase()}.example.com`, ...BASE, ...fx.has });
+    const hasNot = await registerProduction(s, { endpoint: `https://hasnot-${d.param.toLowerCase()}.example.com`, ...BASE, ...fx.hasNot });
     await fx.state?.(has.id, has.heartbeatToken!, true);
     await fx.state?.(hasNot.id, hasNot.heartbeatToken!, false);
     const routes = d.routes.flatMap((r) => (r === 'services' ? ['/services'] : ['/devices']));

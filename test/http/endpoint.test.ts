@@ -4,8 +4,10 @@
 // Expectations are written out by hand.
 import t from 'tap';
 import fc from 'fast-check';
-import { ADMIN_KEY, createSandbox } from '../helpers/server.js';
-import { isError, jsonBody, serve, type Svc } from '../helpers/checks.js';
+import { createSandbox, serve } from '../helpers/server.js';
+import { isError, jsonBody } from '../helpers/checks.js';
+import type { Svc } from '../helpers/svc.js';
+import { ADMIN_KEY } from '../helpers/env.js';
 
 const s = await serve(t);
 

@@ -3,8 +3,9 @@
 // HTML, never a stack trace (contract, first paragraph).
 import { request } from 'node:http';
 import t from 'tap';
-import { isError, serve } from '../helpers/checks.js';
-import { ADMIN_KEY } from '../helpers/server.js';
+import { isError } from '../helpers/checks.js';
+import { serve } from '../helpers/server.js';
+import { ADMIN_KEY } from '../helpers/env.js';
 
 const s = await serve(t);
 

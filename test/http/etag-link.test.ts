@@ -2,10 +2,9 @@
 // kept answering 304 after the last page shrank, so a poller never learned that the
 // `rel="next"` page it held was gone). Page 1 keeps its bytes; only its Link disappears.
 import t, { type Test } from 'tap';
-import { registerProduction, startTestServer } from '../helpers/server.js';
+import { registerProduction, serve } from '../helpers/server.js';
 
-const s = await startTestServer();
-t.teardown(() => s.close());
+const s = await serve(t);
 
 async function shrinkCheck(t: Test, path: string, key: (item: Record<string, unknown>) => string, idOf: (item: Record<string, unknown>) => string) {
   const first = await s.req(path);

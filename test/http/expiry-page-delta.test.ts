@@ -4,21 +4,18 @@
 // swallows it on purpose) keeps its stale copy until the next delta shows the gap, then drops
 // the namespace and reloads: the usual lost-delta path, which shows the loss was real.
 import t from 'tap';
-import { startTestServer, type TestServer } from '../helpers/server.js';
-import { anotherNode } from '../helpers/two-nodes.js';
+import { type TestServer, serve } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
-
-type Svc = { id: string };
+import type { Svc } from '../helpers/svc.js';
 
 t.test('an expiry page: followed as one version by a reader that gets it; a reader that loses it recovers through the gap', async (t) => {
   let clock = Date.now();
   const env = { RESULT_CACHE_ENTRIES: '0', NEAR_CHECK_MS: '0' };
-  const a = await startTestServer({ env, hooks: { leaseNow: () => clock, sweep: false } });
-  t.teardown(() => a.close());
+  const a = await serve(t, { env, hooks: { leaseNow: () => clock, sweep: false } });
   await a.app.sweeper.stop();
   const lose = { on: false, lost: 0, pages: 0 };
   // a reader node on the writer's database and Redis, each delta message through `delta`
-  const reader = (delta: (msg: string, apply: (m: string) => void) => void) => anotherNode(t, a, { env, hooks: { sweep: false, delta } });
+  const reader = (delta: (msg: string, apply: (m: string) => void) => void) => serve(t, { env, on: a, hooks: { sweep: false, delta } });
   const lossy = await reader((msg, apply) => {
     if (lose.on && msg.startsWith('deltas\t')) lose.lost++;
     else apply(msg);

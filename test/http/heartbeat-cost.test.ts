@@ -3,10 +3,11 @@
 // call per remembering period (PostgreSQL none); the thread's token memory stays within its
 // byte budget under a flood of forged tokens, and the service's own token keeps working.
 import t from 'tap';
-import { isError, jsonBody, serve } from '../helpers/checks.js';
-import { createSandbox, registerProduction } from '../helpers/server.js';
+import { isError, jsonBody } from '../helpers/checks.js';
+import { createSandbox, registerProduction, serve } from '../helpers/server.js';
 import { newHeartbeatToken } from '../../src/hot/liveness/tokens.js';
 import { REFUSED_MS } from '../../src/hot/liveness/token-memory.js';
+import type { Leased } from '../helpers/svc.js';
 
 let clock = Date.now();
 // the smallest budget the configuration takes (1 MiB: 256 KiB of it for refused tokens)
@@ -34,14 +35,13 @@ pool.connect = (...a: unknown[]) => {
   return realConnect(...a);
 };
 
-type Svc = { id: string; heartbeatToken: string };
 const beat = (path: string, token: string) => s.req(path, { method: 'PUT', headers: { authorization: `Bearer ${token}` } });
 const pgWork = () => pg.queries + pg.connects;
 
 t.test('a heartbeat that changes nothing: no PostgreSQL query, no connection, same ETag', async (t) => {
-  const a = (await registerProduction(s, { endpoint: 'https://cost-a.example.com', capability: 'hb-cost', ttl: 30 })) as unknown as Svc;
+  const a = (await registerProduction(s, { endpoint: 'https://cost-a.example.com', capability: 'hb-cost', ttl: 30 })) as Leased;
   const sb = await createSandbox(s, 'Costs');
-  const c = (await (await s.req(`/sandbox/${sb.uuid}/services`, jsonBody('POST', { endpoint: 'https://cost-c.example.com', capability: 'hb-cost', ttl: 30 }, sb.apiKey))).json()) as Svc;
+  const c = (await (await s.req(`/sandbox/${sb.uuid}/services`, jsonBody('POST', { endpoint: 'https://cost-c.example.com', capability: 'hb-cost', ttl: 30 }, sb.apiKey))).json()) as Leased;
   const etag = (await s.req('/services?capability=hb-cost')).headers.get('etag')!;
   const sbEtag = (await s.req(`/sandbox/${sb.uuid}/services?capability=hb-cost`, { headers: { authorization: `Bearer ${sb.apiKey}` } })).headers.get('etag')!;
   const before = pgWork();
@@ -58,7 +58,7 @@ t.test('a heartbeat that changes nothing: no PostgreSQL query, no connection, sa
 });
 
 t.test('after a rotation the old token is 401, from Redis once per remembering period, never from PostgreSQL', async (t) => {
-  const a = (await registerProduction(s, { endpoint: 'https://cost-rot.example.com', capability: 'hb-cost-rot', ttl: 30 })) as unknown as Svc;
+  const a = (await registerProduction(s, { endpoint: 'https://cost-rot.example.com', capability: 'hb-cost-rot', ttl: 30 })) as Leased;
   t.equal((await beat(`/services/${a.id}/heartbeat`, a.heartbeatToken)).status, 204, 'the token works (and is remembered)');
   const r = await s.admin('POST', `/admin/api/services/${a.id}/heartbeat-token`);
   t.equal(r.status, 201);
@@ -78,7 +78,7 @@ t.test('after a rotation the old token is 401, from Redis once per remembering p
 });
 
 t.test('a flood of forged tokens: the memory stays within its budget, real tokens keep working', async (t) => {
-  const a = (await registerProduction(s, { endpoint: 'https://cost-flood.example.com', capability: 'hb-cost-flood', ttl: 30 })) as unknown as Svc;
+  const a = (await registerProduction(s, { endpoint: 'https://cost-flood.example.com', capability: 'hb-cost-flood', ttl: 30 })) as Leased;
   t.equal((await beat(`/services/${a.id}/heartbeat`, a.heartbeatToken)).status, 204);
   const pg0 = pgWork();
   const hashed0 = s.app.heartbeatTokens.stats.hashed;

@@ -6,22 +6,22 @@
 // fields only once fewer than half the window's requests are left (draft-10 §6.2).
 import t from 'tap';
 import { Cluster } from 'ioredis';
-import { isError, jsonBody, serve } from '../helpers/checks.js';
-import { createSandbox } from '../helpers/server.js';
+import { isError, jsonBody } from '../helpers/checks.js';
+import { createSandbox, serve } from '../helpers/server.js';
 import { leaseKeys } from '../../src/hot/liveness/redis-lease.js';
+import type { Leased } from '../helpers/svc.js';
 
 let clock = Date.now();
 // tiny: every admission asks Redis, then refusals are known to this thread; wide: batches of
 // admissions are leased to this thread (limits of 2,000 a minute and more, ratelimit/admission.ts)
 const s = await serve(t, { hooks: { leaseNow: () => clock, sweep: false }, env: { TIERS: 'free=60,pro=600,enterprise=6000,tiny=5,wide=60000' } });
 
-type Svc = { id: string; heartbeatToken: string };
 const beat = (path: string, token: string) => s.req(path, { method: 'PUT', headers: { authorization: `Bearer ${token}` } });
 
-async function leasedSandbox(name: string, tier: string): Promise<{ uuid: string; apiKey: string; svc: Svc; path: string }> {
+async function leasedSandbox(name: string, tier: string): Promise<{ uuid: string; apiKey: string; svc: Leased; path: string }> {
   const sb = await createSandbox(s, name);
   t.equal((await s.admin('POST', `/admin/api/sandboxes/${sb.uuid}/tier`, { tier })).status, 200, `tier ${tier}`);
-  const svc = (await (await s.req(`/sandbox/${sb.uuid}/services`, jsonBody('POST', { endpoint: `https://${tier}-fast.example.com`, capability: 'hb-fast', ttl: 30 }, sb.apiKey))).json()) as Svc;
+  const svc = (await (await s.req(`/sandbox/${sb.uuid}/services`, jsonBody('POST', { endpoint: `https://${tier}-fast.example.com`, capability: 'hb-fast', ttl: 30 }, sb.apiKey))).json()) as Leased;
   return { ...sb, svc, path: `/sandbox/${sb.uuid}/services/${svc.id}/heartbeat` };
 }
 
@@ -130,11 +130,10 @@ t.test('under a lease (the thread decides): fields once fewer than half the wind
   t.equal(near!.headers.get('ratelimit-policy'), '"sandbox";q=60000;w=60', 'RateLimit-Policy beside it');
 });
 
-// last: its server's teardown closes the shared HTTP clients (helpers/checks.ts serve)
 t.test('REDIS_HEARTBEAT_LINE=false: heartbeat calls through ioredis, answered alike', async (t) => {
   const off = await serve(t, { hooks: { sweep: false }, env: { REDIS_HEARTBEAT_LINE: 'false' } });
   const sb = await createSandbox(off, 'No Line');
-  const svc = (await (await off.req(`/sandbox/${sb.uuid}/services`, jsonBody('POST', { endpoint: 'https://no-line.example.com', capability: 'hb-fast', ttl: 30 }, sb.apiKey))).json()) as Svc;
+  const svc = (await (await off.req(`/sandbox/${sb.uuid}/services`, jsonBody('POST', { endpoint: 'https://no-line.example.com', capability: 'hb-fast', ttl: 30 }, sb.apiKey))).json()) as Leased;
   const calls0 = off.app.liveness.batch.stats.calls;
   for (let i = 0; i < 3; i++) {
     const r = await off.req(`/sandbox/${sb.uuid}/services/${svc.id}/heartbeat`, { method: 'PUT', headers: { authorization: `Bearer ${svc.heartbeatToken}` } });

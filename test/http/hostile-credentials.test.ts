@@ -11,12 +11,14 @@
 import t from 'tap';
 import fc from 'fast-check';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { isError, jsonBody, keyed, serve } from '../helpers/checks.js';
-import { ADMIN_KEY, createSandbox, registerProduction } from '../helpers/server.js';
+import { isError, jsonBody, keyed } from '../helpers/checks.js';
+import { createSandbox, registerProduction, serve } from '../helpers/server.js';
 import { RawClient } from '../helpers/raw-client.js';
 import { collect, rawSocket } from '../helpers/raw-socket.js';
 import { newSandboxKey } from '../../src/hot/sandboxes/keys.js';
 import { newHeartbeatToken } from '../../src/hot/liveness/tokens.js';
+import type { Leased } from '../helpers/svc.js';
+import { ADMIN_KEY } from '../helpers/env.js';
 
 /** what uWS copies of a body with the request's head: at most one read of the socket (uSockets' receive buffer, 512 KiB) */
 const ONE_READ = 512 * 1024;
@@ -30,10 +32,9 @@ const s = await serve(t, {
 });
 const A = await createSandbox(s, 'Alpha');
 const B = await createSandbox(s, 'Beta');
-type Leased = { id: string; heartbeatToken: string };
 const a1 = (await (await s.req(`/sandbox/${A.uuid}/services`, jsonBody('POST', { endpoint: 'https://a1.example.com', capability: 'c', ttl: 60 }, A.apiKey))).json()) as Leased;
-const p1 = (await registerProduction(s, { endpoint: 'https://p1.example.com', capability: 'c', ttl: 60 })) as unknown as Leased;
-const p2 = (await registerProduction(s, { endpoint: 'https://p2.example.com', capability: 'c', ttl: 60 })) as unknown as Leased;
+const p1 = (await registerProduction(s, { endpoint: 'https://p1.example.com', capability: 'c', ttl: 60 })) as Leased;
+const p2 = (await registerProduction(s, { endpoint: 'https://p2.example.com', capability: 'c', ttl: 60 })) as Leased;
 
 /** A credential: its headers (made per request: forged ones are new each time), whether the thread refuses it without I/O, and a path of an unknown sandbox instead of A's. */
 interface Cred {

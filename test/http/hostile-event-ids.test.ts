@@ -1,11 +1,10 @@
 // The change feed's event ids from hostile clients: a lastEventId query parameter or a
 // Last-Event-ID header that does not decode to an event id is a 400 BAD_REQUEST.
 import t from 'tap';
-import { startTestServer } from '../helpers/server.js';
+import { serve } from '../helpers/server.js';
 
 t.test('the change feed: lastEventId and Last-Event-ID that do not decode are 400', async (t) => {
-  const s = await startTestServer();
-  t.teardown(() => s.close());
+  const s = await serve(t);
   for (const q of ['%ZZ', '%', '%C0%AE', '%ED%A0%80', '%FF', 'abc', '-1', '1.5', '99999999999999999999']) {
     const r = await s.req(`/services/changes?lastEventId=${q}`);
     t.equal(r.status, 400, `lastEventId=${q}`);

@@ -4,12 +4,13 @@
 // never get a 5xx.
 import t from 'tap';
 import fc from 'fast-check';
-import { ADMIN_KEY, createSandbox, registerProduction, startTestServer } from '../helpers/server.js';
+import { createSandbox, registerProduction, serve } from '../helpers/server.js';
 import { deep } from '../helpers/hostile-requests.js';
+import type { Leased } from '../helpers/svc.js';
+import { ADMIN_KEY } from '../helpers/env.js';
 
 t.test('deep JSON is a 400 BAD_JSON naming the limit, on every body route', async (t) => {
-  const s = await startTestServer({ env: { TIERS: 'free=1000000', SANDBOX_CREATE_PER_MINUTE: '1000000', LOGIN_FAILURES_PER_MINUTE: '1000000', MAX_JSON_DEPTH: '8' } });
-  t.teardown(() => s.close());
+  const s = await serve(t, { env: { TIERS: 'free=1000000', SANDBOX_CREATE_PER_MINUTE: '1000000', LOGIN_FAILURES_PER_MINUTE: '1000000', MAX_JSON_DEPTH: '8' } });
   const sb = await createSandbox(s, 'Deep');
   const svc = await registerProduction(s, { endpoint: 'https://p.example.com', capability: 'p', ttl: 30 });
   const routes: [string, string, string][] = [
@@ -20,7 +21,7 @@ t.test('deep JSON is a 400 BAD_JSON naming the limit, on every body route', asyn
     ['POST', `/admin/api/services/${svc.id}/replacements`, ADMIN_KEY],
     ['POST', `/admin/api/sandboxes/${sb.uuid}/tier`, ADMIN_KEY],
     ['POST', `/sandbox/${sb.uuid}/services`, sb.apiKey],
-    ['PUT', `/services/${svc.id}/heartbeat`, (svc as unknown as { heartbeatToken: string }).heartbeatToken],
+    ['PUT', `/services/${svc.id}/heartbeat`, (svc as Leased).heartbeatToken],
   ];
   for (const [method, path, key] of routes) {
     for (const [depth, expect] of [[8, 'ok'], [9, 'deep'], [5000, 'deep'], [60_000, 'deep']] as const) {

@@ -5,9 +5,11 @@
 // (headers or body trickled, "slowloris") are cut off by uWS's idle timeout (~10 s).
 import t, { type Test } from 'tap';
 import { type Socket } from 'node:net';
-import { ADMIN_KEY, createSandbox, registerProduction, startTestServer, type TestServer } from '../helpers/server.js';
+import { createSandbox, registerProduction, type TestServer, serve } from '../helpers/server.js';
 import { sleep } from '../helpers/wait.js';
 import { collect, rawSocket } from '../helpers/raw-socket.js';
+import type { Leased } from '../helpers/svc.js';
+import { ADMIN_KEY } from '../helpers/env.js';
 
 const MAX = 4096; // MAX_BODY_BYTES of this server
 
@@ -38,8 +40,7 @@ async function alive(t: Test, s: TestServer, what: string): Promise<void> {
 }
 
 t.test('limits', async (t) => {
-  const s = await startTestServer({ env: { MAX_BODY_BYTES: String(MAX) } });
-  t.teardown(() => s.close());
+  const s = await serve(t, { env: { MAX_BODY_BYTES: String(MAX) } });
   const port = s.server.port;
   const sb = await createSandbox(s, 'Limits');
   await registerProduction(s, { endpoint: 'https://l.example.com', capability: 'limits' });
@@ -93,7 +94,7 @@ t.test('limits', async (t) => {
   });
 
   await t.test('a heartbeat (a bearer-only route) reads a chunked body; with neither length nor chunks, none', async (t) => {
-    const svc = (await registerProduction(s, { endpoint: 'https://hb-chunked.example.com', capability: 'limits', ttl: 60 })) as unknown as { id: string; heartbeatToken: string };
+    const svc = (await registerProduction(s, { endpoint: 'https://hb-chunked.example.com', capability: 'limits', ttl: 60 })) as Leased;
     const path = `/services/${svc.id}/heartbeat`;
     const auth = { Authorization: `Bearer ${svc.heartbeatToken}` };
     const status = async () => ((await (await s.req(`/services/${svc.id}`)).json()) as { health: { status: string } }).health.status;

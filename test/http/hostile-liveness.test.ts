@@ -4,19 +4,19 @@
 // the row in PostgreSQL, not the lease's deadline in Redis.
 import t from 'tap';
 import fc from 'fast-check';
-import { serve } from '../helpers/checks.js';
 import { nearService } from '../helpers/hostile.js';
-import { ADMIN_KEY, createSandbox, registerProduction } from '../helpers/server.js';
+import { createSandbox, registerProduction, serve } from '../helpers/server.js';
 import { leaseKeys } from '../../src/hot/liveness/redis-lease.js';
+import type { Leased } from '../helpers/svc.js';
+import { ADMIN_KEY } from '../helpers/env.js';
 
 let clock = Date.now();
 const s = await serve(t, { env: { TIERS: 'free=1000000', LOGIN_FAILURES_PER_MINUTE: '1000000' }, hooks: { leaseNow: () => clock, sweep: false } });
 const sb = await createSandbox(s, 'Hostile Beats');
 const other = await createSandbox(s, 'Other Beats');
-type Svc = { id: string; heartbeatToken: string };
-const prod = (await registerProduction(s, { endpoint: 'https://hb.example.com', capability: 'hb', ttl: 30 })) as unknown as Svc;
-const prod2 = (await registerProduction(s, { endpoint: 'https://hb2.example.com', capability: 'hb', ttl: 30 })) as unknown as Svc;
-const sbSvc = (await (await s.req(`/sandbox/${sb.uuid}/services`, { method: 'POST', headers: { authorization: `Bearer ${sb.apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ endpoint: 'https://sbhb.example.com', capability: 'hb', ttl: 30 }) })).json()) as Svc;
+const prod = (await registerProduction(s, { endpoint: 'https://hb.example.com', capability: 'hb', ttl: 30 })) as Leased;
+const prod2 = (await registerProduction(s, { endpoint: 'https://hb2.example.com', capability: 'hb', ttl: 30 })) as Leased;
+const sbSvc = (await (await s.req(`/sandbox/${sb.uuid}/services`, { method: 'POST', headers: { authorization: `Bearer ${sb.apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ endpoint: 'https://sbhb.example.com', capability: 'hb', ttl: 30 }) })).json()) as Leased;
 
 const state = async (id: string) => {
   const r = await s.app.pg.query<{ version: string; hs: string; tok: Buffer }>('SELECT version, health_status AS hs, hb_token_hash AS tok FROM services WHERE id = $1', [id]);

@@ -3,15 +3,13 @@
 // body carries the contract's error body.
 import t from 'tap';
 import fc from 'fast-check';
-import { startTestServer } from '../helpers/server.js';
+import { serve } from '../helpers/server.js';
 import { METHODS, check, headerValue, query, segment } from '../helpers/hostile-requests.js';
-import { RawClient } from '../helpers/raw-client.js';
+import { rawClient } from '../helpers/raw-client.js';
 
 t.test('the metrics listener: any request is answered without a 5xx', async (t) => {
-  const s = await startTestServer();
-  t.teardown(() => s.close());
-  const c = new RawClient(s.metricsPort!);
-  t.teardown(() => c.close());
+  const s = await serve(t);
+  const c = rawClient(t, s.metricsPort!);
   const seen = new Map<number, number>();
   await fc.assert(
     fc.asyncProperty(

@@ -4,17 +4,16 @@
 // the answer keeps the connection. (Through the shipped proxy: test/proxy/paths.test.ts.)
 import t from 'tap';
 import fc from 'fast-check';
-import { ADMIN_KEY, startTestServer } from '../helpers/server.js';
-import { RawClient } from '../helpers/raw-client.js';
+import { serve } from '../helpers/server.js';
+import { rawClient } from '../helpers/raw-client.js';
 import { dotPath } from '../helpers/dot-paths.js';
 import { ambiguousPath } from '../../src/hot/domain/raw-path.js';
+import { ADMIN_KEY } from '../helpers/env.js';
 
-const s = await startTestServer();
-t.teardown(() => s.close());
+const s = await serve(t);
 
 t.test('the bypass of the admin allow-list is a 400, not an admin answer', async (t) => {
-  const c = new RawClient(s.server.port);
-  t.teardown(() => c.close());
+  const c = rawClient(t, s.server.port);
   for (const auth of ['', `Authorization: Bearer ${ADMIN_KEY}\r\n`]) {
     const r = await c.request(Buffer.from(`GET /admin/api/x/..%2F..%2F..%2Fservices HTTP/1.1\r\nHost: x\r\n${auth}\r\n`));
     t.equal(r.status, 400, auth ? 'with the admin key' : 'without a key (the admin routes would say 401)');
@@ -25,8 +24,7 @@ t.test('the bypass of the admin allow-list is a 400, not an admin answer', async
 });
 
 t.test('every ambiguous path, any method: 400 before the route; the others are routed', async (t) => {
-  const c = new RawClient(s.server.port);
-  t.teardown(() => c.close());
+  const c = rawClient(t, s.server.port);
   const seen = new Map<number, number>();
   await fc.assert(
     fc.asyncProperty(dotPath, fc.constantFrom('GET', 'HEAD', 'POST', 'PATCH', 'DELETE', 'PUT'), fc.boolean(), async (path, method, keyed) => {

@@ -9,12 +9,14 @@
 // this test.
 import t from 'tap';
 import fc from 'fast-check';
-import { ADMIN_KEY, createSandbox, registerProduction, startTestServer } from '../helpers/server.js';
+import { createSandbox, registerProduction, serve } from '../helpers/server.js';
 import { METHODS, body, check, headerValue, query, segment } from '../helpers/hostile-requests.js';
-import { RawClient } from '../helpers/raw-client.js';
+import { rawClient } from '../helpers/raw-client.js';
 import { registeredRoutes } from '../../src/hot/http/route.js';
 import { buildUws } from '../../src/hot/server.js';
 import { registerAdmin } from '../../src/admin/routes.js';
+import type { Leased } from '../helpers/svc.js';
+import { ADMIN_KEY } from '../helpers/env.js';
 
 /** method + pattern of every route the server registers (src/hot, src/admin) */
 const ROUTES: [string, string][] = [
@@ -68,8 +70,7 @@ const ROUTES: [string, string][] = [
 ];
 
 t.test('the route table of this test is the server\'s', async (t) => {
-  const s = await startTestServer();
-  t.teardown(() => s.close());
+  const s = await serve(t);
   // every route the server registers is in ROUTES (the static files' /admin/* as /admin/:file)
   const ours = new Set(ROUTES.map(([m, p]) => `${m} ${p}`));
   const theirs = registeredRoutes(buildUws(s.app, [registerAdmin])).map(({ method, pattern }) => `${method} ${pattern.replace('/admin/*', '/admin/:file')}`);
@@ -81,20 +82,18 @@ t.test('the route table of this test is the server\'s', async (t) => {
 });
 
 t.test('no request to any route gets a 5xx, every 4xx has the error body, and the server stays ready', async (t) => {
-  const s = await startTestServer({ env: { TIERS: 'free=1000000', SANDBOX_CREATE_PER_MINUTE: '1000000', LOGIN_FAILURES_PER_MINUTE: '1000000' } });
-  t.teardown(() => s.close());
+  const s = await serve(t, { env: { TIERS: 'free=1000000', SANDBOX_CREATE_PER_MINUTE: '1000000', LOGIN_FAILURES_PER_MINUTE: '1000000' } });
   const sb = await createSandbox(s, 'Hostile Routes');
   const svc = await registerProduction(s, { endpoint: 'https://p.example.com', capability: 'p', deprecated: true, ttl: 30 });
   const sr = await s.req(`/sandbox/${sb.uuid}/services`, { method: 'POST', headers: { authorization: `Bearer ${sb.apiKey}`, 'content-type': 'application/json' }, body: '{"endpoint":"https://s.example.com","capability":"s","ttl":30}' });
-  const sbSvc = (await sr.json()) as { id: string; heartbeatToken: string };
-  const prodToken = (svc as unknown as { heartbeatToken: string }).heartbeatToken;
+  const sbSvc = (await sr.json()) as Leased;
+  const prodToken = (svc as Leased).heartbeatToken;
   const login = await s.req('/admin/session', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ apiKey: ADMIN_KEY }) });
   const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0]!;
   const { csrfToken } = (await login.json()) as { csrfToken: string };
   const badChecksum = sb.apiKey.slice(0, -1) + (sb.apiKey.endsWith('A') ? 'B' : 'A');
 
-  const c = new RawClient(s.server.port);
-  t.teardown(() => c.close());
+  const c = rawClient(t, s.server.port);
   const statuses = new Map<string, number>();
   const request = fc.record({
     route: fc.constantFrom(...ROUTES),

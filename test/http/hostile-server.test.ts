@@ -4,9 +4,10 @@
 // 302); the percent-encoding tricks either canonicalise or get 400.
 import t from 'tap';
 import fc from 'fast-check';
-import { ADMIN_KEY, createSandbox, registerProduction, startTestServer } from '../helpers/server.js';
+import { createSandbox, registerProduction, serve } from '../helpers/server.js';
 import { nearService } from '../helpers/hostile.js';
-import { RawClient } from '../helpers/raw-client.js';
+import { rawClient } from '../helpers/raw-client.js';
+import { ADMIN_KEY } from '../helpers/env.js';
 
 /** Bytes a request line can carry: controls, space, DEL and '#' percent-escaped; the rest raw. */
 function onTheWire(bytes: Uint8Array): Buffer {
@@ -30,12 +31,10 @@ const query = fc.oneof(
 );
 
 t.test('no query string gets a 5xx, and every 302 leads to a canonical URL', async (t) => {
-  const s = await startTestServer({ env: { TIERS: 'free=1000000' } });
-  t.teardown(() => s.close());
+  const s = await serve(t, { env: { TIERS: 'free=1000000' } });
   const sb = await createSandbox(s, 'Hostile');
   await registerProduction(s, { endpoint: 'https://h.example.com', capabilities: ['hostile'], iot: { deviceClasses: ['sensor'], protocols: ['mqtt'] } });
-  const c = new RawClient(s.server.port);
-  t.teardown(() => c.close());
+  const c = rawClient(t, s.server.port);
   const paths = ['/services', '/devices', `/sandbox/${sb.uuid}/services`];
   const get = (path: string, q: Buffer | null) =>
     c.request(Buffer.concat([Buffer.from(`GET ${path}`), q === null ? Buffer.alloc(0) : Buffer.concat([Buffer.from('?'), q]), Buffer.from(` HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${sb.apiKey}\r\n\r\n`)]));
@@ -82,8 +81,7 @@ const body = fc.oneof(
 const contentType = fc.constantFrom('application/json', 'application/json; charset=utf-8', 'text/plain', 'application/merge-patch+json', '', 'application/json; charset=latin1');
 
 t.test('no body gets a 5xx on any route that takes one', async (t) => {
-  const s = await startTestServer({ env: { TIERS: 'free=1000000', SANDBOX_CREATE_PER_MINUTE: '1000000' } });
-  t.teardown(() => s.close());
+  const s = await serve(t, { env: { TIERS: 'free=1000000', SANDBOX_CREATE_PER_MINUTE: '1000000' } });
   const sb = await createSandbox(s, 'Hostile Bodies');
   const a = await registerProduction(s, { endpoint: 'https://a.example.com', capability: 'a' });
   const sa = (await (await s.req(`/sandbox/${sb.uuid}/services`, { method: 'POST', headers: { authorization: `Bearer ${sb.apiKey}`, 'content-type': 'application/json' }, body: '{"endpoint":"https://s.example.com","capability":"s"}' })).json()) as { id: string };

@@ -6,9 +6,11 @@
 // into a property value at any character boundary (fast-check).
 import t from 'tap';
 import fc from 'fast-check';
-import { isError, jsonBody, serve } from '../helpers/checks.js';
-import { ADMIN_KEY, createSandbox, registerProduction } from '../helpers/server.js';
+import { isError, jsonBody } from '../helpers/checks.js';
+import { createSandbox, registerProduction, serve } from '../helpers/server.js';
 import { value } from '../helpers/arbitraries.js';
+import type { Leased } from '../helpers/svc.js';
+import { ADMIN_KEY } from '../helpers/env.js';
 
 const s = await serve(t, { env: { TIERS: 'free=1000000', SANDBOX_CREATE_PER_MINUTE: '1000000' } });
 const sb = await createSandbox(s, 'Utf8');
@@ -67,7 +69,7 @@ t.test('generated: any invalid sequence at any place of any value is refused; th
 });
 
 t.test('a heartbeat body that is not UTF-8: 400 BAD_JSON for the service\'s own token', async (t) => {
-  const leased = (await registerProduction(s, { endpoint: 'https://utf8-hb.example.com', capability: 'utf8', ttl: 60 })) as unknown as { id: string; heartbeatToken: string };
+  const leased = (await registerProduction(s, { endpoint: 'https://utf8-hb.example.com', capability: 'utf8', ttl: 60 })) as Leased;
   const body = Buffer.concat([Buffer.from('{"status":"pass'), Buffer.from('c0af', 'hex'), Buffer.from('ing"}')]);
   await isError(t, await s.req(`/services/${leased.id}/heartbeat`, { method: 'PUT', headers: { 'content-type': 'application/json', authorization: `Bearer ${leased.heartbeatToken}` }, body }), 400, 'BAD_JSON');
   t.equal((await s.req(`/services/${leased.id}/heartbeat`, jsonBody('PUT', { status: 'passing' }, leased.heartbeatToken))).status, 204, 'the same body in UTF-8: 204');

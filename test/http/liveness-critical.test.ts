@@ -6,12 +6,13 @@
 import t from 'tap';
 import { ids, isError, jsonBody, keyed } from '../helpers/checks.js';
 import { createSandbox, registerProduction } from '../helpers/server.js';
-import { serveOnLeaseClock, type Svc } from '../helpers/leases.js';
+import { serveOnLeaseClock } from '../helpers/leases.js';
+import type { Svc } from '../helpers/svc.js';
 
 const { s, advance, sweep, beat, health, events } = await serveOnLeaseClock(t);
 
 t.test('deregisterAfter: a service critical that long is deleted as by DELETE', async (t) => {
-  const a = (await registerProduction(s, { endpoint: 'https://dereg.example.com', capability: 'dereg', ttl: 5, deregisterAfter: 60 })) as unknown as Svc;
+  const a = await registerProduction(s, { endpoint: 'https://dereg.example.com', capability: 'dereg', ttl: 5, deregisterAfter: 60 });
   const lister = await registerProduction(s, { endpoint: 'https://lister.example.com', capability: 'dereg-lister', deprecated: true });
   t.equal((await s.admin('POST', `/admin/api/services/${lister.id}/replacements`, { serviceId: a.id })).status, 201);
   advance(6);
@@ -25,7 +26,7 @@ t.test('deregisterAfter: a service critical that long is deleted as by DELETE', 
   await isError(t, await s.req(`/services/${a.id}`), 404, 'NOT_FOUND', 'deleted');
   t.same((await events(a.id)).slice(-1), ['service.deleted']);
   t.same(await (await s.req(`/services/${lister.id}/replacements`)).json(), [], 'it left the replacement list');
-  const b = (await registerProduction(s, { endpoint: 'https://dereg2.example.com', capability: 'dereg', ttl: 5, deregisterAfter: 60 })) as unknown as Svc;
+  const b = await registerProduction(s, { endpoint: 'https://dereg2.example.com', capability: 'dereg', ttl: 5, deregisterAfter: 60 });
   advance(6);
   await sweep();
   advance(30);
@@ -37,8 +38,8 @@ t.test('deregisterAfter: a service critical that long is deleted as by DELETE', 
 
 t.test('healthy=true on /services, /sandbox/{uuid}/services and /devices; canonical only as true', async (t) => {
   const iot = { deviceClasses: ['meter'], protocols: ['mqtt'] };
-  const live = (await registerProduction(s, { endpoint: 'https://h-live.example.com', capability: 'hsearch', ttl: 30, iot })) as unknown as Svc;
-  const dead = (await registerProduction(s, { endpoint: 'https://h-dead.example.com', capability: 'hsearch', ttl: 5, iot })) as unknown as Svc;
+  const live = await registerProduction(s, { endpoint: 'https://h-live.example.com', capability: 'hsearch', ttl: 30, iot });
+  const dead = await registerProduction(s, { endpoint: 'https://h-dead.example.com', capability: 'hsearch', ttl: 5, iot });
   const none = await registerProduction(s, { endpoint: 'https://h-none.example.com', capability: 'hsearch', iot });
   const sb = await createSandbox(s, 'Healthy');
   const post = async (body: unknown) => (await (await s.req(`/sandbox/${sb.uuid}/services`, jsonBody('POST', body, sb.apiKey))).json()) as Svc;

@@ -8,7 +8,8 @@ import t, { type Test } from 'tap';
 import { ids } from '../helpers/checks.js';
 import { registerProduction } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
-import { serveOnLeaseClock, type Svc } from '../helpers/leases.js';
+import { serveOnLeaseClock } from '../helpers/leases.js';
+import type { Svc } from '../helpers/svc.js';
 import { LEASE_SHARDS } from '../../src/hot/domain/keys.js';
 import { LeaseSweeper } from '../../src/hot/liveness/sweeper.js';
 import { shardOf } from '../../src/hot/liveness/redis-lease.js';
@@ -19,7 +20,7 @@ await s.app.sweeper.stop(); // the sweepers of these tests hold the shards
 const doc = async (id: string) => (await s.req(`/services/${id}`)).text();
 
 t.test('a started sweeper runs its pass at the next deadline, not after its period', async (t) => {
-  const a = (await registerProduction(s, { endpoint: 'https://next-due.example.com', capability: 'next-due', ttl: 5 })) as unknown as Svc;
+  const a = await registerProduction(s, { endpoint: 'https://next-due.example.com', capability: 'next-due', ttl: 5 });
   // this sweeper's clock runs in real time from 300 ms before the lease's deadline; its
   // period is a minute: only a pass timed by the deadline flips the lease within the wait
   const from = now() + 4700;

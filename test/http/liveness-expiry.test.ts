@@ -9,7 +9,8 @@ import t from 'tap';
 import { ids, jsonBody, keyed } from '../helpers/checks.js';
 import { createSandbox, registerProduction } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
-import { serveOnLeaseClock, type Svc } from '../helpers/leases.js';
+import { serveOnLeaseClock } from '../helpers/leases.js';
+import type { Svc } from '../helpers/svc.js';
 import { LEASE_SHARDS } from '../../src/hot/domain/keys.js';
 import { memberSuffixes } from '../../src/hot/domain/keys.js';
 import { serializeService } from '../../src/hot/domain/service.js';
@@ -80,7 +81,7 @@ t.test('a mass expiry across every shard, production and a sandbox: visible at t
   t.equal(r.status, 201);
   const sand = ((await r.json()) as { services: Svc[] }).services;
   const bare = await registerProduction(s, { endpoint: 'https://mx-none.example.com', capability: 'mass-x' });
-  const later = (await registerProduction(s, { endpoint: 'https://mx-later.example.com', capability: 'mass-x', ttl: 3600 })) as unknown as Svc;
+  const later = await registerProduction(s, { endpoint: 'https://mx-later.example.com', capability: 'mass-x', ttl: 3600 });
   const all = [...prod, ...sand];
   const allIds = all.map((x) => x.id);
   t.equal(new Set(all.map((x) => shardOf(x.id))).size, LEASE_SHARDS, 'every shard holds some');
@@ -141,8 +142,8 @@ t.test('a mass expiry across every shard, production and a sandbox: visible at t
 });
 
 t.test('a heartbeat between the visible flip and the durable write: passing wins, nothing expires', async (t) => {
-  const a = (await registerProduction(s, { endpoint: 'https://race-hb.example.com', capability: 'race-hb', ttl: 5 })) as unknown as Svc;
-  const b = (await registerProduction(s, { endpoint: 'https://race-hb2.example.com', capability: 'race-hb', ttl: 5 })) as unknown as Svc;
+  const a = await registerProduction(s, { endpoint: 'https://race-hb.example.com', capability: 'race-hb', ttl: 5 });
+  const b = await registerProduction(s, { endpoint: 'https://race-hb2.example.com', capability: 'race-hb', ttl: 5 });
   const g = gatedSweeper('race-hb');
   advance(6);
   g.hold();
@@ -169,7 +170,7 @@ t.test('a heartbeat between the visible flip and the durable write: passing wins
 });
 
 t.test('a flip whose durable write never came (the node died): finished at the recheck by the next holder', async (t) => {
-  const a = (await registerProduction(s, { endpoint: 'https://orphan.example.com', capability: 'orphan', ttl: 5 })) as unknown as Svc;
+  const a = await registerProduction(s, { endpoint: 'https://orphan.example.com', capability: 'orphan', ttl: 5 });
   const g = gatedSweeper('orphan-1');
   advance(6);
   g.hold();

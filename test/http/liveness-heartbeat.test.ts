@@ -7,12 +7,13 @@
 import t from 'tap';
 import { ids, isError, jsonBody } from '../helpers/checks.js';
 import { createSandbox, registerProduction } from '../helpers/server.js';
-import { serveOnLeaseClock, type Svc } from '../helpers/leases.js';
+import { serveOnLeaseClock } from '../helpers/leases.js';
+import type { Svc } from '../helpers/svc.js';
 
 const { s, advance, sweep, beat, health, row, events } = await serveOnLeaseClock(t);
 
 t.test('a heartbeat that changes nothing: 204, no PostgreSQL row touched, same document and ETag', async (t) => {
-  const a = (await registerProduction(s, { endpoint: 'https://quiet.example.com', capability: 'quiet', ttl: 10 })) as unknown as Svc;
+  const a = await registerProduction(s, { endpoint: 'https://quiet.example.com', capability: 'quiet', ttl: 10 });
   const first = await s.req('/services?capability=quiet&healthy=true');
   const etag = first.headers.get('etag')!;
   const doc = await (await s.req(`/services/${a.id}`)).text();
@@ -34,7 +35,7 @@ t.test('a heartbeat that changes nothing: 204, no PostgreSQL row touched, same d
 });
 
 t.test('expiry: critical after ttl without a heartbeat (a durable write and an event), passing again on the next heartbeat', async (t) => {
-  const a = (await registerProduction(s, { endpoint: 'https://expire.example.com', capability: 'expire', ttl: 5 })) as unknown as Svc;
+  const a = await registerProduction(s, { endpoint: 'https://expire.example.com', capability: 'expire', ttl: 5 });
   const etag = (await s.req('/services?capability=expire')).headers.get('etag')!;
   advance(4);
   await sweep();
@@ -58,7 +59,7 @@ t.test('expiry: critical after ttl without a heartbeat (a durable write and an e
 });
 
 t.test('a heartbeat reporting critical, then passing', async (t) => {
-  const a = (await registerProduction(s, { endpoint: 'https://self.example.com', capability: 'self-report', ttl: 60 })) as unknown as Svc;
+  const a = await registerProduction(s, { endpoint: 'https://self.example.com', capability: 'self-report', ttl: 60 });
   t.equal((await beat(`/services/${a.id}/heartbeat`, a.heartbeatToken!, { status: 'critical' })).status, 204);
   t.same(await health(a.id), { status: 'critical', ttl: 60 });
   const v = (await row(a.id))!.version;

@@ -6,17 +6,18 @@
 import t from 'tap';
 import { ids, isError } from '../helpers/checks.js';
 import { registerProduction } from '../helpers/server.js';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor, sleep } from '../helpers/wait.js';
 import { monitorRedis } from '../helpers/redis-monitor.js';
-import { serveOnLeaseClock, type Svc } from '../helpers/leases.js';
+import { serveOnLeaseClock } from '../helpers/leases.js';
+import type { Svc } from '../helpers/svc.js';
 
 const { s, advance, sweep, beat, health } = await serveOnLeaseClock(t);
 
 t.test('registration with a ttl: passing, a heartbeat token once; without one: unknown, no token', async (t) => {
-  const a = (await registerProduction(s, { endpoint: 'https://lease-a.example.com', capability: 'lease-reg', ttl: 30 })) as unknown as Svc;
+  const a = await registerProduction(s, { endpoint: 'https://lease-a.example.com', capability: 'lease-reg', ttl: 30 });
   t.same(a.health, { status: 'passing', ttl: 30 });
   t.match(a.heartbeatToken, /^prod_hb_[0-9A-Za-z]{38}$/);
-  const b = (await registerProduction(s, { endpoint: 'https://lease-b.example.com', capability: 'lease-reg' })) as unknown as Svc;
+  const b = await registerProduction(s, { endpoint: 'https://lease-b.example.com', capability: 'lease-reg' });
   t.same(b.health, { status: 'unknown', ttl: null });
   t.notOk('heartbeatToken' in b);
   const got = (await (await s.req(`/services/${a.id}`)).json()) as Svc;
@@ -35,9 +36,9 @@ t.test('a registration without a lease sends no lease script to Redis; one with 
   // a line: +<time> [<db> <client>] "evalsha" "<sha>" "<numkeys>" "<key>" ...
   const leaseKey = /"[^"]*lv:\{\d+\}:l"/;
   const leaseCalls = () => mon.lines.filter((l) => /^\+\S+ \[[^\]]*\] "evalsha" /i.test(l) && leaseKey.test(l));
-  await new Promise((r) => setTimeout(r, 50));
-  const bare = (await registerProduction(s, { endpoint: 'https://no-lease-apply.example.com', capability: 'lease-apply-count' })) as unknown as Svc;
-  const leased = (await registerProduction(s, { endpoint: 'https://lease-apply.example.com', capability: 'lease-apply-count', ttl: 30 })) as unknown as Svc;
+  await sleep(50);
+  const bare = await registerProduction(s, { endpoint: 'https://no-lease-apply.example.com', capability: 'lease-apply-count' });
+  const leased = await registerProduction(s, { endpoint: 'https://lease-apply.example.com', capability: 'lease-apply-count', ttl: 30 });
   await waitFor('the leased registration\'s lease-apply is seen', () => leaseCalls().some((l) => l.includes(leased.id)), 10_000, 20);
   t.same(leaseCalls().filter((l) => l.includes(bare.id)), [], 'no lease script for the service without a lease');
   t.same(await health(leased.id), { status: 'passing', ttl: 30 }, 'the leased one holds its lease');

@@ -6,9 +6,11 @@
 import t from 'tap';
 import { ids } from '../helpers/checks.js';
 import { registerProduction } from '../helpers/server.js';
-import { serveOnLeaseClock, type Svc } from '../helpers/leases.js';
+import { serveOnLeaseClock } from '../helpers/leases.js';
+import type { Svc } from '../helpers/svc.js';
 import { PRODUCTION } from '../../src/hot/domain/keys.js';
 import { rebuildIndex } from '../../src/hot/reindex/rebuild.js';
+import { waitFor, sleep } from '../helpers/wait.js';
 
 const { s, now, advance, beat, health, row } = await serveOnLeaseClock(t);
 
@@ -23,14 +25,14 @@ t.test('the sweep lock: one sweeper per shard; a dead holder is taken over', asy
   await b.sweepOnce();
   t.equal(a.held.size, LEASE_SHARDS, 'the first node took every shard');
   t.equal(b.held.size, 0, 'the second one none while the first is alive');
-  const svc = (await registerProduction(s, { endpoint: 'https://takeover.example.com', capability: 'takeover', ttl: 5 })) as unknown as Svc;
+  const svc = await registerProduction(s, { endpoint: 'https://takeover.example.com', capability: 'takeover', ttl: 5 });
   advance(6);
   await b.sweepOnce();
   t.equal((await health(svc.id)).status, 'passing', 'a node without the lock does not sweep');
   // node a dies: it never sweeps nor releases again, and its locks' TTL runs out (played by
   // Redis expiring them now instead of in a minute)
   for (let i = 0; i < LEASE_SHARDS; i++) await s.app.redis.pexpire(s.app.keys.sweepLock(i), 1);
-  await new Promise((r) => setTimeout(r, 20));
+  await sleep(20);
   await b.sweepOnce();
   t.equal(b.held.size, LEASE_SHARDS, 'the second node took every shard over');
   t.equal((await health(svc.id)).status, 'critical', 'and swept them');
@@ -94,8 +96,8 @@ t.test('a mass expiry across every shard: drained in one sweep, a few shards at 
 });
 
 t.test('after a loss of Redis, every lease gets a full fresh ttl', async (t) => {
-  const a = (await registerProduction(s, { endpoint: 'https://rebuild.example.com', capability: 'rebuild-lease', ttl: 10 })) as unknown as Svc;
-  const c = (await registerProduction(s, { endpoint: 'https://rebuild-c.example.com', capability: 'rebuild-lease', ttl: 10 })) as unknown as Svc;
+  const a = await registerProduction(s, { endpoint: 'https://rebuild.example.com', capability: 'rebuild-lease', ttl: 10 });
+  const c = await registerProduction(s, { endpoint: 'https://rebuild-c.example.com', capability: 'rebuild-lease', ttl: 10 });
   t.equal((await beat(`/services/${c.id}/heartbeat`, c.heartbeatToken!, { status: 'critical' })).status, 204);
   advance(8);
   // Redis loses everything of this server: index and leases
@@ -105,7 +107,7 @@ t.test('after a loss of Redis, every lease gets a full fresh ttl', async (t) => 
   // same injected clock): then this call finds the rebuild lock taken, and waits for it
   const r = await rebuildIndex(s.app.pg, s.app.redis, s.app.keys, s.cfg.tiers, undefined, undefined, now);
   if (r) await s.app.index.refreshGen();
-  for (let i = 0; i < 400 && !((await s.app.redis.get(s.app.keys.gen())) && !(await s.app.redis.get(s.app.keys.building())) && s.app.state.ready); i++) await new Promise((res) => setTimeout(res, 25));
+  await waitFor('the rebuilt index, ready', async () => (await s.app.redis.get(s.app.keys.gen())) && !(await s.app.redis.get(s.app.keys.building())) && s.app.state.ready, 20_000, 25);
   t.ok(await s.app.redis.get(s.app.keys.gen()), 'rebuilt');
   advance(5); // past the old deadline, within a fresh ttl
   await s.app.sweeper.sweepOnce();

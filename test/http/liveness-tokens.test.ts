@@ -6,14 +6,15 @@
 import t from 'tap';
 import { isError, jsonBody, keyed } from '../helpers/checks.js';
 import { createSandbox, registerProduction } from '../helpers/server.js';
-import { serveOnLeaseClock, type Svc } from '../helpers/leases.js';
+import { serveOnLeaseClock } from '../helpers/leases.js';
+import type { Svc } from '../helpers/svc.js';
 
 const { s, advance, sweep, beat, health, row } = await serveOnLeaseClock(t);
 
 t.test('401 for every credential but the service own token, and nothing changes', async (t) => {
   const sb = await createSandbox(s, 'Beats');
-  const a = (await registerProduction(s, { endpoint: 'https://guard.example.com', capability: 'guard', ttl: 5 })) as unknown as Svc;
-  const b = (await registerProduction(s, { endpoint: 'https://guard2.example.com', capability: 'guard', ttl: 5 })) as unknown as Svc;
+  const a = await registerProduction(s, { endpoint: 'https://guard.example.com', capability: 'guard', ttl: 5 });
+  const b = await registerProduction(s, { endpoint: 'https://guard2.example.com', capability: 'guard', ttl: 5 });
   const r = await s.req(`/sandbox/${sb.uuid}/services`, jsonBody('POST', { endpoint: 'https://sbguard.example.com', capability: 'guard', ttl: 5 }, sb.apiKey));
   t.equal(r.status, 201);
   const c = (await r.json()) as Svc;
@@ -44,7 +45,7 @@ t.test('401 for every credential but the service own token, and nothing changes'
 });
 
 t.test('token rotation: the new token works, the old one is refused', async (t) => {
-  const a = (await registerProduction(s, { endpoint: 'https://rotate.example.com', capability: 'rotate', ttl: 30 })) as unknown as Svc;
+  const a = await registerProduction(s, { endpoint: 'https://rotate.example.com', capability: 'rotate', ttl: 30 });
   const r = await s.admin('POST', `/admin/api/services/${a.id}/heartbeat-token`);
   t.equal(r.status, 201);
   const { heartbeatToken } = (await r.json()) as { heartbeatToken: string };

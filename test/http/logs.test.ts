@@ -2,31 +2,18 @@
 // and no sandbox key, admin key, cookie, CSRF token or Authorization value anywhere in the
 // output, whatever the requests carried. Also the logger's own redaction paths.
 import http from 'node:http';
-import { Writable } from 'node:stream';
 import t from 'tap';
 import { createLogger } from '../../src/hot/app.js';
 import { loadConfig } from '../../src/hot/config.js';
-import { ADMIN_KEY, baseEnv, startTestServer } from '../helpers/server.js';
+import { serve } from '../helpers/server.js';
 import { openSse } from '../helpers/changes-sse.js';
-
-class Capture extends Writable {
-  text = '';
-  override _write(chunk: Buffer, _enc: string, cb: () => void): void {
-    this.text += chunk.toString();
-    cb();
-  }
-  lines(): Record<string, unknown>[] {
-    return this.text
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => JSON.parse(l) as Record<string, unknown>);
-  }
-}
+import { waitFor } from '../helpers/wait.js';
+import { ADMIN_KEY, baseEnv } from '../helpers/env.js';
+import { LogCapture } from '../helpers/log-capture.js';
 
 t.test('access log: one line per request, no secret in any line', async (t) => {
-  const cap = new Capture();
-  const s = await startTestServer({ env: { ACCESS_LOG: 'true', LOG_LEVEL: 'info', CHANGES_POLL_MS: '30' }, logStream: cap });
-  t.teardown(() => s.close());
+  const cap = new LogCapture();
+  const s = await serve(t, { env: { ACCESS_LOG: 'true', LOG_LEVEL: 'info', CHANGES_POLL_MS: '30' }, logStream: cap });
   const json = { 'content-type': 'application/json' };
   let made = 0;
   const req = async (path: string, init: RequestInit = {}) => {
@@ -65,7 +52,7 @@ t.test('access log: one line per request, no secret in any line', async (t) => {
   // wait until every request has its line (the stream's is written when the server sees the abort)
   // (the harness's own read of /openapi.json at start, to check every answer, is not ours)
   const ours = () => cap.lines().filter((l) => l.msg === 'request' && l.path !== '/openapi.json');
-  for (let i = 0; i < 100 && ours().length < made; i++) await new Promise((r) => setTimeout(r, 20));
+  await waitFor('an access line for every request', () => ours().length >= made, 20_000, 20);
   const access = ours();
   t.equal(access.length, made, 'one access line per request');
   t.match(access[0], { level: 30, method: 'POST', route: '/sandboxes', path: '/sandboxes', status: 201, ms: Number });
@@ -80,15 +67,14 @@ t.test('access log: one line per request, no secret in any line', async (t) => {
 });
 
 t.test('without ACCESS_LOG there is no access line', async (t) => {
-  const cap = new Capture();
-  const s = await startTestServer({ env: { LOG_LEVEL: 'info' }, logStream: cap });
-  t.teardown(() => s.close());
+  const cap = new LogCapture();
+  const s = await serve(t, { env: { LOG_LEVEL: 'info' }, logStream: cap });
   t.equal((await s.req('/livez')).status, 200);
   t.equal(cap.lines().filter((l) => l.msg === 'request').length, 0);
 });
 
 t.test('the logger redacts authorization, cookies and keys wherever they are put', async (t) => {
-  const cap = new Capture();
+  const cap = new LogCapture();
   const log = createLogger(loadConfig({ ...baseEnv(), LOG_LEVEL: 'info' }), {}, cap);
   log.info({ authorization: 'Bearer s3cr3t-a', cookie: 'c=s3cr3t-b', apiKey: 's3cr3t-c', req: { headers: { authorization: 'Bearer s3cr3t-d', cookie: 's3cr3t-e' } }, body: { apiKey: 's3cr3t-f', key: 's3cr3t-g' } }, 'x');
   t.notMatch(cap.text, /s3cr3t/);
@@ -107,9 +93,8 @@ function getFrom(url: string, localAddress: string, headers: Record<string, stri
 }
 
 t.test('discovery stays anonymous: no line about /services/{id} or /replacements names the caller', async (t) => {
-  const cap = new Capture();
-  const s = await startTestServer({ env: { ACCESS_LOG: 'true', LOG_LEVEL: 'info', TRUSTED_PROXIES: '127.0.0.1' }, logStream: cap });
-  t.teardown(() => s.close());
+  const cap = new LogCapture();
+  const s = await serve(t, { env: { ACCESS_LOG: 'true', LOG_LEVEL: 'info', TRUSTED_PROXIES: '127.0.0.1' }, logStream: cap });
   const created = await s.admin('POST', '/admin/api/services', { endpoint: 'https://anon.example.com', capability: 'anon' });
   t.equal(created.status, 201);
   const { id } = (await created.json()) as { id: string };
@@ -127,7 +112,7 @@ t.test('discovery stays anonymous: no line about /services/{id} or /replacements
   // the control: a route that does log the address, so the capture sees addresses at all
   t.equal(await getFrom(s.url + '/services?capability=anon', direct, headers), 200);
   made++;
-  for (let i = 0; i < 100 && cap.lines().filter((l) => l.msg === 'request').length < made + 2; i++) await new Promise((r) => setTimeout(r, 20));
+  await waitFor('an access line for every request', () => cap.lines().filter((l) => l.msg === 'request').length >= made + 2, 20_000, 20);
   const access = cap.lines().filter((l) => l.msg === 'request');
   const discovery = access.filter((l) => l.route === '/services/:id' || l.route === '/services/:id/replacements');
   t.equal(discovery.length, 8, 'the discovery requests are logged (method, route, status)');

@@ -1,13 +1,12 @@
 // GET /metrics on its own listener (METRICS_PORT; the public port answers 404): counters equal the requests served (by route pattern and status), rate-limit
 // rejections by tier, replacement and result cache outcomes, and METRICS_ENABLED=false.
 import t from 'tap';
-import { createSandbox, registerProduction, startTestServer } from '../helpers/server.js';
+import { createSandbox, registerProduction, serve } from '../helpers/server.js';
 import { parseProm, sample } from '../helpers/metrics-util.js';
 
 t.test('request counters equal the requests served, by route and status', async (t) => {
   // entries live an hour: on a loaded machine 17 searches may take longer than the default 2 s
-  const s = await startTestServer({ env: { TIERS: 'free=3,pro=600,enterprise=6000', RESULT_CACHE_TTL_MS: '3600000' } });
-  t.teardown(() => s.close());
+  const s = await serve(t, { env: { TIERS: 'free=3,pro=600,enterprise=6000', RESULT_CACHE_TTL_MS: '3600000' } });
   const svc = await registerProduction(s, { endpoint: 'https://m.example.com', capabilities: ['metrics-test'] });
   const N = 17;
   for (let i = 0; i < N; i++) t.equal((await s.req('/services?capability=metrics-test')).status, 200);
@@ -70,8 +69,7 @@ t.test('request counters equal the requests served, by route and status', async 
 });
 
 t.test('the public port does not serve /metrics; the metrics listener serves nothing else', async (t) => {
-  const s = await startTestServer();
-  t.teardown(() => s.close());
+  const s = await serve(t);
   t.not(s.metricsPort, null);
   t.not(s.metricsPort, s.server.port, 'a port of its own');
   for (const path of ['/metrics', '/metrics/', '/metrics?x=1']) {
@@ -93,8 +91,7 @@ t.test('the public port does not serve /metrics; the metrics listener serves not
 });
 
 t.test('METRICS_ENABLED=false: no metrics listener, and still 404 on the public port', async (t) => {
-  const s = await startTestServer({ env: { METRICS_ENABLED: 'false' } });
-  t.teardown(() => s.close());
+  const s = await serve(t, { env: { METRICS_ENABLED: 'false' } });
   t.equal(s.metricsPort, null);
   const r = await s.req('/metrics');
   t.equal(r.status, 404);

@@ -4,15 +4,13 @@
 // once, and reach other nodes through the published deltas. Result caches are off so that
 // every request runs the search.
 import t, { type Test } from 'tap';
-import { registerProduction, startTestServer, type TestServer } from '../helpers/server.js';
-import { anotherNode } from '../helpers/two-nodes.js';
+import { registerProduction, type TestServer, serve, HOUR_CACHE } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
 
 async function nodes(t: Test) {
   const env = { RESULT_CACHE_ENTRIES: '0' };
-  const a = await startTestServer({ env });
-  t.teardown(() => a.close());
-  const more = (extra: Record<string, string>) => anotherNode(t, a, { env: { ...env, ...extra } });
+  const a = await serve(t, { env });
+  const more = (extra: Record<string, string>) => serve(t, { env: { ...env, ...extra }, on: a });
   // b: another node with a near cache; redisOnly: the Redis path, the reference
   return { a, b: await more({}), redisOnly: await more({ NEAR_CACHE_MB: '0' }) };
 }
@@ -134,8 +132,7 @@ t.test('a lost delta drops the namespace and the next search reloads (never a st
 });
 
 t.test('a page computed synchronously and kept in the result cache is a copy: later pages do not overwrite it', async (t) => {
-  const s = await startTestServer({ env: { RESULT_CACHE_TTL_MS: '3600000' } }); // result cache on (an hour: the walk may outlast 2 s on a loaded machine)
-  t.teardown(() => s.close());
+  const s = await serve(t, { env: HOUR_CACHE }); // result cache on (an hour: the walk may outlast 2 s on a loaded machine)
   for (let i = 0; i < 9; i++) await registerProduction(s, { endpoint: `https://sc${i}.example.com/${'x'.repeat(i * 40)}`, capability: 'scratch' });
   const first = '/services?capability=scratch&limit=3';
   const body = async (p: string) => {

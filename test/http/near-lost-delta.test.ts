@@ -5,8 +5,7 @@
 // the check converges, the one without it (NEAR_CHECK_MS=0) keeps the stale page, which
 // shows the loss was real.
 import t from 'tap';
-import { registerProduction, startTestServer, type TestServer } from '../helpers/server.js';
-import { anotherNode } from '../helpers/two-nodes.js';
+import { registerProduction, type TestServer, serve } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
 
 /** A thread hook that swallows the node's deltas while `on` and counts what it swallowed. */
@@ -26,10 +25,9 @@ function deltaLoser() {
 
 t.test('a lost final delta: the version check drops the stale namespace, the next search reloads', async (t) => {
   const env = { RESULT_CACHE_ENTRIES: '0' };
-  const a = await startTestServer({ env: { ...env, NEAR_CHECK_MS: '0' } });
-  t.teardown(() => a.close());
+  const a = await serve(t, { env: { ...env, NEAR_CHECK_MS: '0' } });
   const lose = [deltaLoser(), deltaLoser()];
-  const node = (check: string, loser: ReturnType<typeof deltaLoser>) => anotherNode(t, a, { env: { ...env, NEAR_CHECK_MS: check }, hooks: loser.hooks });
+  const node = (check: string, loser: ReturnType<typeof deltaLoser>) => serve(t, { env: { ...env, NEAR_CHECK_MS: check }, on: a, hooks: loser.hooks });
   const checked = await node('50', lose[0]!);
   const unchecked = await node('0', lose[1]!);
 

@@ -1,7 +1,7 @@
 // /openapi.json: an OpenAPI 3.1 document covering every path and method of the contract,
 // with resolvable references and declared path parameters.
 import t from 'tap';
-import { serve } from '../helpers/checks.js';
+import { serve } from '../helpers/server.js';
 
 const s = await serve(t);
 

@@ -3,8 +3,8 @@
 // until the window can admit again, records them in Redis in batches, and a poll still
 // counts every request answered before it. A tier change ends the local refusal at once.
 import t from 'tap';
-import { isError, keyed, serve } from '../helpers/checks.js';
-import { createSandbox } from '../helpers/server.js';
+import { isError, keyed } from '../helpers/checks.js';
+import { createSandbox, serve } from '../helpers/server.js';
 
 // a long batch interval: only the poll's own flush can make its totals exact
 const s = await serve(t, { env: { RATE_COUNT_FLUSH_MS: '1000' } });

@@ -5,15 +5,12 @@
 // off, and no 503 with it (the intersection runs inline instead, from memory).
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
-import { registerProduction, startTestServer } from '../helpers/server.js';
+import { registerProduction, serve } from '../helpers/server.js';
 
 t.test('pool intersections equal Redis intersections, page by page', async (t) => {
-  const redisSide = await startTestServer({ env: { HEAVY_INTERSECTION_THRESHOLD: '0', RESULT_CACHE_ENTRIES: '0', NEAR_CACHE_MB: '0' } });
-  t.teardown(() => redisSide.close());
+  const redisSide = await serve(t, { env: { HEAVY_INTERSECTION_THRESHOLD: '0', RESULT_CACHE_ENTRIES: '0', NEAR_CACHE_MB: '0' } });
   const side = async (env: Record<string, string>) => {
-    const n = await startTestServer({ env: { HEAVY_INTERSECTION_THRESHOLD: '1', RESULT_CACHE_ENTRIES: '0', ...env }, databaseUrl: redisSide.cfg.databaseUrl, redisKeyPrefix: redisSide.cfg.redisKeyPrefix });
-    t.teardown(() => n.stop());
-    return n;
+    return serve(t, { env: { HEAVY_INTERSECTION_THRESHOLD: '1', RESULT_CACHE_ENTRIES: '0', ...env }, on: redisSide });
   };
   const fetchSide = await side({ NEAR_CACHE_MB: '0' }); // the serving thread fetches the sets from Redis for the worker
   const sharedSide = await side({}); // the worker reads the near cache's shared memory
@@ -62,8 +59,7 @@ t.test('pool intersections equal Redis intersections, page by page', async (t) =
 });
 
 t.test('with the near cache off, a full queue answers 503 with Retry-After', async (t) => {
-  const s = await startTestServer({ env: { HEAVY_INTERSECTION_THRESHOLD: '1', RESULT_CACHE_ENTRIES: '0', POOL_MAX_QUEUE: '1', POOL_THREADS: '1', NEAR_CACHE_MB: '0' } });
-  t.teardown(() => s.close().then(() => s.app.intersectPool?.close()));
+  const s = await serve(t, { env: { HEAVY_INTERSECTION_THRESHOLD: '1', RESULT_CACHE_ENTRIES: '0', POOL_MAX_QUEUE: '1', POOL_THREADS: '1', NEAR_CACHE_MB: '0' } });
   for (let i = 0; i < 30; i++) await registerProduction(s, { endpoint: `https://q${i}.example.com`, capabilities: ['qa', 'qb'] });
   const path = '/services?capability=qa&capability=qb&limit=5';
   t.equal((await s.req(path)).status, 200, 'served by the pool while it has room');
@@ -85,8 +81,7 @@ t.test('with the near cache off, a full queue answers 503 with Retry-After', asy
 });
 
 t.test('with the near cache, the same burst is answered in full: no 503', async (t) => {
-  const s = await startTestServer({ env: { HEAVY_INTERSECTION_THRESHOLD: '1', RESULT_CACHE_ENTRIES: '0', POOL_MAX_QUEUE: '1', POOL_THREADS: '1' } });
-  t.teardown(() => s.close().then(() => s.app.intersectPool?.close()));
+  const s = await serve(t, { env: { HEAVY_INTERSECTION_THRESHOLD: '1', RESULT_CACHE_ENTRIES: '0', POOL_MAX_QUEUE: '1', POOL_THREADS: '1' } });
   for (let i = 0; i < 30; i++) await registerProduction(s, { endpoint: `https://q${i}.example.com`, capabilities: ['qa', 'qb'] });
   const one = await s.req('/services?capability=qa&capability=qb&limit=1000');
   const all = (await one.json()) as { id: string }[];

@@ -6,12 +6,11 @@
 import t from 'tap';
 import { PRODUCTION } from '../../src/hot/domain/keys.js';
 import { parseProm, sample } from '../helpers/metrics-util.js';
-import { registerProduction, startTestServer } from '../helpers/server.js';
+import { registerProduction, serve } from '../helpers/server.js';
 
 t.test('a refused apply script is logged, counted and swept', async (t) => {
   const lines: string[] = [];
-  const s = await startTestServer({ env: { OUTBOX_SWEEP_MS: '600000', LOG_LEVEL: 'warn' }, logStream: { write: (l: string) => void lines.push(l) } });
-  t.teardown(() => s.close());
+  const s = await serve(t, { env: { OUTBOX_SWEEP_MS: '600000', LOG_LEVEL: 'warn' }, logStream: { write: (l: string) => void lines.push(l) } });
   const failures = async () => {
     const p = parseProm(await (await s.metrics()).text());
     return (p.get('registry_projector_failures_total') ?? []).reduce((a: number, x: { value: number }) => a + x.value, 0);

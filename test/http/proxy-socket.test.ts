@@ -9,11 +9,9 @@ import { spawnSync } from 'node:child_process';
 import { request } from 'node:http';
 import { createServer as netServer } from 'node:net';
 import { join } from 'node:path';
-import { randomBytes } from 'node:crypto';
-import { startTestServer } from '../helpers/server.js';
+import { serve } from '../helpers/server.js';
 import { socketDir } from '../helpers/proxy.js';
-import { spawnServer, spawnThreads } from '../helpers/server-process.js';
-import { loadConfig } from '../../src/hot/config.js';
+import { serveProcess } from '../helpers/server-process.js';
 
 interface Via {
   socketPath?: string;
@@ -51,8 +49,7 @@ function get(socketPath: string, path: string): Promise<{ status: number; body: 
 
 t.test('X-Forwarded-For is believed on the proxy socket only', async (t) => {
   const dir = socketDir(t.teardown.bind(t));
-  const s = await startTestServer({ env: { PROXY_SOCKET_DIR: dir, SANDBOX_CREATE_PER_MINUTE: '1' } });
-  t.teardown(() => s.close());
+  const s = await serve(t, { env: { PROXY_SOCKET_DIR: dir, SANDBOX_CREATE_PER_MINUTE: '1' } });
   const sock = { socketPath: join(dir, 'registry-0.sock') };
   t.ok(statSync(sock.socketPath).isSocket(), 'thread 0 listens on registry-0.sock');
   t.equal(statSync(dir).mode & 0o777, 0o700, 'in a directory only its owner may enter');
@@ -80,23 +77,20 @@ t.test('X-Forwarded-For is believed on the proxy socket only', async (t) => {
 
 t.test('a socket directory other users may enter, or owned by another, stops the start', async (t) => {
   const parent = socketDir(t.teardown.bind(t));
-  const cfg = loadConfig({ ...process.env, PROXY_SOCKET_DIR: '' });
-  const env = { DATABASE_URL: cfg.databaseUrl, ADMIN_API_KEY: 'test-admin-key-0123456789abcdef', REDIS_KEY_PREFIX: 'ps' + randomBytes(3).toString('hex') + ':' };
   const open = join(parent, 'open');
   mkdirSync(open, { mode: 0o700 });
   chmodSync(open, 0o755);
-  await t.rejects(spawnServer({ ...env, PROXY_SOCKET_DIR: open }), /exited \(2\)[\s\S]*configuration error: PROXY_SOCKET_DIR \S+ has mode 755: other users could connect as the proxy/);
+  await t.rejects(serveProcess(t, { env: { PROXY_SOCKET_DIR: open } }), /exited \(2\)[\s\S]*configuration error: PROXY_SOCKET_DIR \S+ has mode 755: other users could connect as the proxy/);
   t.notOk(existsSync(join(open, 'registry-0.sock')), 'no socket made there');
   if (process.getuid?.() === 0) {
     const theirs = join(parent, 'theirs');
     mkdirSync(theirs, { mode: 0o700 });
     chownSync(theirs, 65534, 65534);
-    await t.rejects(spawnServer({ ...env, PROXY_SOCKET_DIR: theirs }), /configuration error: PROXY_SOCKET_DIR \S+ belongs to uid 65534/);
+    await t.rejects(serveProcess(t, { env: { PROXY_SOCKET_DIR: theirs } }), /configuration error: PROXY_SOCKET_DIR \S+ belongs to uid 65534/);
   }
   // (a test thread checks as it listens, too)
   const made = join(parent, 'new', 'run');
-  const s = await startTestServer({ env: { PROXY_SOCKET_DIR: made } });
-  t.teardown(() => s.close());
+  await serve(t, { env: { PROXY_SOCKET_DIR: made } });
   t.equal(statSync(made).mode & 0o777, 0o700, 'a missing directory is made, 0700');
   t.equal((await get(join(made, 'registry-0.sock'), '/livez')).status, 200);
 });
@@ -107,8 +101,7 @@ t.test('several threads: a socket each, a previous run\'s extra sockets removed'
   const stale = netServer();
   await new Promise<void>((r) => stale.listen(join(dir, 'registry-7.sock'), r));
   t.teardown(() => stale.close());
-  const cfg = loadConfig({ ...process.env, PROXY_SOCKET_DIR: '' });
-  const srv = await spawnThreads(t, { WORKERS: '2', PROXY_SOCKET_DIR: dir, REDIS_KEY_PREFIX: 'ps' + randomBytes(3).toString('hex') + ':', DATABASE_URL: cfg.databaseUrl, ADMIN_API_KEY: 'test-admin-key-0123456789abcdef' }, cfg.redisUrl);
+  const srv = await serveProcess(t, { threads: 2, env: { PROXY_SOCKET_DIR: dir } });
   t.match(srv.logs.join('\n'), new RegExp(`proxy: +${dir}/registry-\\*\\.sock`), 'the banner names the sockets');
   t.notOk(existsSync(join(dir, 'registry-7.sock')), 'the stale socket is gone');
   for (const i of [0, 1]) {

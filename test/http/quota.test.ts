@@ -7,8 +7,8 @@
 // model of the count.
 import t from 'tap';
 import fc from 'fast-check';
-import { isError, jsonBody, keyed, serve } from '../helpers/checks.js';
-import { createSandbox } from '../helpers/server.js';
+import { isError, jsonBody, keyed } from '../helpers/checks.js';
+import { createSandbox, serve } from '../helpers/server.js';
 
 // the rate limits out of the way: only the quotas refuse here; leases on a clock the test
 // moves, the sweeper driven by hand (an expiry's deregistration frees room)

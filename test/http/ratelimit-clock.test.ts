@@ -2,15 +2,13 @@
 // minutes share one sandbox's window, and together admit exactly the limit. The node clock
 // is injected (the `now` option of SandboxAuth); the buckets must come from Redis's clock.
 import t from 'tap';
-import { createSandbox, startTestServer } from '../helpers/server.js';
-import { anotherNode } from '../helpers/two-nodes.js';
+import { createSandbox, serve } from '../helpers/server.js';
 
 t.test('two nodes with skewed clocks never admit more than the limit', async (t) => {
   const env = { TIERS: 'free=30,pro=600,enterprise=6000' };
-  const a = await startTestServer({ env });
-  t.teardown(() => a.close());
+  const a = await serve(t, { env });
   // B's clock is two minutes behind
-  const b = await anotherNode(t, a, { env, now: () => Date.now() - 120_000 });
+  const b = await serve(t, { env, on: a, now: () => Date.now() - 120_000 });
   const sb = await createSandbox(a);
   const hit = async (node: typeof a) => (await node.req(`/sandbox/${sb.uuid}/services`, { headers: { authorization: `Bearer ${sb.apiKey}` } })).status;
   const onA: number[] = [];

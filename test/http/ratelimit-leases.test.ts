@@ -3,8 +3,8 @@
 // the limit, its RateLimit fields count down one by one, /poll's total counts every
 // request answered before it, and a tier change applies to the very next request.
 import t from 'tap';
-import { keyed, serve } from '../helpers/checks.js';
-import { createSandbox } from '../helpers/server.js';
+import { keyed } from '../helpers/checks.js';
+import { createSandbox, serve } from '../helpers/server.js';
 import { RATE_LIMIT_ARGS } from '../../src/hot/ratelimit/window.js';
 import { NOT_INDEXED, rateLimitReply } from '../../src/hot/redis/replies.js';
 

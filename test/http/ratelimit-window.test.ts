@@ -6,11 +6,10 @@
 // asks from a node that has seen no refusal of that sandbox (a fresh sandbox each time:
 // nothing local, no lease, no remembered 429, can answer for Redis).
 import t from 'tap';
-import { createSandbox, startTestServer } from '../helpers/server.js';
+import { createSandbox, serve } from '../helpers/server.js';
 
 const LIMIT = 5;
-const s = await startTestServer({ env: { TIERS: `free=${LIMIT},pro=600,enterprise=6000` } });
-t.teardown(() => s.close());
+const s = await serve(t, { env: { TIERS: `free=${LIMIT},pro=600,enterprise=6000` } });
 
 /** Redis's bucket number now (5-second buckets of its own clock). */
 async function redisBucket(): Promise<number> {

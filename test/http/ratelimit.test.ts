@@ -1,8 +1,8 @@
 // Tiered rate limits of sandbox keys, /poll and /dashboard (issue 3 items 5-6; contract
 // "Sandbox endpoints" and the sandbox rows of "Public endpoints").
 import t from 'tap';
-import { isError, keyed, serve } from '../helpers/checks.js';
-import { createSandbox } from '../helpers/server.js';
+import { isError, keyed } from '../helpers/checks.js';
+import { createSandbox, serve } from '../helpers/server.js';
 
 const s = await serve(t);
 

@@ -4,12 +4,11 @@
 // results live an hour, so only the writer's own invalidation (compose.ts, the projector's
 // `applied`) can make a write visible to the next read.
 import t from 'tap';
-import { registerProduction, startTestServer } from '../helpers/server.js';
+import { registerProduction, serve } from '../helpers/server.js';
 import { ids } from '../helpers/checks.js';
 
 t.test('registrations, changes and deletes are visible to the next read on the writing node', async (t) => {
-  const s = await startTestServer({ env: { RESULT_CACHE_TTL_MS: '3600000' } });
-  t.teardown(() => s.close());
+  const s = await serve(t, { env: { RESULT_CACHE_TTL_MS: '3600000' } });
   const subscriber = s.thread.parts.find((p) => p.name === 'invalidation');
   t.ok(subscriber, 'the thread has an invalidation subscriber');
   await subscriber!.stop();

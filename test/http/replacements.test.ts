@@ -2,8 +2,8 @@
 // strong ETag and 304, Age, X-Cache MISS then HIT, invalidation by writes to the service
 // or its candidates (contract, "Deprecation and anonymous replacement discovery").
 import t from 'tap';
-import { ids, isError, serve } from '../helpers/checks.js';
-import { registerProduction } from '../helpers/server.js';
+import { ids, isError } from '../helpers/checks.js';
+import { registerProduction, serve } from '../helpers/server.js';
 
 const s = await serve(t);
 

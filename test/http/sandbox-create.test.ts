@@ -1,11 +1,12 @@
 // Sandbox creation (issue 3, contract "Sandbox", "Sandbox API key"): POST /sandboxes answers
 // every field and a key of the documented form, stores only its hash, refuses invalid bodies,
 // and is throttled per client address.
-import { request } from 'node:http';
 import t from 'tap';
 import { isError, jsonBody } from '../helpers/checks.js';
-import { createSandbox, startTestServer, type TestServer } from '../helpers/server.js';
+import { createSandbox, type TestServer, serve } from '../helpers/server.js';
 import { serveSandboxes } from '../helpers/sandboxes.js';
+import { http, type Answer } from '../helpers/proxy.js';
+import { freshMinute } from '../helpers/wait.js';
 
 const { s } = await serveSandboxes(t);
 
@@ -72,27 +73,15 @@ t.test('POST /sandboxes: invalid bodies are 400 with the error body', async (t) 
 });
 
 /** POST /sandboxes from a chosen local address (Linux routes all of 127/8 to loopback). */
-function createFrom(srv: TestServer, localAddress: string, headers: Record<string, string> = {}, payload: unknown = { name: 'From ' + localAddress }): Promise<{ status: number; headers: Record<string, unknown>; body: string }> {
-  const u = new URL(srv.url);
-  const data = JSON.stringify(payload);
-  return new Promise((resolve, reject) => {
-    const r = request({ host: u.hostname, port: u.port, path: '/sandboxes', method: 'POST', localAddress, agent: false, headers: { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(data)), ...headers } }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (body += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
-    });
-    r.on('error', reject);
-    r.end(data);
-  });
+function createFrom(srv: TestServer, localAddress: string, headers: Record<string, string> = {}, payload: unknown = { name: 'From ' + localAddress }): Promise<Answer> {
+  const body = JSON.stringify(payload);
+  return http(srv.server.port, '/sandboxes', { method: 'POST', from: localAddress, body, headers: { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), ...headers } });
 }
 
 t.test('sandbox creation is throttled per client address (429 + Retry-After + error body)', async (t) => {
   // the throttle counts per minute; stay clear of a minute boundary so the burst is one window
-  const sec = new Date().getUTCSeconds();
-  if (sec >= 55) await new Promise((r) => setTimeout(r, (61 - sec) * 1000));
-  const lim = await startTestServer({ env: { SANDBOX_CREATE_PER_MINUTE: '3' } });
-  t.teardown(() => lim.close());
+  await freshMinute(5000);
+  const lim = await serve(t, { env: { SANDBOX_CREATE_PER_MINUTE: '3' } });
   const invalid: number[] = [];
   for (let i = 0; i < 4; i++) invalid.push((await createFrom(lim, '127.0.0.1', {}, { name: '' })).status);
   t.same(invalid, [400, 400, 400, 400], 'rejected bodies');

@@ -5,12 +5,11 @@
 import t from 'tap';
 import { connect } from 'node:net';
 import pg from 'pg';
-import { createSandbox, registerProduction, startTestServer } from '../helpers/server.js';
+import { createSandbox, registerProduction, serve } from '../helpers/server.js';
 import { hashKey, keyShape } from '../../src/hot/sandboxes/keys.js';
 import { ids } from '../helpers/checks.js';
 
-const s = await startTestServer();
-t.teardown(() => s.close());
+const s = await serve(t);
 const prod = await registerProduction(s, { endpoint: 'https://prod.example.com', capability: 'keys' });
 const sb = await createSandbox(s, 'Key Lab');
 const auth = (key: string) => ({ authorization: `Bearer ${key}` });

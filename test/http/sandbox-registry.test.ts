@@ -5,6 +5,7 @@ import t from 'tap';
 import { ids, isError, jsonBody, keyed, nextLink } from '../helpers/checks.js';
 import { createSandbox } from '../helpers/server.js';
 import { sandboxFixtures, serveSandboxes } from '../helpers/sandboxes.js';
+import type { Svc } from '../helpers/svc.js';
 
 const sandboxes = await serveSandboxes(t);
 const { s, register, list, count, total } = sandboxes;
@@ -17,7 +18,7 @@ t.test('register: capability shorthand and capabilities; 201 the service', async
   t.equal(r.status, 201);
   t.match(r.headers.get('content-type'), /^application\/json/);
   t.match(r.headers.get('cache-control') ?? '', /no-store|private/, 'not publicly cacheable');
-  const g1 = (await r.json()) as Record<string, unknown> & { id: string };
+  const g1 = (await r.json()) as Svc;
   t.same({ ...g1, id: 'x' }, { id: 'x', endpoint: 'https://g1.example.com/', capabilities: ['weather'], properties: { unit: 'C' }, deprecated: false, locked: false, sunset_date: null, iotReady: true, iot: { deviceClasses: ['station'], protocols: ['http'] }, health: { status: 'unknown', ttl: null } });
   const g2 = await register(C, { endpoint: 'https://g2.example.com', capabilities: ['weather', 'forecast'] });
   t.same(g2.capabilities, ['weather', 'forecast']);

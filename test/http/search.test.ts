@@ -2,8 +2,8 @@
 // shared cache relies on (contract, "Search" and "Canonical query strings").
 import { connect } from 'node:net';
 import t from 'tap';
-import { allPages, ids, isError, nextLink, rawGet, serve } from '../helpers/checks.js';
-import { createSandbox, registerProduction } from '../helpers/server.js';
+import { allPages, ids, isError, nextLink, rawGet } from '../helpers/checks.js';
+import { createSandbox, registerProduction, serve } from '../helpers/server.js';
 
 const s = await serve(t);
 

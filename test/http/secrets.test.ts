@@ -7,21 +7,20 @@
 // enumerable: an unknown and a foreign sandbox look exactly alike on every key-protected
 // route (status, body, headers).
 import t from 'tap';
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { Redis } from 'ioredis';
 import { loadConfig } from '../../src/hot/config.js';
-import { ADMIN_KEY, createSandbox, freshDatabase, registerProduction, startTestServer } from '../helpers/server.js';
+import { createSandbox, registerProduction, serve } from '../helpers/server.js';
 import { sleep, waitFor } from '../helpers/wait.js';
-import { dropRedisPrefix } from '../helpers/test-data.js';
-import { spawnServer } from '../helpers/server-process.js';
+import { serveProcess } from '../helpers/server-process.js';
 import { startProxy } from '../helpers/tcp-proxy.js';
+import { ADMIN_KEY, baseEnv } from '../helpers/env.js';
 
 const json = { 'content-type': 'application/json' };
 
 t.test('keys are stored hashed, nowhere in clear', async (t) => {
-  const s = await startTestServer();
-  t.teardown(() => s.close());
+  const s = await serve(t);
   const sb = await createSandbox(s, 'Hashed');
   const random = sb.apiKey.split('_sb_')[1]!;
   const login = await s.req('/admin/session', { method: 'POST', headers: json, body: JSON.stringify({ apiKey: ADMIN_KEY }) });
@@ -57,36 +56,21 @@ t.test('keys are stored hashed, nowhere in clear', async (t) => {
 });
 
 t.test('no secret in any log line, error paths included', async (t) => {
-  const db = await freshDatabase();
-  const redisUrl = new URL(loadConfig().redisUrl);
-  const redisProxy = await startProxy(Number(redisUrl.port || 6379));
-  const pgProxy = await startProxy(Number(new URL(db.url).port));
-  const viaProxy = new URL(db.url);
-  viaProxy.port = String(pgProxy.port);
-  const prefix = 'sec' + randomBytes(4).toString('hex') + ':';
-  const srv = await spawnServer({
-    DATABASE_URL: viaProxy.toString(),
-    REDIS_URL: `redis://${redisUrl.hostname}:${redisProxy.port}`,
-    REDIS_CLUSTER_NODES: '',
-    REDIS_KEY_PREFIX: prefix,
-    ADMIN_API_KEY: ADMIN_KEY,
-    WORKERS: '1',
-    LOG_LEVEL: 'trace',
-    ACCESS_LOG: 'true',
-    ACCESS_LOG_LEVEL: 'info',
-    MAX_BODY_BYTES: '2048',
-  });
+  // the suite's Redis and PostgreSQL, each behind a proxy the test cuts
+  const cfg = loadConfig(baseEnv());
+  const redisProxy = await startProxy(Number(new URL(cfg.redisUrl).port || 6379));
+  const pgProxy = await startProxy(Number(new URL(cfg.databaseUrl).port));
   t.teardown(async () => {
-    await redisProxy.set('pass');
-    await pgProxy.set('pass');
-    srv.signal('SIGTERM');
-    await srv.exited;
     await redisProxy.close();
     await pgProxy.close();
-    await db.drop();
-    await dropRedisPrefix(redisUrl.toString(), prefix);
   });
-  await waitFor('ready', async () => (await fetch(srv.url + '/readyz')).status === 200);
+  const srv = await serveProcess(t, {
+    through: { redis: redisProxy, postgres: pgProxy },
+    env: { LOG_LEVEL: 'trace', ACCESS_LOG: 'true', ACCESS_LOG_LEVEL: 'info', MAX_BODY_BYTES: '2048' },
+  });
+  // the test's own way into the server's database, past the proxy
+  const direct = new URL(srv.cfg.databaseUrl);
+  direct.port = new URL(cfg.databaseUrl).port;
   const req = (path: string, init: RequestInit = {}) => fetch(srv.url + path, { redirect: 'manual', ...init, signal: AbortSignal.timeout(20_000) });
 
   const created = (await (await req('/sandboxes', { method: 'POST', headers: json, body: '{"name":"Secrets"}' })).json()) as { uuid: string; apiKey: string };
@@ -133,7 +117,7 @@ t.test('no secret in any log line, error paths included', async (t) => {
   await pgProxy.set('pass');
   await waitFor('postgres back', async () => (JSON.parse(await (await req('/readyz')).text()) as { postgres: boolean }).postgres);
   // a genuine 500: a table gone from under the server
-  const c = new pg.Client({ connectionString: db.url });
+  const c = new pg.Client({ connectionString: direct.toString() });
   await c.connect();
   await c.query('DROP TABLE service_properties CASCADE');
   await c.end();
@@ -149,8 +133,7 @@ t.test('no secret in any log line, error paths included', async (t) => {
 });
 
 t.test('unknown and foreign sandboxes look alike on every key-protected route', async (t) => {
-  const s = await startTestServer({ env: { TIERS: 'free=1000000' } });
-  t.teardown(() => s.close());
+  const s = await serve(t, { env: { TIERS: 'free=1000000' } });
   const mine = await createSandbox(s, 'Mine');
   const theirs = await createSandbox(s, 'Theirs');
   const theirSvc = (await (await s.req(`/sandbox/${theirs.uuid}/services`, { method: 'POST', headers: { authorization: `Bearer ${theirs.apiKey}`, ...json }, body: '{"endpoint":"https://t.example.com","capability":"t"}' })).json()) as { id: string };

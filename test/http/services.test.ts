@@ -1,8 +1,9 @@
 // GET /services/{id}, deprecation headers, and the production registry writes under
 // /admin/api/services (contract, "Public endpoints", "Deprecation ...", "Administration").
 import t from 'tap';
-import { ids, isError, jsonBody, serve } from '../helpers/checks.js';
-import { ADMIN_KEY, createSandbox, registerProduction } from '../helpers/server.js';
+import { ids, isError, jsonBody } from '../helpers/checks.js';
+import { createSandbox, registerProduction, serve } from '../helpers/server.js';
+import { ADMIN_KEY } from '../helpers/env.js';
 
 const s = await serve(t);
 

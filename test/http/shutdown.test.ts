@@ -5,13 +5,10 @@
 // SHUTDOWN_GRACE_MS. A request that never finishes cannot hold the exit past the grace
 // period.
 import t from 'tap';
-import { randomBytes } from 'node:crypto';
-import { loadConfig } from '../../src/hot/config.js';
-import { ADMIN_KEY, freshDatabase } from '../helpers/server.js';
 import { sleep, waitFor } from '../helpers/wait.js';
-import { dropRedisPrefix } from '../helpers/test-data.js';
-import { spawnServer } from '../helpers/server-process.js';
+import { serveProcess } from '../helpers/server-process.js';
 import { collect, rawSocket } from '../helpers/raw-socket.js';
+import { ADMIN_KEY } from '../helpers/env.js';
 
 // the port stays open for grace/4 after SIGTERM (max 2 s): 1 s here, room enough to read
 // /readyz on a new connection on a busy machine; the never-finishing request waits out its
@@ -30,18 +27,11 @@ const postHead = `POST /admin/api/services HTTP/1.1\r\nHost: x\r\nAuthorization:
 
 for (const workers of [1, 2]) {
   t.test(`SIGTERM with ${workers} uWS thread${workers > 1 ? 's' : ''}: drain, finish in-flight work, close, exit in time`, async (t) => {
-    const db = await freshDatabase();
-    const prefix = 'sd' + randomBytes(4).toString('hex') + ':';
-    t.teardown(async () => {
-      await db.drop();
-      await dropRedisPrefix(loadConfig().redisUrl, prefix);
-    });
-    const env = { DATABASE_URL: db.url, REDIS_KEY_PREFIX: prefix, REDIS_CLUSTER_NODES: '', ADMIN_API_KEY: ADMIN_KEY, WORKERS: String(workers), SHUTDOWN_GRACE_MS: String(GRACE), LOG_LEVEL: 'info' };
+    const env = { REDIS_CLUSTER_NODES: '', WORKERS: String(workers), SHUTDOWN_GRACE_MS: String(GRACE), LOG_LEVEL: 'info' };
     const stuckEnv = { ...env, SHUTDOWN_GRACE_MS: String(GRACE_STUCK) };
 
     await t.test('an in-flight request finishes', async (t) => {
-      const srv = await spawnServer(env);
-      await waitFor('ready', async () => (await fetch(srv.url + '/readyz')).status === 200);
+      const srv = await serveProcess(t, { env });
       // a keep-alive connection opened before, and a request in flight: half its body sent
       const keep = await rawSocket(srv.port);
       keep.write('GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n');
@@ -76,8 +66,7 @@ for (const workers of [1, 2]) {
       t.ok(srv.logs.some((l) => /stopped: .*(pools closed|closed their pools)/.test(l)), 'pools closed before the exit');
       if (workers > 1) t.ok(srv.logs.some((l) => l.includes(`stopped: ${workers} of ${workers} threads`)), 'every thread drained');
       // the write is durable: the next start finds it
-      const again = await spawnServer(env);
-      await waitFor('ready again', async () => (await fetch(again.url + '/readyz')).status === 200);
+      const again = await serveProcess(t, { env, on: srv });
       const found = (await (await fetch(again.url + '/services?capability=inflight')).json()) as unknown[];
       t.equal(found.length, 1, 'the request finished during the drain is there after a restart');
       again.signal('SIGTERM');
@@ -87,8 +76,7 @@ for (const workers of [1, 2]) {
     });
 
     await t.test('a request that never finishes does not hold the exit past the grace period', async (t) => {
-      const srv = await spawnServer(stuckEnv);
-      await waitFor('ready', async () => (await fetch(srv.url + '/readyz')).status === 200);
+      const srv = await serveProcess(t, { env: stuckEnv });
       const stuck = await rawSocket(srv.port);
       stuck.on('error', () => undefined);
       stuck.write(postHead + body.slice(0, 10)); // and never the rest

@@ -1,6 +1,5 @@
 import t from 'tap';
-import { serve } from '../helpers/checks.js';
-import { registerProduction } from '../helpers/server.js';
+import { registerProduction, serve } from '../helpers/server.js';
 
 t.test('a registered production service is found by capability', async (t) => {
   const s = await serve(t);

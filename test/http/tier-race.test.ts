@@ -5,14 +5,13 @@
 // the apply fail (real Redis, no mocks).
 import t from 'tap';
 import { gate } from '../helpers/interleave.js';
-import { applyHook, createSandbox, startTestServer } from '../helpers/server.js';
+import { applyHook, createSandbox, serve } from '../helpers/server.js';
 
 const TIERS = 'free=60,pro=600,enterprise=6000';
 
 t.test('two tier changes racing: the later commit wins in Redis', async (t) => {
   const hook = applyHook();
-  const s = await startTestServer({ env: { TIERS, OUTBOX_SWEEP_MS: '600000' }, hooks: hook.hooks });
-  t.teardown(() => s.close());
+  const s = await serve(t, { env: { TIERS, OUTBOX_SWEEP_MS: '600000' }, hooks: hook.hooks });
   const sb = await createSandbox(s);
   let arm = true;
   const loaded = gate();
@@ -37,8 +36,7 @@ t.test('two tier changes racing: the later commit wins in Redis', async (t) => {
 });
 
 t.test('a tier change whose Redis update failed is applied by the sweeper', async (t) => {
-  const s = await startTestServer({ env: { TIERS, OUTBOX_SWEEP_MS: '600000' } });
-  t.teardown(() => s.close());
+  const s = await serve(t, { env: { TIERS, OUTBOX_SWEEP_MS: '600000' } });
   const sb = await createSandbox(s);
   const key = s.app.keys.sandbox(sb.uuid);
   const saved = key + ':saved'; // same hash tag: same slot

@@ -4,8 +4,8 @@
 // index is incomplete (here: its marker deleted, as a FLUSHALL would) is PostgreSQL asked,
 // and then once per remembering period, not once per request; a valid key is never affected.
 import t from 'tap';
-import { keyed, serve } from '../helpers/checks.js';
-import { createSandbox } from '../helpers/server.js';
+import { keyed } from '../helpers/checks.js';
+import { createSandbox, serve } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
 import { newSandboxKey } from '../../src/hot/sandboxes/keys.js';
 import { PRODUCTION } from '../../src/hot/domain/keys.js';

@@ -6,7 +6,9 @@ import { PassThrough, Readable } from 'node:stream';
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
 import { main, type Io } from '../../src/admin/cli/main.js';
-import { baseEnv, createSandbox, freshDatabase, registerProduction, startTestServer } from '../helpers/server.js';
+import { createSandbox, registerProduction, serve } from '../helpers/server.js';
+import { baseEnv } from '../helpers/env.js';
+import { freshDatabase } from '../helpers/database.js';
 
 interface Run {
   code: number;
@@ -28,8 +30,7 @@ async function cli(args: string[], env: Record<string, string>, stdin = ''): Pro
 const lines = (s: string) => s.split('\n').filter(Boolean);
 
 t.test('export, import into a fresh database, re-import', async (t) => {
-  const a = await startTestServer();
-  t.teardown(() => a.close());
+  const a = await serve(t);
   const envA = { DATABASE_URL: a.cfg.databaseUrl, REDIS_KEY_PREFIX: a.cfg.redisKeyPrefix };
   const s1 = await registerProduction(a, { endpoint: 'https://one.example.com', capabilities: ['pay', 'bill'], properties: { region: 'eu', tier: 'gold' } });
   const s2 = await registerProduction(a, { endpoint: 'https://two.example.com', capabilities: ['pay'], iot: { deviceClasses: ['meter'], protocols: ['mqtt', 'coap'] } });
@@ -62,8 +63,7 @@ t.test('export, import into a fresh database, re-import', async (t) => {
   t.equal(ex2.out, ex.out, 'the fresh database exports the same lines');
 
   // the index was rebuilt: a server on database B finds them, with deprecation headers
-  const sB = await startTestServer({ databaseUrl: b.url, redisKeyPrefix: envB.REDIS_KEY_PREFIX });
-  t.teardown(() => sB.close());
+  const sB = await serve(t, { databaseUrl: b.url, redisKeyPrefix: envB.REDIS_KEY_PREFIX });
   const found = (await (await sB.req('/services?capability=pay')).json()) as { id: string }[];
   t.same(found.map((x) => x.id).sort(), [s1.id, s2.id, s3.id].sort());
   const one = await sB.req(`/services/${s1.id}`);
@@ -115,8 +115,7 @@ t.test('import with ttl / deregisterAfter: validated, leases seeded, tokens show
   t.equal(tokens[0]!.id, leased.id);
   t.match(tokens[0]!.heartbeatToken, /^prod_hb_[0-9A-Za-z]{38}$/);
   const token = tokens[0]!.heartbeatToken;
-  const sB = await startTestServer({ databaseUrl: b.url, redisKeyPrefix: env.REDIS_KEY_PREFIX });
-  t.teardown(() => sB.close());
+  const sB = await serve(t, { databaseUrl: b.url, redisKeyPrefix: env.REDIS_KEY_PREFIX });
   const row = async (id: string) =>
     (await sB.app.pg.query<{ ttl: number | null; dereg: number | null; hs: string; h: string | null }>("SELECT ttl, deregister_after AS dereg, health_status AS hs, encode(hb_token_hash, 'hex') AS h FROM services WHERE id = $1", [id])).rows[0];
   t.same(await row(leased.id), { ttl: 30, dereg: 120, hs: 'passing', h: createHash('sha256').update(token).digest('hex') }, 'the lease, only the hash of its token');
@@ -140,8 +139,7 @@ t.test('import with ttl / deregisterAfter: validated, leases seeded, tokens show
 });
 
 t.test('sandbox create, tier set, reindex, stats', async (t) => {
-  const s = await startTestServer();
-  t.teardown(() => s.close());
+  const s = await serve(t);
   const env = { DATABASE_URL: s.cfg.databaseUrl, REDIS_KEY_PREFIX: s.cfg.redisKeyPrefix };
   const c = await cli(['sandbox', 'create', 'Sydney', 'Lab', '--lat', '-33.87', '--lon', '151.21', '--json'], env);
   t.equal(c.code, 0, c.err);

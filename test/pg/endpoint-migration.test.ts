@@ -5,22 +5,16 @@
 import t from 'tap';
 import { PRODUCTION } from '../../src/hot/domain/keys.js';
 import { serializeService } from '../../src/hot/domain/service.js';
-import { createPool } from '../../src/hot/pg/pool.js';
 import { migrate } from '../../src/hot/migrate.js';
 import { loadIndexPage } from '../../src/hot/registry/index-pages.js';
 import { loadIndexStates } from '../../src/hot/registry/state.js';
 import { createService } from '../../src/hot/writes/register.js';
-import { freshDatabase } from '../helpers/server.js';
+import { freshPool } from '../helpers/database.js';
 
 const input = (endpoint: string) => ({ endpoint, capabilities: ['a'], properties: {}, iot: null, deprecated: false, locked: false, sunsetDate: null });
 
 t.test('0007 normalises stored endpoints and their index text', async (t) => {
-  const db = await freshDatabase(6);
-  const pool = createPool(db.url, 2);
-  t.teardown(async () => {
-    await pool.end();
-    await db.drop();
-  });
+  const { pool } = await freshPool(t, 2, 6);
   const rows: Record<string, { from: string; want: string }> = {};
   const cases: [string, string][] = [
     ['HTTPS://Example.COM:443/a', 'https://example.com/a'],

@@ -3,32 +3,20 @@
 // constraint fails alone and its neighbours of the same batch commit; a patch whose service
 // moved on and a deletion of a missing id get their own answer without failing the
 // statement (real PostgreSQL, a fresh database).
-import t, { type Test } from 'tap';
+import t from 'tap';
 import { PRODUCTION } from '../../src/hot/domain/keys.js';
 import { parseServiceCreate } from '../../src/hot/domain/validation.js';
 import { GroupCommitter } from '../../src/hot/writes/group-commit.js';
-import { createPool, type Pool } from '../../src/hot/pg/pool.js';
 import { loadIndexStates, loadService } from '../../src/hot/registry/state.js';
 import { addReplacement } from '../../src/hot/registry/write-functions.js';
 import { patchService, preparePatch } from '../../src/hot/writes/patches.js';
 import { createService } from '../../src/hot/writes/register.js';
-import { freshDatabase } from '../helpers/server.js';
-
-/** A pool of `size` connections on a fresh database; both are gone when `t` ends. */
-async function freshPool(t: Test, size: number): Promise<Pool> {
-  const db = await freshDatabase();
-  const pool = createPool(db.url, size);
-  t.teardown(async () => {
-    await pool.end();
-    await db.drop();
-  });
-  return pool;
-}
+import { freshPool } from '../helpers/database.js';
 
 const input = (i: number) => parseServiceCreate({ endpoint: `https://g${i}.example.com/`, capabilities: ['group', `n${i}`], properties: { i: String(i) } });
 
 t.test('concurrent registrations: one statement; a constraint violation fails that write alone', async (t) => {
-  const pool = await freshPool(t, 4);
+  const { pool } = await freshPool(t, 4);
   // a window long enough that every write below is in the batch, whatever the machine's load
   // the index apply of each batch (the projector's, in the server): recorded, and checked
   // to come before each write is answered
@@ -64,7 +52,7 @@ t.test('concurrent registrations: one statement; a constraint violation fails th
 });
 
 t.test('a full batch goes at once; the rest waits for a connection', async (t) => {
-  const pool = await freshPool(t, 2);
+  const { pool } = await freshPool(t, 2);
   const gc = new GroupCommitter(pool, { windowMs: 200, maxBatch: 5, concurrency: 1 });
   const all = await Promise.all(Array.from({ length: 12 }, (_, i) => gc.create({ ns: PRODUCTION, input: input(i) })));
   t.equal(new Set(all.map((c) => c.id)).size, 12, 'every write committed');
@@ -75,7 +63,7 @@ t.test('a full batch goes at once; the rest waits for a connection', async (t) =
 });
 
 t.test('concurrent patches: one statement; a service that moved on answers alone; a violation fails alone', async (t) => {
-  const pool = await freshPool(t, 4);
+  const { pool } = await freshPool(t, 4);
   const applied: string[][] = [];
   const gc = new GroupCommitter(pool, { windowMs: 200, maxBatch: 100, concurrency: 2 }, async (done) => {
     applied.push(done.map((c) => c.id));
@@ -109,7 +97,7 @@ t.test('concurrent patches: one statement; a service that moved on answers alone
 });
 
 t.test('patches of one service from many callers: never in one statement, every one applied in turn', async (t) => {
-  const pool = await freshPool(t, 4);
+  const { pool } = await freshPool(t, 4);
   const gc = new GroupCommitter(pool, { windowMs: 20, maxBatch: 100, concurrency: 2 });
   const s = await createService(pool, PRODUCTION, input(1));
   const other = await createService(pool, PRODUCTION, input(2));
@@ -127,7 +115,7 @@ t.test('patches of one service from many callers: never in one statement, every 
 });
 
 t.test('concurrent deletions: one statement; a missing id answers 404 alone', async (t) => {
-  const pool = await freshPool(t, 4);
+  const { pool } = await freshPool(t, 4);
   const applied: { id: string; gone: boolean }[][] = [];
   const gc = new GroupCommitter(pool, { windowMs: 200, maxBatch: 100, concurrency: 2 }, async (done) => {
     applied.push(done.map((c) => ({ id: c.id, gone: c.state.record === null })));

@@ -11,7 +11,9 @@ import { demoService, prng } from '../../src/admin/seed.js';
 import { serviceObject } from '../../src/hot/domain/service.js';
 import { createPool, type Pool } from '../../src/hot/pg/pool.js';
 import { allPages } from '../helpers/checks.js';
-import { baseEnv, freshDatabase, startTestServer } from '../helpers/server.js';
+import { startTestServer } from '../helpers/server.js';
+import { baseEnv } from '../helpers/env.js';
+import { freshDatabase } from '../helpers/database.js';
 
 async function cli(args: string[], env: Record<string, string>, stdin: string): Promise<{ code: number; out: string; err: string }> {
   const out = new PassThrough();

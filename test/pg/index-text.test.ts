@@ -15,7 +15,7 @@ import { headerData, serializeService } from '../../src/hot/domain/service.js';
 import { ApiError } from '../../src/hot/domain/errors.js';
 import { parseServiceCreate, parseServicePatch } from '../../src/hot/domain/validation.js';
 import { bulkReplacements, bulkUpsert } from '../../src/hot/writes/bulk.js';
-import { createPool, type Pool } from '../../src/hot/pg/pool.js';
+import type { Pool } from '../../src/hot/pg/pool.js';
 import { patchService } from '../../src/hot/writes/patches.js';
 import { createService } from '../../src/hot/writes/register.js';
 import { migrate } from '../../src/hot/migrate.js';
@@ -25,9 +25,9 @@ import { addReplacement, deleteService } from '../../src/hot/registry/write-func
 import { loadIndexPage } from '../../src/hot/registry/index-pages.js';
 import { backfillIndexText } from '../../src/hot/reindex/index-text.js';
 import { seedServices } from '../helpers/test-data.js';
-import { freshDatabase } from '../helpers/server.js';
 // the same hostile bodies as test/pg/rebuild-bytes.test.ts
 import { serviceBody as body, servicePatch as patch } from '../helpers/arbitraries.js';
+import { freshPool } from '../helpers/database.js';
 
 const op = fc.oneof(
   fc.record({ k: fc.constant('create' as const), body }),
@@ -74,12 +74,7 @@ async function checkStored(pool: Pool, ids: string[]): Promise<number> {
 }
 
 t.test('every write stores the index text of the state it commits', async (t) => {
-  const db = await freshDatabase();
-  const pool = createPool(db.url, 2);
-  t.teardown(async () => {
-    await pool.end();
-    await db.drop();
-  });
+  const { pool } = await freshPool(t, 2);
   const ids: string[] = [];
   const pick = (i: number) => ids[i % ids.length]!;
   const kinds = new Map<string, number>();
@@ -118,14 +113,9 @@ t.test('every write stores the index text of the state it commits', async (t) =>
 });
 
 t.test('backfill-index-text fills the rows written without it, with the write path\'s strings', async (t) => {
-  const db = await freshDatabase();
-  const pool = createPool(db.url, 2);
-  t.teardown(async () => {
-    await pool.end();
-    await db.drop();
-  });
+  const { pool, url } = await freshPool(t, 2);
   // rows as written before migration 0004: straight into the tables, no index text
-  await seedServices(db.url, 2500, PRODUCTION, 'old');
+  await seedServices(url, 2500, PRODUCTION, 'old');
   const dep = await createService(pool, PRODUCTION, parseServiceCreate({ endpoint: 'https://dep.example.com/"x"', capabilities: ['a', 'b'], properties: { '10': 'x', z: 'ü' }, iot: { deviceClasses: ['meter'], protocols: ['mqtt'] } }));
   const cand = await createService(pool, PRODUCTION, parseServiceCreate({ endpoint: 'https://cand.example.com', capabilities: ['a'] }));
   await patchService(pool, PRODUCTION, dep.id, parseServicePatch({ deprecated: true, sunset_date: '2031-02-03' }));
@@ -144,13 +134,8 @@ t.test('backfill-index-text fills the rows written without it, with the write pa
 });
 
 t.test('the migrator fills rows without index text, and recomputes all of it when the member rule changed', async (t) => {
-  const db = await freshDatabase();
-  const pool = createPool(db.url, 2);
-  t.teardown(async () => {
-    await pool.end();
-    await db.drop();
-  });
-  await seedServices(db.url, 300, PRODUCTION, 'old');
+  const { pool, url } = await freshPool(t, 2);
+  await seedServices(url, 300, PRODUCTION, 'old');
   const a = await createService(pool, PRODUCTION, parseServiceCreate({ endpoint: 'https://a.example.com', capabilities: ['a'], properties: { k: 'v' }, iot: { deviceClasses: ['meter'], protocols: ['mqtt'] } }));
   const ids = (await pool.query<{ id: string }>('SELECT id FROM services ORDER BY seq')).rows.map((r) => r.id);
   await migrate(pool);

@@ -13,9 +13,7 @@
 //   exactly what PostgreSQL's committed rows say, in seq order.
 import t from 'tap';
 import fc from 'fast-check';
-import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { loadConfig } from '../../src/hot/config.js';
 import pino from 'pino';
 import { Keys, LEASE_SHARDS } from '../../src/hot/domain/keys.js';
 import { Projector } from '../../src/hot/registry/projector.js';
@@ -24,26 +22,25 @@ import { LeaseSweeper } from '../../src/hot/liveness/sweeper.js';
 import { createRedis } from '../../src/hot/redis/client.js';
 import { createPool } from '../../src/hot/pg/pool.js';
 import { rebuildIndex } from '../../src/hot/reindex/rebuild.js';
-import { ADMIN_KEY, baseEnv, freshDatabase } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
-import { dropRedisPrefix } from '../helpers/test-data.js';
-import { spawnServer, type ServerProcess } from '../helpers/server-process.js';
-import { matches, path, scheduleArb, type Op, type Query, type Svc } from '../helpers/near-property-model.js';
+import { serveProcess } from '../helpers/server-process.js';
+import { matches, path, scheduleArb, type Op, type Query } from '../helpers/near-property-model.js';
+import type { Svc } from '../helpers/svc.js';
+import { ADMIN_KEY } from '../helpers/env.js';
 
 t.test('two nodes: read-your-writes under random interleavings, convergence to PostgreSQL after quiescence', async (t) => {
-  const db = await freshDatabase();
-  const prefix = 'np' + randomBytes(4).toString('hex') + ':';
   // the nodes' own sweepers seldom run and hold a shard briefly: expiries come from the
   // test's sweeper below (leases of a day never expire on the nodes' clocks)
-  const env = { DATABASE_URL: db.url, REDIS_KEY_PREFIX: prefix, REDIS_CLUSTER_NODES: '', ADMIN_API_KEY: ADMIN_KEY, WORKERS: '1', LOG_LEVEL: 'warn', HEAVY_INTERSECTION_THRESHOLD: '2', OUTBOX_SWEEP_MS: '200', LEASE_SWEEP_MS: '60000', LEASE_LOCK_MS: '100' };
-  const nodes: ServerProcess[] = [await spawnServer(env), await spawnServer(env)];
-  const cfg = loadConfig({ ...baseEnv(), DATABASE_URL: db.url, REDIS_KEY_PREFIX: prefix, REDIS_CLUSTER_NODES: '' });
-  const pool = createPool(db.url, 2);
+  const env = { REDIS_CLUSTER_NODES: '', LOG_LEVEL: 'warn', HEAVY_INTERSECTION_THRESHOLD: '2', OUTBOX_SWEEP_MS: '200', LEASE_SWEEP_MS: '60000', LEASE_LOCK_MS: '100' };
+  const first = await serveProcess(t, { env, stop: 'SIGKILL' });
+  const nodes = [first, await serveProcess(t, { env, on: first, stop: 'SIGKILL' })];
+  const cfg = first.cfg;
+  const pool = createPool(cfg.databaseUrl, 2);
   const redis = createRedis(cfg);
-  const pgc = new pg.Client({ connectionString: db.url });
+  const pgc = new pg.Client({ connectionString: cfg.databaseUrl });
   await pgc.connect();
   // a third sweeper, two days ahead: every passing lease is past its deadline for it
-  const keys = new Keys(prefix);
+  const keys = new Keys(cfg.redisKeyPrefix);
   const ahead = () => Date.now() + 2 * 86_400_000;
   const log = pino({ level: 'warn' });
   const projector: Projector = new Projector(pool, redis, keys, cfg.tiers, log);
@@ -51,15 +48,10 @@ t.test('two nodes: read-your-writes under random interleavings, convergence to P
   const sweeper = new LeaseSweeper(pool, redis, keys, projector, log, { intervalMs: 60_000, lockMs: 1000, now: ahead, owner: 'test-ahead' });
   t.teardown(async () => {
     await sweeper.stop();
-    for (const n of nodes) n.signal('SIGKILL');
-    await Promise.all(nodes.map((n) => n.exited));
     redis.disconnect();
     await pool.end();
     await pgc.end();
-    await db.drop();
-    await dropRedisPrefix(loadConfig().redisUrl, prefix);
   });
-  for (const n of nodes) await waitFor('ready', async () => (await fetch(n.url + '/readyz')).status === 200, 30_000);
 
   const call = async (node: number, method: string, p: string, body?: unknown) => {
     const r = await fetch(nodes[node]!.url + p, {
@@ -190,7 +182,7 @@ t.test('two nodes: read-your-writes under random interleavings, convergence to P
             });
           }
           case 'reindex':
-            await rebuildIndex(pool, redis, new Keys(prefix), cfg.tiers);
+            await rebuildIndex(pool, redis, new Keys(cfg.redisKeyPrefix), cfg.tiers);
             return;
           case 'search': {
             const start = ++clock;

@@ -4,31 +4,21 @@
 // for (each in turn, or a whole batch or nothing), concurrent statements never pass it
 // together, and the migration counts the services already there (real PostgreSQL).
 import { randomBytes } from 'node:crypto';
-import t, { type Test } from 'tap';
+import t from 'tap';
 import { PRODUCTION } from '../../src/hot/domain/keys.js';
 import { parseServiceCreate } from '../../src/hot/domain/validation.js';
 import { bulkUpsert } from '../../src/hot/writes/bulk.js';
 import { GroupCommitter } from '../../src/hot/writes/group-commit.js';
 import { migrate } from '../../src/hot/migrate.js';
-import { createPool, type Pool } from '../../src/hot/pg/pool.js';
+import type { Pool } from '../../src/hot/pg/pool.js';
 import { insertSandbox, setTier } from '../../src/hot/sandboxes/store.js';
 import { deleteService, deleteServices } from '../../src/hot/registry/write-functions.js';
 import { commitServices, createServices, isRefusal, type Created } from '../../src/hot/writes/register.js';
-import { freshDatabase } from '../helpers/server.js';
+import { freshPool } from '../helpers/database.js';
 
 const TIERS = { free: 5, pro: 8 };
 const input = (i: number) => parseServiceCreate({ endpoint: `https://q${i}.example.com/`, capabilities: ['quota', `n${i}`], properties: { i: String(i) } });
 const items = (ns: string, from: number, n: number) => Array.from({ length: n }, (_, i) => ({ ns, input: input(from + i) }));
-
-async function freshPool(t: Test, size: number, upTo?: number): Promise<Pool> {
-  const db = await freshDatabase(upTo);
-  const pool = createPool(db.url, size);
-  t.teardown(async () => {
-    await pool.end();
-    await db.drop();
-  });
-  return pool;
-}
 
 async function sandbox(pool: Pool, tier = 'free'): Promise<string> {
   return (await insertSandbox(pool, 'Quota', 'quota', randomBytes(32), tier, null)).uuid;
@@ -43,7 +33,7 @@ async function counted(pool: Pool, uuid: string): Promise<[number, number]> {
 const written = (out: Created[]) => out.filter((c) => !isRefusal(c)).length;
 
 t.test('the count follows every writer', async (t) => {
-  const pool = await freshPool(t, 4);
+  const { pool } = await freshPool(t, 4);
   const a = await sandbox(pool);
   const b = await sandbox(pool);
   const made = await createServices(pool, [...items(a, 0, 3), ...items(b, 10, 2), ...items(PRODUCTION, 20, 2)]);
@@ -66,7 +56,7 @@ t.test('the count follows every writer', async (t) => {
 });
 
 t.test('registrations committed together: each in turn while there is room', async (t) => {
-  const pool = await freshPool(t, 2);
+  const { pool } = await freshPool(t, 2);
   const a = await sandbox(pool);
   const b = await sandbox(pool, 'pro');
   await createServices(pool, items(a, 0, 2));
@@ -98,7 +88,7 @@ t.test('registrations committed together: each in turn while there is room', asy
 });
 
 t.test('concurrent statements never pass the quota together', async (t) => {
-  const pool = await freshPool(t, 8);
+  const { pool } = await freshPool(t, 8);
   const quota = { free: 23 };
   // batches of 4 (all or nothing): exactly floor(23 / 4) = 5 of 12 pass, whatever the interleaving
   const a = await sandbox(pool);
@@ -125,7 +115,7 @@ t.test('concurrent statements never pass the quota together', async (t) => {
 });
 
 t.test('the group committer refuses alone what has no room', async (t) => {
-  const pool = await freshPool(t, 4);
+  const { pool } = await freshPool(t, 4);
   const a = await sandbox(pool);
   const gc = new GroupCommitter(pool, { windowMs: 200, maxBatch: 100, concurrency: 2, quotas: { free: 3 } });
   const out = await Promise.allSettled([...items(a, 0, 5), ...items(PRODUCTION, 10, 2)].map((it) => gc.create(it)));
@@ -140,7 +130,7 @@ t.test('the group committer refuses alone what has no room', async (t) => {
 });
 
 t.test('migration 0010 counts the services already there', async (t) => {
-  const pool = await freshPool(t, 2, 9);
+  const { pool } = await freshPool(t, 2, 9);
   const a = (await pool.query<{ uuid: string }>("INSERT INTO sandboxes (uuid, name, prefix, key_hash, tier) VALUES (gen_random_uuid(), 'Old', 'old', '\\x01', 'free') RETURNING uuid")).rows[0]!.uuid;
   await pool.query("INSERT INTO services (id, ns, endpoint) SELECT 'old-' || g, $1, 'https://old.example/' FROM generate_series(1, 7) g", [a]);
   await pool.query("INSERT INTO services (id, ns, endpoint) VALUES ('prod-1', 'production', 'https://prod.example/')");

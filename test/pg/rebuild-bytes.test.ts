@@ -14,7 +14,7 @@ import fc from 'fast-check';
 import { rebuildIndex } from '../../src/hot/reindex/rebuild.js';
 import type { RedisClient } from '../../src/hot/redis/client.js';
 import type { Keys } from '../../src/hot/domain/keys.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { type TestServer, serve } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
 import { date, endpoint, iot, serviceBody, token, value } from '../helpers/arbitraries.js';
 
@@ -67,8 +67,7 @@ t.setTimeout(300_000);
 const RUNS = 10;
 
 t.test('the rebuild writes the bytes the write path writes', async (t) => {
-  const s: TestServer = await startTestServer({ env: { RESULT_CACHE_ENTRIES: '0', SANDBOX_CREATE_PER_MINUTE: '1000' } });
-  t.teardown(() => s.close());
+  const s: TestServer = await serve(t, { env: { RESULT_CACHE_ENTRIES: '0', SANDBOX_CREATE_PER_MINUTE: '1000' } });
   await waitFor('the index', async () => (await s.req('/readyz')).status === 200);
   const { redis, keys } = s.app;
   let runs = 0;

@@ -5,8 +5,8 @@
 // statement); every acknowledged single registration is there once; and the index equals
 // PostgreSQL once the outbox has drained, with no manual step.
 import t from 'tap';
-import { ADMIN_KEY } from '../helpers/server.js';
 import { startKillable } from '../helpers/killable.js';
+import { ADMIN_KEY } from '../helpers/env.js';
 
 const BATCH = 100;
 const BATCH_WRITERS = 3;
@@ -17,7 +17,7 @@ const KILL_AFTER = 8; // acknowledged batches before the SIGKILL
 t.setTimeout(300_000);
 
 t.test('SIGKILL mid-batch: acknowledged batches whole, no batch half-written, the index equal to PostgreSQL', async (t) => {
-  const srv = await startKillable(t, 'lb', { WORKERS: '1' });
+  const srv = await startKillable(t, { WORKERS: '1' });
   const pgc = srv.pg;
 
   const post = (path: string, body: unknown) =>

@@ -6,8 +6,9 @@
 // stored with its row (one statement wrote both, or neither); and once the outbox drained,
 // the index serves exactly PostgreSQL's services with PostgreSQL's state, with no manual step.
 import t from 'tap';
-import { ADMIN_KEY } from '../helpers/server.js';
 import { startKillable } from '../helpers/killable.js';
+import type { Svc } from '../helpers/svc.js';
+import { ADMIN_KEY } from '../helpers/env.js';
 
 const SERVICES = 240;
 const WRITERS = 16;
@@ -16,14 +17,11 @@ const KILL_AFTER = 200; // acknowledged writes before the SIGKILL
 // a guard against hangs, not a speed assertion (see reliability-lost-writes.test.ts)
 t.setTimeout(300_000);
 
-interface Doc {
-  id: string;
-  capabilities: string[];
-  properties: Record<string, string>;
-}
+/** what the test reads of a service, served or as its index document holds it */
+type Doc = Pick<Svc, 'id' | 'capabilities' | 'properties'>;
 
 t.test('SIGKILL mid-stream of group-committed patches and deletions: acknowledged ones durable, none half-written, the index equal to PostgreSQL', async (t) => {
-  const srv = await startKillable(t, 'lpd', { WORKERS: '1' });
+  const srv = await startKillable(t, { WORKERS: '1' });
   const pgc = srv.pg;
   const call = (method: string, path: string, body?: unknown) =>
     fetch(srv.url + path, {

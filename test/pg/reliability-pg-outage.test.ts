@@ -4,9 +4,11 @@
 // it: refused connections (the database went down) and a partition (no answers at all).
 // The server reaches the test's own database through a TCP proxy the test can cut.
 import t, { type Test } from 'tap';
-import { ADMIN_KEY, createSandbox, freshDatabase, registerProduction, startTestServer, type TestServer } from '../helpers/server.js';
+import { loadConfig } from '../../src/hot/config.js';
+import { createSandbox, registerProduction, serve, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
 import { startProxy, type ProxyMode } from '../helpers/tcp-proxy.js';
+import { ADMIN_KEY, baseEnv } from '../helpers/env.js';
 
 interface Answer {
   status: number;
@@ -27,18 +29,9 @@ const send = (method: string, key: string, body?: unknown): RequestInit => ({
 });
 
 t.test('PostgreSQL unreachable: reads go on from Redis, writes answer 503 quickly', async (t) => {
-  const db = await freshDatabase();
-  const direct = new URL(db.url);
-  const proxy = await startProxy(Number(direct.port));
-  const viaProxy = new URL(db.url);
-  viaProxy.port = String(proxy.port);
-  const s = await startTestServer({ databaseUrl: viaProxy.toString(), env: { RESULT_CACHE_ENTRIES: '0' } });
-  t.teardown(async () => {
-    await proxy.set('pass');
-    await s.close();
-    await proxy.close();
-    await db.drop();
-  });
+  const proxy = await startProxy(Number(new URL(loadConfig(baseEnv()).databaseUrl).port));
+  t.teardown(() => proxy.close());
+  const s = await serve(t, { through: { postgres: proxy }, env: { RESULT_CACHE_ENTRIES: '0' } });
 
   const sb = await createSandbox(s, 'PG Outage');
   const a = await registerProduction(s, { endpoint: 'https://a.example.com', capabilities: ['pg-outage'] });

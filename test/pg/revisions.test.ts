@@ -8,8 +8,9 @@ import t, { type Test } from 'tap';
 import { rebuildIndex } from '../../src/hot/reindex/rebuild.js';
 import { bulkUpsert } from '../../src/hot/writes/bulk.js';
 import { PRODUCTION } from '../../src/hot/domain/keys.js';
-import { gate, holdControl, until } from '../helpers/interleave.js';
-import { applyHook, registerProduction, startTestServer, type TestServer } from '../helpers/server.js';
+import { gate, holdControl } from '../helpers/interleave.js';
+import { applyHook, registerProduction, type TestServer, serve } from '../helpers/server.js';
+import { waitFor } from '../helpers/wait.js';
 
 /** The endpoint of a service as the live index has it (null: not in the index). */
 async function indexed(s: TestServer, id: string): Promise<string | null> {
@@ -39,12 +40,9 @@ type Setup = TestServer & { hook: ReturnType<typeof applyHook> };
 
 async function setUp(t: Test) {
   const hook = applyHook();
-  const s: Setup = Object.assign(await startTestServer({ env: { OUTBOX_SWEEP_MS: '600000' }, hooks: hook.hooks }), { hook });
+  const s: Setup = Object.assign(await serve(t, { env: { OUTBOX_SWEEP_MS: '600000' }, hooks: hook.hooks }), { hook });
   const h = await holdControl(s.cfg.databaseUrl);
-  t.teardown(async () => {
-    await h.end();
-    await s.close();
-  });
+  t.teardown(() => h.end());
   const x = await registerProduction(s, { endpoint: 'https://x-before.example.com', capabilities: ['race'] });
   const y = await registerProduction(s, { endpoint: 'https://y.example.com', capabilities: ['race'] });
   const add = await s.admin('POST', `/admin/api/services/${x.id}/replacements`, { serviceId: y.id });
@@ -56,11 +54,11 @@ t.test('PATCH X racing DELETE of X\'s candidate: the index keeps the acknowledge
   const { s, h, x, y } = await setUp(t);
   await h.hold();
   const patch = s.admin('PATCH', `/admin/api/services/${x}`, { endpoint: 'https://hold-me.example.com/x' });
-  await until('the PATCH waits inside its transaction', async () => (await h.waiting()).held === 1);
+  await waitFor('the PATCH waits inside its transaction', async () => (await h.waiting()).held === 1, 20_000, 10);
   let deleted = false;
   const del = s.admin('DELETE', `/admin/api/services/${y}`).finally(() => (deleted = true));
   // either the DELETE finishes first (it does not lock X's row) or it waits for X's row
-  await until('the DELETE finished or waits for the PATCH', async () => deleted || (await h.waiting()).other >= 1);
+  await waitFor('the DELETE finished or waits for the PATCH', async () => deleted || (await h.waiting()).other >= 1, 20_000, 10);
   await h.release();
   t.equal((await patch).status, 200, 'PATCH acknowledged');
   t.equal((await del).status, 204, 'DELETE acknowledged');
@@ -80,9 +78,9 @@ t.test('a sync that loaded its state before a newer commit does not overwrite it
   });
   await h.hold();
   const patch = s.admin('PATCH', `/admin/api/services/${x}`, { endpoint: 'https://hold-me.example.com/x2' });
-  await until('the PATCH waits inside its transaction', async () => (await h.waiting()).held === 1);
+  await waitFor('the PATCH waits inside its transaction', async () => (await h.waiting()).held === 1, 20_000, 10);
   const del = s.admin('DELETE', `/admin/api/services/${y}`);
-  await until('the DELETE committed and loaded its state, or waits for the PATCH', async () => loaded.opened || (await h.waiting()).other >= 1);
+  await waitFor('the DELETE committed and loaded its state, or waits for the PATCH', async () => loaded.opened || (await h.waiting()).other >= 1, 20_000, 10);
   await h.release();
   t.equal((await patch).status, 200, 'PATCH acknowledged (and applied)');
   await loaded.wait;
@@ -141,10 +139,10 @@ t.test('an import upsert racing DELETE of a candidate: the index ends with the i
   await h.hold();
   const input = { endpoint: 'https://hold-me.example.com/imported', capabilities: ['race'], properties: {}, iot: null, deprecated: false, locked: false, sunsetDate: null };
   const imported = bulkUpsert(s.app.pg, PRODUCTION, [{ id: x, input }]);
-  await until('the import waits inside its transaction', async () => (await h.waiting()).held === 1);
+  await waitFor('the import waits inside its transaction', async () => (await h.waiting()).held === 1, 20_000, 10);
   let deleted = false;
   const del = s.admin('DELETE', `/admin/api/services/${y}`).finally(() => (deleted = true));
-  await until('the DELETE finished or waits for the import', async () => deleted || (await h.waiting()).other >= 1);
+  await waitFor('the DELETE finished or waits for the import', async () => deleted || (await h.waiting()).other >= 1, 20_000, 10);
   await h.release();
   t.match(await imported, { updated: 1 }, 'the import committed');
   t.equal((await del).status, 204, 'DELETE acknowledged');

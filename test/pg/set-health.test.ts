@@ -7,10 +7,10 @@ import t, { type Test } from 'tap';
 import { PRODUCTION } from '../../src/hot/domain/keys.js';
 import { parseServiceCreate } from '../../src/hot/domain/validation.js';
 import { setHealth } from '../../src/hot/liveness/store.js';
-import { createPool, type Pool } from '../../src/hot/pg/pool.js';
+import type { Pool } from '../../src/hot/pg/pool.js';
 import { indexText, loadIndexStates } from '../../src/hot/registry/state.js';
 import { createService } from '../../src/hot/writes/register.js';
-import { freshDatabase } from '../helpers/server.js';
+import { freshPool } from '../helpers/database.js';
 
 const leased = (i: number, ttl: number | null = 30) =>
   parseServiceCreate({
@@ -27,15 +27,7 @@ const row = async (pool: Pool, id: string) =>
 const count = async (pool: Pool, table: 'change_events' | 'outbox', id: string) =>
   Number((await pool.query<{ n: string }>(`SELECT count(*) AS n FROM ${table} WHERE service_id = $1`, [id])).rows[0]!.n);
 
-async function setup(t: Test) {
-  const db = await freshDatabase();
-  const pool = createPool(db.url, 4);
-  t.teardown(async () => {
-    await pool.end();
-    await db.drop();
-  });
-  return pool;
-}
+const setup = async (t: Test) => (await freshPool(t, 4)).pool;
 
 t.test('each transition: one write, one change event, one outbox row; the text and state returned are the ones committed', async (t) => {
   const pool = await setup(t);

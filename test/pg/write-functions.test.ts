@@ -7,12 +7,12 @@ import t from 'tap';
 import pg from 'pg';
 import { PRODUCTION } from '../../src/hot/domain/keys.js';
 import { parseServiceCreate } from '../../src/hot/domain/validation.js';
-import { createPool, type Pool } from '../../src/hot/pg/pool.js';
+import type { Pool } from '../../src/hot/pg/pool.js';
 import { loadIndexStates, loadReplacements } from '../../src/hot/registry/state.js';
 import { addReplacement, deleteService, rotateToken } from '../../src/hot/registry/write-functions.js';
 import { createService, createServices } from '../../src/hot/writes/register.js';
-import { freshDatabase } from '../helpers/server.js';
-import { until } from '../helpers/interleave.js';
+import { waitFor } from '../helpers/wait.js';
+import { freshPool } from '../helpers/database.js';
 
 const input = (i: number) => parseServiceCreate({ endpoint: `https://f${i}.example.com/`, capabilities: ['fn', `n${i}`], properties: { i: String(i) } });
 
@@ -39,12 +39,7 @@ async function counts(pool: Pool): Promise<string> {
 }
 
 t.test('one statement each; what it returns is what was committed', async (t) => {
-  const db = await freshDatabase();
-  const pool = createPool(db.url, 4);
-  t.teardown(async () => {
-    await pool.end();
-    await db.drop();
-  });
+  const { pool } = await freshPool(t, 4);
   const [a, b, c] = await createServices(pool, [0, 1, 2].map((i) => ({ ns: PRODUCTION, input: input(i) })));
   const n = counted(pool);
 
@@ -79,12 +74,7 @@ t.test('one statement each; what it returns is what was committed', async (t) =>
 });
 
 t.test('refusals write nothing', async (t) => {
-  const db = await freshDatabase();
-  const pool = createPool(db.url, 4);
-  t.teardown(async () => {
-    await pool.end();
-    await db.drop();
-  });
+  const { pool } = await freshPool(t, 4);
   const [a, b] = await createServices(pool, [0, 1].map((i) => ({ ns: PRODUCTION, input: input(i) })));
   const other = await createService(pool, '0f6a3c52-8d1e-4b7a-9c2d-5e4f3a2b1c0d', input(9));
   await addReplacement(pool, PRODUCTION, a!.id, b!.id);
@@ -108,25 +98,20 @@ t.test('refusals write nothing', async (t) => {
 });
 
 t.test('a listing committed while the DELETE waited for its lock is re-indexed too', async (t) => {
-  const db = await freshDatabase();
-  const pool = createPool(db.url, 4);
-  const other = new pg.Client({ connectionString: db.url });
+  const { pool, url } = await freshPool(t, 4);
+  const other = new pg.Client({ connectionString: url });
   await other.connect();
-  t.teardown(async () => {
-    await other.end().catch(() => undefined);
-    await pool.end();
-    await db.drop();
-  });
+  t.teardown(() => other.end().catch(() => undefined));
   const [x, l] = await createServices(pool, [0, 1].map((i) => ({ ns: PRODUCTION, input: input(i) })));
   // a transaction lists X as L's candidate and holds on (its foreign key check holds a key-share lock on X)
   await other.query('BEGIN');
   await other.query("INSERT INTO replacements (service_id, candidate_id, rank) VALUES ($1, $2, 1)", [l!.id, x!.id]);
   await other.query("UPDATE services SET version = nextval('service_version_seq') WHERE id = $1", [l!.id]);
   const del = deleteService(pool, PRODUCTION, x!.id);
-  await until('the DELETE waits for the listing transaction', async () => {
+  await waitFor('the DELETE waits for the listing transaction', async () => {
     const r = await pool.query("SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%registry_delete_service%'");
     return r.rowCount === 1;
-  });
+  }, 20_000, 10);
   await other.query('COMMIT');
   const d = await del;
   const lw = d.find((w) => w.id === l!.id);

@@ -6,10 +6,10 @@
 // body's Content-Length, Host for HTTP/1.0, a revalidation's If-None-Match).
 import t from 'tap';
 import fc from 'fast-check';
-import { connect } from 'node:net';
-import { startTestServer } from '../helpers/server.js';
+import { serve } from '../helpers/server.js';
 import { socketDir, startProxy } from '../helpers/proxy.js';
-import { collect, rawSocket } from '../helpers/raw-socket.js';
+import { collect, exchange, rawSocket } from '../helpers/raw-socket.js';
+import { sleep } from '../helpers/wait.js';
 
 /** headers nginx lets through to the server, not counting those it replaces (deploy/headers.js) */
 const BUDGET = 41;
@@ -17,24 +17,14 @@ const BUDGET = 41;
 const REPLACED = ['Host: x', 'Connection: keep-alive', 'Keep-Alive: timeout=5', 'TE: trailers', 'Upgrade: h2c', 'X-Real-IP: 10.0.0.1', 'X-Forwarded-For: 10.0.0.2', 'X-Forwarded-Proto: https'];
 
 const sockets = socketDir(t.teardown.bind(t));
-const s = await startTestServer({ env: { PROXY_SOCKET_DIR: sockets, SEARCH_MAX_AGE: '1', SANDBOX_CREATE_PER_MINUTE: '1000' } });
-t.teardown(() => s.close());
+const s = await serve(t, { env: { PROXY_SOCKET_DIR: sockets, SEARCH_MAX_AGE: '1', SANDBOX_CREATE_PER_MINUTE: '1000' } });
 const proxy = await startProxy(s.server.port, { PROXY_SOCKET_DIR: sockets });
 
 /** One raw request on its own connection to `port`; status 0: closed without an answer. */
-function raw(port: number, text: string): Promise<{ status: number; head: string; body: string }> {
-  return new Promise((resolve, reject) => {
-    const sock = connect(port, '127.0.0.1');
-    let out = '';
-    sock.on('data', (d) => (out += d.toString('latin1')));
-    sock.on('close', () => {
-      out = out.replace(/^HTTP\/1\.1 100 [^\r]*\r\n\r\n/, ''); // an interim 100 Continue (Expect)
-      const end = out.indexOf('\r\n\r\n');
-      resolve({ status: Number(/^HTTP\/1\.[01] (\d{3})/.exec(out)?.[1] ?? 0), head: out.slice(0, end), body: out.slice(end + 4) });
-    });
-    sock.on('error', reject);
-    sock.write(text);
-  });
+async function raw(port: number, text: string): Promise<{ status: number; head: string; body: string }> {
+  const out = (await exchange(port, text)).replace(/^HTTP\/1\.1 100 [^\r]*\r\n\r\n/, ''); // an interim 100 Continue (Expect)
+  const end = out.indexOf('\r\n\r\n');
+  return { status: Number(/^HTTP\/1\.[01] (\d{3})/.exec(out)?.[1] ?? 0), head: out.slice(0, end), body: out.slice(end + 4) };
 }
 
 const extra = (n: number, from = 0) => Array.from({ length: n }, (_, i) => `X-H${from + i}: v${i}`);
@@ -78,7 +68,7 @@ t.test('the largest request let through is answered by the server, one header mo
   }
   // a cached search whose entry expired: nginx revalidates it with If-None-Match of its own
   t.equal((await raw(proxy.port, request('GET /services?capability=hdr HTTP/1.1', ['Host: x', 'Connection: close']))).status, 200);
-  await new Promise((r) => setTimeout(r, 2100)); // SEARCH_MAX_AGE=1: the entry expires
+  await sleep(2100); // SEARCH_MAX_AGE=1: the entry expires
   const reval = await raw(proxy.port, request('GET /services?capability=hdr HTTP/1.1', [...REPLACED.filter((h) => !h.startsWith('Connection')), 'Connection: close', 'If-None-Match: "x"', 'If-Modified-Since: Sat, 01 Jan 2000 00:00:00 GMT', ...extra(BUDGET - 2)]));
   t.equal(reval.status, 200, 'a revalidation at the limit is answered');
   t.match(reval.head, /\r\nX-Proxy-Cache: REVALIDATED/i, 'revalidated with the server');

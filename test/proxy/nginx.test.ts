@@ -7,17 +7,18 @@
 import t, { type Test } from 'tap';
 import { connect } from 'node:net';
 import { Agent } from 'node:http';
-import { registerProduction, startTestServer } from '../helpers/server.js';
+import { registerProduction, serve } from '../helpers/server.js';
 import { http, socketDir, startProxy } from '../helpers/proxy.js';
 import fc from 'fast-check';
-import { RawClient } from '../helpers/raw-client.js';
+import { rawClient } from '../helpers/raw-client.js';
+import { exchange } from '../helpers/raw-socket.js';
+import { waitFor } from '../helpers/wait.js';
 
 // nginx on the server's proxy socket, as `make run` + `make proxy` (test/proxy/trust.test.ts)
 const sockets = socketDir(t.teardown.bind(t));
-const s = await startTestServer({
+const s = await serve(t, {
   env: { PROXY_SOCKET_DIR: sockets, TIERS: 'free=3,pro=600,enterprise=6000', SANDBOX_CREATE_PER_MINUTE: '1', SEARCH_MAX_AGE: '600', DISCOVERY_MAX_AGE: '600' },
 });
-t.teardown(() => s.close());
 const proxy = await startProxy(s.server.port, { PROXY_ADMIN_ALLOW: '127.0.0.1', PROXY_SOCKET_DIR: sockets });
 t.teardown(() => proxy.close());
 const P = proxy.port;
@@ -38,28 +39,15 @@ function isError(t: Test, r: { status: number; headers: Record<string, unknown>;
   if (code) t.equal(b.error?.code, code);
 }
 
-/** One raw request on its own connection; resolves with everything the peer sent. */
-function raw(port: number, text: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const sock = connect(port, '127.0.0.1');
-    let out = '';
-    sock.on('data', (d) => (out += d.toString('latin1')));
-    sock.on('end', () => resolve(out));
-    sock.on('close', () => resolve(out));
-    sock.on('error', reject);
-    sock.write(text);
-  });
-}
-
 t.test('an HTTP/1.0 request is answered 200 through the proxy', async (t) => {
-  const out = await raw(P, 'GET /livez HTTP/1.0\r\n\r\n');
+  const out = await exchange(P, 'GET /livez HTTP/1.0\r\n\r\n');
   t.match(out, /^HTTP\/1\.1 200 /, 'answered');
   t.match(out, /\r\n\r\n\{"status":"ok"\}$/, 'with the body');
   const svc = await registerProduction(s, { endpoint: 'https://h10.example.com', capability: 'http10' });
-  const search = await raw(P, 'GET /services?capability=http10 HTTP/1.0\r\n\r\n');
+  const search = await exchange(P, 'GET /services?capability=http10 HTTP/1.0\r\n\r\n');
   t.match(search, /^HTTP\/1\.1 200 /);
   t.ok(search.includes(svc.id), 'a search, answered in full');
-  const withHost = await raw(P, `GET /services/${svc.id} HTTP/1.0\r\nHost: registry.example\r\n\r\n`);
+  const withHost = await exchange(P, `GET /services/${svc.id} HTTP/1.0\r\nHost: registry.example\r\n\r\n`);
   t.match(withHost, /^HTTP\/1\.1 200 /, 'with a Host header too');
 });
 
@@ -187,10 +175,7 @@ t.test('the change feed streams through unbuffered', async (t) => {
   t.teardown(() => sock.destroy());
   sock.on('data', (d) => out.push(d.toString()));
   sock.write('GET /services/changes HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n');
-  const seen = async (re: RegExp) => {
-    for (let i = 0; i < 200 && !re.test(out.join('')); i++) await new Promise((r) => setTimeout(r, 50));
-    return re.test(out.join(''));
-  };
+  const seen = (re: RegExp) => waitFor(String(re), () => re.test(out.join('')), 10_000, 50).then(() => true, () => false);
   t.ok(await seen(/^HTTP\/1\.1 200 [\s\S]*text\/event-stream[\s\S]*retry: 2000/), 'the stream opened');
   const svc = await registerProduction(s, { endpoint: 'https://feed.example.com', capability: 'feed' });
   t.ok(await seen(new RegExp(svc.id)), 'an event arrives while the stream stays open');
@@ -212,7 +197,7 @@ t.test('hostile requests through the proxy: never a 5xx, always the JSON error b
     'PURGE /livez HTTP/1.0\r\n\r\n',
   ];
   for (const req of fixed) {
-    const out = await raw(P, req);
+    const out = await exchange(P, req);
     const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(out)?.[1] ?? 0);
     const what = JSON.stringify(req.slice(0, 50));
     t.ok(status >= 400 && status < 500, `${what}: ${status}`);
@@ -221,8 +206,7 @@ t.test('hostile requests through the proxy: never a 5xx, always the JSON error b
     t.match(JSON.parse(body), { error: { code: String, message: String } }, `${what}: the error body`);
   }
   // and generated: paths, queries and header values on the wire as they are
-  const c = new RawClient(P);
-  t.teardown(() => c.close());
+  const c = rawClient(t, P);
   const bytes = fc.uint8Array({ maxLength: 30 }).map((b) => Buffer.from(b.filter((x) => x > 0x20 && x !== 0x7f && x !== 0x23 && x !== 0x3f)).toString('latin1'));
   const piece = fc.oneof(fc.constantFrom('%', '%ZZ', '%00', '%C0%AE', '%ED%A0%80', '..', '%2e%2e', '/', 'services', 'admin', 'metrics', 'changes', 'replacements', 'sandbox'), bytes);
   const seen = new Map<number, number>();

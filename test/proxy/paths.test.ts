@@ -6,15 +6,14 @@
 // off the allow-list.
 import t from 'tap';
 import fc from 'fast-check';
-import { startTestServer } from '../helpers/server.js';
+import { serve } from '../helpers/server.js';
 import { startProxy } from '../helpers/proxy.js';
-import { RawClient } from '../helpers/raw-client.js';
+import { rawClient } from '../helpers/raw-client.js';
 import { dotPath } from '../helpers/dot-paths.js';
 import { ambiguousPath } from '../../src/hot/domain/raw-path.js';
 import { connect } from 'node:net';
 
-const s = await startTestServer();
-t.teardown(() => s.close());
+const s = await serve(t);
 const proxy = await startProxy(s.server.port, { PROXY_ADMIN_ALLOW: '127.0.0.1' });
 t.teardown(() => proxy.close());
 
@@ -41,8 +40,7 @@ t.test("the issue's path from an address off the allow-list: nginx's 400, no adm
 });
 
 t.test('generated dot paths: ambiguous ones refused by nginx, admin ones never answered by the admin routes', async (t) => {
-  const c = new RawClient(proxy.port);
-  t.teardown(() => c.close());
+  const c = rawClient(t, proxy.port);
   const seen = new Map<number, number>();
   await fc.assert(
     fc.asyncProperty(dotPath, fc.constantFrom('GET', 'POST', 'DELETE'), async (path, method) => {

@@ -4,13 +4,12 @@
 // Through the shipped proxy every pipelined request is answered, in order: nginx reads the
 // client's requests one at a time and passes each on its own turn.
 import t from 'tap';
-import { registerProduction, startTestServer } from '../helpers/server.js';
+import { registerProduction, serve } from '../helpers/server.js';
 import { socketDir, startProxy } from '../helpers/proxy.js';
 import { collect, rawSocket } from '../helpers/raw-socket.js';
 
 const sockets = socketDir(t.teardown.bind(t));
-const s = await startTestServer({ env: { PROXY_SOCKET_DIR: sockets, SANDBOX_CREATE_PER_MINUTE: '1000' } });
-t.teardown(() => s.close());
+const s = await serve(t, { env: { PROXY_SOCKET_DIR: sockets, SANDBOX_CREATE_PER_MINUTE: '1000' } });
 const proxy = await startProxy(s.server.port, { PROXY_SOCKET_DIR: sockets });
 t.teardown(() => proxy.close());
 const svc = await registerProduction(s, { endpoint: 'https://pipe.example.com', capability: 'pipe' });

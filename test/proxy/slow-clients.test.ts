@@ -5,8 +5,9 @@
 import t from 'tap';
 import { connect, type Socket } from 'node:net';
 import { request } from 'node:http';
-import { startTestServer } from '../helpers/server.js';
+import { serve } from '../helpers/server.js';
 import { http, socketDir, startProxy } from '../helpers/proxy.js';
+import { waitFor } from '../helpers/wait.js';
 
 const PER_ADDRESS = 64;
 // modest, so that even a machine whose open-files hard limit is 1,024 (nginx: 512
@@ -15,8 +16,7 @@ const SLOW = 200;
 const IDLE = 100;
 const FEED_PER_ADDRESS = 4;
 const socketsDir = socketDir(t.teardown.bind(t));
-const s = await startTestServer({ env: { PROXY_SOCKET_DIR: socketsDir, CHANGE_STREAMS_PER_ADDRESS: '100' } });
-t.teardown(() => s.close());
+const s = await serve(t, { env: { PROXY_SOCKET_DIR: socketsDir, CHANGE_STREAMS_PER_ADDRESS: '100' } });
 const proxy = await startProxy(s.server.port, { PROXY_SOCKET_DIR: socketsDir, PROXY_CONN_PER_ADDRESS: String(PER_ADDRESS), PROXY_STREAMS_PER_ADDRESS: String(FEED_PER_ADDRESS) });
 t.teardown(() => proxy.close());
 const P = proxy.port;
@@ -53,12 +53,6 @@ function feed(from: string): Promise<number> {
   });
 }
 
-async function until(f: () => boolean, ms: number): Promise<boolean> {
-  const end = Date.now() + ms;
-  while (!f() && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
-  return f();
-}
-
 t.test('one address holding hundreds of slow and idle sockets leaves another served', async (t) => {
   const slowBody = 'POST /sandboxes HTTP/1.1\r\nHost: registry\r\nContent-Type: application/json\r\nContent-Length: 60000\r\n\r\n{';
   const slow: { got: () => string }[] = [];
@@ -69,7 +63,7 @@ t.test('one address holding hundreds of slow and idle sockets leaves another ser
 
   // the excess of 127.0.0.2's slow bodies is refused at once, with the API's body
   const refused = () => slow.filter((x) => x.got().startsWith('HTTP/1.1 429')).length;
-  t.ok(await until(() => refused() >= SLOW - PER_ADDRESS, 5000), `the slow bodies beyond ${PER_ADDRESS} are refused: ${refused()} of ${SLOW}`);
+  t.ok(await waitFor('the slow bodies refused', () => refused() >= SLOW - PER_ADDRESS, 5000, 20).then(() => true, () => false), `the slow bodies beyond ${PER_ADDRESS} are refused: ${refused()} of ${SLOW}`);
   const one = slow.map((x) => x.got()).find((g) => g.startsWith('HTTP/1.1 429'))!;
   t.match(one, /\r\nRetry-After: \d+\r\n/i, 'with Retry-After');
   t.match(one, /\r\nContent-Type: application\/json/i, 'JSON');

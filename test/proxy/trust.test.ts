@@ -6,33 +6,22 @@
 // it cannot lock the real admin's address out.
 import t from 'tap';
 import { execFileSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { http, socketDir, startProxy } from '../helpers/proxy.js';
-import { spawnThreads } from '../helpers/server-process.js';
-import { loadConfig } from '../../src/hot/config.js';
+import { serveProcess } from '../helpers/server-process.js';
+import { ADMIN_KEY } from '../helpers/env.js';
+import { freshMinute } from '../helpers/wait.js';
 
-const ADMIN_KEY = 'test-admin-key-0123456789abcdef';
 const LOGIN_FAILURES = 3;
-const cfg = loadConfig({ ...process.env, PROXY_SOCKET_DIR: '' });
 const dir = socketDir(t.teardown.bind(t));
-// (no assertion at the top level before the subtests: tap would end the file's test there)
-const quiet = { teardown: t.teardown.bind(t), match: (found: string, want: RegExp, message: string) => void (want.test(found) || t.fail(message)) };
-const srv = await spawnThreads(
-  quiet,
-  { WORKERS: '2', PROXY_SOCKET_DIR: dir, SANDBOX_CREATE_PER_MINUTE: '1', LOGIN_FAILURES_PER_MINUTE: String(LOGIN_FAILURES), ADMIN_API_KEY: ADMIN_KEY, DATABASE_URL: cfg.databaseUrl, REDIS_KEY_PREFIX: 'tr' + randomBytes(3).toString('hex') + ':' },
-  cfg.redisUrl,
-);
+const srv = await serveProcess(t, { env: { WORKERS: '2', PROXY_SOCKET_DIR: dir, SANDBOX_CREATE_PER_MINUTE: '1', LOGIN_FAILURES_PER_MINUTE: String(LOGIN_FAILURES) } });
+// the banner names two threads (checked here, not with serveProcess's `threads`: no passing
+// assertion at the top level before the subtests, tap would end the file's test there)
+if (!/listening on .*\(2 uWS threads\)/.test(srv.logs.join('\n'))) t.fail('2 uWS threads');
 const proxy = await startProxy(srv.port, { PROXY_SOCKET_DIR: dir, PROXY_ADMIN_ALLOW: '127.0.0.0/8' });
 t.teardown(() => proxy.close());
 const P = proxy.port;
 const S = srv.port;
-
-/** The throttles count per minute: start a sequence well inside one, not across a boundary. */
-async function freshMinute(): Promise<void> {
-  const left = 60_000 - (Date.now() % 60_000);
-  if (left < 8000) await new Promise((r) => setTimeout(r, left + 100));
-}
 
 const json = { 'content-type': 'application/json' };
 const create = (port: number, from: string, headers: Record<string, string> = {}) => http(port, '/sandboxes', { method: 'POST', from, headers: { ...json, ...headers }, body: '{"name":"trust"}' });
@@ -49,7 +38,7 @@ t.test('make run and make proxy meet on the same sockets, and make run trusts no
 });
 
 t.test('sandbox creation: clients behind the proxy have their own allowance; a direct client is its own address', async (t) => {
-  await freshMinute();
+  await freshMinute(8000); // the throttles count per minute: a sequence well inside one
   // SANDBOX_CREATE_PER_MINUTE=1 per client address
   t.equal((await create(P, '127.0.0.3')).status, 201, '127.0.0.3 through the proxy');
   t.equal((await create(P, '127.0.0.3')).status, 429, 'its second one');
@@ -64,7 +53,7 @@ t.test('sandbox creation: clients behind the proxy have their own allowance; a d
 });
 
 t.test("admin login: a direct client cannot spend the real admin's failures", async (t) => {
-  await freshMinute();
+  await freshMinute(8000); // the throttles count per minute: a sequence well inside one
   for (let i = 0; i <= LOGIN_FAILURES; i++) {
     const r = await login(S, '127.0.0.1', 'wrong-key-0123456789', { 'x-forwarded-for': '127.0.0.9' });
     t.equal(r.status, i < LOGIN_FAILURES ? 401 : 429, `direct wrong key ${i + 1} "from" 127.0.0.9: counted at 127.0.0.1`);

@@ -5,10 +5,10 @@
 // version after it, or 0 when stale), the same deltas, and byte-equal keys afterwards.
 import t from 'tap';
 import fc from 'fast-check';
-import { loadConfig } from '../../src/hot/config.js';
 import { Keys, PRODUCTION } from '../../src/hot/domain/keys.js';
-import { createRedis, type RedisClient } from '../../src/hot/redis/client.js';
+import { type RedisClient } from '../../src/hot/redis/client.js';
 import { applyServicesReply, integer, NOT_INDEXED } from '../../src/hot/redis/replies.js';
+import { suiteRedis } from '../helpers/test-data.js';
 
 const IDS = ['x0', 'x1', 'x2', 'x3', 'x4', 'x5'];
 // each id keeps its seq (as a service does), around bucket boundaries
@@ -52,12 +52,8 @@ async function dump(redis: RedisClient, prefix: string): Promise<string[]> {
 }
 
 t.test('apply-services equals apply-service state by state', async (t) => {
-  const redis = createRedis(loadConfig());
-  const sub = createRedis(loadConfig());
-  t.teardown(() => {
-    redis.disconnect();
-    sub.disconnect();
-  });
+  const redis = suiteRedis(t);
+  const sub = suiteRedis(t);
   const channel = `tas${process.pid}:deltas`;
   const deltas: string[] = [];
   await sub.subscribe(channel);

@@ -7,13 +7,12 @@
 // (4095/4096, first and last offsets) and include sparse far ones (the field-list walk).
 import t from 'tap';
 import fc from 'fast-check';
-import { loadConfig } from '../../src/hot/config.js';
 import { Keys, PRODUCTION } from '../../src/hot/domain/keys.js';
-import { createRedis } from '../../src/hot/redis/client.js';
 import { indexPageReply, nearLoadReply, NOT_INDEXED, searchReply } from '../../src/hot/redis/replies.js';
 import { pageArgs } from '../../src/hot/registry/apply-args.js';
 import type { IndexPageRow } from '../../src/hot/registry/index-pages.js';
 import { decodeBuckets } from '../../src/workers/buckets.js';
+import { suiteRedis } from '../helpers/test-data.js';
 
 const CAPS = ['a', 'b', 'c'];
 const W = 4096;
@@ -77,9 +76,7 @@ function expected(model: Map<string, number[]>, q: Search, docs: Map<number, str
 }
 
 t.test('bucketed sets equal a model under random writes, pages and searches', async (t) => {
-  const cfg = loadConfig();
-  const redis = createRedis(cfg);
-  t.teardown(() => redis.disconnect());
+  const redis = suiteRedis(t);
   let run = 0;
   const seen = { heavy: 0, more: 0, 'last page': 0 };
   await fc.assert(
@@ -197,8 +194,7 @@ t.test('bucketed sets equal a model under random writes, pages and searches', as
 });
 
 t.test('a generation in the old format reads as not indexed', async (t) => {
-  const redis = createRedis(loadConfig());
-  t.teardown(() => redis.disconnect());
+  const redis = suiteRedis(t);
   const keys = new Keys(`tbso${process.pid}:`);
   const base = keys.base(PRODUCTION, 'old');
   // what a format-1 server built: marker "ver", sorted sets

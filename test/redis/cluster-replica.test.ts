@@ -8,7 +8,7 @@
 // writer reads it back from the replica at once.
 import t from 'tap';
 import { Cluster, Redis } from 'ioredis';
-import { registerProduction, startTestServer } from '../helpers/server.js';
+import { registerProduction, serve } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
 import { freePort } from '../helpers/free-port.js';
 import { startRedis } from '../helpers/redis-server.js';
@@ -30,10 +30,7 @@ t.test('cluster mode: searches are served by the replica while the primary is st
   const probe = new Redis(primary.url, { maxRetriesPerRequest: 1 });
   const rep = new Redis(replica.url, { maxRetriesPerRequest: 1 });
   let stopped = 0;
-  let s: Awaited<ReturnType<typeof startTestServer>> | null = null;
   t.teardown(async () => {
-    if (stopped) process.kill(stopped, 'SIGCONT');
-    await s?.close();
     for (const c of [admin, probe, rep]) c.disconnect();
     await replica.kill();
     await primary.kill();
@@ -52,8 +49,10 @@ t.test('cluster mode: searches are served by the replica while the primary is st
   // the server's cluster client learns the replicas from CLUSTER SLOTS (then every 5 s)
   await waitFor('the primary to list its replica in CLUSTER SLOTS', async () => ((await admin.cluster('SLOTS')) as unknown[][]).every((r) => r.length >= 4), 20_000);
 
-  s = await startTestServer({ env: { REDIS_CLUSTER_NODES: `127.0.0.1:${primary.port}`, REDIS_CLUSTER_REPLICA_READS: 'true', RESULT_CACHE_ENTRIES: '0' } });
-  const server = s;
+  const server = await serve(t, { env: { REDIS_CLUSTER_NODES: `127.0.0.1:${primary.port}`, REDIS_CLUSTER_REPLICA_READS: 'true', RESULT_CACHE_ENTRIES: '0' } });
+  t.teardown(() => {
+    if (stopped) process.kill(stopped, 'SIGCONT'); // before the server closes
+  });
   t.ok(server.app.redis instanceof Cluster, 'the server runs ioredis in cluster mode');
   await waitFor('the index', async () => (await server.req('/readyz')).status === 200);
   const readsOnReplica = async () => Number(/cmdstat_evalsha_ro:calls=(\d+)/.exec(await rep.info('commandstats'))?.[1] ?? 0) + Number(/cmdstat_eval_ro:calls=(\d+)/.exec(await rep.info('commandstats'))?.[1] ?? 0);

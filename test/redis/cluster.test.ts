@@ -9,9 +9,10 @@ import t from 'tap';
 import { Cluster } from 'ioredis';
 import { Writable } from 'node:stream';
 import { rebuildIndex } from '../../src/hot/reindex/rebuild.js';
-import { ADMIN_KEY, createSandbox, registerProduction, startTestServer, type TestServer } from '../helpers/server.js';
+import { createSandbox, registerProduction, type TestServer, serve } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
 import { ids } from '../helpers/checks.js';
+import { ADMIN_KEY } from '../helpers/env.js';
 
 const NODES = process.env.REDIS_CLUSTER_NODES || process.env.TEST_REDIS_CLUSTER_NODES || '';
 
@@ -42,13 +43,10 @@ if (!NODES) {
     await new Promise((r) => probe.once('ready', r)); // nodes('master') is empty until then
     const errorsBefore = await slotErrors(probe);
     const log: string[] = [];
-    const s: TestServer = await startTestServer({
+    t.teardown(() => probe.disconnect());
+    const s: TestServer = await serve(t, {
       env: { REDIS_CLUSTER_NODES: NODES, TIERS: 'free=8,pro=600,enterprise=6000', LOG_LEVEL: 'warn', RESULT_CACHE_ENTRIES: '0' },
       logStream: new Writable({ write: (c: Buffer, _e, cb) => (log.push(c.toString()), cb()) }),
-    });
-    t.teardown(async () => {
-      await s.close();
-      probe.disconnect();
     });
     t.ok(s.app.redis instanceof Cluster, 'the server runs ioredis in cluster mode');
 

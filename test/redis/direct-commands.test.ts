@@ -6,18 +6,17 @@
 // Other commands still auto-pipeline. And the order a poll relies on holds: a rate record
 // sent at once before a pipelined read of the same keys is counted by that read.
 import t from 'tap';
-import { loadConfig } from '../../src/hot/config.js';
 import { Keys, LEASE_SHARDS } from '../../src/hot/domain/keys.js';
 import { RATE_LIMIT_ARGS, RATE_WINDOW } from '../../src/hot/ratelimit/window.js';
-import { createRedis, DIRECT_COMMANDS } from '../../src/hot/redis/client.js';
+import { DIRECT_COMMANDS } from '../../src/hot/redis/client.js';
 import { HeartbeatBatch } from '../../src/hot/liveness/heartbeat-batch.js';
+import { suiteRedis } from '../helpers/test-data.js';
 
 const CLUSTER = process.env.REDIS_CLUSTER_NODES || process.env.TEST_REDIS_CLUSTER_NODES || '';
 const UUID = '0f6c1a52-1b7e-4a61-9a0f-3f2b1c0d9e8a';
 for (const mode of ['standalone', 'cluster'] as const) {
   t.test(`${DIRECT_COMMANDS.join(', ')} skip the auto-pipeline (${mode} Redis)`, { skip: mode === 'cluster' && !CLUSTER ? 'no TEST_REDIS_CLUSTER_NODES' : false }, async (t) => {
-    const redis = createRedis(loadConfig(mode === 'cluster' ? { ...process.env, REDIS_CLUSTER_NODES: CLUSTER } : process.env));
-    t.teardown(() => redis.disconnect());
+    const redis = suiteRedis(t, mode === 'cluster' ? { REDIS_CLUSTER_NODES: CLUSTER } : {});
     const k = new Keys(`dc${process.pid}-${mode}:`);
     await redis.ping(); // connected (a cluster: its slots known)
     try {

@@ -6,13 +6,12 @@
 // passing renewal (beatKnown, the identity object of the token memory).
 import t from 'tap';
 import fc from 'fast-check';
-import { loadConfig } from '../../src/hot/config.js';
 import { Keys } from '../../src/hot/domain/keys.js';
-import { createRedis } from '../../src/hot/redis/client.js';
 import { HeartbeatBatch, MAX_BATCH, type BeatIdentity } from '../../src/hot/liveness/heartbeat-batch.js';
 import { shardOf } from '../../src/hot/liveness/redis-lease.js';
 import { LEASE_SHARDS } from '../../src/hot/domain/keys.js';
 import { IDS, TOKS, model, record } from '../helpers/heartbeat-model.js';
+import { suiteRedis } from '../helpers/test-data.js';
 
 /** ids that fall in `n` different lease shards, `per` of each */
 function spread(n: number, per: number): string[] {
@@ -31,8 +30,7 @@ function spread(n: number, per: number): string[] {
 const CLUSTER = process.env.REDIS_CLUSTER_NODES || process.env.TEST_REDIS_CLUSTER_NODES || '';
 for (const mode of ['standalone', 'cluster'] as const) {
   t.test(`a thread's batch (${mode} Redis): a turn's heartbeats in several shards, each answered its own`, { skip: mode === 'cluster' && !CLUSTER ? 'no TEST_REDIS_CLUSTER_NODES' : false }, async (t) => {
-    const redis = createRedis(loadConfig(mode === 'cluster' ? { ...process.env, REDIS_CLUSTER_NODES: CLUSTER } : process.env));
-    t.teardown(() => redis.disconnect());
+    const redis = suiteRedis(t, mode === 'cluster' ? { REDIS_CLUSTER_NODES: CLUSTER } : {});
     const k = new Keys(`hbb${process.pid}-${mode}:`);
     const now = 1_764_000_000_000;
     const batch = new HeartbeatBatch(redis, k, () => now);
@@ -68,8 +66,7 @@ for (const mode of ['standalone', 'cluster'] as const) {
 }
 
 t.test("a thread's batch: identical heartbeats of a turn share one line, and each is answered as its own line would be", async (t) => {
-  const redis = createRedis(loadConfig());
-  t.teardown(() => redis.disconnect());
+  const redis = suiteRedis(t);
   let run = 0;
   let shared = 0;
   await fc.assert(

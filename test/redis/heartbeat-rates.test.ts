@@ -4,14 +4,14 @@
 // call fails).
 import t from 'tap';
 import fc from 'fast-check';
-import { loadConfig } from '../../src/hot/config.js';
 import { Keys } from '../../src/hot/domain/keys.js';
-import { createRedis, type RedisClient } from '../../src/hot/redis/client.js';
+import { type RedisClient } from '../../src/hot/redis/client.js';
 import { heartbeatReplies } from '../../src/hot/redis/replies.js';
 import { HeartbeatBatch, type RateRecord, type RateRecords } from '../../src/hot/liveness/heartbeat-batch.js';
 import { RATE_WINDOW } from '../../src/hot/ratelimit/window.js';
 import { shardOf } from '../../src/hot/liveness/redis-lease.js';
 import { IDS, line, record, seedShard } from '../helpers/heartbeat-model.js';
+import { suiteRedis } from '../helpers/test-data.js';
 
 /** A sandbox's poll history (bucket -> requests) and totals, as Redis holds them. */
 async function recorded(redis: RedisClient, k: Keys, uuid: string): Promise<{ history: Record<string, string>; totals: Record<string, string>; ttl: number }> {
@@ -19,8 +19,7 @@ async function recorded(redis: RedisClient, k: Keys, uuid: string): Promise<{ hi
 }
 
 t.test('heartbeats.lua: the rate records it carries are recorded as rate-count-2.lua records them, the heartbeats answered alike', async (t) => {
-  const redis = createRedis(loadConfig());
-  t.teardown(() => redis.disconnect());
+  const redis = suiteRedis(t);
   let run = 0;
   await fc.assert(
     fc.asyncProperty(
@@ -75,8 +74,7 @@ t.test('heartbeats.lua: the rate records it carries are recorded as rate-count-2
 });
 
 t.test("a thread's batch on a standalone Redis carries the turn's rate records in its heartbeat call, and gives them back when the call fails", async (t) => {
-  const redis = createRedis(loadConfig());
-  t.teardown(() => redis.disconnect());
+  const redis = suiteRedis(t);
   const k = new Keys(`hbc${process.pid}:`);
   const now = 1_764_000_000_000;
   const batch = new HeartbeatBatch(redis, k, () => now);

@@ -8,11 +8,11 @@
 // heartbeat-2.lua per shard.
 import t from 'tap';
 import fc from 'fast-check';
-import { loadConfig } from '../../src/hot/config.js';
 import { Keys } from '../../src/hot/domain/keys.js';
-import { createRedis, type RedisClient } from '../../src/hot/redis/client.js';
+import { type RedisClient } from '../../src/hot/redis/client.js';
 import { heartbeatReplies } from '../../src/hot/redis/replies.js';
 import { IDS, line, record, seedShard } from '../helpers/heartbeat-model.js';
+import { suiteRedis } from '../helpers/test-data.js';
 
 /** The first deadline in sorted set `key` that is not the model's, or null. */
 async function wrongDeadline(redis: RedisClient, key: string, deadlines: Map<string, number>): Promise<{ id: string; got: number; want: number } | null> {
@@ -24,8 +24,7 @@ async function wrongDeadline(redis: RedisClient, key: string, deadlines: Map<str
 }
 
 t.test('heartbeat-2.lua answers every line as its rules say, and renews exactly the deadlines they say', async (t) => {
-  const redis = createRedis(loadConfig());
-  t.teardown(() => redis.disconnect());
+  const redis = suiteRedis(t);
   let run = 0;
   const seen = new Set<number>();
   await fc.assert(
@@ -72,8 +71,7 @@ t.test('heartbeat-2.lua answers every line as its rules say, and renews exactly 
 });
 
 t.test('heartbeats.lua: the shards of one call answered pair after pair, as heartbeat-2.lua answers each', async (t) => {
-  const redis = createRedis(loadConfig());
-  t.teardown(() => redis.disconnect());
+  const redis = suiteRedis(t);
   let run = 0;
   await fc.assert(
     fc.asyncProperty(

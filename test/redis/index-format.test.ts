@@ -4,20 +4,20 @@
 // Redis, serves PostgreSQL's answers, and drops the old generation's keys.
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
-import { loadConfig } from '../../src/hot/config.js';
 import { Keys, PRODUCTION } from '../../src/hot/domain/keys.js';
-import { createRedis } from '../../src/hot/redis/client.js';
-import { freshDatabase, startTestServer } from '../helpers/server.js';
+import { serve } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
-import { seedServices } from '../helpers/test-data.js';
+import { seedServices, suiteRedis } from '../helpers/test-data.js';
 import { allPages } from '../helpers/checks.js';
+import { freshDatabase } from '../helpers/database.js';
 
 t.test('a live generation of the old format is rebuilt, never read', async (t) => {
   const db = await freshDatabase();
-  await seedServices(db.url, 30);
   const prefix = 'tfmt' + randomBytes(4).toString('hex') + ':';
   const keys = new Keys(prefix);
-  const redis = createRedis({ ...loadConfig(), redisKeyPrefix: prefix });
+  t.teardown(() => db.drop());
+  const redis = suiteRedis(t, { REDIS_KEY_PREFIX: prefix });
+  await seedServices(db.url, 30);
   const old = 'old0000000';
   const base = keys.base(PRODUCTION, old);
   // what a format-1 server left: the live pointer, its marker `ver`, sorted sets, a document
@@ -28,12 +28,7 @@ t.test('a live generation of the old format is rebuilt, never read', async (t) =
   await redis.hset(base + 'docs', '1', '{"id":"stale-1"}', '2', '{"id":"stale-2"}');
   await redis.hset(base + 'ids', 'stale-1', '1', 'stale-2', '2');
 
-  const s = await startTestServer({ databaseUrl: db.url, redisKeyPrefix: prefix });
-  t.teardown(async () => {
-    await s.close();
-    redis.disconnect();
-    await db.drop();
-  });
+  const s = await serve(t, { databaseUrl: db.url, redisKeyPrefix: prefix });
   await waitFor('ready', async () => (await s.req('/readyz')).status === 200, 60_000, 50);
   const gen = await redis.get(keys.gen());
   t.not(gen, old, 'a new generation is live');

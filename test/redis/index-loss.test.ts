@@ -8,12 +8,11 @@
 // harms nobody.
 import t, { type Test } from 'tap';
 import pg from 'pg';
-import { createSandbox, freshDatabase, registerProduction, startTestServer, type TestServer } from '../helpers/server.js';
-import { waitFor } from '../helpers/wait.js';
-import { seedServices } from '../helpers/test-data.js';
+import { createSandbox, registerProduction, type TestServer, serve } from '../helpers/server.js';
+import { waitFor, sleep } from '../helpers/wait.js';
+import { seedServices, storeIndexText } from '../helpers/test-data.js';
 import { redisCommand, startRedis } from '../helpers/redis-server.js';
-import { createPool } from '../../src/hot/pg/pool.js';
-import { backfillIndexText } from '../../src/hot/reindex/index.js';
+import { freshDatabase } from '../helpers/database.js';
 
 const SEEDED = 5_000; // enough that a rebuild takes a noticeable moment
 const QUERY = '/services?capability=cap3&limit=1000&property=zone:z1'; // canonical: no 302
@@ -79,13 +78,13 @@ const readiness = async (s: TestServer): Promise<{ status: number; body: Readine
 const lossTest = (fallback: boolean) => async (t: Test) => {
   const redis = await startRedis();
   const db = await freshDatabase();
+  t.teardown(async () => {
+    await db.drop();
+    await redis.kill();
+  });
   await seedServices(db.url, SEEDED);
-  // seeded straight into the tables: their index text as the migrator or a backfill stores it
-  // (the fallback reads it; a rebuild of rows without it: test/redis/rebuild-bulk.test.ts)
-  const seeder = createPool(db.url, 1);
-  await backfillIndexText(seeder);
-  await seeder.end();
-  const s = await startTestServer({ databaseUrl: db.url, env: {
+  await storeIndexText(db.url); // seeded straight into the tables: their index text too
+  const s = await serve(t, { databaseUrl: db.url, env: {
       ...(fallback ? {} : { FALLBACK_PG_CONNECTIONS: '0' }),
       REDIS_URL: redis.url,
       REDIS_CLUSTER_NODES: '', // this test's own redis-server, even when the suite runs on a cluster
@@ -94,11 +93,6 @@ const lossTest = (fallback: boolean) => async (t: Test) => {
       // loss) for its TTL: turned off, every answer comes from the index under test
       RESULT_CACHE_ENTRIES: '0',
     },
-  });
-  t.teardown(async () => {
-    await s.close();
-    await db.drop();
-    await redis.kill();
   });
   // readiness is re-probed per request (Redis within 1 s): on a loaded machine one probe can
   // miss, so the start-up rebuild's end is waited for, not sampled once
@@ -129,7 +123,7 @@ const lossTest = (fallback: boolean) => async (t: Test) => {
       [QUERY, {}],
       [sbPath, auth],
     ]);
-    await new Promise((res) => setTimeout(res, 100));
+    await sleep(100);
     await loseIt();
     const ready = await readiness(s);
     if (fallback) t.match(ready, { status: 200, body: { status: 'degraded', reads: 'postgres', degraded: ['redis'] } }, `${how}: /readyz stays 200 and says reads come from PostgreSQL, at once`);

@@ -6,9 +6,8 @@
 // docs/dimensions.md walks through (`region=eu-west`, a token over one property's value).
 import t from 'tap';
 import fc from 'fast-check';
-import { loadConfig } from '../../src/hot/config.js';
 import { DIMENSIONS, documentMembers, memberRuleLua, type Dimension } from '../../src/hot/domain/dimensions.js';
-import { createRedis } from '../../src/hot/redis/client.js';
+import { suiteRedis } from '../helpers/test-data.js';
 
 const REGION: Dimension = {
   param: 'region', field: 'region', kind: 'token', set: 'g', path: ['properties', 'region'], routes: ['services'],
@@ -26,8 +25,7 @@ const doc = fc.record({
 });
 
 t.test('TypeScript and Lua give a document the same sets', async (t) => {
-  const redis = createRedis(loadConfig());
-  t.teardown(() => redis.disconnect());
+  const redis = suiteRedis(t);
   const sorted = (a: string[]) => [...a].sort();
   for (const [name, dims] of [['today', DIMENSIONS as readonly Dimension[]], ['with region', [...DIMENSIONS, REGION]]] as const) {
     const script = memberRuleLua(dims) + '\nreturn memberSuffixes(ARGV[1])\n';

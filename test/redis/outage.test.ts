@@ -6,11 +6,12 @@
 // Redis is back the index catches up with no manual step: from the outbox when Redis kept its
 // data, by a rebuild when it came back empty. Redis sits behind a TCP proxy the test can cut.
 import t, { type Test } from 'tap';
-import { ADMIN_KEY, createSandbox, registerProduction, startTestServer, type TestServer } from '../helpers/server.js';
+import { createSandbox, registerProduction, type TestServer, serve } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
 import { startRedis } from '../helpers/redis-server.js';
 import { startProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { ids as idsOf } from '../helpers/checks.js';
+import { ADMIN_KEY } from '../helpers/env.js';
 
 /** A request that must answer within `ms` (the hang detector; not a performance bound). */
 async function answer(s: TestServer, path: string, init: RequestInit = {}, ms = 20_000): Promise<{ status: number; body: string; headers: Headers }> {
@@ -33,13 +34,11 @@ async function ids(s: TestServer, path: string, key?: string): Promise<string[] 
 t.test('Redis unreachable: writes acknowledged, reads from PostgreSQL, index catches up afterwards', async (t) => {
   const redis = await startRedis();
   const proxy: TcpProxy = await startProxy(redis.port);
-  const s = await startTestServer({ env: { REDIS_URL: `redis://127.0.0.1:${proxy.port}`, REDIS_CLUSTER_NODES: '', RESULT_CACHE_ENTRIES: '0', OUTBOX_SWEEP_MS: '200' } });
   t.teardown(async () => {
-    await proxy.set('pass');
-    await s.close();
     await proxy.close();
     await redis.kill();
   });
+  const s = await serve(t, { through: { redis: proxy }, env: { RESULT_CACHE_ENTRIES: '0', OUTBOX_SWEEP_MS: '200' } });
   const sb = await createSandbox(s, 'Outage');
   const before = await registerProduction(s, { endpoint: 'https://before.example.com', capability: 'outage' });
   t.same(await ids(s, '/services?capability=outage'), [before.id]);

@@ -5,7 +5,7 @@
 // interleaving is forced, not timed.
 import t from 'tap';
 import { rebuildIndex } from '../../src/hot/reindex/rebuild.js';
-import { startTestServer } from '../helpers/server.js';
+import { serve } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
 import { seedServices } from '../helpers/test-data.js';
 import { allPages, ids } from '../helpers/checks.js';
@@ -13,8 +13,7 @@ import { allPages, ids } from '../helpers/checks.js';
 const id = (g: number) => 'seed' + String(g).padStart(8, '0');
 
 t.test('writes made during a bulk rebuild win over its pages', async (t) => {
-  const s = await startTestServer({ env: { RESULT_CACHE_ENTRIES: '0' } });
-  t.teardown(() => s.close());
+  const s = await serve(t, { env: { RESULT_CACHE_ENTRIES: '0' } });
   await waitFor('the index', async () => (await s.req('/readyz')).status === 200);
   await seedServices(s.cfg.databaseUrl, 3500); // seqs 1..3500: four pages of 1,000
 

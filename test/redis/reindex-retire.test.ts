@@ -4,12 +4,12 @@
 // whole answer — and its keys are gone once the result's `retired` settles.
 import t from 'tap';
 import { rebuildIndex } from '../../src/hot/reindex/rebuild.js';
-import { registerProduction, startTestServer } from '../helpers/server.js';
+import { registerProduction, serve } from '../helpers/server.js';
+import { sleep } from '../helpers/wait.js';
 
 t.test('no search sees a dropped generation; the old keys go after the grace period', async (t) => {
   // every answer from the index itself, not from the in-process cache
-  const s = await startTestServer({ env: { RESULT_CACHE_ENTRIES: '0' } });
-  t.teardown(() => s.close());
+  const s = await serve(t, { env: { RESULT_CACHE_ENTRIES: '0' } });
   const want: string[] = [];
   for (let i = 0; i < 30; i++) want.push((await registerProduction(s, { endpoint: `https://r${i}.example.com`, capabilities: ['retire', `r${i % 3}`] })).id);
   const path = '/services?capability=r1&capability=retire';
@@ -35,7 +35,7 @@ t.test('no search sees a dropped generation; the old keys go after the grace per
     t.ok(r && r.gen !== old, `round ${round}: a new generation`);
     // (dropping this small a generation takes a few ms: 100 ms later it would be gone; the
     // grace period is 20 times that, so a slow machine cannot make this fail wrongly)
-    await new Promise((res) => setTimeout(res, 100));
+    await sleep(100);
     t.ok((await scan(old)) > 0, `round ${round}: the previous generation is still there 100 ms after the switch`);
     await r!.retired;
     t.equal(await scan(old), 0, `round ${round}: gone once \`retired\` settles`);

@@ -5,7 +5,7 @@
 // replica has them, so a client reads its own write from the replica at once.
 import t from 'tap';
 import { Redis } from 'ioredis';
-import { registerProduction, startTestServer } from '../helpers/server.js';
+import { registerProduction, serve } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
 import { startRedis } from '../helpers/redis-server.js';
 import { ids } from '../helpers/checks.js';
@@ -16,14 +16,13 @@ t.test('searches are served by the replica while the primary is paused for write
   const admin = new Redis(primary.url, { maxRetriesPerRequest: 1 });
   const probe = new Redis(primary.url, { maxRetriesPerRequest: 1 });
   const rep = new Redis(replica.url, { maxRetriesPerRequest: 1 });
-  const s = await startTestServer({ env: { REDIS_URL: primary.url, REDIS_CLUSTER_NODES: '', REDIS_REPLICA_URLS: replica.url, RESULT_CACHE_ENTRIES: '0' } });
   t.teardown(async () => {
-    await admin.client('UNPAUSE').catch(() => undefined);
-    await s.close();
     for (const c of [admin, probe, rep]) c.disconnect();
     await replica.kill();
     await primary.kill();
   });
+  const s = await serve(t, { env: { REDIS_URL: primary.url, REDIS_CLUSTER_NODES: '', REDIS_REPLICA_URLS: replica.url, RESULT_CACHE_ENTRIES: '0' } });
+  t.teardown(() => admin.client('UNPAUSE').catch(() => undefined)); // before the server closes
   await waitFor('the replica in sync', async () => /master_link_status:up/.test(await rep.info('replication')));
   await waitFor('the index', async () => (await s.req('/readyz')).status === 200);
 
@@ -53,13 +52,12 @@ t.test('searches are served by the replica while the primary is paused for write
 t.test('a replica that is down hands its reads to the primary', async (t) => {
   const primary = await startRedis();
   const replica = await startRedis(['--replicaof', '127.0.0.1', String(primary.port)]);
-  const s = await startTestServer({
-    env: { REDIS_URL: primary.url, REDIS_CLUSTER_NODES: '', REDIS_REPLICA_URLS: replica.url, RESULT_CACHE_ENTRIES: '0', REDIS_REPLICA_WAIT_MS: '50' },
-  });
   t.teardown(async () => {
-    await s.close();
     await replica.kill();
     await primary.kill();
+  });
+  const s = await serve(t, {
+    env: { REDIS_URL: primary.url, REDIS_CLUSTER_NODES: '', REDIS_REPLICA_URLS: replica.url, RESULT_CACHE_ENTRIES: '0', REDIS_REPLICA_WAIT_MS: '50' },
   });
   await waitFor('the index', async () => (await s.req('/readyz')).status === 200);
   await replica.kill();

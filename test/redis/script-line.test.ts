@@ -12,7 +12,7 @@ import { once } from 'node:events';
 import { Redis } from 'ioredis';
 import { loadConfig } from '../../src/hot/config.js';
 import { Keys } from '../../src/hot/domain/keys.js';
-import { createRedis, scriptLineFor } from '../../src/hot/redis/client.js';
+import { scriptLineFor } from '../../src/hot/redis/client.js';
 import { LineReplyError, ScriptLine, type LineDone } from '../../src/hot/redis/script-line.js';
 import { HeartbeatBatch } from '../../src/hot/liveness/heartbeat-batch.js';
 import { shardOf } from '../../src/hot/liveness/redis-lease.js';
@@ -23,6 +23,7 @@ import { PendingRecords } from '../../src/hot/ratelimit/records.js';
 import { pollData } from '../../src/hot/sandboxes/summary.js';
 import { writeSandboxMeta } from '../../src/hot/sandboxes/meta.js';
 import { waitFor } from '../helpers/wait.js';
+import { suiteRedis } from '../helpers/test-data.js';
 
 const lua = (body: string) => ({ lua: body, sha: createHash('sha1').update(body).digest('hex') });
 /** a script that returns its arguments' shapes: an array of a number, a string, a nested array, a null */
@@ -116,8 +117,7 @@ t.test('AUTH (password, ACL user) and SELECT from the client options; a wrong pa
   await admin.config('SET', 'requirepass', 'sekret');
   admin.disconnect();
   const url = `redis://:sekret@127.0.0.1:${r.port}/3`;
-  const io = createRedis(loadConfig({ ...process.env, REDIS_URL: url, REDIS_CLUSTER_NODES: '' }));
-  t.teardown(() => io.disconnect());
+  const io = suiteRedis(t, { REDIS_URL: url, REDIS_CLUSTER_NODES: '' });
   const line = scriptLineFor(io)!;
   t.teardown(() => line.close());
   line.start();
@@ -220,8 +220,7 @@ t.test('close(): calls in flight are answered first, then no more calls', async 
 });
 
 t.test('the heartbeat batch on the line: the same answers as through ioredis, and the calls went on the line', async (t) => {
-  const redis = createRedis(loadConfig({ ...process.env, REDIS_CLUSTER_NODES: '' }));
-  t.teardown(() => redis.disconnect());
+  const redis = suiteRedis(t, { REDIS_CLUSTER_NODES: '' });
   const line = scriptLineFor(redis)!;
   t.teardown(() => line.close());
   line.start();
@@ -255,8 +254,7 @@ t.test('the heartbeat batch on the line: the same answers as through ioredis, an
 });
 
 t.test('a poll counts the requests whose records ride in a heartbeat call still on the line (it waits for that call)', async (t) => {
-  const redis = createRedis(loadConfig({ ...process.env, REDIS_CLUSTER_NODES: '' }));
-  t.teardown(() => redis.disconnect());
+  const redis = suiteRedis(t, { REDIS_CLUSTER_NODES: '' });
   // the line reaches Redis through a proxy that can hold its bytes; ioredis goes direct
   const proxy = await startProxy(Number(new URL(loadConfig().redisUrl).port || 6379));
   t.teardown(() => proxy.close());

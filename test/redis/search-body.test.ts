@@ -4,12 +4,11 @@
 import t from 'tap';
 import type { FilterSets } from '../../src/hot/search/live-index.js';
 import { PRODUCTION } from '../../src/hot/domain/keys.js';
-import { registerProduction, startTestServer } from '../helpers/server.js';
+import { registerProduction, serve } from '../helpers/server.js';
 
 t.test('searchBody equals search, joined', async (t) => {
   // a heavy threshold of 5 sends multi-set queries over 5 members to the worker pool
-  const s = await startTestServer({ env: { HEAVY_INTERSECTION_THRESHOLD: '5' } });
-  t.teardown(() => s.close());
+  const s = await serve(t, { env: { HEAVY_INTERSECTION_THRESHOLD: '5' } });
   for (let i = 0; i < 40; i++) {
     await registerProduction(s, {
       endpoint: `https://b${i}.example.com`,

@@ -1,5 +1,6 @@
 import t from 'tap';
 import { ENTRY_OVERHEAD, ownBuffer, ResultCache, stringBytes } from '../../src/hot/search/result-cache.js';
+import { sleep } from '../helpers/wait.js';
 
 const v = (s: string) => ({ body: Buffer.from(s), headers: [] as [string, string][], etag: '"e"' });
 
@@ -34,7 +35,7 @@ t.test('clear() kills namespaces never invalidated before, and in-flight results
 t.test('entries expire and the size is bounded', async (t) => {
   const c = new ResultCache(2, 0);
   c.set('a', 'n', c.version('n'), v('a'));
-  await new Promise((r) => setTimeout(r, 5));
+  await sleep(5);
   t.equal(c.get('a', 'n'), null, 'expired');
   const d = new ResultCache(2, 60_000);
   for (const k of ['a', 'b', 'c']) d.set(k, 'n', d.version('n'), v(k));

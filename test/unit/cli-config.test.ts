@@ -13,10 +13,10 @@ import { ConfigError } from '../../src/hot/config-env.js';
 t.setTimeout(300_000);
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
-const baseEnv = (env: Record<string, string>) => ({ PATH: process.env.PATH ?? '', ...env });
+const programEnv = (env: Record<string, string>) => ({ PATH: process.env.PATH ?? '', ...env });
 const run = (file: string, env: Record<string, string>, args: string[] = []) =>
   new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-    const child = spawn(process.execPath, [file, ...args], { cwd: root, env: baseEnv(env), stdio: ['ignore', 'pipe', 'pipe'], timeout: 60_000 });
+    const child = spawn(process.execPath, [file, ...args], { cwd: root, env: programEnv(env), stdio: ['ignore', 'pipe', 'pipe'], timeout: 60_000 });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -48,7 +48,7 @@ for (const [env, msg] of cases) {
   t.test(`configuration: bad ${name}`, async (t) => {
     let err: unknown = null;
     try {
-      loadConfig(baseEnv(env));
+      loadConfig(programEnv(env));
     } catch (e) {
       err = e;
     }
@@ -58,10 +58,10 @@ for (const [env, msg] of cases) {
 }
 
 t.test('TIER_MAX_SERVICES: the defaults per tier, one changed, tiers without a default', async (t) => {
-  t.same(loadConfig(baseEnv({})).tierMaxServices, { free: 1000, pro: 10000, enterprise: 100000 }, 'the contract defaults');
-  t.same(loadConfig(baseEnv({ TIER_MAX_SERVICES: ' pro = 7 ' })).tierMaxServices, { free: 1000, pro: 7, enterprise: 100000 }, 'the others keep theirs');
-  t.same(loadConfig(baseEnv({ TIERS: 'free=60,tiny=5', TIER_MAX_SERVICES: 'tiny=3' })).tierMaxServices, { free: 1000, tiny: 3 });
-  t.same(loadConfig(baseEnv({ TIERS: 'free=60,huge=9000' })).tierMaxServices, { free: 1000, huge: 1000 }, 'a tier without a default: the smallest');
+  t.same(loadConfig(programEnv({})).tierMaxServices, { free: 1000, pro: 10000, enterprise: 100000 }, 'the contract defaults');
+  t.same(loadConfig(programEnv({ TIER_MAX_SERVICES: ' pro = 7 ' })).tierMaxServices, { free: 1000, pro: 7, enterprise: 100000 }, 'the others keep theirs');
+  t.same(loadConfig(programEnv({ TIERS: 'free=60,tiny=5', TIER_MAX_SERVICES: 'tiny=3' })).tierMaxServices, { free: 1000, tiny: 3 });
+  t.same(loadConfig(programEnv({ TIERS: 'free=60,huge=9000' })).tierMaxServices, { free: 1000, huge: 1000 }, 'a tier without a default: the smallest');
 });
 
 t.test('the programs end on it', async (t) => {

@@ -4,7 +4,7 @@
 import t from 'tap';
 import { MEMBER_RULE } from '../../src/hot/domain/dimensions.js';
 import { filterSuffixes, INDEX_FORMAT, Keys, LEASE_SHARDS, memberSuffixes, PRODUCTION } from '../../src/hot/domain/keys.js';
-import type { ServiceRecord } from '../../src/hot/domain/service.js';
+import { serviceRecord } from '../helpers/records.js';
 
 const k = new Keys('t1:');
 
@@ -54,20 +54,7 @@ t.test('no prefix', async (t) => {
 });
 
 t.test('memberSuffixes: the sets a service record is in', async (t) => {
-  const base: ServiceRecord = {
-    id: 'a',
-    ns: 'production',
-    seq: 1,
-    endpoint: 'https://a.example/',
-    capabilities: ['print', 'scan'],
-    properties: { region: 'eu:west' },
-    iot: null,
-    deprecated: false,
-    deprecatedAt: null,
-    locked: false,
-    sunsetDate: null,
-    replacementSeqs: [],
-  };
+  const base = serviceRecord({ id: 'a', seq: 1, properties: { region: 'eu:west' } });
   t.same(memberSuffixes(base).sort(), ['all', 'c:print', 'c:scan', 'h', 'p:region:eu:west'], 'no lease: healthy (unknown)');
   t.same(
     memberSuffixes({ ...base, capabilities: ['x'], properties: {}, iot: { deviceClasses: ['sensor'], protocols: ['mqtt', 'coap'] }, health: { status: 'critical', ttl: 10 } }).sort(),

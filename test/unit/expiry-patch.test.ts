@@ -5,6 +5,7 @@
 import t from 'tap';
 import { EXPIRY_PATCH, derivePatch } from '../../src/hot/liveness/expiry-patch.js';
 import { serializeService, type ServiceRecord } from '../../src/hot/domain/service.js';
+import { serviceRecord } from '../helpers/records.js';
 
 t.test('the patch: the health tail before and after, the healthy set left, none joined', async (t) => {
   t.strictSame({ ...EXPIRY_PATCH }, {
@@ -16,11 +17,10 @@ t.test('the patch: the health tail before and after, the healthy set left, none 
 });
 
 t.test('applied to a real document, the patch gives what the general path serialises for the critical state', async (t) => {
-  const svc: ServiceRecord = {
-    id: 'svc-1', ns: 'production', seq: 7, endpoint: 'https://a.example.com/', capabilities: ['pay', 'ship'],
-    properties: { region: 'eu' }, iot: null, deprecated: false, deprecatedAt: null, locked: false, sunsetDate: null,
-    replacementSeqs: [], health: { status: 'passing', ttl: 30 }, lease: { tokenHash: 'ab', deregisterAfter: null, criticalSince: null },
-  };
+  const svc = serviceRecord({
+    id: 'svc-1', endpoint: 'https://a.example.com/', capabilities: ['pay', 'ship'], properties: { region: 'eu' },
+    health: { status: 'passing', ttl: 30 }, lease: { tokenHash: 'ab', deregisterAfter: null, criticalSince: null },
+  });
   const passing = serializeService(svc);
   const critical = serializeService({ ...svc, health: { status: 'critical', ttl: 30 } });
   t.ok(passing.includes(EXPIRY_PATCH.oldTail), 'the passing document holds the old tail');

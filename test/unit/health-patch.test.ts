@@ -6,17 +6,17 @@ import t from 'tap';
 import { HEALTH_PATCH, deriveHealthPatch } from '../../src/hot/liveness/health-patch.js';
 import { memberSuffixes } from '../../src/hot/domain/keys.js';
 import type { ServiceRecord } from '../../src/hot/domain/service.js';
+import { serviceRecord } from '../helpers/records.js';
 
 t.test('the patch: both tails, and the healthy set', async (t) => {
   t.strictSame({ ...HEALTH_PATCH }, { passing: ',"health":{"status":"passing","ttl":', critical: ',"health":{"status":"critical","ttl":', sets: ['h'] });
 });
 
 t.test('the healthy set comes last in a passing service\'s members, and nowhere in a critical one\'s', async (t) => {
-  const svc: ServiceRecord = {
-    id: 'x', ns: 'production', seq: 1, endpoint: 'https://a.example.com/', capabilities: ['a'], properties: { k: 'v' },
-    iot: { deviceClasses: ['d'], protocols: ['p'] }, deprecated: false, deprecatedAt: null, locked: false, sunsetDate: null,
-    replacementSeqs: [], health: { status: 'passing', ttl: 9 }, lease: { tokenHash: '', deregisterAfter: null, criticalSince: null },
-  };
+  const svc = serviceRecord({
+    id: 'x', seq: 1, endpoint: 'https://a.example.com/', capabilities: ['a'], properties: { k: 'v' },
+    iot: { deviceClasses: ['d'], protocols: ['p'] }, health: { status: 'passing', ttl: 9 }, lease: { tokenHash: '', deregisterAfter: null, criticalSince: null },
+  });
   const passing = memberSuffixes(svc);
   const critical = memberSuffixes({ ...svc, health: { status: 'critical', ttl: 9 } });
   t.strictSame(passing, [...critical, ...HEALTH_PATCH.sets]);

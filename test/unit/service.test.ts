@@ -3,33 +3,16 @@
 // successor-version Link. Expected bytes are written out by hand.
 import t from 'tap';
 import { deprecationHeaders, headerData, serializeService, serviceObject, type ServiceRecord } from '../../src/hot/domain/service.js';
-
-function rec(over: Partial<ServiceRecord> = {}): ServiceRecord {
-  return {
-    id: 'svc1',
-    ns: 'production',
-    seq: 7,
-    endpoint: 'https://a.example/',
-    capabilities: ['print', 'scan'],
-    properties: {},
-    iot: null,
-    deprecated: false,
-    deprecatedAt: null,
-    locked: false,
-    sunsetDate: null,
-    replacementSeqs: [],
-    ...over,
-  };
-}
+import { serviceRecord } from '../helpers/records.js';
 
 t.test('the document: fixed field order, no internal fields, health unknown without a lease', async (t) => {
   t.equal(
-    serializeService(rec()),
+    serializeService(serviceRecord()),
     '{"id":"svc1","endpoint":"https://a.example/","capabilities":["print","scan"],"properties":{},"deprecated":false,"locked":false,"sunset_date":null,"iotReady":false,"iot":null,"health":{"status":"unknown","ttl":null}}',
   );
   t.equal(
     serializeService(
-      rec({
+      serviceRecord({
         properties: { zone: 'b', Area: 'x', alpha: 'A:1' },
         iot: { deviceClasses: ['sensor'], protocols: ['mqtt', 'coap'] },
         deprecated: true,
@@ -46,7 +29,7 @@ t.test('the document: fixed field order, no internal fields, health unknown with
     'properties sorted by key; ns, seq, deprecatedAt, replacements, version and lease terms stay out',
   );
   t.equal(
-    serializeService(rec({ health: { status: 'passing', ttl: 10 } })),
+    serializeService(serviceRecord({ health: { status: 'passing', ttl: 10 } })),
     '{"id":"svc1","endpoint":"https://a.example/","capabilities":["print","scan"],"properties":{},"deprecated":false,"locked":false,"sunset_date":null,"iotReady":false,"iot":null,"health":{"status":"passing","ttl":10}}',
   );
 });
@@ -54,7 +37,7 @@ t.test('the document: fixed field order, no internal fields, health unknown with
 t.test('the document copies the parts it shows, nothing more', async (t) => {
   const iot = { deviceClasses: ['sensor'], protocols: ['mqtt'], extra: 1 } as unknown as ServiceRecord['iot'];
   const health = { status: 'passing', ttl: 5, since: 9 } as unknown as ServiceRecord['health'];
-  const o = serviceObject(rec({ iot, health }));
+  const o = serviceObject(serviceRecord({ iot, health }));
   t.same(o.iot, { deviceClasses: ['sensor'], protocols: ['mqtt'] });
   t.notOk(Object.hasOwn(o.iot as object, 'extra'), 'only the profile fields');
   t.same(o.health, { status: 'passing', ttl: 5 });
@@ -65,18 +48,18 @@ t.test('the document copies the parts it shows, nothing more', async (t) => {
 t.test('a property key "__proto__" is a key of the document, not its prototype', async (t) => {
   const properties = JSON.parse('{"__proto__":"x","a":"1"}') as Record<string, string>;
   t.equal(
-    serializeService(rec({ properties })),
+    serializeService(serviceRecord({ properties })),
     '{"id":"svc1","endpoint":"https://a.example/","capabilities":["print","scan"],"properties":{"__proto__":"x","a":"1"},"deprecated":false,"locked":false,"sunset_date":null,"iotReady":false,"iot":null,"health":{"status":"unknown","ttl":null}}',
   );
 });
 
 t.test('headerData: "<deprecatedAt>|<Sunset HTTP-date>"', async (t) => {
-  t.equal(headerData(rec()), '', 'neither');
-  t.equal(headerData(rec({ deprecated: true, deprecatedAt: 1700000000 })), '1700000000|');
-  t.equal(headerData(rec({ deprecated: true, deprecatedAt: null })), '0|', 'deprecated before the time was recorded: the epoch');
-  t.equal(headerData(rec({ deprecated: false, deprecatedAt: 1700000000 })), '', 'a time without the flag: not deprecated');
-  t.equal(headerData(rec({ sunsetDate: '2030-02-28' })), '|Thu, 28 Feb 2030 00:00:00 GMT');
-  t.equal(headerData(rec({ deprecated: true, deprecatedAt: 5, sunsetDate: '2031-01-01' })), '5|Wed, 01 Jan 2031 00:00:00 GMT');
+  t.equal(headerData(serviceRecord()), '', 'neither');
+  t.equal(headerData(serviceRecord({ deprecated: true, deprecatedAt: 1700000000 })), '1700000000|');
+  t.equal(headerData(serviceRecord({ deprecated: true, deprecatedAt: null })), '0|', 'deprecated before the time was recorded: the epoch');
+  t.equal(headerData(serviceRecord({ deprecated: false, deprecatedAt: 1700000000 })), '', 'a time without the flag: not deprecated');
+  t.equal(headerData(serviceRecord({ sunsetDate: '2030-02-28' })), '|Thu, 28 Feb 2030 00:00:00 GMT');
+  t.equal(headerData(serviceRecord({ deprecated: true, deprecatedAt: 5, sunsetDate: '2031-01-01' })), '5|Wed, 01 Jan 2031 00:00:00 GMT');
 });
 
 t.test('deprecationHeaders: Deprecation with the successor Link, Sunset', async (t) => {

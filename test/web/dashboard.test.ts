@@ -1,5 +1,5 @@
 // The dashboard in a real browser: Debian's headless Chromium driven by playwright-core,
-// against a real server (startTestServer) serving the built web/dist. One flow, as an admin
+// against a real server (serve) serving the built web/dist. One flow, as an admin
 // would use it: log in, filter by tier, page forward and back, open a drill-down, see the
 // map, the services against the quota and a chart that moves while traffic flows, promote
 // the tier (a new limit and quota), log out. Screenshots land in test-artifacts/screenshots/
@@ -11,23 +11,21 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { ROOT } from '../../src/hot/paths.js';
 import { parseServiceCreate } from '../../src/hot/domain/validation.js';
 import { createServices } from '../../src/hot/writes/register.js';
-import { ADMIN_KEY, createSandbox, startTestServer, type TestServer } from '../helpers/server.js';
+import { createSandbox, type TestServer, serve } from '../helpers/server.js';
 import { ensureWebBuilt } from '../helpers/web.js';
+import { waitFor } from '../helpers/wait.js';
+import { ADMIN_KEY } from '../helpers/env.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const SHOTS = join(ROOT, 'test-artifacts', 'screenshots');
 
-/** Wait for a condition the page reaches by itself (polling); fails with `what` if never. */
-async function until<T>(what: string, fn: () => Promise<T>, ok: (v: T) => boolean = Boolean, timeoutMs = 20_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  let last: T;
-  do {
-    last = await fn();
-    if (ok(last)) return last;
-    await new Promise((r) => setTimeout(r, 200));
-  } while (Date.now() < end);
-  throw new Error(`timed out waiting for ${what}; last value: ${JSON.stringify(last)}`);
-}
+/** What the page shows once `ok` holds for it (it gets there by itself); fails with `what` and the last value if never. */
+const reached = <T>(what: string, fn: () => Promise<T>, ok: (v: T) => boolean) =>
+  waitFor(what, async () => {
+    const v = await fn();
+    if (!ok(v)) throw new Error(`last value: ${JSON.stringify(v)}`);
+    return { v };
+  }, 20_000, 200).then((x) => x.v);
 
 const pageLabel = (page: Page) => page.locator('sandbox-list #page-label').innerText();
 const listedTiers = (page: Page) => page.locator('sandbox-list tbody .tier').allInnerTexts();
@@ -35,8 +33,7 @@ const listedTiers = (page: Page) => page.locator('sandbox-list tbody .tier').all
 t.test('dashboard: login, list, drill-down with map and live chart, promotion, logout', async (t) => {
   ensureWebBuilt();
   mkdirSync(SHOTS, { recursive: true });
-  const s: TestServer = await startTestServer({ env: { ADMIN_PAGE_SIZE: '3', SANDBOX_CREATE_PER_MINUTE: '1000' } });
-  t.teardown(() => s.close());
+  const s: TestServer = await serve(t, { env: { ADMIN_PAGE_SIZE: '3', SANDBOX_CREATE_PER_MINUTE: '1000' } });
 
   // 5 free and 2 pro sandboxes: 7 in all (3 pages of 3), 5 free (2 pages)
   const places: [string, number, number][] = [
@@ -79,28 +76,28 @@ t.test('dashboard: login, list, drill-down with map and live chart, promotion, l
   t.equal(cookie?.path, '/admin');
 
   // ---- stats and the overview map
-  await until('stats', () => page.locator('global-stats .tile').count(), (n) => n >= 7);
+  await reached('stats', () => page.locator('global-stats .tile').count(), (n) => n >= 7);
   t.match(await page.locator('global-stats .tiles').innerText(), /Sandboxes\s*7/);
   t.equal(await page.locator('registry-app world-map circle.marker').count(), 7, 'every located sandbox is marked on the overview');
 
   // ---- list: all tiers, then free only; paging forward and back from the server's fields
-  t.equal(await until('first page', () => pageLabel(page), (x) => /Page 1 · 7 sandboxes/.test(x)), 'Page 1 · 7 sandboxes');
+  t.equal(await reached('first page', () => pageLabel(page), (x) => /Page 1 · 7 sandboxes/.test(x)), 'Page 1 · 7 sandboxes');
   t.equal(await page.locator('sandbox-list tbody tr').count(), 3);
   t.ok(await page.locator('sandbox-list #prev').isDisabled(), 'no previous page on page 1');
   await page.locator('sandbox-list #tier').selectOption('pro');
-  await until('pro filter', () => pageLabel(page), (x) => /Page 1 · 2 sandboxes/.test(x));
+  await reached('pro filter', () => pageLabel(page), (x) => /Page 1 · 2 sandboxes/.test(x));
   t.same(await listedTiers(page), ['pro', 'pro']);
   t.ok(await page.locator('sandbox-list #next').isDisabled(), 'one page of pro sandboxes');
   await page.locator('sandbox-list #tier').selectOption('free');
-  await until('free filter', () => pageLabel(page), (x) => /Page 1 · 5 sandboxes/.test(x));
+  await reached('free filter', () => pageLabel(page), (x) => /Page 1 · 5 sandboxes/.test(x));
   t.same(await listedTiers(page), ['free', 'free', 'free']);
   await page.locator('sandbox-list #next').click();
-  await until('page 2', () => pageLabel(page), (x) => x.startsWith('Page 2'));
+  await reached('page 2', () => pageLabel(page), (x) => x.startsWith('Page 2'));
   t.same(await listedTiers(page), ['free', 'free'], 'the last page holds the rest');
   t.ok(await page.locator('sandbox-list #next').isDisabled(), 'no next page at the end');
   t.ok(await page.locator('sandbox-list #prev').isEnabled());
   await page.locator('sandbox-list #prev').click();
-  await until('back on page 1', () => pageLabel(page), (x) => x.startsWith('Page 1'));
+  await reached('back on page 1', () => pageLabel(page), (x) => x.startsWith('Page 1'));
   t.ok(await page.locator(`sandbox-list a[data-uuid="${target.uuid}"]`).isVisible(), 'the first sandbox is back in view');
   await page.screenshot({ path: join(SHOTS, 'list.png'), fullPage: true });
 
@@ -116,7 +113,7 @@ t.test('dashboard: login, list, drill-down with map and live chart, promotion, l
 
   // ---- live chart: it moves while traffic flows into the sandbox with its key
   const chart = page.locator('sandbox-detail rate-chart');
-  await until('first poll', () => chart.evaluate((el) => (el as unknown as { polls: number }).polls), (n) => n > 0);
+  await reached('first poll', () => chart.evaluate((el) => (el as unknown as { polls: number }).polls), (n) => n > 0);
   const before = await chart.evaluate((el) => [...(el as unknown as { plotted: number[] }).plotted]);
   t.equal(before.length, 72, '72 buckets plotted');
   t.equal(before.reduce((a, b) => a + b, 0), 0, 'nothing plotted before any traffic');
@@ -126,7 +123,7 @@ t.test('dashboard: login, list, drill-down with map and live chart, promotion, l
     t.equal(r.status, 200, `request ${i} admitted`);
     await r.arrayBuffer();
   }
-  const rate = await until('the chart to show the traffic', () => chart.evaluate((el) => (el as unknown as { rate: number }).rate), (n) => n >= 20);
+  const rate = await reached('the chart to show the traffic', () => chart.evaluate((el) => (el as unknown as { rate: number }).rate), (n) => n >= 20);
   t.equal(rate, 20, 'the window holds the 20 requests');
   const after = await chart.evaluate((el) => [...(el as unknown as { plotted: number[] }).plotted]);
   t.ok(after.some((v) => v > 0), 'the plotted series moved');
@@ -139,14 +136,14 @@ t.test('dashboard: login, list, drill-down with map and live chart, promotion, l
   // ---- promotion: the new limit shows at once and applies to the next request
   await page.locator('sandbox-detail tier-form #new-tier').selectOption('pro');
   await page.locator('sandbox-detail tier-form #apply-tier').click();
-  await until('the new limit', () => page.locator('sandbox-detail #limit').innerText(), (x) => x === '600 requests/min');
+  await reached('the new limit', () => page.locator('sandbox-detail #limit').innerText(), (x) => x === '600 requests/min');
   t.equal(await page.locator('sandbox-detail #tier').innerText(), 'pro');
-  await until('the new quota', () => page.locator('sandbox-detail #services').innerText(), (x) => x === '2 of 10,000');
+  await reached('the new quota', () => page.locator('sandbox-detail #services').innerText(), (x) => x === '2 of 10,000');
   t.match(await page.locator('sandbox-detail tier-form [role=status]').innerText(), /600 requests per minute/);
-  await until('the history row', () => page.locator('sandbox-detail table').innerText(), (x) => /free\s+pro\s+session:/.test(x));
+  await reached('the history row', () => page.locator('sandbox-detail table').innerText(), (x) => /free\s+pro\s+session:/.test(x));
   const next = await s.req(`/sandbox/${target.uuid}/services`, { headers: { authorization: `Bearer ${target.apiKey}` } });
   t.match(next.headers.get('ratelimit-policy') ?? '', /q=600/, 'the next request runs under the new limit');
-  await until('the chart scale', () => chart.locator('.live').innerText(), (x) => / of 600$/.test(x));
+  await reached('the chart scale', () => chart.locator('.live').innerText(), (x) => / of 600$/.test(x));
   await page.screenshot({ path: join(SHOTS, 'detail-promoted.png'), fullPage: true });
 
   // ---- logout: back to the login form, and the old cookie no longer works

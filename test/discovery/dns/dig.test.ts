@@ -20,8 +20,7 @@ const big: FixtureService[] = Array.from({ length: 200 }, (_, i) => ({
 }));
 source.services = [...base, ...big];
 const metrics = new CountingMetrics();
-const s = await startDns({ source, metrics });
-t.teardown(() => s.stop());
+const s = await startDns(t, { source, metrics });
 const P = s.port;
 
 const srvs = (r: { answer: { type: string; data: string }[] }): string[] => r.answer.filter((a) => a.type === 'SRV').map((a) => a.data).sort();
@@ -162,8 +161,7 @@ t.test('TCP: the whole answer; dig retries over TCP on its own after TC', async 
 });
 
 t.test('TCP answers stop at maxRecords, without TC', async (t) => {
-  const capped = await startDns({ source, maxRecords: 50 });
-  t.teardown(() => capped.stop());
+  const capped = await startDns(t, { source, maxRecords: 50 });
   const r = await dig(capped.port, 'big.service.registry', 'SRV', '+tcp');
   t.equal(r.answer.length, 50);
   t.notOk(r.flags.includes('tc'));
@@ -176,8 +174,7 @@ t.test('records in a new random order for each answer', async (t) => {
 });
 
 t.test('the domain and TTL are options', async (t) => {
-  const other = await startDns({ source, domain: 'Disco.Example.', ttl: 30 });
-  t.teardown(() => other.stop());
+  const other = await startDns(t, { source, domain: 'Disco.Example.', ttl: 30 });
   const r = await dig(other.port, 'web.service.disco.example', 'SRV');
   t.ok(r.answer.length === 3 && r.answer.every((a) => a.ttl === 30), 'TTL 30');
   t.ok(srvs(r).includes('1 1 8080 Abc123.addr.disco.example.'));

@@ -10,6 +10,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import dnsPacket from 'dns-packet';
+import type { Test } from 'tap';
 import { DnsServer, type DnsMetrics, type DnsOptions, type DnsService, type DnsSource } from '../../../src/hot/discovery/dns/dns.js';
 
 const run = promisify(execFile);
@@ -55,9 +56,11 @@ export class CountingMetrics implements DnsMetrics {
 }
 
 /** A started server on a port the kernel picked; stop it in teardown. */
-export async function startDns(o: Partial<DnsOptions> & { source: DnsSource }): Promise<DnsServer> {
+/** The DNS server on port 0 (UDP and TCP) for the test `t`, stopped when `t` ends. */
+export async function startDns(t: Test, o: Partial<DnsOptions> & { source: DnsSource }): Promise<DnsServer> {
   const s = new DnsServer({ port: 0, ...o });
   await s.start();
+  t.teardown(() => s.stop());
   return s;
 }
 

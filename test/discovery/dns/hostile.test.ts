@@ -18,8 +18,7 @@ source.services = [
   ...Array.from({ length: 120 }, (_, i) => ({ id: `big${i}`, endpoint: `http://10.1.0.${i}:${9000 + i}/`, capabilities: ['big'] })),
 ];
 // the rate limit has its own test: here every hostile packet is answered as if it were alone
-const s = await startDns({ source, ratePerAddress: 1e9, tcpPerAddress: 1000, tcpTotal: 1000, tcpIdleMs: 2000 });
-t.teardown(() => s.stop());
+const s = await startDns(t, { source, ratePerAddress: 1e9, tcpPerAddress: 1000, tcpTotal: 1000, tcpIdleMs: 2000 });
 
 const NAMES = ['web.service.registry', '_web._tcp.service.registry', 'api.web.service.registry', 'big.service.registry', 'abc123.addr.registry', 'registry', 'ns.registry', 'x.registry', 'example.com', '.'];
 // ANY is a query type dns-packet writes, though its types list only record types

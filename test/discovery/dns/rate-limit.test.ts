@@ -14,8 +14,7 @@ source.services = [{ id: 'one', endpoint: 'http://10.0.0.1:80/', capabilities: [
 let clock = 1_000_000;
 const metrics = new CountingMetrics();
 const RATE = 5;
-const s = await startDns({ source, metrics, ratePerAddress: RATE, now: () => clock });
-t.teardown(() => s.stop());
+const s = await startDns(t, { source, metrics, ratePerAddress: RATE, now: () => clock });
 
 /** A client socket on `address` whose answers are read in arrival order. */
 async function client(address: string): Promise<{ sock: Socket; ask: (id: number) => void; next: () => Promise<dnsPacket.DecodedPacket> }> {

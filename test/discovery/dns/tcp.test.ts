@@ -6,13 +6,13 @@ import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
 import dnsPacket from 'dns-packet';
 import t from 'tap';
+import { waitFor } from '../../helpers/wait.js';
 import { CountingMetrics, decoded, FixtureSource, framed, startDns, tcpExchange } from './fixture.js';
 
 const source = new FixtureSource();
 source.services = [{ id: 'one', endpoint: 'http://10.0.0.1:80/', capabilities: ['web'] }];
 const metrics = new CountingMetrics();
-const s = await startDns({ source, metrics, tcpPerAddress: 2, tcpTotal: 3, tcpIdleMs: 300 });
-t.teardown(() => s.stop());
+const s = await startDns(t, { source, metrics, tcpPerAddress: 2, tcpTotal: 3, tcpIdleMs: 300 });
 
 const query = (id: number, name = 'web.service.registry'): Buffer => dnsPacket.encode({ type: 'query', id, questions: [{ type: 'SRV', name }] });
 
@@ -62,11 +62,7 @@ t.test('connections per address and in all are capped; a closed one frees its pl
   a.destroy();
   b.destroy();
   // the server sees the closes when its loop turns: retry until one is answered
-  let answered = false;
-  for (let i = 0; i < 200 && !answered; i++) {
-    answered = (await tcpExchange(s.port, framed(query(6)), 1)).answers.length === 1;
-    if (!answered) await new Promise((r) => setTimeout(r, 10));
-  }
+  const answered = await waitFor('an answer once the others closed', async () => (await tcpExchange(s.port, framed(query(6)), 1)).answers.length === 1, 20_000, 10).then(() => true, () => false);
   t.ok(answered, 'answered again once the others closed');
 });
 

@@ -83,8 +83,7 @@ t.test('a fitted reply stays within its size; TC when an answer was left out; gl
 });
 
 t.test('FORMERR, BADVERS and drops, on the wire', async (t) => {
-  const s = await startDns({ source: new FixtureSource() });
-  t.teardown(() => s.stop());
+  const s = await startDns(t, { source: new FixtureSource() });
   const two = dnsPacket.encode({ type: 'query', id: 42, questions: [{ type: 'A', name: 'registry' }, { type: 'A', name: 'registry' }] });
   const formerr = await udpExchange(s.port, two);
   t.same(formerr && { id: formerr.readUInt16BE(0), rcode: decoded(formerr).rcode }, { id: 42, rcode: 'FORMERR' }, 'two questions');
