@@ -24,7 +24,7 @@ import { load } from './cannon.js';
 import type { Generator, LoadOptions } from './load-types.js';
 import { HAS_WRK } from './wrk.js';
 import { share, snapshot } from './cpu.js';
-import { databaseUrl, recreateDatabase } from './load.js';
+import { databaseUrl, dropDatabase, recreateDatabase } from './load.js';
 import { freePort, get, NPROC, pinning, spawnNode, waitFor200, type Child } from './procs.js';
 import { dropRedisPrefix } from '../test/helpers/test-data.js';
 
@@ -143,10 +143,7 @@ async function main(): Promise<void> {
     for (const ch of children) await ch.stop();
     redis.disconnect();
     await dropRedisPrefix(base.redisUrl, prefix);
-    const admin = new pg.Client({ connectionString: base.databaseUrl });
-    await admin.connect();
-    await admin.query(`DROP DATABASE IF EXISTS ${db} WITH (FORCE)`);
-    await admin.end();
+    await dropDatabase(base.databaseUrl, db);
   }
 }
 

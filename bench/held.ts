@@ -17,7 +17,7 @@ import { createRedis } from '../src/hot/redis/client.js';
 import { createPool } from '../src/hot/pg/pool.js';
 import { migrate } from '../src/hot/migrate.js';
 import { rebuildIndex } from '../src/hot/reindex/rebuild.js';
-import { databaseUrl, recreateDatabase } from './load.js';
+import { databaseUrl, dropDatabase, recreateDatabase } from './load.js';
 import { pinning } from './procs.js';
 import { jiffies, TICK } from './proc-stat.js';
 import { dropRedisPrefix } from '../test/helpers/test-data.js';
@@ -141,10 +141,7 @@ async function main(): Promise<void> {
     for (const n of nodes.reverse()) await n.stop();
     redis.disconnect();
     await dropRedisPrefix(base.redisUrl, prefix);
-    const admin = new pg.Client({ connectionString: base.databaseUrl });
-    await admin.connect();
-    await admin.query(`DROP DATABASE IF EXISTS ${db} WITH (FORCE)`);
-    await admin.end();
+    await dropDatabase(base.databaseUrl, db);
   }
 }
 

@@ -59,16 +59,25 @@ export async function cachedDataset(baseUrl: string, db: string, fingerprint: st
   return info && info.fingerprint === fingerprint ? info : null;
 }
 
-export async function recreateDatabase(baseUrl: string, db: string): Promise<void> {
+/** Run `sql` for database `db` on the server of `baseUrl` (a name checked first: it is spliced into the SQL). */
+async function onServer(baseUrl: string, db: string, sql: string[]): Promise<void> {
   if (!/^[a-z_][a-z0-9_]{0,62}$/.test(db)) throw new Error(`unsafe database name ${db}`);
   const c = new pg.Client({ connectionString: baseUrl, connectionTimeoutMillis: 3000 });
   await c.connect();
   try {
-    await c.query(`DROP DATABASE IF EXISTS ${db} WITH (FORCE)`);
-    await c.query(`CREATE DATABASE ${db}`);
+    for (const q of sql) await c.query(q);
   } finally {
     await c.end();
   }
+}
+
+export function recreateDatabase(baseUrl: string, db: string): Promise<void> {
+  return onServer(baseUrl, db, [`DROP DATABASE IF EXISTS ${db} WITH (FORCE)`, `CREATE DATABASE ${db}`]);
+}
+
+/** A bench's throw-away database, gone (its connections closed by force). */
+export function dropDatabase(baseUrl: string, db: string): Promise<void> {
+  return onServer(baseUrl, db, [`DROP DATABASE IF EXISTS ${db} WITH (FORCE)`]);
 }
 
 interface Columns {

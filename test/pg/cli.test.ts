@@ -2,30 +2,12 @@
 // gives the same services (ids, replacements included); re-importing changes nothing;
 // upserts never cross namespaces; bad lines are reported and skipped; sandbox create,
 // tier set, reindex, backfill-index-text and stats.
-import { PassThrough, Readable } from 'node:stream';
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
-import { main, type Io } from '../../src/admin/cli/main.js';
+import { cli } from '../helpers/cli.js';
 import { createSandbox, registerProduction, serve } from '../helpers/server.js';
-import { baseEnv } from '../helpers/env.js';
 import { freshDatabase } from '../helpers/database.js';
 
-interface Run {
-  code: number;
-  out: string;
-  err: string;
-}
-
-async function cli(args: string[], env: Record<string, string>, stdin = ''): Promise<Run> {
-  const out = new PassThrough();
-  const err = new PassThrough();
-  const chunks = { out: '', err: '' };
-  out.on('data', (b: Buffer) => (chunks.out += b.toString()));
-  err.on('data', (b: Buffer) => (chunks.err += b.toString()));
-  const io: Io = { stdin: Readable.from([stdin]), stdout: out, stderr: err, env: { ...baseEnv(), ...env } };
-  const code = await main(args, io);
-  return { code, ...chunks };
-}
 
 const lines = (s: string) => s.split('\n').filter(Boolean);
 

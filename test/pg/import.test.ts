@@ -3,28 +3,15 @@
 // as the first import wrote it; a chunk the database refuses writes nothing of itself, is
 // reported with its lines, and the other chunks go in; the rebuilt Redis index answers
 // what PostgreSQL holds.
-import { PassThrough, Readable } from 'node:stream';
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
-import { main, type Io } from '../../src/admin/cli/main.js';
+import { cli } from '../helpers/cli.js';
 import { demoService, prng } from '../../src/admin/seed.js';
 import { serviceObject } from '../../src/hot/domain/service.js';
 import { createPool, type Pool } from '../../src/hot/pg/pool.js';
 import { allPages } from '../helpers/checks.js';
 import { startTestServer } from '../helpers/server.js';
-import { baseEnv } from '../helpers/env.js';
 import { freshDatabase } from '../helpers/database.js';
-
-async function cli(args: string[], env: Record<string, string>, stdin: string): Promise<{ code: number; out: string; err: string }> {
-  const out = new PassThrough();
-  const err = new PassThrough();
-  const chunks = { out: '', err: '' };
-  out.on('data', (b: Buffer) => (chunks.out += b.toString()));
-  err.on('data', (b: Buffer) => (chunks.err += b.toString()));
-  const io: Io = { stdin: Readable.from([stdin]), stdout: out, stderr: err, env: { ...baseEnv(), ...env } };
-  const code = await main(args, io);
-  return { code, ...chunks };
-}
 
 /** n services as JSON Lines, seeded; one in 10 deprecated, one in 7 names the two before it */
 function file(n: number, seed = 3, endpointOf: (i: number) => string | null = () => null): string {
