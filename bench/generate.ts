@@ -115,7 +115,7 @@ function indexFingerprint(stored: StoredDataset): string {
   // not JSON.stringify(stored): jsonb gives the keys back in another order
   const h = createHash('sha256').update([stored.fingerprint, stored.deprecatedId, stored.loadMs, BENCH_TIERS].join('|'));
   const lua = ['redis', 'redis/lib'].flatMap((d) => readdirSync(join(ROOT, d)).filter((f) => f.endsWith('.lua')).sort().map((f) => join(ROOT, d, f)));
-  const code = ['hot/domain/service.js', 'hot/domain/keys.js', 'hot/registry/projector.js', 'hot/registry/apply-services.js', 'hot/registry/state.js', 'hot/sandboxes/meta.js', 'hot/reindex/rebuild.js', 'hot/reindex/index-text.js'];
+  const code = ['hot/domain/service.js', 'hot/domain/keys.js', 'hot/domain/doc-codec.js', 'hot/registry/projector.js', 'hot/registry/apply-services.js', 'hot/registry/state.js', 'hot/sandboxes/meta.js', 'hot/reindex/rebuild.js', 'hot/reindex/index-text.js'];
   hashFiles(h, [...lua, ...code.map((c) => join(ROOT, 'dist/src', c))]);
   return h.digest('hex').slice(0, 32);
 }

@@ -29,6 +29,7 @@
 --@include buckets.lua
 --@include dimensions.lua
 --@include capability.lua
+--@include doc-codec.lua
 --@include apply.lua
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 return applyOne(KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9], function(key, n)

@@ -16,6 +16,7 @@
 --@include buckets.lua
 --@include dimensions.lua
 --@include capability.lua
+--@include doc-codec.lua
 --@include apply.lua
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 local base, channel = ARGV[1], ARGV[2]

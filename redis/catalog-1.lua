@@ -12,6 +12,7 @@
 -- `ids` entries, in seq order, and tombs = { capability, id, revision, … } (<base>ct:<cap>:
 -- who left it, at which revision; a service that holds it again is a member as well).
 --@include buckets.lua
+--@include doc-codec.lua
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 local base = ARGV[1]
 local set = base .. ARGV[2]
@@ -40,7 +41,7 @@ for i = 1, #seqs, CHUNK do
   local got = redis.call('HMGET', base .. 'docs', unpack(part))
   local ids = {}
   for k = 1, #part do
-    local d = got[k]
+    local d = docDecode(got[k])
     if d then
       docs[#docs + 1] = d
       -- the document's first field is its id (serviceObject(): fixed field order)

@@ -30,6 +30,7 @@
 -- Returns -1 when the namespace is not indexed, else {changed, id…}: how many documents
 -- changed, then (commit) the ids left to apply-service.
 --@include buckets.lua
+--@include doc-codec.lua
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 local base, channel, oldTail, newTail, commit = ARGV[1], ARGV[2], ARGV[4], ARGV[5], ARGV[8] == 'commit'
 local function split(s)
@@ -68,11 +69,11 @@ for i = 9, #ARGV, 3 do
   elseif seq == nil or seq == '' or cur ~= from then
     if commit then out[#out + 1] = id end
   else
-    local doc = redis.call('HGET', base .. 'docs', seq)
+    local doc = docDecode(redis.call('HGET', base .. 'docs', seq))
     local new = doc and patched(doc)
     if new then
       local n = tonumber(seq)
-      redis.call('HSET', base .. 'docs', seq, new)
+      redis.call('HSET', base .. 'docs', seq, docEncode(new))
       gone[#gone + 1] = n
       -- the replacement lists that show this service carry its document
       redis.call('DEL', base .. 'rc:' .. seq)

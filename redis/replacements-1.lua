@@ -8,6 +8,7 @@
 -- ARGV[4]  now (ms)
 -- Returns -1 (not indexed), 0 (no such service) or
 --   { 'HIT'|'MISS', body, etag, storedAtMs, hdr of the service ("" none) }
+--@include doc-codec.lua
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 local base = ARGV[1]
 -- ids: id -> "<seq>:<revision>", or ":<revision>" for a deleted id
@@ -24,7 +25,7 @@ if list then
   for s in string.gmatch(list, '([^,]+)') do seqs[#seqs + 1] = s end
   if #seqs > 0 then
     for _, d in ipairs(redis.call('HMGET', base .. 'docs', unpack(seqs))) do
-      if d then docs[#docs + 1] = d end
+      if d then docs[#docs + 1] = docDecode(d) end
     end
   end
 end

@@ -13,6 +13,7 @@
 -- (decoded by searchPage() in src/hot/redis/replies.ts; the caller joins the documents and
 -- digests them for the page's ETag: the page pipeline, src/hot/search/pipeline/)
 --@include buckets.lua
+--@include doc-codec.lua
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 local limit = tonumber(ARGV[2])
 local after = ARGV[1] == '' and -1 or tonumber(ARGV[1])
@@ -125,7 +126,7 @@ if #found > 0 then
   local docs = redis.call('HMGET', KEYS[2], unpack(found))
   for i, s in ipairs(found) do
     out[#out + 1] = s
-    out[#out + 1] = docs[i] or 'null'
+    out[#out + 1] = docDecode(docs[i]) or 'null'
   end
   out[2] = found[#found]
 end

@@ -1,6 +1,7 @@
 -- One service's state into one generation of the index (redis/README.md, "Revisions"):
 -- the body of apply-service-1.lua (one state) and apply-services-1.lua (a group commit's or
--- a batch's states in one call). Needs buckets.lua and dimensions.lua included before it.
+-- a batch's states in one call). Needs buckets.lua, dimensions.lua and doc-codec.lua included
+-- before it.
 -- applyOne(verKey, base, id, rev, seq, doc, hdr, members, repl, channel, add) makes the entry
 -- of `id` equal to that state unless a newer revision is in place, and returns the
 -- namespace version after it (>= 2), or 0 when stale. The ids hash holds both: id ->
@@ -47,7 +48,7 @@ local function applyOne(verKey, base, id, revText, seq, doc, hdr, members, repl,
   if oldSeq == '' then oldSeq = nil end
   -- the previous state's sets (derived from its stored document: memberSuffixes(), generated
   -- from dimensions.ts), also published in the delta below
-  local oldMembers = oldSeq and memberSuffixes(redis.call('HGET', base .. 'docs', oldSeq)) or {}
+  local oldMembers = oldSeq and memberSuffixes(docDecode(redis.call('HGET', base .. 'docs', oldSeq))) or {}
   local oldMem = table.concat(oldMembers, '\n')
   if oldSeq then
     for _, m in ipairs(oldMembers) do

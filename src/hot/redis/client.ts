@@ -7,6 +7,7 @@ import { Redis, Cluster, type RedisOptions } from 'ioredis';
 import type { Config } from '../config.js';
 import { ScriptLine, type LineTarget, type ScriptLineOptions } from './script-line.js';
 import { capabilityLua, memberRuleLua } from '../domain/dimensions.js';
+import { docCodecLua } from '../domain/doc-codec.js';
 import { ROOT } from '../paths.js';
 
 export type RedisClient = Redis | Cluster;
@@ -49,8 +50,8 @@ function camel(name: string): string {
   return name.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
 }
 
-/** Included code generated from TypeScript: the member rule of the search dimensions, the capability set's prefix. */
-const GENERATED: Readonly<Record<string, () => string>> = { 'dimensions.lua': memberRuleLua, 'capability.lua': capabilityLua };
+/** Included code generated from TypeScript: the member rule of the search dimensions, the capability set's prefix, the documents' stored form. */
+const GENERATED: Readonly<Record<string, () => string>> = { 'dimensions.lua': memberRuleLua, 'capability.lua': capabilityLua, 'doc-codec.lua': docCodecLua };
 
 /**
  * A script's text with each `--@include <file>` line replaced by redis/lib/<file> (code

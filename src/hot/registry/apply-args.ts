@@ -5,16 +5,18 @@
 // (apply-services.ts) and the rebuild (rebuild.ts).
 import { type Keys, memberSuffixes } from '../domain/keys.js';
 import { headerData, serializeService, type ServiceRecord } from '../domain/service.js';
+import { encodeDoc } from '../domain/doc-codec.js';
 import type { IndexPageRow } from './index-pages.js';
 import { encodeSets } from '../../workers/buckets.js';
 
 /**
  * One state as apply-service-1.lua's ARGV[2..8] and each group of apply-services-1.lua
  * (the one place that knows their order): id, revision, seq, document, header data,
- * members and replacement seqs, already serialised ("" each when the service is gone).
+ * members and replacement seqs, already serialised ("" each when the service is gone); the
+ * document goes in its stored form (domain/doc-codec.ts).
  */
 function stateFields(id: string, rev: number | string, seq: string, doc: string, hdr: string, members: string, repl: string): (string | number)[] {
-  return [id, rev, seq, doc, hdr, members, repl];
+  return [id, rev, seq, doc && encodeDoc(doc), hdr, members, repl];
 }
 
 /** A state's serialised strings: given (what the write statement stored: IndexText) or made from the record. */
@@ -66,7 +68,7 @@ export function pageArgs(keys: Keys, gen: string, ns: string, page: IndexPageRow
   let n = 0;
   for (const [id, , version, seq, doc, members, hdr, repl] of page) {
     ids.push(id, seq + ':' + version);
-    docs.push(seq, doc);
+    docs.push(seq, encodeDoc(doc));
     if (hdr) hdrs.push(seq, hdr);
     if (repl) repls.push(seq, repl);
     const q = Number(seq);

@@ -22,6 +22,7 @@ import { joinPage, NULL_DOC, type PageBody } from './pipeline/join.js';
 import type { ServiceRow } from '../redis/replies.js';
 import { either, type Fallback } from './fallback.js';
 import type { Replacements } from './live-index.js';
+import { decodeDocBuffer } from '../domain/doc-codec.js';
 
 export type { PageBody } from './pipeline/join.js';
 
@@ -115,7 +116,7 @@ export class Index extends LiveIndex {
     const seqs = more ? hits.subarray(0, limit) : hits;
     // join: the documents from memory, the missing ones fetched (and kept)
     const docsKey = k.docs(ns, gen);
-    const fetch = (missing: number[]) => this.redis.hmgetBuffer(docsKey, ...missing.map(String));
+    const fetch = async (missing: number[]) => (await this.redis.hmgetBuffer(docsKey, ...missing.map(String))).map((b) => b && decodeDocBuffer(b));
     if (joined && (await near.fill(base, seqs, fetch)) && near.epoch(base) === epoch) {
       // every document held and nothing arrived meanwhile: joined as the sync path joins
       // (copied: the scratch is reused by the next page, and this one may be kept)
@@ -202,7 +203,7 @@ export class Index extends LiveIndex {
     for (let i = 0; i < decoded.length; i++) this.fetched.keep(missing[i]!, vers[i]!, decoded[i]!);
     const more = hits.length > limit;
     const seqs = more ? hits.subarray(0, limit) : hits;
-    const got = seqs.length ? await this.redis.hmgetBuffer(h.docsKey, ...Array.from(seqs, String)) : [];
+    const got = seqs.length ? (await this.redis.hmgetBuffer(h.docsKey, ...Array.from(seqs, String))).map((b) => b && decodeDocBuffer(b)) : [];
     return { seqs, docs: got.map((d) => d ?? NULL_DOC), more };
   }
 
