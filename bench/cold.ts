@@ -3,7 +3,10 @@
 // server (WORKERS=1, pinned like run.ts pins it) and the ceiling serving the warm row's bytes,
 // each loaded by autocannon from the other core. Prints a markdown table for bench/README.md.
 // Usage: taskset -c 1 node dist/bench/cold.js [--generator autocannon|wrk] [--rows a1,k1,...] [--cpu-prof]
-//        [services=20000] [seconds=5] [connections=100]
+//        [--existing] [services=20000] [seconds=5] [connections=100]
+// (--existing: no throw-away data; the registry DATABASE_URL and REDIS_KEY_PREFIX name, as
+// `registry import` left it (the 10M row), its rows' filters its most common capability,
+// property and device class, and the server's RSS is read after the rows)
 // (--rows: only those rows, and the ceiling; --cpu-prof: the server writes a V8 CPU profile
 // to bench/results/prof/ when it stops)
 // (the load generator runs in this process, or as its child with wrk: pin it to the core the
@@ -23,6 +26,7 @@ import { rebuildIndex } from '../src/hot/reindex/rebuild.js';
 import { load } from './cannon.js';
 import type { Generator, LoadOptions } from './load-types.js';
 import { HAS_WRK } from './wrk.js';
+import { rssKb } from './proc-stat.js';
 import { share, snapshot } from './cpu.js';
 import { databaseUrl, dropDatabase, recreateDatabase } from './load.js';
 import { freePort, get, NPROC, pinning, spawnNode, waitFor200, type Child } from './procs.js';
@@ -37,6 +41,8 @@ const ri = argv.indexOf('--rows');
 const ROWS = ri < 0 ? null : new Set(argv.splice(ri, 2)[1]!.split(','));
 const pi = argv.indexOf('--cpu-prof');
 const PROF = pi >= 0 && argv.splice(pi, 1).length > 0;
+const ei = argv.indexOf('--existing');
+const EXISTING = ei >= 0 && argv.splice(ei, 1).length > 0;
 const [N = 20_000, SECONDS = 5, CONNECTIONS = 100] = argv.map(Number);
 const UWS_OWN = new Set(['date', 'uwebsockets', 'content-length', 'connection', 'keep-alive', 'transfer-encoding']);
 const log = (m: string) => console.error(m);
@@ -80,22 +86,60 @@ async function measure(id: string, title: string, o: LoadOptions, pid: number | 
   return row;
 }
 
+/** The filters of the rows: the seeded data's, or (--existing) the most common of the registry's. */
+interface Filters {
+  /** the largest set (k1) */
+  big: string;
+  /** two sets (k2) and a warm one (a1) */
+  two: string;
+  warm: string;
+  /** three sets and iotReady (c2) */
+  four: string;
+  device: string;
+  /** the highest seq: random cursors are drawn below it */
+  maxSeq: number;
+}
+
+const SEEDED = (n: number): Filters => ({ big: 'capability=all', two: 'capability=cap1&property=zone:z1', warm: 'capability=cap1', four: 'capability=all&capability=cap1&iotReady=true&property=zone:z2', device: 'deviceClass=meter', maxSeq: n });
+
+/** The most common capabilities, property and device class of an existing registry (a 1 % sample). */
+async function existingFilters(url: string): Promise<Filters> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    const top = async (sql: string) => (await c.query<{ v: string }>(sql)).rows.map((r) => r.v);
+    const caps = await top("SELECT capability AS v FROM service_capabilities TABLESAMPLE SYSTEM (1) GROUP BY 1 ORDER BY count(*) DESC LIMIT 2");
+    const [prop] = await top("SELECT key || ':' || value AS v FROM service_properties TABLESAMPLE SYSTEM (1) GROUP BY 1 ORDER BY count(*) DESC LIMIT 1");
+    const [dev] = await top('SELECT d AS v FROM iot_profiles TABLESAMPLE SYSTEM (1), unnest(device_classes) d GROUP BY 1 ORDER BY count(*) DESC LIMIT 1');
+    const maxSeq = Number((await c.query<{ m: string }>("SELECT max(seq)::text AS m FROM services WHERE ns = 'production'")).rows[0]!.m);
+    if (caps.length < 2 || !prop || !dev) throw new Error('--existing: the registry lacks two capabilities, a property or a device class');
+    return { big: `capability=${caps[0]}`, two: `capability=${caps[0]}&property=${prop}`, warm: `capability=${caps[1]}`, four: `capability=${caps[0]}&capability=${caps[1]}&iotReady=true&property=${prop}`, device: `deviceClass=${dev}`, maxSeq };
+  } finally {
+    await c.end();
+  }
+}
+
 async function main(): Promise<void> {
   const base = loadConfig();
-  const db = 'registry_cold_' + randomBytes(4).toString('hex');
-  const prefix = `cold${randomBytes(3).toString('hex')}:`;
-  const url = databaseUrl(base.databaseUrl, db);
-  log(`database ${db}, Redis prefix ${prefix}, ${N} services, load average ${loadavg().map((x) => x.toFixed(1)).join(' ')}`);
-  await recreateDatabase(base.databaseUrl, db);
+  const db = EXISTING ? new URL(base.databaseUrl).pathname.slice(1) : 'registry_cold_' + randomBytes(4).toString('hex');
+  const prefix = EXISTING ? base.redisKeyPrefix : `cold${randomBytes(3).toString('hex')}:`;
+  const url = EXISTING ? base.databaseUrl : databaseUrl(base.databaseUrl, db);
+  log(`database ${db}, Redis prefix ${prefix}, ${EXISTING ? 'existing' : N} services, load average ${loadavg().map((x) => x.toFixed(1)).join(' ')}`);
+  if (!EXISTING) await recreateDatabase(base.databaseUrl, db);
   const children: Child[] = [];
   const redis = createRedis({ ...base, redisKeyPrefix: prefix });
+  let f = SEEDED(N);
   try {
-    const pool = createPool(url, 2);
-    await migrate(pool);
-    await seed(url, N);
-    const r = await rebuildIndex(pool, redis, new Keys(prefix), base.tiers);
-    await r?.retired;
-    await pool.end();
+    if (EXISTING) f = await existingFilters(url);
+    else {
+      const pool = createPool(url, 2);
+      await migrate(pool);
+      await seed(url, N);
+      const r = await rebuildIndex(pool, redis, new Keys(prefix), base.tiers);
+      await r?.retired;
+      await pool.end();
+    }
+    log(`rows over ${JSON.stringify(f)}`);
     const pin = pinning(1, true);
     const port = await freePort();
     const server = spawnNode(join(ROOT, 'dist/src/hot/main.js'), [], { DATABASE_URL: url, REDIS_KEY_PREFIX: prefix, PORT: String(port), HOST: '127.0.0.1', WORKERS: '1', NODE_ENV: 'production', ADMIN_API_KEY: randomBytes(16).toString('hex'), LOG_LEVEL: 'warn' }, pin.server, join(ROOT, 'bench/results/cold-server.log'), PROF ? ['--cpu-prof', `--cpu-prof-dir=${join(ROOT, 'bench/results/prof')}`] : []);
@@ -105,21 +149,21 @@ async function main(): Promise<void> {
     const pid = server.proc.pid;
     let seqs = 0;
     const cursor = (q: string): Partial<LoadOptions> => ({
-      nextPath: () => `/services?after=${1 + Math.floor(((seqs = (seqs * 1103515245 + 12345) % 2 ** 31) / 2 ** 31) * N)}&${q}`,
-      cursor: { path: `/services?${q}`, max: N },
+      nextPath: () => `/services?after=${1 + Math.floor(((seqs = (seqs * 1103515245 + 12345) % 2 ** 31) / 2 ** 31) * f.maxSeq)}&${q}`,
+      cursor: { path: `/services?${q}`, max: f.maxSeq },
     });
     const opts = (path: string, extra: Partial<LoadOptions> = {}): LoadOptions => ({ url: origin + path, connections: CONNECTIONS, durationS: SECONDS, generator: GENERATOR, ...extra });
     const rows: (Row | null)[] = [];
-    const warm = '/services?capability=cap1';
+    const warm = `/services?${f.warm}`;
     rows.push(await measure('a1', 'warm: one capability (repeated)', opts(warm), pid));
-    rows.push(await measure('k1', 'cold: one set of N, random cursor', opts('/', cursor('capability=all')), pid));
-    rows.push(await measure('k2', 'cold: two sets, random cursor', opts('/', cursor('capability=cap1&property=zone:z1')), pid));
-    rows.push(await measure('c2', 'cold: 3 sets + iotReady, random cursor', opts('/', cursor('capability=all&capability=cap1&iotReady=true&property=zone:z2')), pid));
+    rows.push(await measure('k1', 'cold: one set of N, random cursor', opts('/', cursor(f.big)), pid));
+    rows.push(await measure('k2', 'cold: two sets, random cursor', opts('/', cursor(f.two)), pid));
+    rows.push(await measure('c2', 'cold: 3 sets + iotReady, random cursor', opts('/', cursor(f.four)), pid));
     const sb = (await (await fetch(origin + '/sandboxes', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"name":"cold bench"}' })).json()) as { apiKey: string };
     const keyed = { authorization: `Bearer ${sb.apiKey}` };
     for (let i = 0; i < 200 && (await get(origin + warm, keyed)).status !== 429; i++);
     rows.push(await measure('o', 'over-limit key: every answer 429', opts(warm, { headers: keyed, expect: 429 }), pid));
-    const dev = '/devices?deviceClass=meter';
+    const dev = `/devices?${f.device}`;
     const etag = (await get(origin + dev)).headers.find(([k]) => k.toLowerCase() === 'etag')?.[1] ?? '';
     rows.push(await measure('p', 'poller: If-None-Match matches (304)', opts(dev, { headers: { 'if-none-match': etag }, expect: 304 }), pid));
     // the ceiling: the warm row's bytes from a bare uWS server
@@ -131,7 +175,8 @@ async function main(): Promise<void> {
     children.push(ceil);
     await waitFor200(`http://127.0.0.1:${cport}/`, ceil, 30_000);
     const c = (await measure('g', 'CEILING (uWS, the warm row\'s bytes)', { url: `http://127.0.0.1:${cport}/`, connections: CONNECTIONS, durationS: SECONDS, generator: GENERATOR }, ceil.proc.pid))!;
-    console.log(`${N} services, ${SECONDS} s per row after 1 s of warm-up, ${CONNECTIONS} connections, ${GENERATOR === 'wrk' ? 'wrk (-t1, Lua script per row)' : 'autocannon'}; ${pin.note}; load average at the end ${loadavg().map((x) => x.toFixed(1)).join(' ')}\n`);
+    const rss = pid ? rssKb(pid) / 1024 : NaN;
+    console.log(`${EXISTING ? `${db} (max seq ${f.maxSeq})` : `${N} services`}, server RSS after the rows ${rss.toFixed(0)} MB, ${SECONDS} s per row after 1 s of warm-up, ${CONNECTIONS} connections, ${GENERATOR === 'wrk' ? 'wrk (-t1, Lua script per row)' : 'autocannon'}; ${pin.note}; load average at the end ${loadavg().map((x) => x.toFixed(1)).join(' ')}\n`);
     console.log(`| row | what | req/s | p99 ms | other statuses | × ceiling | server µs/req | cost ratio | ${GENERATOR} CPU |`);
     console.log('|---|---|--:|--:|--:|--:|--:|--:|--:|');
     for (const r of [...rows, c]) {
@@ -142,8 +187,10 @@ async function main(): Promise<void> {
   } finally {
     for (const ch of children) await ch.stop();
     redis.disconnect();
-    await dropRedisPrefix(base.redisUrl, prefix);
-    await dropDatabase(base.databaseUrl, db);
+    if (!EXISTING) {
+      await dropRedisPrefix(base.redisUrl, prefix);
+      await dropDatabase(base.databaseUrl, db);
+    }
   }
 }
 
