@@ -10,7 +10,7 @@ const k = new Keys('t1:');
 
 t.test('constants', async (t) => {
   t.equal(PRODUCTION, 'production');
-  t.equal(INDEX_FORMAT, 4);
+  t.equal(INDEX_FORMAT, 5);
   t.equal(LEASE_SHARDS, 16);
   t.match(MEMBER_RULE, /^[0-9a-f]{8}$/, 'the member rule fingerprint: 8 hex digits');
 });
@@ -21,8 +21,8 @@ t.test('index keys: {ns} hash tag and generation', async (t) => {
   t.equal(k.building(), 't1:reg:building');
   t.equal(k.rebuildLock(), 't1:reg:rebuild-lock');
   t.equal(k.base('production', '4'), 't1:reg:{production}:4:');
-  t.equal(k.ver('sb-9', '4'), `t1:reg:{sb-9}:4:ver:4.${MEMBER_RULE}`, 'format 4 and the member rule in the marker name');
-  t.equal(k.verAt('t1:reg:{x}:2:'), `t1:reg:{x}:2:ver:4.${MEMBER_RULE}`);
+  t.equal(k.ver('sb-9', '4'), `t1:reg:{sb-9}:4:ver:5.${MEMBER_RULE}`, 'format 5 and the member rule in the marker name');
+  t.equal(k.verAt('t1:reg:{x}:2:'), `t1:reg:{x}:2:ver:5.${MEMBER_RULE}`);
   t.equal(k.docs('production', '4'), 't1:reg:{production}:4:docs');
   t.equal(k.all('production', '4'), 't1:reg:{production}:4:all');
   t.equal(k.set('production', '4', 'c:print'), 't1:reg:{production}:4:c:print');

@@ -14,7 +14,7 @@ export const PRODUCTION = 'production';
  * `ctcaps`: the Consul catalog's index), which a server of format 3 would not keep. Raise it
  * with every change a server of the other format would misread or not maintain.
  */
-export const INDEX_FORMAT = 4;
+export const INDEX_FORMAT = 5;
 
 /**
  * Leases are spread over this many shards by service id (liveness/redis-lease.ts), each one
