@@ -1,9 +1,10 @@
 -- 0013: the details of a service (capabilities, properties, IoT profile) hold to their
 -- service by statement triggers instead of foreign keys (issue 46: `registry import` of
 -- 1,000,000 services). A foreign key checks every inserted row with a query of its own that
--- locks the service row: ~5.5 checks a service, ~38 µs of PostgreSQL CPU a service in an
--- import (40 % of its PostgreSQL time; docs/decisions/import.md). One statement-level
--- check a table and statement does the same work set-based.
+-- locks the service row (a WAL record): ~5.5 checks a service, 20-38 µs of PostgreSQL CPU
+-- a service in an import, a fifth to a third of its PostgreSQL time
+-- (docs/decisions/import.md). One statement-level check a table and statement does the same
+-- work set-based, and locks only the services another transaction wrote.
 --
 -- What the foreign keys guaranteed, each kept here:
 -- - no detail row without its service: a statement that inserts detail rows locks their
