@@ -3,7 +3,7 @@
 // and usage exits.
 import { PassThrough, Readable } from 'node:stream';
 import t from 'tap';
-import { numberOption, parseArgs, progressBar } from '../../src/admin/cli/args.js';
+import { clock, numberOption, parseArgs, progressBar } from '../../src/admin/cli/args.js';
 import { exportLine, LineError, parseLine } from '../../src/admin/cli/jsonl.js';
 import { main, USAGE } from '../../src/admin/cli/main.js';
 import { recordOf } from '../../src/hot/writes/bulk.js';
@@ -87,6 +87,12 @@ t.test('progressBar: a bar with its rate on a terminal, one line per tenth other
   t.equal(term.text(), `\rimport [${'#'.repeat(30)}] 100% 1000/1000 1000 lines, 2500/s\x1b[K`, 'redrawn in place, the note after the bar');
   bar.done('imported');
   t.ok(term.text().endsWith('\r\x1b[Kimported\n'), 'done: the line cleared, the message');
+  const file = sink(true);
+  const half = progressBar('import', 4_000_000, file.out, { bytes: true });
+  half.update(1_000_000, '2000 lines, 16000/s');
+  t.match(file.text(), new RegExp(String.raw`^\rimport \[#{8}\.{22}\] {2}25% 1\.0/4\.0 MB 2000 lines, 16000/s ETA 0:\d\d` + '\x1b\\[K$'), 'bytes in MB, and the time left while the total is not reached');
+  t.equal(clock(35), '0:35');
+  t.equal(clock(3725), '1:02:05');
   const log = sink(false);
   const plain = progressBar('reindex', 100, log.out);
   for (let n = 1; n <= 100; n++) plain.update(n);

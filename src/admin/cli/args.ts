@@ -47,15 +47,22 @@ export function numberOption(p: Parsed, name: string, min: number, max: number):
 }
 
 /**
- * A progress bar on stderr, redrawn in place on a terminal, one line per 10% otherwise.
+ * A progress bar on stderr, redrawn in place on a terminal (at most 10 times a second, with
+ * the time left while the total is known), one line per 10% otherwise.
  * `update(n, note)`: n of total done; the note (what n counts, a rate) follows the bar, and
- * without one the bar shows n's own rate a second.
+ * without one the bar shows n's own rate a second. `bytes`: n and total count bytes (shown in MB).
  */
-export function progressBar(label: string, total: number | null, out: NodeJS.WritableStream & { isTTY?: boolean }): { update(n: number, note?: string): void; done(msg: string): void } {
+export function progressBar(
+  label: string,
+  total: number | null,
+  out: NodeJS.WritableStream & { isTTY?: boolean; columns?: number },
+  opts: { bytes?: boolean } = {},
+): { update(n: number, note?: string): void; done(msg: string): void } {
   const tty = !!out.isTTY;
   const t0 = Date.now();
   let lastStep = -1;
   let lastDraw = 0;
+  const amount = (n: number) => (opts.bytes ? (n / 1e6).toFixed(1) : String(n));
   const draw = (n: number, note?: string) => {
     const pct = total ? Math.min(1, n / total) : 0;
     const tail = note ?? `${Math.round(n / Math.max(0.001, (Date.now() - t0) / 1000))}/s`;
@@ -63,10 +70,13 @@ export function progressBar(label: string, total: number | null, out: NodeJS.Wri
       const now = Date.now();
       if (now - lastDraw < 100 && n !== total) return;
       lastDraw = now;
-      const width = 30;
+      // one line of the terminal: a redraw of a wrapped line would leave its first part behind
+      const width = Math.max(10, Math.min(30, (out.columns ?? 100) - 70));
       const fill = Math.round(pct * width);
       const bar = total ? `[${'#'.repeat(fill)}${'.'.repeat(width - fill)}] ${(pct * 100).toFixed(0).padStart(3)}%` : '';
-      out.write(`\r${label} ${bar} ${n}${total ? '/' + total : ''} ${tail}\x1b[K`);
+      // the time left, from the rate so far
+      const eta = pct > 0 && pct < 1 ? ` ETA ${clock(((now - t0) / 1000) * ((1 - pct) / pct))}` : '';
+      out.write(`\r${label} ${bar} ${amount(n)}${total ? '/' + amount(total) : ''}${opts.bytes ? ' MB' : ''} ${tail}${eta}\x1b[K`);
     } else {
       const step = total ? Math.floor(pct * 10) : Math.floor(n / 10_000);
       if (step !== lastStep) {
@@ -82,4 +92,11 @@ export function progressBar(label: string, total: number | null, out: NodeJS.Wri
       out.write(msg + '\n');
     },
   };
+}
+
+/** seconds as m:ss (h:mm:ss from an hour) */
+export function clock(sec: number): string {
+  const s = Math.round(sec);
+  const mmss = `${Math.floor(s / 60) % 60}:${String(s % 60).padStart(2, '0')}`;
+  return s >= 3600 ? `${Math.floor(s / 3600)}:${mmss.padStart(5, '0')}` : mmss;
 }

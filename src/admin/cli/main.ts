@@ -97,7 +97,7 @@ async function run(ctx: Ctx, cmd: string, args: string[], p: ReturnType<typeof p
       const input = (file === '-' ? io.stdin : createReadStream(file)) as Readable;
       let bytes = 0;
       input.on('data', (b: Buffer | string) => (bytes += b.length));
-      const bar = progressBar('import', size || null, io.stderr);
+      const bar = progressBar('import', size || null, io.stderr, { bytes: !!size });
       const t0 = Date.now();
       const batch = numberOption(p, 'batch', 1, 10_000);
       // the bar counts bytes of the file; its note, the services read and their rate

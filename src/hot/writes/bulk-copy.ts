@@ -4,7 +4,7 @@
 import { CHANGE_LOCK_ID, type ChangeInput, type IndexText } from '../registry/index.js';
 import type { ServiceRecord } from '../domain/service.js';
 import type { ServiceInput } from '../domain/validation.js';
-import { copyInto, copyLine } from '../pg/copy.js';
+import { copyInto, CopyRows } from '../pg/copy.js';
 import type { Client } from '../pg/pool.js';
 
 export interface BulkRow {
@@ -41,11 +41,11 @@ const SERVICE_COLUMNS = [
  */
 export async function copyServices(c: Client, ns: string, ws: Written[]): Promise<void> {
   if (!ws.length) return;
-  let rows = '';
+  const rows = new CopyRows();
   for (const w of ws) {
     const s = w.row.input;
     const l = w.lease;
-    rows += copyLine([
+    rows.add([
       w.row.id, ns, s.endpoint, s.deprecated, w.depNow, s.locked, s.sunsetDate, l.health?.ttl ?? null, l.lease?.deregisterAfter ?? null,
       l.health?.status ?? 'unknown', l.lease?.criticalSince ?? null, l.lease?.tokenHash ? '\\x' + l.lease.tokenHash : null, w.text.doc, w.text.members, w.text.hdr,
     ]);
@@ -65,14 +65,14 @@ export async function copyDetails(c: Client, ws: Written[], existed: string[]): 
     await c.query('DELETE FROM service_properties WHERE service_id = ANY($1)', [existed]);
     await c.query('DELETE FROM iot_profiles WHERE service_id = ANY($1)', [existed]);
   }
-  let caps = '';
-  let props = '';
-  let iot = '';
+  const caps = new CopyRows();
+  const props = new CopyRows();
+  const iot = new CopyRows();
   for (const { row: r } of ws) {
     const caps1 = r.input.capabilities;
-    for (let i = 0; i < caps1.length; i++) caps += copyLine([r.id, caps1[i]!, i + 1]);
-    for (const k in r.input.properties) props += copyLine([r.id, k, r.input.properties[k]!]);
-    if (r.input.iot) iot += copyLine([r.id, r.input.iot.deviceClasses, r.input.iot.protocols]);
+    for (let i = 0; i < caps1.length; i++) caps.add([r.id, caps1[i]!, i + 1]);
+    for (const k in r.input.properties) props.add([r.id, k, r.input.properties[k]!]);
+    if (r.input.iot) iot.add([r.id, r.input.iot.deviceClasses, r.input.iot.protocols]);
   }
   await copyInto(c, 'service_capabilities', ['service_id', 'capability', 'ord'], caps);
   await copyInto(c, 'service_properties', ['service_id', 'key', 'value'], props);
@@ -85,7 +85,7 @@ export async function copyDetails(c: Client, ws: Written[], existed: string[]): 
  */
 export async function copyChanges(c: Client, events: ChangeInput[]): Promise<void> {
   await c.query('SELECT pg_advisory_xact_lock($1)', [CHANGE_LOCK_ID]);
-  let rows = '';
-  for (const e of events) rows += copyLine([e.ns, e.serviceId, e.type, e.data]);
+  const rows = new CopyRows();
+  for (const e of events) rows.add([e.ns, e.serviceId, e.type, e.data]);
   await copyInto(c, 'change_events', ['ns', 'service_id', 'type', 'data'], rows);
 }
