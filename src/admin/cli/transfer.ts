@@ -50,7 +50,7 @@ export async function importServices(pool: Pool, input: Readable, o: ImportOptio
   // Batches in flight (IN_FLIGHT): PostgreSQL works on some while the next is parsed and
   // sent. A batch that names an id of a batch in flight waits for it, so the later line still
   // wins.
-    const inflight: { done: Promise<void>; ids: Map<string, number> }[] = [];
+  const inflight: { done: Promise<void>; ids: Map<string, number> }[] = [];
   const flush = async () => {
     if (!batch.length) return;
     const rows = batch;

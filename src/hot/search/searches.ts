@@ -116,7 +116,7 @@ export class Index extends LiveIndex {
     const seqs = more ? hits.subarray(0, limit) : hits;
     // join: the documents from memory, the missing ones fetched (and kept)
     const docsKey = k.docs(ns, gen);
-    const fetch = async (missing: number[]) => (await this.redis.hmgetBuffer(docsKey, ...missing.map(String))).map((b) => b && decodeDocBuffer(b));
+    const fetch = (missing: ArrayLike<number>) => this.documentsOf(docsKey, missing);
     if (joined && (await near.fill(base, seqs, fetch)) && near.epoch(base) === epoch) {
       // every document held and nothing arrived meanwhile: joined as the sync path joins
       // (copied: the scratch is reused by the next page, and this one may be kept)
@@ -127,6 +127,11 @@ export class Index extends LiveIndex {
     // a write arrived meanwhile: sets and documents may disagree; Redis answers atomically
     if (near.epoch(base) !== epoch || docs.some((d) => !d)) return null;
     return { seqs, docs: docs as Doc[], more };
+  }
+
+  /** The plain bytes of the documents of `seqs` from Redis (null: not there): decoded from their stored form. */
+  private async documentsOf(docsKey: string, seqs: ArrayLike<number>): Promise<(Buffer | null)[]> {
+    return (await this.redis.hmgetBuffer(docsKey, ...Array.from(seqs, String))).map((b) => b && decodeDocBuffer(b));
   }
 
   /**
@@ -203,7 +208,7 @@ export class Index extends LiveIndex {
     for (let i = 0; i < decoded.length; i++) this.fetched.keep(missing[i]!, vers[i]!, decoded[i]!);
     const more = hits.length > limit;
     const seqs = more ? hits.subarray(0, limit) : hits;
-    const got = seqs.length ? (await this.redis.hmgetBuffer(h.docsKey, ...Array.from(seqs, String))).map((b) => b && decodeDocBuffer(b)) : [];
+    const got = seqs.length ? await this.documentsOf(h.docsKey, seqs) : [];
     return { seqs, docs: got.map((d) => d ?? NULL_DOC), more };
   }
 
