@@ -13,7 +13,7 @@ import { migrate } from '../../hot/migrate.js';
 import { backfillIndexText } from '../../hot/reindex/index.js';
 import { numberOption, parseArgs, progressBar, UsageError } from './args.js';
 import { lazyRedis, printStats, reindex, sandboxCreate, tierSet, type Ctx } from './commands.js';
-import { dropOutbox, exportServices, importServices } from './transfer.js';
+import { exportServices, importServices } from './transfer.js';
 
 export const USAGE = `usage: registry <command>
 
@@ -106,13 +106,10 @@ async function run(ctx: Ctx, cmd: string, args: string[], p: ReturnType<typeof p
       // the heartbeat tokens of the leases started (lines with "ttl"), shown once: JSON Lines on stdout
       for (const t of sum.tokens) io.stdout.write(JSON.stringify(t) + '\n');
       bar.done(`imported ${sum.lines} lines in ${((Date.now() - t0) / 1000).toFixed(1)} s (${Math.round(sum.lines / Math.max(0.001, (Date.now() - t0) / 1000))}/s): ${sum.created} created, ${sum.updated} updated, ${sum.unchanged} unchanged, ${sum.rejected} rejected; ${sum.replacementsChanged} replacement lists set`);
-      if (sum.outbox.length && !p.flags.has('no-reindex')) {
-        // one rebuild instead of one index update per service; it covers every row we
-        // wrote, so their outbox entries can go (a crash before this point leaves them to
-        // the servers' outbox sweeper, which then applies them one by one)
-        const r = await reindex(ctx);
-        if (r) await dropOutbox(ctx.pool, sum.outbox);
-      }
+      // one rebuild instead of one index update per service; it covers every row we wrote
+      // and drops their outbox entries (reindex/covered.ts). Without it (--no-reindex, or a
+      // crash before this point) the servers' sweeper applies them, or a later rebuild covers them
+      if (sum.outboxRows && !p.flags.has('no-reindex')) await reindex(ctx);
       return sum.rejected ? 1 : 0;
     }
     case 'export': {

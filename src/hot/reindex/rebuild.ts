@@ -12,6 +12,7 @@ import { applyArgs, type IndexPageRow, loadCapabilityTombstonePage, loadIndexPag
 import type { RedisClient } from '../redis/client.js';
 import type { Pool } from '../pg/pool.js';
 import { writeSandboxMeta } from '../sandboxes/index.js';
+import { dropCovered, markOutbox } from './covered.js';
 import type { TierConfig } from '../config.js';
 import { ifEqualReply, indexPageReply, NOT_INDEXED } from '../redis/replies.js';
 
@@ -20,6 +21,8 @@ export interface RebuildResult {
   services: number;
   sandboxes: number;
   ms: number;
+  /** outbox rows it covered, deleted once it was live (covered.ts) */
+  outboxCovered: number;
   /**
    * Settles once the previous generation's keys are gone (after RETIRE_GRACE_MS): a
    * short-lived caller (the CLI) awaits it before disconnecting; a server need not.
@@ -84,6 +87,8 @@ export async function rebuildIndex(
     const dead = await redis.get(keys.building());
     await redis.set(keys.building(), gen);
     if (dead && dead !== oldGen) void dropGeneration(redis, keys, dead).catch(() => undefined);
+    // before anything is read: the outbox rows committed by now are covered by what follows
+    const mark = await markOutbox(pool);
     // namespaces first, so that writers can apply to the building generation
     const sbs = await pool.query<{ uuid: string; name: string; tier: string; version: string; key_hash: Buffer }>('SELECT uuid, name, tier, version, key_hash FROM sandboxes');
     await redis.set(keys.ver(PRODUCTION, gen), '1');
@@ -143,11 +148,13 @@ export async function rebuildIndex(
     }
     await redis.delIfEqual(keys.building(), gen);
     await redis.publish(keys.invalidationChannel(), 'gen:' + gen);
+    // (a failure leaves them to the sweeper, which finds them applied already)
+    const outboxCovered = await dropCovered(pool, mark).catch(() => 0);
     const retired =
       oldGen && oldGen !== gen
         ? new Promise<void>((r) => setTimeout(r, RETIRE_GRACE_MS)).then(() => dropGeneration(redis, keys, oldGen)).catch(() => 0)
         : Promise.resolve(0);
-    return { gen, services: n, sandboxes: sbs.rowCount ?? 0, ms: Date.now() - t0, retired };
+    return { gen, services: n, sandboxes: sbs.rowCount ?? 0, ms: Date.now() - t0, outboxCovered, retired };
   } finally {
     clearInterval(heartbeat);
     // release only our own lock (compare-and-delete in one step)

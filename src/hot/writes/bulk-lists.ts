@@ -62,11 +62,6 @@ export async function bulkReplacements(pool: Pool, ns: string, lists: Map<string
   );
 }
 
-/** Drop outbox rows that a completed index rebuild has covered. */
-export async function dropOutbox(pool: Pool, ids: number[]): Promise<void> {
-  for (let i = 0; i < ids.length; i += 10_000) await pool.query('DELETE FROM outbox WHERE id = ANY($1)', [ids.slice(i, i + 10_000)]);
-}
-
 /** Production (or any namespace's) services in seq order, with their candidate ids: export. */
 export async function exportPage(c: Client | Pool, ns: string, afterSeq: number, n: number): Promise<{ s: ServiceRecord; replacements: string[] }[]> {
   const page = await loadStatesWhere(c, 'WHERE s.ns = $1 AND s.seq > $2 ORDER BY s.seq LIMIT $3', [ns, afterSeq, n]);

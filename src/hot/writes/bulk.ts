@@ -197,4 +197,4 @@ async function updateStored(c: Client, ns: string, ws: Written[]): Promise<void>
   );
 }
 
-export { bulkReplacements, dropOutbox, exportPage } from './bulk-lists.js';
+export { bulkReplacements, exportPage } from './bulk-lists.js';

@@ -1,0 +1,48 @@
+// The outbox rows a rebuild covers. Every write commits an outbox row (registry/projector.ts);
+// a rebuild reads PostgreSQL after its start, so each row committed before that start is in
+// the generation it builds, and once that generation is live the row has nothing left to
+// apply. Without this, rows left behind (an import with --no-reindex, writes during an outage
+// of Redis) were applied again one by one by every server's sweeper after the rebuild had
+// already indexed them: 10,000,000 after an import of that size.
+// Which rows are covered is decided by the snapshot the rebuild starts with: a row counts
+// when the transaction that inserted it is visible in it (committed before the start), not
+// by id or time, since a transaction can hold an older id and commit later. (The snapshot
+// lists open transactions, not their subtransactions: no outbox row is written in a savepoint.)
+import type { Pool } from '../pg/pool.js';
+
+/** Where a rebuild started: PostgreSQL's snapshot then and the highest outbox id it saw. */
+export interface OutboxMark {
+  snapshot: string;
+  maxId: string | null;
+}
+
+/** Rows deleted per statement (a short lock on each, the sweeper can run between them). */
+const DELETE_BATCH = 50_000;
+
+/** Taken before the rebuild reads anything: what it reads later includes every row visible here. */
+export async function markOutbox(pool: Pool): Promise<OutboxMark> {
+  const r = await pool.query<{ snapshot: string; max_id: string | null }>('SELECT pg_current_snapshot()::text AS snapshot, (SELECT max(id) FROM outbox)::text AS max_id');
+  return { snapshot: r.rows[0]!.snapshot, maxId: r.rows[0]!.max_id };
+}
+
+// A row's xmin (32 bits) as the full transaction id (xid8) of the current epoch, or of the
+// one before when it is higher than the current id's low bits (the counter wrapped since).
+const XMIN8 = `(((pg_current_xact_id()::text::bigint >> 32) - (xmin::text::bigint > (pg_current_xact_id()::text::bigint & 4294967295))::int) << 32 | xmin::text::bigint)::text::xid8`;
+
+/**
+ * Delete the outbox rows the rebuild that took `mark` covered (call it once that generation
+ * is live). Returns how many went. Rows of transactions still open at the mark, or committed
+ * after it, stay for the sweeper.
+ */
+export async function dropCovered(pool: Pool, mark: OutboxMark): Promise<number> {
+  if (mark.maxId === null) return 0;
+  let n = 0;
+  for (;;) {
+    const r = await pool.query(
+      `DELETE FROM outbox WHERE id IN (SELECT id FROM outbox WHERE id <= $1 AND pg_visible_in_snapshot(${XMIN8}, $2::pg_snapshot) LIMIT ${DELETE_BATCH})`,
+      [mark.maxId, mark.snapshot],
+    );
+    n += r.rowCount ?? 0;
+    if ((r.rowCount ?? 0) < DELETE_BATCH) return n;
+  }
+}

@@ -1,0 +1,92 @@
+// A rebuild drops the outbox rows it covered (reindex/covered.ts): those committed before it
+// started, and only those. A row whose transaction was open at the start (an id allocated
+// before the rebuild's, committed during it) and a row written during it stay for the
+// sweeper. Real PostgreSQL and Redis, no server (its sweeper would apply rows meanwhile).
+// And the operator's path that left 10,000,000 rows behind: `import --no-reindex`, then
+// `reindex`.
+import { randomBytes } from 'node:crypto';
+import t from 'tap';
+import pg from 'pg';
+import { rebuildIndex } from '../../src/hot/reindex/rebuild.js';
+import { loadConfig } from '../../src/hot/config.js';
+import { createRedis } from '../../src/hot/redis/client.js';
+import { Keys } from '../../src/hot/domain/keys.js';
+import { createPool } from '../../src/hot/pg/pool.js';
+import { demoService, prng } from '../../src/admin/seed.js';
+import { serviceObject } from '../../src/hot/domain/service.js';
+import { freshDatabase } from '../helpers/database.js';
+import { baseEnv } from '../helpers/env.js';
+import { dropRedisPrefix, seedServices } from '../helpers/test-data.js';
+import { cli } from '../helpers/cli.js';
+
+const outboxIds = async (pool: pg.Pool | ReturnType<typeof createPool>) => (await pool.query<{ id: string }>('SELECT id FROM outbox ORDER BY id')).rows.map((r) => Number(r.id));
+
+t.test('a rebuild drops the outbox rows committed before it started, and no other', async (t) => {
+  const db = await freshDatabase();
+  const pool = createPool(db.url, 4);
+  const cfg = loadConfig({ ...baseEnv(), DATABASE_URL: db.url });
+  const prefix = 'trbo' + randomBytes(4).toString('hex') + ':';
+  const redis = createRedis({ ...cfg, redisKeyPrefix: prefix });
+  const open = new pg.Client({ connectionString: db.url });
+  await open.connect();
+  t.teardown(async () => {
+    await open.end().catch(() => undefined);
+    redis.disconnect();
+    await dropRedisPrefix(cfg.redisUrl, prefix);
+    await pool.end();
+    await db.drop();
+  });
+  await seedServices(db.url, 35);
+  await pool.query("INSERT INTO outbox (ns, service_id) SELECT 'production', id FROM services WHERE id < 'seed00000035'");
+  // a writer's transaction open across the rebuild's start, with an id older than a row
+  // committed before the start
+  await open.query('BEGIN');
+  const late = Number((await open.query<{ id: string }>("INSERT INTO outbox (ns, service_id) VALUES ('production', 'seed00000001') RETURNING id")).rows[0]!.id);
+  await pool.query("INSERT INTO outbox (ns, service_id) VALUES ('production', 'seed00000035')");
+  const before = await outboxIds(pool);
+  t.equal(before.length, 35);
+  t.ok(late < Math.max(...before), 'the open one holds an id below a committed one');
+  let during = 0;
+  const r = await rebuildIndex(pool, redis, new Keys(prefix), cfg.tiers, async (n) => {
+    if (n !== 10) return;
+    await open.query('COMMIT'); // committed after the start
+    during = Number((await pool.query<{ id: string }>("INSERT INTO outbox (ns, service_id) VALUES ('production', 'seed00000002') RETURNING id")).rows[0]!.id);
+  }, 10);
+  t.ok(r, 'the rebuild ran');
+  t.ok(during > 0, 'a row was written during the rebuild');
+  t.equal(r!.outboxCovered, 35, 'the rows committed before it: dropped');
+  t.same(await outboxIds(pool), [late, during], 'the one open at its start and the one written during it: kept');
+  t.ok(during > late);
+  // the next rebuild covers them
+  const again = await rebuildIndex(pool, redis, new Keys(prefix), cfg.tiers);
+  t.equal(again!.outboxCovered, 2);
+  t.same(await outboxIds(pool), []);
+  await again!.retired;
+  await r!.retired;
+});
+
+t.test('import --no-reindex, then reindex: the import\'s outbox rows are gone', async (t) => {
+  const db = await freshDatabase();
+  const pool = createPool(db.url, 2);
+  const prefix = 'trbo' + randomBytes(4).toString('hex') + ':';
+  t.teardown(async () => {
+    await dropRedisPrefix(loadConfig(baseEnv()).redisUrl, prefix);
+    await pool.end();
+    await db.drop();
+  });
+  const r = prng(9);
+  let lines = '';
+  for (let i = 0; i < 120; i++) lines += JSON.stringify({ ...serviceObject({ id: `rbo-${i}`, ns: 'production', seq: 0, ...demoService(r, i), deprecated: false, deprecatedAt: null, replacementSeqs: [] }), replacements: [] }) + '\n';
+  const env = { DATABASE_URL: db.url, REDIS_KEY_PREFIX: prefix };
+  const im = await cli(['import', '-', '--batch', '50', '--no-reindex'], env, lines);
+  t.equal(im.code, 0, im.err);
+  t.equal((await outboxIds(pool)).length, 120, 'one outbox row per service written, left for a rebuild');
+  const re = await cli(['reindex'], env);
+  t.equal(re.code, 0, re.err);
+  t.match(re.err, /index rebuilt: 120 services.*; 120 outbox rows it covered dropped/);
+  t.same(await outboxIds(pool), [], 'nothing left for the sweepers to apply again');
+  // and an import that rebuilds leaves none either
+  const again = await cli(['import', '-', '--batch', '50'], env, lines.replaceAll('"rbo-', '"rbo2-'));
+  t.equal(again.code, 0, again.err);
+  t.same(await outboxIds(pool), []);
+});
