@@ -140,6 +140,10 @@ export interface Config {
   fallbackStatementMs: number;
   /** period of the near cache's version check against Redis (a lost final delta), ms (0: off) */
   nearCheckMs: number;
+  /** a set read from Redis in one call up to this many members, in slices above (search/pipeline/sets.ts) */
+  nearLoadWholeMembers: number;
+  /** buckets a slice spans */
+  nearLoadSliceBuckets: number;
   /** longest wait between two passes of the lease sweeper (expired leases, deregistrations), ms */
   leaseSweepMs: number;
   /** TTL of a shard's sweep lock: how long the shards of a node that died go unswept, ms */
@@ -278,6 +282,8 @@ export function loadConfig(env: Env = process.env): Config {
     rateCountFlushMs: int('RATE_COUNT_FLUSH_MS'),
     nearCacheBytes: int('NEAR_CACHE_MB') * MIB,
     nearCheckMs: int('NEAR_CHECK_MS'),
+    nearLoadWholeMembers: int('NEAR_LOAD_WHOLE_MEMBERS'),
+    nearLoadSliceBuckets: int('NEAR_LOAD_SLICE_BUCKETS'),
     fallbackConnections: int('FALLBACK_PG_CONNECTIONS'),
     fallbackMaxQueries: int('FALLBACK_MAX_QUERIES'),
     fallbackStatementMs: int('FALLBACK_STATEMENT_MS'),

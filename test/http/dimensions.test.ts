@@ -88,7 +88,7 @@ const redisReadme = readFileSync(join(ROOT, 'redis/README.md'), 'utf8');
 
 /** The seqs in one set of the live generation, read as the near cache reads them. */
 async function members(gen: string, suffix: string): Promise<number[]> {
-  const r = nearLoadReply(await redis.nearLoadBuffer(keys.ver(PRODUCTION, gen), keys.set(PRODUCTION, gen, suffix)));
+  const r = nearLoadReply(await redis.nearLoadBuffer(keys.ver(PRODUCTION, gen), keys.set(PRODUCTION, gen, suffix), 0, 0, 0));
   if (!r) throw new Error('production is not indexed in ' + gen);
   return [...decodeBuckets(r.buckets, newSeqArray)];
 }

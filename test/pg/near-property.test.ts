@@ -31,7 +31,9 @@ import { ADMIN_KEY } from '../helpers/env.js';
 t.test('two nodes: read-your-writes under random interleavings, convergence to PostgreSQL after quiescence', async (t) => {
   // the nodes' own sweepers seldom run and hold a shard briefly: expiries come from the
   // test's sweeper below (leases of a day never expire on the nodes' clocks)
-  const env = { REDIS_CLUSTER_NODES: '', LOG_LEVEL: 'warn', HEAVY_INTERSECTION_THRESHOLD: '2', OUTBOX_SWEEP_MS: '200', LEASE_SWEEP_MS: '60000', LEASE_LOCK_MS: '100' };
+  // every set is read from Redis in slices of one bucket, each its own call (near-load-2.lua),
+  // and seqs 1,500 apart put a few services in each bucket: loads cross writes between slices
+  const env = { REDIS_CLUSTER_NODES: '', LOG_LEVEL: 'warn', HEAVY_INTERSECTION_THRESHOLD: '2', OUTBOX_SWEEP_MS: '200', LEASE_SWEEP_MS: '60000', LEASE_LOCK_MS: '100', NEAR_LOAD_WHOLE_MEMBERS: '0', NEAR_LOAD_SLICE_BUCKETS: '1' };
   const first = await serveProcess(t, { env, stop: 'SIGKILL' });
   const nodes = [first, await serveProcess(t, { env, on: first, stop: 'SIGKILL' })];
   const cfg = first.cfg;
@@ -39,6 +41,7 @@ t.test('two nodes: read-your-writes under random interleavings, convergence to P
   const redis = createRedis(cfg);
   const pgc = new pg.Client({ connectionString: cfg.databaseUrl });
   await pgc.connect();
+  await pgc.query('ALTER SEQUENCE service_seq INCREMENT BY 1500');
   // a third sweeper, two days ahead: every passing lease is past its deadline for it
   const keys = new Keys(cfg.redisKeyPrefix);
   const ahead = () => Date.now() + 2 * 86_400_000;

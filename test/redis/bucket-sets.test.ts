@@ -8,7 +8,8 @@
 import t from 'tap';
 import fc from 'fast-check';
 import { Keys, PRODUCTION } from '../../src/hot/domain/keys.js';
-import { indexPageReply, nearLoadReply, NOT_INDEXED, searchReply } from '../../src/hot/redis/replies.js';
+import { indexPageReply, NOT_INDEXED, searchReply } from '../../src/hot/redis/replies.js';
+import { loadSet } from '../../src/hot/search/pipeline/sets.js';
 import { pageArgs } from '../../src/hot/registry/apply-args.js';
 import type { IndexPageRow } from '../../src/hot/registry/index-pages.js';
 import { decodeBuckets } from '../../src/workers/buckets.js';
@@ -139,12 +140,15 @@ t.test('bucketed sets equal a model under random writes, pages and searches', as
             for (const c of caps) model.get('c:' + c)!.push(seq);
           }
           for (const [s, want] of model) {
-            const got = nearLoadReply(await redis.nearLoadBuffer(ver, base + s));
-            if (!got) return false;
-            const arr = Array.from(decodeBuckets(got.buckets));
-            if (JSON.stringify(arr) !== JSON.stringify(want)) {
-              t.same(arr, want, `set ${s} after ${JSON.stringify(op).slice(0, 200)}`);
-              return false;
+            // read whole, and in slices of one and of three buckets (each slice its own call)
+            for (const [slice, whole] of [[0, 0], [1, 0], [3, 0]] as const) {
+              const got = await loadSet((from) => redis.nearLoadBuffer(ver, base + s, from, slice, whole));
+              if (!got) return false;
+              const arr = Array.from(decodeBuckets(got.buckets));
+              if (JSON.stringify(arr) !== JSON.stringify(want) || !got.same || String(got.ver) !== (await redis.get(ver))) {
+                t.same({ arr, same: got.same, ver: String(got.ver) }, { want, same: true, ver: await redis.get(ver) }, `set ${s} read in slices of ${slice} after ${JSON.stringify(op).slice(0, 200)}`);
+                return false;
+              }
             }
             const [n, hi] = await redis.hmget(base + s, 'n', 'hi');
             const wantHi = want.length ? String(Math.floor(want[want.length - 1]! / W)) : null;
@@ -204,7 +208,7 @@ t.test('a generation in the old format reads as not indexed', async (t) => {
   t.teardown(async () => void (await redis.del(base + 'ver', base + 'all', keys.docs(PRODUCTION, 'old'))));
   const ver = keys.ver(PRODUCTION, 'old');
   t.equal(await redis.search(3, ver, keys.docs(PRODUCTION, 'old'), base + 'all', '', 10, 0), -1, 'search: not indexed');
-  t.equal(await redis.nearLoadBuffer(ver, base + 'all'), -1, 'near-load: not indexed');
+  t.equal(await redis.nearLoadBuffer(ver, base + 'all', 0, 0, 0), -1, 'near-load: not indexed');
   t.equal(await redis.applyService(ver, base, 'x', 1, '1', '{}', '', 'all', '', ''), -1, 'apply-service: not indexed (writes nothing)');
   t.equal(await redis.type(base + 'all'), 'zset', 'the old set is untouched');
 });

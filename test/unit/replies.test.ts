@@ -50,11 +50,14 @@ t.test('rows: get-service and replacements', async (t) => {
 t.test('near-load and index-page', async (t) => {
   t.equal(nearLoadReply(-1), null);
   const b = (x: string | number[]) => Buffer.from(x as string);
-  t.same(nearLoadReply([b('12'), b('3'), b([0, 9])]), { ver: 12, buckets: [['3', b([0, 9])]] });
-  t.same(nearLoadReply([b('12')]), { ver: 12, buckets: [] }, 'an empty set');
+  t.same(nearLoadReply([b('12'), b('-1'), b('3'), b([0, 9])]), { ver: 12, next: -1, buckets: [['3', b([0, 9])]] });
+  t.same(nearLoadReply([b('12'), b('64'), b('3'), b([0, 9])]), { ver: 12, next: 64, buckets: [['3', b([0, 9])]] }, 'a slice, the next one from bucket 64');
+  t.same(nearLoadReply([b('12'), b('-1')]), { ver: 12, next: -1, buckets: [] }, 'an empty set');
   t.throws(() => nearLoadReply([]), /near-load/);
-  t.throws(() => nearLoadReply([b('12'), b('3')]), /near-load/, 'a bucket without its offsets');
-  t.throws(() => nearLoadReply([12, '3', '9']), /near-load/, 'strings: called without Buffer');
+  t.throws(() => nearLoadReply([b('12')]), /near-load/, 'no next slice');
+  t.throws(() => nearLoadReply([b('12'), b('x')]), /near-load/, 'a next slice that is not a bucket');
+  t.throws(() => nearLoadReply([b('12'), b('-1'), b('3')]), /near-load/, 'a bucket without its offsets');
+  t.throws(() => nearLoadReply([12, '-1', '3', '9']), /near-load/, 'strings: called without Buffer');
 });
 
 t.test('bucket decoding', async (t) => {

@@ -139,16 +139,19 @@ export function replacementsReply(r: unknown): ReplacementsReply | null | typeof
 }
 
 /**
- * near-load (called as nearLoadBuffer): null when not indexed, else the namespace version and
- * the set's (bucket, offsets) pairs, for decodeBuckets() (src/workers/buckets.ts).
+ * near-load (called as nearLoadBuffer): null when not indexed, else the namespace version, the
+ * first bucket of the next slice (-1: none) and this slice's (bucket, offsets) pairs, for
+ * decodeBuckets() (src/workers/buckets.ts).
  */
-export function nearLoadReply(r: unknown): { ver: number; buckets: [string, Buffer][] } | null {
+export function nearLoadReply(r: unknown): { ver: number; next: number; buckets: [string, Buffer][] } | null {
   const a = arrayOrNotIndexed<Buffer | number>(r, 'near-load');
   if (a === NOT_INDEXED) return null;
-  if (!a.length || a.length % 2 === 0 || !a.every(Buffer.isBuffer)) throw new UnexpectedReply('near-load', 'expected a version and (bucket, offsets) pairs');
+  if (a.length < 2 || a.length % 2 !== 0 || !a.every(Buffer.isBuffer)) throw new UnexpectedReply('near-load', 'expected a version, the next slice and (bucket, offsets) pairs');
+  const next = Number(String(a[1]));
+  if (!Number.isInteger(next) || next < -1) throw new UnexpectedReply('near-load', 'bad next slice');
   const buckets: [string, Buffer][] = [];
-  for (let i = 1; i < a.length; i += 2) buckets.push([String(a[i]), a[i + 1] as Buffer]);
-  return { ver: Number(String(a[0])), buckets };
+  for (let i = 2; i < a.length; i += 2) buckets.push([String(a[i]), a[i + 1] as Buffer]);
+  return { ver: Number(String(a[0])), next, buckets };
 }
 
 /**

@@ -13,10 +13,10 @@ import type { NearCache } from './near/near-cache.js';
 import { newSeqArray } from './near/state.js';
 import { digested, type Doc } from '../domain/digest.js';
 import { filterSuffixes, type Keys } from '../domain/keys.js';
-import { nearLoadReply, NOT_INDEXED, searchPage, type SearchPage } from '../redis/replies.js';
+import { NOT_INDEXED, searchPage, type SearchPage } from '../redis/replies.js';
 import { LiveIndex, notIndexed, type FilterSets } from './live-index.js';
 import { cursorOf, lastSeq } from './pipeline/plan.js';
-import { FetchedSets, heldSets, nearSets } from './pipeline/sets.js';
+import { DEFAULT_LOAD_BOUNDS, FetchedSets, heldSets, loadSet, type LoadBounds, nearSets } from './pipeline/sets.js';
 import { heavyPool, intersectDense } from './pipeline/intersect.js';
 import { joinPage, NULL_DOC, type PageBody } from './pipeline/join.js';
 import type { ServiceRow } from '../redis/replies.js';
@@ -69,6 +69,8 @@ export class Index extends LiveIndex {
      * take them without asking Redis first (readiness says the index is away)
      */
     readonly fallback: Fallback | null = null,
+    /** how sets are read from Redis (NEAR_LOAD_WHOLE_MEMBERS, NEAR_LOAD_SLICE_BUCKETS) */
+    readonly loadBounds: LoadBounds = DEFAULT_LOAD_BOUNDS,
   ) {
     super(redis, keys, replicas);
   }
@@ -99,7 +101,7 @@ export class Index extends LiveIndex {
     // already has is brought up to date from its log, or refused: near-sets.ts)
     const verKey = k.ver(ns, gen);
     const sets = await nearSets(near, base, suffixes, async (suffix) => {
-      const r = nearLoadReply(await this.read((c) => c.nearLoadBuffer(verKey, base + suffix)));
+      const r = await this.loadSet(verKey, base + suffix);
       return r && { ver: r.ver, members: decodeBuckets(r.buckets, newSeqArray) };
     });
     if (!sets) return null;
@@ -127,6 +129,11 @@ export class Index extends LiveIndex {
     // a write arrived meanwhile: sets and documents may disagree; Redis answers atomically
     if (near.epoch(base) !== epoch || docs.some((d) => !d)) return null;
     return { seqs, docs: docs as Doc[], more };
+  }
+
+  /** One set from Redis in slices (pipeline/sets.ts loadSet); a pure read, a replica may answer each. */
+  private loadSet(verKey: string, key: string): ReturnType<typeof loadSet> {
+    return loadSet((from) => this.read((c) => c.nearLoadBuffer(verKey, key, from, this.loadBounds.slice, this.loadBounds.whole)));
   }
 
   /** The plain bytes of the documents of `seqs` from Redis (null: not there): decoded from their stored form. */
@@ -196,16 +203,16 @@ export class Index extends LiveIndex {
     for (let i = 0; i < held.length; i++) if (!held[i]) missing.push(h.sets[i]!);
     const raw: [string, Buffer][][] = [];
     const vers: string[] = [];
-    for (const r of await Promise.all(missing.map((key) => this.read(async (c) => nearLoadReply(await c.nearLoadBuffer(h.verKey, key)))))) {
+    for (const r of await Promise.all(missing.map((key) => this.loadSet(h.verKey, key)))) {
       if (!r) throw notIndexed(); // the generation went away since the planner read it
       raw.push(r.buckets);
-      vers.push(String(r.ver));
+      vers.push(r.same ? String(r.ver) : ''); // slices at several versions: used for this page only
     }
     const sets = held.filter((a): a is Float64Array => a !== null);
     const { hits, decoded } = missing.length
       ? await pool.intersectFetched({ sets, raw, after: cursorOf(after), max: limit + 1 }, signal)
       : { hits: await pool.intersect(sets, cursorOf(after), limit + 1, signal), decoded: [] };
-    for (let i = 0; i < decoded.length; i++) this.fetched.keep(missing[i]!, vers[i]!, decoded[i]!);
+    for (let i = 0; i < decoded.length; i++) if (vers[i]) this.fetched.keep(missing[i]!, vers[i]!, decoded[i]!);
     const more = hits.length > limit;
     const seqs = more ? hits.subarray(0, limit) : hits;
     const got = seqs.length ? await this.documentsOf(h.docsKey, seqs) : [];
