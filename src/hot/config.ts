@@ -140,9 +140,8 @@ export interface Config {
   fallbackStatementMs: number;
   /** period of the near cache's version check against Redis (a lost final delta), ms (0: off) */
   nearCheckMs: number;
-  /** a set read from Redis in one call up to this many members, in slices above (search/pipeline/sets.ts) */
+  /** sets read from Redis whole up to this many members, above in slices of this many buckets (search/pipeline/sets.ts) */
   nearLoadWholeMembers: number;
-  /** buckets a slice spans */
   nearLoadSliceBuckets: number;
   /** longest wait between two passes of the lease sweeper (expired leases, deregistrations), ms */
   leaseSweepMs: number;
@@ -166,11 +165,6 @@ export interface Config {
 }
 
 const MIB = 1024 * 1024;
-
-/** TIERS="free=60,pro=600,enterprise=6000" */
-function tiers(raw: string): TierConfig {
-  return tierMap('TIERS', raw, 'free=60,pro=600');
-}
 
 // contract: "of the order of 1,000 / 10,000 / 100,000"; an enterprise sandbox at its rate
 // limit (6,000 a minute) fills its quota in ~17 minutes, and then stops growing
@@ -208,7 +202,7 @@ export function loadConfig(env: Env = process.env): Config {
   } else if (adminApiKey.length < 16) {
     throw new ConfigError('ADMIN_API_KEY must be at least 16 characters');
   }
-  const t = tiers(raw('TIERS'));
+  const t = tierMap('TIERS', raw('TIERS'), 'free=60,pro=600');
   const defaultTier = raw('DEFAULT_TIER');
   if (!(defaultTier in t)) throw new ConfigError(`DEFAULT_TIER "${defaultTier}" is not one of TIERS`);
   const host = hostName('HOST');
