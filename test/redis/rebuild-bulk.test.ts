@@ -18,7 +18,13 @@ t.test('writes made during a bulk rebuild win over its pages', async (t) => {
   await seedServices(s.cfg.databaseUrl, 3500); // seqs 1..3500: four pages of 1,000
 
   let wrote = false;
+  let carriedPatched = false;
   const r = await rebuildIndex(s.app.pg, s.app.redis, s.app.keys, s.cfg.tiers, async (n) => {
+    if (n === 3000) {
+      // page 1 is in the building generation: a sync's newer state replaces what it wrote
+      t.equal((await s.admin('PATCH', `/admin/api/services/${id(500)}`, { capabilities: ['patched'] })).status, 200);
+      carriedPatched = true;
+    }
     if (n !== 1000) return;
     // page 2 (seqs 1001-2000) is already being read; pages 3 and 4 are not
     t.equal((await s.admin('PATCH', `/admin/api/services/${id(1500)}`, { capabilities: ['patched'] })).status, 200);
@@ -29,16 +35,17 @@ t.test('writes made during a bulk rebuild win over its pages', async (t) => {
   }, 1000); // pages of 1,000: the writes above land between its second and third
   t.ok(r, 'the rebuild ran');
   t.ok(wrote, 'the writes happened between pages');
+  t.ok(carriedPatched);
 
   const patched = await s.req('/services?capability=patched');
-  t.same(await ids(patched), [id(1500), id(2500)], 'the patched services are in their new set');
-  for (const g of [1500, 2500]) {
+  t.same(await ids(patched), [id(500), id(1500), id(2500)], 'the patched services are in their new set');
+  for (const g of [500, 1500, 2500]) {
     const doc = (await (await s.req(`/services/${id(g)}`)).json()) as { capabilities: string[] };
     t.same(doc.capabilities, ['patched'], `${id(g)} is served in its written state`);
   }
   const seeded = (await allPages(s, '/services?capability=seeded&limit=1000')).pages.flat();
-  t.equal(seeded.length, 3496, 'every other seeded service is in its set, once');
-  t.notOk(seeded.includes(id(1500)) || seeded.includes(id(2500)), 'the patched services left their old sets');
+  t.equal(seeded.length, 3495, 'every other seeded service is in its set, once');
+  t.notOk(seeded.includes(id(500)) || seeded.includes(id(1500)) || seeded.includes(id(2500)), 'the patched services left their old sets');
   t.notOk(seeded.includes(id(1800)) || seeded.includes(id(3200)), 'services deleted during the rebuild are not indexed');
   for (const g of [1800, 3200]) t.equal((await s.req(`/services/${id(g)}`)).status, 404, `${id(g)} deleted during the rebuild is gone`);
   t.equal((await s.req(`/services/${id(1501)}`)).status, 200, 'its neighbours are indexed');
