@@ -32,6 +32,8 @@ class SyncFailed extends Error {
 
 const NONE: ReadonlySet<string> = new Set();
 const NO_TEXT: ReadonlyMap<string, ServiceText> = new Map();
+/** the most outbox rows lag() counts (registry_outbox_lag): one count a sample, bounded */
+const LAG_MAX = 1_000_000;
 
 export class Projector {
   private timer: NodeJS.Timeout | null = null;
@@ -240,9 +242,9 @@ export class Projector {
     }
   }
 
-  /** Outbox rows not yet applied (lag, for readiness and metrics). */
+  /** Outbox rows not yet applied (lag, for metrics), counted up to LAG_MAX: a backlog of millions is not counted on every sample. */
   async lag(): Promise<number> {
-    const r = await this.pool.query<{ n: string }>('SELECT count(*) AS n FROM outbox');
+    const r = await this.pool.query<{ n: string }>(`SELECT count(*) AS n FROM (SELECT 1 FROM outbox LIMIT ${LAG_MAX}) o`);
     return Number(r.rows[0]!.n);
   }
 

@@ -16,7 +16,10 @@ export interface OutboxMark {
   maxId: string | null;
 }
 
-/** Rows deleted per statement (a short lock on each, the sweeper can run between them). */
+/**
+ * Rows deleted per statement (a short lock on each, the sweeper can run between them); rows a
+ * sweeper holds are skipped, not waited for (it is deleting them).
+ */
 const DELETE_BATCH = 50_000;
 
 /** Taken before the rebuild reads anything: what it reads later includes every row visible here. */
@@ -39,7 +42,7 @@ export async function dropCovered(pool: Pool, mark: OutboxMark): Promise<number>
   let n = 0;
   for (;;) {
     const r = await pool.query(
-      `DELETE FROM outbox WHERE id IN (SELECT id FROM outbox WHERE id <= $1 AND pg_visible_in_snapshot(${XMIN8}, $2::pg_snapshot) LIMIT ${DELETE_BATCH})`,
+      `DELETE FROM outbox WHERE id IN (SELECT id FROM outbox WHERE id <= $1 AND pg_visible_in_snapshot(${XMIN8}, $2::pg_snapshot) LIMIT ${DELETE_BATCH} FOR UPDATE SKIP LOCKED)`,
       [mark.maxId, mark.snapshot],
     );
     n += r.rowCount ?? 0;
