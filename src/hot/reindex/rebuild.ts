@@ -12,7 +12,7 @@ import { applyArgs, type IndexPageRow, loadCapabilityTombstonePage, loadIndexPag
 import type { RedisClient } from '../redis/client.js';
 import type { Pool } from '../pg/pool.js';
 import { writeSandboxMeta } from '../sandboxes/index.js';
-import { dropCovered, markOutbox } from './covered.js';
+import { dropCovered, markOutbox, type OutboxMark } from './covered.js';
 import type { TierConfig } from '../config.js';
 import { ifEqualReply, indexPageReply, NOT_INDEXED } from '../redis/replies.js';
 
@@ -80,6 +80,8 @@ export async function rebuildIndex(
     );
   }, RENEW_MS);
   heartbeat.unref();
+  let mark: OutboxMark;
+  let done: RebuildResult;
   try {
     const gen = randomBytes(5).toString('hex');
     const oldGen = await redis.get(keys.gen());
@@ -88,7 +90,7 @@ export async function rebuildIndex(
     await redis.set(keys.building(), gen);
     if (dead && dead !== oldGen) void dropGeneration(redis, keys, dead).catch(() => undefined);
     // before anything is read: the outbox rows committed by now are covered by what follows
-    const mark = await markOutbox(pool);
+    mark = await markOutbox(pool);
     // namespaces first, so that writers can apply to the building generation
     const sbs = await pool.query<{ uuid: string; name: string; tier: string; version: string; key_hash: Buffer }>('SELECT uuid, name, tier, version, key_hash FROM sandboxes');
     await redis.set(keys.ver(PRODUCTION, gen), '1');
@@ -148,18 +150,21 @@ export async function rebuildIndex(
     }
     await redis.delIfEqual(keys.building(), gen);
     await redis.publish(keys.invalidationChannel(), 'gen:' + gen);
-    // (a failure leaves them to the sweeper, which finds them applied already)
-    const outboxCovered = await dropCovered(pool, mark).catch(() => 0);
     const retired =
       oldGen && oldGen !== gen
         ? new Promise<void>((r) => setTimeout(r, RETIRE_GRACE_MS)).then(() => dropGeneration(redis, keys, oldGen)).catch(() => 0)
         : Promise.resolve(0);
-    return { gen, services: n, sandboxes: sbs.rowCount ?? 0, ms: Date.now() - t0, outboxCovered, retired };
+    done = { gen, services: n, sandboxes: sbs.rowCount ?? 0, ms: Date.now() - t0, outboxCovered: 0, retired };
   } finally {
     clearInterval(heartbeat);
     // release only our own lock (compare-and-delete in one step)
     await redis.delIfEqual(keys.rebuildLock(), token).catch(() => undefined);
   }
+  // once the generation is live and the lock released (the rows' deletion needs no lock, and
+  // another rebuild may start as soon as the switch is seen); a failure leaves them to the
+  // sweeper, which finds them applied already
+  done.outboxCovered = await dropCovered(pool, mark).catch(() => 0);
+  return done;
 }
 
 /**
