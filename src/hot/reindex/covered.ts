@@ -10,22 +10,24 @@
 // lists open transactions, not their subtransactions: no outbox row is written in a savepoint.)
 import type { Pool } from '../pg/pool.js';
 
-/** Where a rebuild started: PostgreSQL's snapshot then and the highest outbox id it saw. */
+/** Where a rebuild started: PostgreSQL's snapshot then and the range of outbox ids it saw. */
 export interface OutboxMark {
   snapshot: string;
-  maxId: string | null;
+  minId: number;
+  maxId: number;
 }
 
 /**
- * Rows deleted per statement (a short lock on each, the sweeper can run between them); rows a
+ * Ids a statement deletes in (a short lock on each, the sweeper can run between them); rows a
  * sweeper holds are skipped, not waited for (it is deleting them).
  */
-const DELETE_BATCH = 50_000;
+const ID_WINDOW = 50_000;
 
 /** Taken before the rebuild reads anything: what it reads later includes every row visible here. */
 export async function markOutbox(pool: Pool): Promise<OutboxMark> {
-  const r = await pool.query<{ snapshot: string; max_id: string | null }>('SELECT pg_current_snapshot()::text AS snapshot, (SELECT max(id) FROM outbox)::text AS max_id');
-  return { snapshot: r.rows[0]!.snapshot, maxId: r.rows[0]!.max_id };
+  const r = await pool.query<{ snapshot: string; min_id: string | null; max_id: string | null }>('SELECT pg_current_snapshot()::text AS snapshot, min(id)::text AS min_id, max(id)::text AS max_id FROM outbox');
+  const { snapshot, min_id, max_id } = r.rows[0]!;
+  return { snapshot, minId: Number(min_id ?? 1), maxId: Number(max_id ?? 0) };
 }
 
 // A row's xmin (32 bits) as the full transaction id (xid8) of the current epoch, or of the
@@ -38,14 +40,15 @@ const XMIN8 = `(((pg_current_xact_id()::text::bigint >> 32) - (xmin::text::bigin
  * after it, stay for the sweeper.
  */
 export async function dropCovered(pool: Pool, mark: OutboxMark): Promise<number> {
-  if (mark.maxId === null) return 0;
   let n = 0;
-  for (;;) {
+  // by windows of ids, each an index range: a statement with a LIMIT would read again, every
+  // time, past the rows the ones before it deleted (3,000,000 rows: 38 s against 5 s for 1,000,000)
+  for (let lo = mark.minId - 1; lo < mark.maxId; lo += ID_WINDOW) {
     const r = await pool.query(
-      `DELETE FROM outbox WHERE id IN (SELECT id FROM outbox WHERE id <= $1 AND pg_visible_in_snapshot(${XMIN8}, $2::pg_snapshot) LIMIT ${DELETE_BATCH} FOR UPDATE SKIP LOCKED)`,
-      [mark.maxId, mark.snapshot],
+      `DELETE FROM outbox WHERE id IN (SELECT id FROM outbox WHERE id > $1 AND id <= $2 AND pg_visible_in_snapshot(${XMIN8}, $3::pg_snapshot) FOR UPDATE SKIP LOCKED)`,
+      [lo, Math.min(lo + ID_WINDOW, mark.maxId), mark.snapshot],
     );
     n += r.rowCount ?? 0;
-    if ((r.rowCount ?? 0) < DELETE_BATCH) return n;
   }
+  return n;
 }
