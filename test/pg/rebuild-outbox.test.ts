@@ -1,9 +1,10 @@
-// A rebuild drops the outbox rows it covered (reindex/covered.ts): those committed before it
-// started, and only those. A row whose transaction was open at the start (an id allocated
-// before the rebuild's, committed during it) and a row written during it stay for the
-// sweeper. Real PostgreSQL and Redis, no server (its sweeper would apply rows meanwhile).
-// And the operator's path that left 10,000,000 rows behind: `import --no-reindex`, then
-// `reindex`.
+// A rebuild drops the index-only outbox rows it covered (reindex/covered.ts): those committed
+// before it started, and only those. A row whose transaction was open at the start (an id
+// allocated before a committed one's, committed during the rebuild), a row written during it,
+// and a row that is not index-only (a lease already in Redis: the rebuild does not cover it)
+// stay for the sweeper. Real PostgreSQL and Redis, no server (its sweeper would apply rows
+// meanwhile). And the operator's path that left 10,000,000 rows behind: `import
+// --no-reindex`, then `reindex`; an import's change to a lease in Redis keeps its row.
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
 import pg from 'pg';
@@ -37,30 +38,32 @@ t.test('a rebuild drops the outbox rows committed before it started, and no othe
     await db.drop();
   });
   await seedServices(db.url, 35);
-  await pool.query("INSERT INTO outbox (ns, service_id) SELECT 'production', id FROM services WHERE id < 'seed00000035'");
+  await pool.query("INSERT INTO outbox (ns, service_id, index_only) SELECT 'production', id, true FROM services WHERE id < 'seed00000035'");
   // a writer's transaction open across the rebuild's start, with an id older than a row
   // committed before the start
   await open.query('BEGIN');
-  const late = Number((await open.query<{ id: string }>("INSERT INTO outbox (ns, service_id) VALUES ('production', 'seed00000001') RETURNING id")).rows[0]!.id);
-  await pool.query("INSERT INTO outbox (ns, service_id) VALUES ('production', 'seed00000035')");
+  const late = Number((await open.query<{ id: string }>("INSERT INTO outbox (ns, service_id, index_only) VALUES ('production', 'seed00000001', true) RETURNING id")).rows[0]!.id);
+  await pool.query("INSERT INTO outbox (ns, service_id, index_only) VALUES ('production', 'seed00000035', true)");
+  // a write whose apply changes more than the index
+  const lease = Number((await pool.query<{ id: string }>("INSERT INTO outbox (ns, service_id) VALUES ('production', 'seed00000003') RETURNING id")).rows[0]!.id);
   const before = await outboxIds(pool);
-  t.equal(before.length, 35);
+  t.equal(before.length, 36);
   t.ok(late < Math.max(...before), 'the open one holds an id below a committed one');
   let during = 0;
   const r = await rebuildIndex(pool, redis, new Keys(prefix), cfg.tiers, async (n) => {
     if (n !== 10) return;
     await open.query('COMMIT'); // committed after the start
-    during = Number((await pool.query<{ id: string }>("INSERT INTO outbox (ns, service_id) VALUES ('production', 'seed00000002') RETURNING id")).rows[0]!.id);
+    during = Number((await pool.query<{ id: string }>("INSERT INTO outbox (ns, service_id, index_only) VALUES ('production', 'seed00000002', true) RETURNING id")).rows[0]!.id);
   }, 10);
   t.ok(r, 'the rebuild ran');
   t.ok(during > 0, 'a row was written during the rebuild');
-  t.equal(r!.outboxCovered, 35, 'the rows committed before it: dropped');
-  t.same(await outboxIds(pool), [late, during], 'the one open at its start and the one written during it: kept');
-  t.ok(during > late);
-  // the next rebuild covers them
+  t.equal(r!.outboxCovered, 35, 'the index-only rows committed before it: dropped');
+  t.same(await outboxIds(pool), [late, lease, during], 'the one open at its start, the one not index-only and the one written during it: kept');
+  t.ok(late < lease && lease < during);
+  // the next rebuild covers the two index-only ones
   const again = await rebuildIndex(pool, redis, new Keys(prefix), cfg.tiers);
   t.equal(again!.outboxCovered, 2);
-  t.same(await outboxIds(pool), []);
+  t.same(await outboxIds(pool), [lease]);
   await again!.retired;
   await r!.retired;
 });
@@ -89,4 +92,13 @@ t.test('import --no-reindex, then reindex: the import\'s outbox rows are gone', 
   const again = await cli(['import', '-', '--batch', '50'], env, lines.replaceAll('"rbo-', '"rbo2-'));
   t.equal(again.code, 0, again.err);
   t.same(await outboxIds(pool), []);
+  // leases: new ones are seeded by the rebuild (covered); a change to one already in Redis is not
+  const leased = (ttl: number) => lines.split('\n').slice(0, 3).map((l) => JSON.stringify({ ...JSON.parse(l), ttl })).join('\n') + '\n';
+  const first = await cli(['import', '-', '--batch', '50'], env, leased(30));
+  t.equal(first.code, 0, first.err);
+  t.same(await outboxIds(pool), [], 'new leases: seeded by the rebuild, their rows dropped');
+  const changed = await cli(['import', '-', '--batch', '50'], env, leased(60));
+  t.equal(changed.code, 0, changed.err);
+  t.match(changed.err, /3 updated/);
+  t.same((await pool.query<{ service_id: string; index_only: boolean }>('SELECT service_id, index_only FROM outbox ORDER BY service_id')).rows, ['rbo-0', 'rbo-1', 'rbo-2'].map((service_id) => ({ service_id, index_only: false })), 'leases in Redis changed: their rows stay for the sweeper');
 });

@@ -63,7 +63,7 @@ export async function importServices(pool: Pool, input: Readable, o: ImportOptio
         sum.created += r.created;
         sum.updated += r.updated;
         sum.unchanged += r.unchanged;
-        sum.outboxRows += r.outbox.length;
+        sum.outboxRows += r.outboxRows;
         sum.tokens.push(...r.tokens);
         for (const f of r.refused) {
           sum.rejected++;
@@ -118,7 +118,7 @@ export async function importServices(pool: Pool, input: Readable, o: ImportOptio
     const part = new Map(ids.slice(i, i + size).map((id) => [id, lists.get(id)!]));
     const r = await bulkReplacements(pool, PRODUCTION, part);
     sum.replacementsChanged += r.changed;
-    sum.outboxRows += r.outbox.length;
+    sum.outboxRows += r.outboxRows;
     for (const d of r.dropped) warn(`${d.id}: replacement candidate ${d.candidate} is not a production service; left out`);
   }
   return sum;

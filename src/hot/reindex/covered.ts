@@ -1,9 +1,10 @@
 // The outbox rows a rebuild covers. Every write commits an outbox row (registry/projector.ts);
-// a rebuild reads PostgreSQL after its start, so each row committed before that start is in
-// the generation it builds, and once that generation is live the row has nothing left to
-// apply. Without this, rows left behind (an import with --no-reindex, writes during an outage
-// of Redis) were applied again one by one by every server's sweeper after the rebuild had
-// already indexed them: 10,000,000 after an import of that size.
+// a rebuild reads PostgreSQL after its start, so the index part of each row committed before
+// that start is in the generation it builds. The lease part is not always (a rebuild seeds
+// only the leases Redis lacks): the rows a rebuild may delete are the index-only ones
+// (outbox.index_only, migration 0014: `registry import` marks its rows so). Without this, an
+// import with --no-reindex left 10,188,500 rows that every server's sweeper applied again,
+// one by one, after `registry reindex` had indexed them.
 // Which rows are covered is decided by the snapshot the rebuild starts with: a row counts
 // when the transaction that inserted it is visible in it (committed before the start), not
 // by id or time, since a transaction can hold an older id and commit later. (The snapshot
@@ -35,9 +36,9 @@ export async function markOutbox(pool: Pool): Promise<OutboxMark> {
 const XMIN8 = `(((pg_current_xact_id()::text::bigint >> 32) - (xmin::text::bigint > (pg_current_xact_id()::text::bigint & 4294967295))::int) << 32 | xmin::text::bigint)::text::xid8`;
 
 /**
- * Delete the outbox rows the rebuild that took `mark` covered (call it once that generation
- * is live). Returns how many went. Rows of transactions still open at the mark, or committed
- * after it, stay for the sweeper.
+ * Delete the index-only outbox rows the rebuild that took `mark` covered (call it once that
+ * generation is live). Returns how many went. Rows of transactions still open at the mark,
+ * committed after it, or not index-only stay for the sweeper.
  */
 export async function dropCovered(pool: Pool, mark: OutboxMark): Promise<number> {
   let n = 0;
@@ -45,7 +46,7 @@ export async function dropCovered(pool: Pool, mark: OutboxMark): Promise<number>
   // time, past the rows the ones before it deleted (3,000,000 rows: 38 s against 5 s for 1,000,000)
   for (let lo = mark.minId - 1; lo < mark.maxId; lo += ID_WINDOW) {
     const r = await pool.query(
-      `DELETE FROM outbox WHERE id IN (SELECT id FROM outbox WHERE id > $1 AND id <= $2 AND pg_visible_in_snapshot(${XMIN8}, $3::pg_snapshot) FOR UPDATE SKIP LOCKED)`,
+      `DELETE FROM outbox WHERE id IN (SELECT id FROM outbox WHERE id > $1 AND id <= $2 AND index_only AND pg_visible_in_snapshot(${XMIN8}, $3::pg_snapshot) FOR UPDATE SKIP LOCKED)`,
       [lo, Math.min(lo + ID_WINDOW, mark.maxId), mark.snapshot],
     );
     n += r.rowCount ?? 0;

@@ -21,8 +21,8 @@ export interface BulkResult {
   createdIds: string[];
   /** ids refused, with the reason */
   refused: { id: string; reason: string }[];
-  /** outbox ids written (so that the caller can drop them once a rebuild covered them) */
-  outbox: number[];
+  /** outbox rows written */
+  outboxRows: number;
   /** heartbeat tokens issued (leases started by the import): shown once, to the caller */
   tokens: { id: string; heartbeatToken: string }[];
 }
@@ -106,7 +106,7 @@ async function lockStored(c: Client, ids: string[]): Promise<Map<string, Stored>
 }
 
 async function upsertIn(c: Client, ns: string, rows: BulkRow[]): Promise<BulkResult> {
-  const out: BulkResult = { created: 0, updated: 0, unchanged: 0, createdIds: [], refused: [], outbox: [], tokens: [] };
+  const out: BulkResult = { created: 0, updated: 0, unchanged: 0, createdIds: [], refused: [], outboxRows: 0, tokens: [] };
   // the sandbox row whose count the new rows change (migration 0010) first: every writer
   // locks sandboxes before services (write-functions.ts)
   const sbs = sandboxesOf([ns]);
@@ -145,12 +145,13 @@ async function upsertIn(c: Client, ns: string, rows: BulkRow[]): Promise<BulkRes
   if (updated.length) await updateStored(c, ns, updated);
   await copyServices(c, ns, created);
   await copyDetails(c, written, updated.map((w) => w.row.id));
-  const ob = await c.query<{ id: string; service_id: string }>('INSERT INTO outbox (ns, service_id) SELECT $1, unnest($2::text[]) RETURNING id, service_id', [ns, written.map((w) => w.row.id)]);
   // a lease that was already in Redis and changed here (ttl, deregisterAfter) is not
   // covered by the rebuild (it seeds only services that have no lease record): its outbox
-  // row stays for the projector's sweeper, which applies the lease like any write's
+  // row is not index-only, and stays for the projector's sweeper, which applies the lease
+  // like any write's (migration 0014; reindex/covered.ts)
   const inRedis = new Set(updated.filter((w) => !!stored.get(w.row.id)!.lease && w.row.input.ttl != null).map((w) => w.row.id));
-  out.outbox.push(...ob.rows.filter((r) => !inRedis.has(r.service_id)).map((r) => Number(r.id)));
+  const ob = await c.query('INSERT INTO outbox (ns, service_id, index_only) SELECT $1, u.id, u.io FROM unnest($2::text[], $3::bool[]) u(id, io)', [ns, written.map((w) => w.row.id), written.map((w) => !inRedis.has(w.row.id))]);
+  out.outboxRows = ob.rowCount ?? 0;
   for (const w of written) if (w.lease.issued) out.tokens.push({ id: w.row.id, heartbeatToken: w.row.leaseToken!.token });
   out.updated = updated.length;
   out.created = created.length;
