@@ -215,13 +215,17 @@ export class Projector {
     let waiting = false;
     try {
       let total = 0;
-      for (;;) {
+      // each batch from where the last one ended: from the start, it would read again past the
+      // rows the batches before it deleted (a backlog of 2,000,000: 2.9 ms a batch at first, 10.5
+      // after 4,000 batches)
+      for (let after = 0; ; ) {
         const r = await this.pool.query<{ id: string; ns: string; service_id: string; kind: 'service' | 'sandbox' }>(
-          `SELECT id, ns, service_id, kind FROM outbox WHERE created_at < now() - make_interval(secs => $1) ORDER BY id LIMIT $2`,
-          [minAgeMs / 1000, batch],
+          `SELECT id, ns, service_id, kind FROM outbox WHERE id > $3 AND created_at < now() - make_interval(secs => $1) ORDER BY id LIMIT $2`,
+          [minAgeMs / 1000, batch, after],
         );
         if (!r.rows.length) return total;
         const rows = r.rows.map((x) => ({ row: Number(x.id), ns: x.ns, id: x.service_id, kind: x.kind }));
+        after = rows[rows.length - 1]!.row;
         let done: OutboxEntry[];
         try {
           done = await this.sync(rows);
