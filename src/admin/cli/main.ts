@@ -109,7 +109,7 @@ async function run(ctx: Ctx, cmd: string, args: string[], p: ReturnType<typeof p
       // one rebuild instead of one index update per service; it covers every row we wrote
       // and drops their outbox entries (reindex/covered.ts). Without it (--no-reindex, or a
       // crash before this point) the servers' sweeper applies them, or a later rebuild covers them
-      if (sum.outboxRows && !p.flags.has('no-reindex')) await reindex(ctx);
+      if (sum.indexOnly && !p.flags.has('no-reindex')) await reindex(ctx);
       return sum.rejected ? 1 : 0;
     }
     case 'export': {

@@ -26,8 +26,8 @@ export interface ImportSummary {
   unchanged: number;
   rejected: number;
   replacementsChanged: number;
-  /** outbox rows written (a rebuild covers them: reindex/covered.ts) */
-  outboxRows: number;
+  /** outbox rows written that a rebuild covers (writes/bulk.ts; reindex/covered.ts) */
+  indexOnly: number;
   /** heartbeat tokens of the leases the import started (lines with `ttl`): shown once */
   tokens: { id: string; heartbeatToken: string }[];
 }
@@ -43,7 +43,7 @@ export interface ImportOptions {
 export async function importServices(pool: Pool, input: Readable, o: ImportOptions = {}): Promise<ImportSummary> {
   const size = o.batch ?? BATCH;
   const warn = o.warn ?? (() => undefined);
-  const sum: ImportSummary = { lines: 0, created: 0, updated: 0, unchanged: 0, rejected: 0, replacementsChanged: 0, outboxRows: 0, tokens: [] };
+  const sum: ImportSummary = { lines: 0, created: 0, updated: 0, unchanged: 0, rejected: 0, replacementsChanged: 0, indexOnly: 0, tokens: [] };
   const lists = new Map<string, string[]>();
   let batch: BulkRow[] = [];
   let lineOf = new Map<string, number>();
@@ -63,7 +63,7 @@ export async function importServices(pool: Pool, input: Readable, o: ImportOptio
         sum.created += r.created;
         sum.updated += r.updated;
         sum.unchanged += r.unchanged;
-        sum.outboxRows += r.outboxRows;
+        sum.indexOnly += r.indexOnly;
         sum.tokens.push(...r.tokens);
         for (const f of r.refused) {
           sum.rejected++;
@@ -118,7 +118,7 @@ export async function importServices(pool: Pool, input: Readable, o: ImportOptio
     const part = new Map(ids.slice(i, i + size).map((id) => [id, lists.get(id)!]));
     const r = await bulkReplacements(pool, PRODUCTION, part);
     sum.replacementsChanged += r.changed;
-    sum.outboxRows += r.outboxRows;
+    sum.indexOnly += r.changed; // every replacement list's row is index-only
     for (const d of r.dropped) warn(`${d.id}: replacement candidate ${d.candidate} is not a production service; left out`);
   }
   return sum;

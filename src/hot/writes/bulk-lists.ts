@@ -10,7 +10,7 @@ import { retrying, withTx, type Client, type Pool } from '../pg/pool.js';
  * every line is in). Candidates that are not services of `ns` are dropped and reported.
  * Lists equal to the stored ones are left alone.
  */
-export async function bulkReplacements(pool: Pool, ns: string, lists: Map<string, string[]>): Promise<{ changed: number; dropped: { id: string; candidate: string }[]; outboxRows: number }> {
+export async function bulkReplacements(pool: Pool, ns: string, lists: Map<string, string[]>): Promise<{ changed: number; dropped: { id: string; candidate: string }[] }> {
   const ids = [...lists.keys()];
   return retrying(() =>
     withTx(pool, async (c) => {
@@ -37,7 +37,7 @@ export async function bulkReplacements(pool: Pool, ns: string, lists: Map<string
         });
         if ((stored.get(id) ?? '') !== want.join(',')) change.push([id, want]);
       }
-      if (!change.length) return { changed: 0, dropped, outboxRows: 0 };
+      if (!change.length) return { changed: 0, dropped };
       const sids = change.map(([id]) => id);
       await c.query('DELETE FROM replacements WHERE service_id = ANY($1)', [sids]);
       const flat: [string[], string[], number[]] = [[], [], []];
@@ -50,14 +50,14 @@ export async function bulkReplacements(pool: Pool, ns: string, lists: Map<string
       }
       if (flat[0].length) await c.query('INSERT INTO replacements (service_id, candidate_id, rank) SELECT * FROM unnest($1::text[], $2::text[], $3::int[])', flat);
       await bumpVersions(c, sids);
-      const ob = await c.query("INSERT INTO outbox (ns, service_id, index_only) SELECT $1, unnest($2::text[]), true", [ns, sids]);
+      await c.query('INSERT INTO outbox (ns, service_id, index_only) SELECT $1, unnest($2::text[]), true', [ns, sids]);
       // the documents as stored (services.idx_doc: the candidates are not part of them); a
       // row without (written by hand since the migrator filled them) from its state
       const docs = await c.query<{ id: string; d: string | null }>('SELECT id, idx_doc AS d FROM services WHERE id = ANY($1)', [sids]);
       const bare = docs.rows.filter((s) => s.d === null).map((s) => s.id);
       const built = new Map(bare.length ? (await loadStatesWhere(c, 'WHERE s.id = ANY($1)', [bare])).map((s) => [s.id, serializeService(s)]) : []);
       await appendChanges(c, docs.rows.map((s) => ({ ns, serviceId: s.id, type: 'service.updated' as const, data: s.d ?? built.get(s.id)! })));
-      return { changed: change.length, dropped, outboxRows: ob.rowCount ?? 0 };
+      return { changed: change.length, dropped };
     }),
   );
 }

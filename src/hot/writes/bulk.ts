@@ -21,8 +21,8 @@ export interface BulkResult {
   createdIds: string[];
   /** ids refused, with the reason */
   refused: { id: string; reason: string }[];
-  /** outbox rows written */
-  outboxRows: number;
+  /** outbox rows written that a rebuild covers (index-only: all but those of a lease already in Redis) */
+  indexOnly: number;
   /** heartbeat tokens issued (leases started by the import): shown once, to the caller */
   tokens: { id: string; heartbeatToken: string }[];
 }
@@ -106,7 +106,7 @@ async function lockStored(c: Client, ids: string[]): Promise<Map<string, Stored>
 }
 
 async function upsertIn(c: Client, ns: string, rows: BulkRow[]): Promise<BulkResult> {
-  const out: BulkResult = { created: 0, updated: 0, unchanged: 0, createdIds: [], refused: [], outboxRows: 0, tokens: [] };
+  const out: BulkResult = { created: 0, updated: 0, unchanged: 0, createdIds: [], refused: [], indexOnly: 0, tokens: [] };
   // the sandbox row whose count the new rows change (migration 0010) first: every writer
   // locks sandboxes before services (write-functions.ts)
   const sbs = sandboxesOf([ns]);
@@ -150,8 +150,8 @@ async function upsertIn(c: Client, ns: string, rows: BulkRow[]): Promise<BulkRes
   // row is not index-only, and stays for the projector's sweeper, which applies the lease
   // like any write's (migration 0014; reindex/covered.ts)
   const inRedis = new Set(updated.filter((w) => !!stored.get(w.row.id)!.lease && w.row.input.ttl != null).map((w) => w.row.id));
-  const ob = await c.query('INSERT INTO outbox (ns, service_id, index_only) SELECT $1, u.id, u.io FROM unnest($2::text[], $3::bool[]) u(id, io)', [ns, written.map((w) => w.row.id), written.map((w) => !inRedis.has(w.row.id))]);
-  out.outboxRows = ob.rowCount ?? 0;
+  await c.query('INSERT INTO outbox (ns, service_id, index_only) SELECT $1, u.id, u.io FROM unnest($2::text[], $3::bool[]) u(id, io)', [ns, written.map((w) => w.row.id), written.map((w) => !inRedis.has(w.row.id))]);
+  out.indexOnly = written.length - inRedis.size;
   for (const w of written) if (w.lease.issued) out.tokens.push({ id: w.row.id, heartbeatToken: w.row.leaseToken!.token });
   out.updated = updated.length;
   out.created = created.length;
