@@ -1,7 +1,7 @@
 -- near-load: one filter set of a namespace, with the namespace version it is consistent with,
 -- for a node's near cache (src/hot/search/near/near-cache.ts) and the pool path. A small set
 -- comes whole in one call; a large one in slices of consecutive buckets, one call each, so
--- that no call holds Redis for long (a set of 3,000,000 members read whole held it 60-160 ms).
+-- that no call holds Redis for long (docs/decisions/near-cache.md).
 -- Each slice is exact at the version it returns; the caller takes the oldest version of its
 -- slices, and the deltas published after it bring every slice up to date (adding a member
 -- that is there, or removing one that is not, changes nothing: loadSet() in

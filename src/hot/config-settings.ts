@@ -106,7 +106,7 @@ export const SETTINGS = {
   NEAR_CACHE_MB: { def: 1024, min: 0, max: 1_048_576, topic: CACHES, doc: 'near cache of index sets and documents, for the whole process, split evenly over the uWS threads; least recently used out beyond it, counted as the bytes entries occupy; 0 turns it off (every uncached search runs in Redis)' },
   // one GET per namespace held, per thread and period
   NEAR_CHECK_MS: { def: 1000, min: 0, max: 3_600_000, topic: CACHES, doc: 'period of the near cache\'s version check against Redis: a lost final delta is stale for at most 2 × this; 0 turns it off' },
-  // a set of 3,000,000 members read whole held Redis 60-160 ms (docs/decisions/near-cache.md)
+  // why sets are read in slices: docs/decisions/near-cache.md
   NEAR_LOAD_WHOLE_MEMBERS: { def: 65_536, min: 0, max: 1_000_000_000, topic: CACHES, doc: 'largest set the near cache (and the pool path) reads from Redis in one call; a larger one is read in slices of NEAR_LOAD_SLICE_BUCKETS buckets, one call each, so that no read holds Redis for long' },
   NEAR_LOAD_SLICE_BUCKETS: { def: 32, min: 1, max: 1_000_000, topic: CACHES, doc: 'buckets of 4,096 seqs a slice of a large set spans (at most 8 KB of members each)' },
 

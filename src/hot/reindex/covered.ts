@@ -43,7 +43,7 @@ const XMIN8 = `(((pg_current_xact_id()::text::bigint >> 32) - (xmin::text::bigin
 export async function dropCovered(pool: Pool, mark: OutboxMark): Promise<number> {
   let n = 0;
   // by windows of ids, each an index range: a statement with a LIMIT would read again, every
-  // time, past the rows the ones before it deleted (3,000,000 rows: 38 s against 5 s for 1,000,000)
+  // time, past the rows the ones before it deleted: quadratic in a large backlog
   for (let lo = mark.minId - 1; lo < mark.maxId; lo += ID_WINDOW) {
     const r = await pool.query(
       `DELETE FROM outbox WHERE id IN (SELECT id FROM outbox WHERE id > $1 AND id <= $2 AND index_only AND pg_visible_in_snapshot(${XMIN8}, $3::pg_snapshot) FOR UPDATE SKIP LOCKED)`,
