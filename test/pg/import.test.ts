@@ -12,6 +12,7 @@ import { createPool, type Pool } from '../../src/hot/pg/pool.js';
 import { allPages } from '../helpers/checks.js';
 import { startTestServer } from '../helpers/server.js';
 import { freshDatabase } from '../helpers/database.js';
+import { memberKeys } from '../../src/hot/fallback/statements.js';
 
 /** n services as JSON Lines, seeded; one in 10 deprecated, one in 7 names the two before it */
 function file(n: number, seed = 3, endpointOf: (i: number) => string | null = () => null): string {
@@ -130,4 +131,36 @@ t.test('after an import, the rebuilt Redis index answers what PostgreSQL holds',
     }
   }
   t.pass(`${docs.length} documents as stored`);
+});
+
+t.test("the fallback reads' GIN index: the pools merge small pending lists, an import merges what it left", async (t) => {
+  const db = await freshDatabase();
+  const pool = createPool(db.url, 2);
+  t.teardown(async () => {
+    await pool.end();
+    await db.drop();
+  });
+  const env = { DATABASE_URL: db.url, REDIS_KEY_PREFIX: 'timp' + randomBytes(4).toString('hex') + ':' };
+  const r = await cli(['import', '-', '--batch', '60', '--no-reindex'], env, file(230, 7));
+  t.equal(r.code, 0, r.err);
+  const opts = (await pool.query<{ o: string[] }>(`SELECT reloptions AS o FROM pg_class WHERE relname = 'services_member_keys'`)).rows[0]!.o;
+  t.same(opts, ['fastupdate=on'], 'new keys go to the pending list; no limit on the index, so that each session sets its own');
+  t.equal((await pool.query<{ l: string }>("SELECT current_setting('gin_pending_list_limit') AS l")).rows[0]!.l, '64kB', "the project's pools let it grow to 64 kB");
+  const left = await pool.query<{ n: string }>(`SELECT gin_clean_pending_list('services_member_keys'::regclass) AS n`);
+  t.equal(Number(left.rows[0]!.n), 0, 'the import merged its pending list when done');
+  // the keys, merged, find every row: one capability, through the index
+  const c = await pool.connect();
+  try {
+    await c.query('BEGIN');
+    await c.query('SET LOCAL enable_seqscan = off');
+    await c.query('SET LOCAL enable_indexscan = off');
+    const cap = (await c.query<{ capability: string }>('SELECT capability FROM service_capabilities GROUP BY 1 ORDER BY count(*) DESC LIMIT 1')).rows[0]!.capability;
+    const want = (await c.query<{ n: number }>('SELECT count(*)::int AS n FROM service_capabilities WHERE capability = $1', [cap])).rows[0]!.n;
+    const key = memberKeys('production', { capabilities: [cap] })[0]!;
+    const got = (await c.query<{ n: number }>('SELECT count(*)::int AS n FROM services WHERE registry_member_keys(ns, idx_members) @> ARRAY[$1]', [key])).rows[0]!.n;
+    t.equal(got, want, `${key}: ${want} services through the index`);
+    await c.query('COMMIT');
+  } finally {
+    c.release();
+  }
 });

@@ -8,13 +8,14 @@ import { createInterface } from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
 import { PRODUCTION } from '../../hot/domain/keys.js';
 import type { Pool } from '../../hot/pg/pool.js';
-import { bulkReplacements, bulkUpsert, exportPage, type BulkRow } from '../../hot/writes/index.js';
+import { bulkReplacements, bulkUpsert, exportPage, mergePending, type BulkRow } from '../../hot/writes/index.js';
 import { exportLine, LineError, parseLine } from './jsonl.js';
 
 export const BATCH = 2000;
-/** chunks sent before the CLI waits for the oldest (PostgreSQL backends working at once; 3
- * took 20-40 % more PostgreSQL CPU for the same 200,000 and was no faster on 2 cores) */
-export const IN_FLIGHT = 2;
+/** chunks sent before the CLI waits for the oldest (PostgreSQL backends working at once):
+ * with the GIN keys going to the pending list (migration 0015), 2 left the cores idle a sixth
+ * of the time; with them inserted one by one, 3 contended for the trees' pages */
+export const IN_FLIGHT = 3;
 
 /** SQLSTATE classes 22 (data exception) and 23 (integrity constraint violation) */
 const chunkRefused = (err: unknown) => /^2[23]/.test((err as { code?: string }).code ?? '');
@@ -121,6 +122,7 @@ export async function importServices(pool: Pool, input: Readable, o: ImportOptio
     sum.indexOnly += r.changed; // every replacement list's row is index-only
     for (const d of r.dropped) warn(`${d.id}: replacement candidate ${d.candidate} is not a production service; left out`);
   }
+  if (sum.created + sum.updated) await mergePending(pool);
   return sum;
 }
 

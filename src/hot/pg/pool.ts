@@ -20,6 +20,14 @@ export const SERVING_TIMEOUTS: PoolTimeouts = { statementMs: 5_000, queryMs: 6_0
 /** Operator tasks (migrate, seed, bench data): long statements are expected. */
 export const BATCH_TIMEOUTS: PoolTimeouts = { statementMs: 15_000, queryMs: 0 };
 
+/**
+ * The GIN pending list a session lets grow before its insert merges it into the index
+ * (migration 0015): the smallest PostgreSQL allows, so that the write that merges pays for
+ * a few hundred services' keys, not a few MB; `registry import` raises it in its own
+ * transactions (writes/bulk.ts).
+ */
+const PENDING_LIST = '-c gin_pending_list_limit=64kB';
+
 export function createPool(databaseUrl: string, max = 10, t: PoolTimeouts = BATCH_TIMEOUTS): Pool {
   const pool = new pg.Pool({
     connectionString: databaseUrl,
@@ -30,6 +38,7 @@ export function createPool(databaseUrl: string, max = 10, t: PoolTimeouts = BATC
     ...(t.queryMs ? { query_timeout: t.queryMs } : {}),
     keepAlive: true,
     application_name: 'service-registry',
+    options: PENDING_LIST,
   });
   pool.on('error', () => {
     /* idle client lost; the next checkout reconnects */

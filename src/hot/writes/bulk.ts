@@ -78,6 +78,23 @@ export function recordOf(ns: string, id: string, s: ServiceInput): ServiceRecord
 /** a COPY of services that met an id committed after the chunk read it: the chunk runs again */
 const raceLost = (err: unknown) => (err as { code?: string; constraint?: string }).code === '23505' && (err as { constraint?: string }).constraint === 'services_pkey';
 
+/** the GIN pending list an import's transaction lets grow: larger lists stalled the other
+ * chunks while one merged (docs/decisions/import.md) */
+const IMPORT_PENDING_LIST = '4MB';
+
+/**
+ * Merge the fallback reads' GIN pending list into the index now, so that the first write or
+ * read after an import does not pay for what the import left there. Only the index's owner
+ * may: anyone else leaves it to autovacuum and the next write that outgrows its limit.
+ */
+export async function mergePending(pool: Pool): Promise<void> {
+  try {
+    await pool.query(`SELECT gin_clean_pending_list('services_member_keys'::regclass)`);
+  } catch (err) {
+    if ((err as { code?: string }).code !== '42501') throw err;
+  }
+}
+
 export function bulkUpsert(pool: Pool, ns: string, rows: BulkRow[]): Promise<BulkResult> {
   // the last line wins when a chunk names an id twice (one statement cannot write a row twice)
   const byId = new Map<string, BulkRow>();
@@ -107,6 +124,9 @@ async function lockStored(c: Client, ids: string[]): Promise<Map<string, Stored>
 
 async function upsertIn(c: Client, ns: string, rows: BulkRow[]): Promise<BulkResult> {
   const out: BulkResult = { created: 0, updated: 0, unchanged: 0, createdIds: [], refused: [], indexOnly: 0, tokens: [] };
+  // the chunk's keys go to the GIN pending list, merged a few MB at a time rather than the
+  // pools' 64 kB (migration 0015); mergePending() merges what the import leaves
+  await c.query(`SET LOCAL gin_pending_list_limit = '${IMPORT_PENDING_LIST}'`);
   // the sandbox row whose count the new rows change (migration 0010) first: every writer
   // locks sandboxes before services (write-functions.ts)
   const sbs = sandboxesOf([ns]);
