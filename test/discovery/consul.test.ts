@@ -164,6 +164,32 @@ t.test('a blocking query is held until its wait passes, and woken by a change of
   t.equal(s.app.held.size, 0, 'nothing left held');
 });
 
+// Consul holds a blocking query on a service it does not know; answered at once, a watch on
+// such a name asks again at once, for ever.
+t.test('a blocking query on a name no service can have waits out its wait, then answers the same', async (t) => {
+  for (const path of ['/v1/catalog/service/not%20a%20token', '/v1/health/service/no%21such']) {
+    const first = await get<Entry[]>(path);
+    t.equal(first.r.headers.get('x-consul-index'), '1', `${path}: index 1`);
+    t.same(first.body, []);
+    const held = s.req(`${path}?index=1&wait=3s`);
+    let settled = false;
+    void held.then(() => (settled = true), () => (settled = true));
+    await heldCount(s, 1);
+    const other = await registerProduction(s, { endpoint: 'http://10.1.2.11:80', capabilities: ['db'] });
+    t.teardown(async () => void (await s.admin('DELETE', `/admin/api/services/${other.id}`)));
+    t.notOk(settled, 'held, a write notwithstanding');
+    const r = await held;
+    t.equal(r.status, 200, 'then answered');
+    t.equal(r.headers.get('x-consul-index'), '1', 'with the same index');
+    t.same(await r.json(), []);
+    consulHeaders(t, r);
+    t.equal(s.app.held.size, 0, 'nothing left held');
+  }
+  const zero = await get<Entry[]>('/v1/catalog/service/not%20a%20token?index=0&wait=5m');
+  t.equal(zero.r.headers.get('x-consul-index'), '1', 'an index it exceeds: answered at once');
+  t.equal(s.app.held.size, 0, 'never held');
+});
+
 t.test('a blocking query whose index is already exceeded is answered at once', async (t) => {
   const path = '/v1/catalog/service/web';
   const now = await get<Entry[]>(path);

@@ -25,3 +25,17 @@ export function holdBlocking(app: DiscoveryContext, reply: Reply, req: Req, comm
   app.held.hold(reply, req, q.waitMs / 1000, key, String(q.index), [], common, watch, answerOf(a));
   return true;
 }
+
+/**
+ * A blocking query on a name no service can have (an answer that never changes, index 1):
+ * held for its wait like Consul's on a service it does not know, then answered as it stands.
+ * Answered at once, a watch on such a name would ask again at once, for ever. False when it
+ * is answered now.
+ */
+export function holdUnchanging(app: DiscoveryContext, reply: Reply, req: Req, common: Headers, ns: string, q: ConsulQuery, a: ConsulAnswer): boolean {
+  if (q.index === null || q.waitMs <= 0 || BigInt(a.index) > q.index) return false;
+  // no set to be woken by: only the end of the wait, the drain or the client's leaving end it
+  const watch = (): Watch => ({ ns, sets: [], blocking: true, compute: () => answerOf(a) });
+  app.held.hold(reply, req, q.waitMs / 1000, ns + '\0consul\0unchanging', String(q.index), [], common, watch, answerOf(a));
+  return true;
+}

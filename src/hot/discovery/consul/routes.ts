@@ -11,8 +11,8 @@ import { JSON_TYPE, type Reply } from '../../http/reply.js';
 import { allowedMethods, route, type Headers, type Req, type RouteOptions } from '../../http/route.js';
 import { chooseNamespace, type DiscoveryContext } from '../context.js';
 import { countConsulAnswer } from '../metrics.js';
-import { capabilityName, catalogAnswer, type CatalogKind, type CatalogQuery } from './answers.js';
-import { holdBlocking } from './blocking.js';
+import { capabilityName, catalogAnswer, type CatalogKind, type CatalogQuery, type ConsulAnswer } from './answers.js';
+import { holdBlocking, holdUnchanging } from './blocking.js';
 import { NODE } from './model.js';
 import { consulQuery } from './query.js';
 
@@ -27,6 +27,8 @@ const CONSUL: Headers = [
 ];
 /** the index of an answer fixed by the request alone (a constant answer, a refusal of its form) */
 const FIXED: Headers = [...CONSUL, ['X-Consul-Index', '1']];
+/** the answer to a name no service can have */
+const NO_SERVICE: ConsulAnswer = { body: Buffer.from('[]'), index: '1' };
 
 function json(reply: Reply, body: string | Buffer, index: string): void {
   reply.send(200, [['Content-Type', JSON_TYPE], ...CONSUL, ['X-Consul-Index', index]], body);
@@ -77,8 +79,11 @@ export function registerConsul(uws: TemplatedApp, app: DiscoveryContext, o: Rout
         }
         const c = capabilityName(raw);
         countConsulAnswer(label);
-        // a name no service can have: always the same empty answer
-        if (c === null) return reply.send(200, [['Content-Type', JSON_TYPE], ...FIXED, ...chosen.rate], '[]');
+        // a name no service can have: always the same empty answer (a blocking query waits it out)
+        if (c === null) {
+          if (holdUnchanging(app, reply, req, [...CONSUL, ...chosen.rate], chosen.ns, q, NO_SERVICE)) return;
+          return reply.send(200, [['Content-Type', JSON_TYPE], ...FIXED, ...chosen.rate], NO_SERVICE.body);
+        }
         name = c;
       } else countConsulAnswer(label);
       const cq: CatalogQuery = { kind, capability: name, tags: q.tags, passing: q.passing };
