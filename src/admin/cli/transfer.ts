@@ -13,8 +13,9 @@ import { exportLine, LineError, parseLine } from './jsonl.js';
 
 export const BATCH = 2000;
 /** chunks sent before the CLI waits for the oldest (PostgreSQL backends working at once):
- * with the GIN keys going to the pending list (migration 0015), 2 left the cores idle a sixth
- * of the time; with them inserted one by one, 3 contended for the trees' pages */
+ * with the GIN keys going to the pending list (migration 0015), two left the cores idle part
+ * of the time; with them inserted one by one, three contended for the trees' pages
+ * (docs/decisions/import.md) */
 export const IN_FLIGHT = 3;
 
 /** SQLSTATE classes 22 (data exception) and 23 (integrity constraint violation) */

@@ -17,11 +17,16 @@ const answerOf = (a: ConsulAnswer): Answer => ({ status: 200, body: a.body, etag
  * it is answered now (no `index`, a zero wait, or an index already exceeded).
  */
 export function holdBlocking(app: DiscoveryContext, reply: Reply, req: Req, common: Headers, ns: string, cq: CatalogQuery, q: ConsulQuery, a: ConsulAnswer): boolean {
-  if (q.index === null || q.waitMs <= 0 || BigInt(a.index) > q.index) return false;
   const sets = filterSuffixes(cq.kind === 'services' ? {} : { capabilities: [cq.capability] });
   // computed again without the result cache: a wake may come before the cache hears of the write
   const watch = (): Watch => ({ ns, sets, blocking: true, compute: async () => answerOf(await computeCatalog(app, ns, cq)) });
   const key = ns + '\0consul\0' + JSON.stringify([cq.kind, cq.capability, [...cq.tags].sort(), cq.passing]);
+  return held(app, reply, req, common, key, q, a, watch);
+}
+
+/** Hold `req` on `key` unless its index is already exceeded by `a`'s (or it asks for no wait). */
+function held(app: DiscoveryContext, reply: Reply, req: Req, common: Headers, key: string, q: ConsulQuery, a: ConsulAnswer, watch: () => Watch): boolean {
+  if (q.index === null || q.waitMs <= 0 || BigInt(a.index) > q.index) return false;
   app.held.hold(reply, req, q.waitMs / 1000, key, String(q.index), [], common, watch, answerOf(a));
   return true;
 }
@@ -33,9 +38,6 @@ export function holdBlocking(app: DiscoveryContext, reply: Reply, req: Req, comm
  * is answered now.
  */
 export function holdUnchanging(app: DiscoveryContext, reply: Reply, req: Req, common: Headers, ns: string, q: ConsulQuery, a: ConsulAnswer): boolean {
-  if (q.index === null || q.waitMs <= 0 || BigInt(a.index) > q.index) return false;
   // no set to be woken by: only the end of the wait, the drain or the client's leaving end it
-  const watch = (): Watch => ({ ns, sets: [], blocking: true, compute: () => answerOf(a) });
-  app.held.hold(reply, req, q.waitMs / 1000, ns + '\0consul\0unchanging', String(q.index), [], common, watch, answerOf(a));
-  return true;
+  return held(app, reply, req, common, ns + '\0consul\0unchanging', q, a, () => ({ ns, sets: [], blocking: true, compute: () => answerOf(a) }));
 }
