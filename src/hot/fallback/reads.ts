@@ -14,7 +14,7 @@ import { createPool, type Pool } from '../pg/pool.js';
 import { Gate, type GateStats } from './gate.js';
 import { countFallbackRead } from './metrics.js';
 import type { CatalogRead } from '../redis/replies.js';
-import { CATALOG_ALL, CATALOG_SETS, memberKeys, PAGE_ALL, PAGE_SETS, REPLACEMENTS, SERVICE } from './statements.js';
+import { CATALOG_ALL, CATALOG_SETS, memberKeys, PAGE_ALL, PAGE_SETS, PAGE_SETS_FEW, PAGE_SETS_WITHIN, REPLACEMENTS, SERVICE } from './statements.js';
 
 /** One page of a search, as the index's search returns it. */
 export interface FallbackPage {
@@ -42,6 +42,19 @@ export interface FallbackReplacements {
   hdr: string;
 }
 
+/** How a page of sets is read (page()): seqs walked first, then matches read through the GIN index. */
+export interface PageBounds {
+  /** seqs past the cursor the first statement walks at most */
+  walk: number;
+  /** matches past those the GIN index is read for; more: the planner's walk, as before */
+  few: number;
+}
+
+export const PAGE_BOUNDS: PageBounds = { walk: 4096, few: 1000 };
+
+/** the planner settings of fewMembers(): the GIN index or nothing (and one process a statement) */
+const GIN_ONLY = 'BEGIN; SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off; SET LOCAL max_parallel_workers_per_gather = 0';
+
 export class PgReads {
   private readonly gate: Gate;
 
@@ -50,6 +63,7 @@ export class PgReads {
     private readonly pool: Pool,
     /** queries in flight per thread, running or waiting for a connection; more are refused */
     maxQueries: number,
+    private readonly bounds: PageBounds = PAGE_BOUNDS,
   ) {
     this.gate = new Gate(maxQueries);
   }
@@ -62,9 +76,9 @@ export class PgReads {
    * Rows of one statement inside the bound, as arrays of text. PostgreSQL away (or the
    * statement timed out) → the outage's 503; the gate full → FALLBACK_BUSY.
    */
-  private async rows(text: string, values: unknown[]): Promise<string[][]> {
+  private async rows(text: string, values: unknown[], ginOnly = false): Promise<string[][]> {
     try {
-      const r = await this.gate.run(() => this.pool.query<string[]>({ text, values, rowMode: 'array' }));
+      const r = await this.gate.run(() => (ginOnly ? this.ginOnly(text, values) : this.pool.query<string[]>({ text, values, rowMode: 'array' })));
       countFallbackRead('answered');
       return r.rows;
     } catch (err) {
@@ -77,11 +91,34 @@ export class PgReads {
     }
   }
 
-  /** One page of a search of `ns`: the services after seq `after` ("" first) holding every set `f` names. */
+  /** One statement in a transaction of its own whose planner reads only through bitmaps (GIN_ONLY). */
+  private async ginOnly(text: string, values: unknown[]): Promise<{ rows: string[][] }> {
+    const c = await this.pool.connect();
+    let broken: Error | undefined;
+    try {
+      await c.query(GIN_ONLY);
+      const r = await c.query<string[]>({ text, values, rowMode: 'array' });
+      await c.query('COMMIT');
+      return r;
+    } catch (err) {
+      broken = err as Error; // a connection left mid-transaction is not given back
+      throw err;
+    } finally {
+      c.release(broken);
+    }
+  }
+
+  /**
+   * One page of a search of `ns`: the services after seq `after` ("" first) holding every set
+   * `f` names. A walk of the next `bounds.walk` seqs first; when that finds few and the
+   * namespace goes on, the matches past it through the GIN index when they are fewer than
+   * `bounds.few` (a key no service has, a rare one); else the planner's walk. The planner
+   * alone walked the whole namespace for keys it had no statistics of.
+   */
   async page(ns: string, f: DimensionFilters, after: string, limit: number): Promise<FallbackPage> {
     const keys = memberKeys(ns, f);
     const from = after === '' ? -1 : Number(after);
-    const rows = await this.rows(keys.length ? PAGE_SETS : PAGE_ALL, keys.length ? [ns, from, limit + 1, keys] : [ns, from, limit + 1]);
+    const rows = keys.length ? await this.setsPage(ns, keys, from, limit + 1) : await this.rows(PAGE_ALL, [ns, from, limit + 1]);
     const more = rows.length > limit;
     if (more) rows.length = limit;
     return {
@@ -90,6 +127,22 @@ export class PgReads {
       more,
       last: rows.length ? rows[rows.length - 1]![0]! : '',
     };
+  }
+
+  /** Up to `n` rows of the services after seq `from` holding every key (page()). */
+  private async setsPage(ns: string, keys: string[], from: number, n: number): Promise<string[][]> {
+    const past = from + this.bounds.walk;
+    const walked = await this.rows(PAGE_SETS_WITHIN, [ns, from, n, keys, past]);
+    const goesOn = walked.length > 0 && walked[walked.length - 1]![0] === '';
+    if (goesOn) walked.pop();
+    if (walked.length >= n || !goesOn) return walked;
+    // a sparse walk: the matches past it may be few enough to read through the GIN index (a
+    // denser one goes on walking: the index would give every match past it, not the next ones)
+    if (walked.length * 8 < n) {
+      const few = await this.rows(PAGE_SETS_FEW, [ns, past, keys, this.bounds.few, n - walked.length], true);
+      if (Number(few[0]![1]) < this.bounds.few) return walked.concat(few.slice(1));
+    }
+    return walked.concat(await this.rows(PAGE_SETS, [ns, past, n - walked.length, keys]));
   }
 
   /** One service of `ns`, or null. */
