@@ -10,11 +10,11 @@ import type { DimensionFilters } from '../domain/dimensions.js';
 import { ApiError } from '../domain/errors.js';
 import { outageError } from '../domain/outage.js';
 import type { Config } from '../config.js';
-import { createPool, type Pool } from '../pg/pool.js';
+import { createPool, type Client, type Pool } from '../pg/pool.js';
 import { Gate, type GateStats } from './gate.js';
 import { countFallbackRead } from './metrics.js';
 import type { CatalogRead } from '../redis/replies.js';
-import { CATALOG_ALL, CATALOG_SETS, memberKeys, PAGE_ALL, PAGE_SETS, PAGE_SETS_FEW, PAGE_SETS_WITHIN, REPLACEMENTS, SERVICE } from './statements.js';
+import { CATALOG_ALL, CATALOG_SETS, memberKeys, PAGE_ALL, PAGE_SETS, PAGE_SETS_FEW, REPLACEMENTS, SERVICE } from './statements.js';
 
 /** One page of a search, as the index's search returns it. */
 export interface FallbackPage {
@@ -42,18 +42,23 @@ export interface FallbackReplacements {
   hdr: string;
 }
 
-/** How a page of sets is read (page()): seqs walked first, then matches read through the GIN index. */
+/** How a page of sets is read (page()). */
 export interface PageBounds {
-  /** seqs past the cursor the first statement walks at most */
-  walk: number;
-  /** matches past those the GIN index is read for; more: the planner's walk, as before */
+  /** matches read through the GIN index for a key the planner has no statistics of; more: the planner's plan */
   few: number;
+  /** how long the keys the planner has statistics of are kept, ms */
+  statsMs: number;
 }
 
-export const PAGE_BOUNDS: PageBounds = { walk: 4096, few: 1000 };
+export const PAGE_BOUNDS: PageBounds = { few: 1000, statsMs: 60_000 };
 
-/** the planner settings of fewMembers(): the GIN index or nothing (and one process a statement) */
+/** The planner settings of the statement that reads a rare key's matches: the GIN index alone, one process. */
 const GIN_ONLY = 'BEGIN; SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off; SET LOCAL max_parallel_workers_per_gather = 0';
+
+/** The keys the planner has statistics of (ANALYZE's most common elements of the GIN index's expression). */
+const COMMON_KEYS = `
+  SELECT unnest(most_common_elems::text::text[]) FROM pg_stats
+   WHERE schemaname = current_schema() AND tablename = 'services_member_keys'`;
 
 export class PgReads {
   private readonly gate: Gate;
@@ -68,6 +73,9 @@ export class PgReads {
     this.gate = new Gate(maxQueries);
   }
 
+  /** commonKeys(): the keys, when they were read (ms), the read in flight */
+  private common: { keys: Set<string>; at: number; reading: Promise<void> | null } = { keys: new Set(), at: -Infinity, reading: null };
+
   get stats(): GateStats {
     return this.gate.stats;
   }
@@ -76,11 +84,16 @@ export class PgReads {
    * Rows of one statement inside the bound, as arrays of text. PostgreSQL away (or the
    * statement timed out) → the outage's 503; the gate full → FALLBACK_BUSY.
    */
-  private async rows(text: string, values: unknown[], ginOnly = false): Promise<string[][]> {
+  private async rows(text: string, values: unknown[]): Promise<string[][]> {
+    return (await this.bounded(() => this.pool.query<string[]>({ text, values, rowMode: 'array' }))).rows;
+  }
+
+  /** `f` inside the bound: PostgreSQL away or a statement timed out → the outage's 503; the gate full → FALLBACK_BUSY. */
+  private async bounded<T>(f: () => Promise<T>): Promise<T> {
     try {
-      const r = await this.gate.run(() => (ginOnly ? this.ginOnly(text, values) : this.pool.query<string[]>({ text, values, rowMode: 'array' })));
+      const r = await this.gate.run(f);
       countFallbackRead('answered');
-      return r.rows;
+      return r;
     } catch (err) {
       if (err instanceof ApiError) {
         countFallbackRead('refused');
@@ -91,15 +104,14 @@ export class PgReads {
     }
   }
 
-  /** One statement in a transaction of its own whose planner reads only through bitmaps (GIN_ONLY). */
-  private async ginOnly(text: string, values: unknown[]): Promise<{ rows: string[][] }> {
+  /** `f` in a transaction on a connection of its own (committed: it only reads). */
+  private async inTx<T>(f: (c: Client) => Promise<T>): Promise<T> {
     const c = await this.pool.connect();
     let broken: Error | undefined;
     try {
-      await c.query(GIN_ONLY);
-      const r = await c.query<string[]>({ text, values, rowMode: 'array' });
+      const out = await f(c);
       await c.query('COMMIT');
-      return r;
+      return out;
     } catch (err) {
       broken = err as Error; // a connection left mid-transaction is not given back
       throw err;
@@ -108,13 +120,7 @@ export class PgReads {
     }
   }
 
-  /**
-   * One page of a search of `ns`: the services after seq `after` ("" first) holding every set
-   * `f` names. A walk of the next `bounds.walk` seqs first; when that finds few and the
-   * namespace goes on, the matches past it through the GIN index when they are fewer than
-   * `bounds.few` (a key no service has, a rare one); else the planner's walk. The planner
-   * alone walked the whole namespace for keys it had no statistics of.
-   */
+  /** One page of a search of `ns`: the services after seq `after` ("" first) holding every set `f` names. */
   async page(ns: string, f: DimensionFilters, after: string, limit: number): Promise<FallbackPage> {
     const keys = memberKeys(ns, f);
     const from = after === '' ? -1 : Number(after);
@@ -129,20 +135,41 @@ export class PgReads {
     };
   }
 
-  /** Up to `n` rows of the services after seq `from` holding every key (page()). */
+  /**
+   * Up to `n` rows of the services after seq `from` holding every key (page()). The planner
+   * estimates a key outside its most common elements at 0.5 % (PostgreSQL's default for
+   * `@>`) and, for a page, walks services_ns_seq: every row of the namespace for a key no
+   * service has. Such a key's matches are read through the GIN index alone, when they are
+   * fewer than `bounds.few`; keys it has statistics of, and more matches, get its plan.
+   */
   private async setsPage(ns: string, keys: string[], from: number, n: number): Promise<string[][]> {
-    const past = from + this.bounds.walk;
-    const walked = await this.rows(PAGE_SETS_WITHIN, [ns, from, n, keys, past]);
-    const goesOn = walked.length > 0 && walked[walked.length - 1]![0] === '';
-    if (goesOn) walked.pop();
-    if (walked.length >= n || !goesOn) return walked;
-    // a sparse walk: the matches past it may be few enough to read through the GIN index (a
-    // denser one goes on walking: the index would give every match past it, not the next ones)
-    if (walked.length * 8 < n) {
-      const few = await this.rows(PAGE_SETS_FEW, [ns, past, keys, this.bounds.few, n - walked.length], true);
-      if (Number(few[0]![1]) < this.bounds.few) return walked.concat(few.slice(1));
+    const common = await this.commonKeys();
+    if (!keys.every((k) => common.has(k))) {
+      const few = await this.bounded(() =>
+        this.inTx(async (c) => {
+          await c.query(GIN_ONLY);
+          return (await c.query<string[]>({ text: PAGE_SETS_FEW, values: [ns, from, keys, this.bounds.few, n], rowMode: 'array' })).rows;
+        }),
+      );
+      if (Number(few[0]![1]) < this.bounds.few) return few.slice(1);
     }
-    return walked.concat(await this.rows(PAGE_SETS, [ns, past, n - walked.length, keys]));
+    return this.rows(PAGE_SETS, [ns, from, n, keys]);
+  }
+
+  /** The keys the planner has statistics of, read again after `bounds.statsMs` (a failed read keeps the last). */
+  private async commonKeys(): Promise<Set<string>> {
+    const c = this.common;
+    if (performance.now() - c.at > this.bounds.statsMs) {
+      c.reading ??= this.rows(COMMON_KEYS, [])
+        .then((r) => void (c.keys = new Set(r.map((x) => x[0]!))))
+        .catch(() => undefined)
+        .finally(() => {
+          c.at = performance.now();
+          c.reading = null;
+        });
+      await c.reading;
+    }
+    return c.keys;
   }
 
   /** One service of `ns`, or null. */

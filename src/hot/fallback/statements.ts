@@ -40,22 +40,8 @@ export const PAGE_SETS = `
    ORDER BY s.seq LIMIT $3`;
 
 /**
- * PAGE_SETS within the next seqs only (up to $5), then a row ['', ''] when the namespace has
- * services past $5: a walk of services_ns_seq that stops at $5 whatever the planner believed
- * of the keys (an estimate of 0.5 % for a key it has no statistics of walked a million rows
- * for a key no service has).
- */
-export const PAGE_SETS_WITHIN = `
-  (SELECT s.seq::text, s.idx_doc FROM services s
-    WHERE s.ns = $1 AND s.seq > $2 AND s.seq <= $5 AND registry_member_keys(s.ns, s.idx_members) @> $4::text[]
-      AND s.idx_doc IS NOT NULL
-    ORDER BY s.seq LIMIT $3)
-  UNION ALL
-  SELECT '', '' WHERE (SELECT max(seq) FROM services WHERE ns = $1) > $5`;
-
-/**
  * The services past $2 holding every key of $3, through the GIN index (run with index and
- * sequential scans off: fewMembers() in reads.ts), at most $4 of them: a first row
+ * sequential scans off: setsPage() in reads.ts), at most $4 of them: a first row
  * ['', <how many>], then, when fewer than $4, the first $5 of them in seq order. Its cost is
  * the key's matches in the index, not the rows between them.
  */
