@@ -12,7 +12,7 @@ import { freshDatabase } from '../helpers/database.js';
 import { noFilters } from '../../src/hot/domain/dimensions.js';
 import { PRODUCTION } from '../../src/hot/domain/keys.js';
 import { memberKeys, PAGE_SETS } from '../../src/hot/fallback/statements.js';
-import { PgReads, type PageBounds } from '../../src/hot/fallback/reads.js';
+import { FALLBACK_SETTINGS, PgReads, type PageBounds } from '../../src/hot/fallback/reads.js';
 import { createPool } from '../../src/hot/pg/pool.js';
 
 const N = 600;
@@ -91,4 +91,11 @@ t.test('a page walks the whole set in order, page after page', async (t) => {
     }
     t.same(walked, all, `${cap}: ${all.length} services`);
   }
+});
+
+t.test("the fallback pool's connections run a statement in one process, and keep the pools' GIN pending list", async (t) => {
+  const p = createPool(db.url, 1, undefined, FALLBACK_SETTINGS);
+  t.teardown(() => p.end());
+  const r = (await p.query<{ w: string; l: string }>("SELECT current_setting('max_parallel_workers_per_gather') AS w, current_setting('gin_pending_list_limit') AS l")).rows[0]!;
+  t.same(r, { w: '0', l: '64kB' });
 });

@@ -52,8 +52,15 @@ export interface PageBounds {
 
 export const PAGE_BOUNDS: PageBounds = { few: 1000, statsMs: 60_000 };
 
-/** The planner settings of the statement that reads a rare key's matches: the GIN index alone, one process. */
-const GIN_ONLY = 'BEGIN; SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off; SET LOCAL max_parallel_workers_per_gather = 0';
+/**
+ * The fallback pool's connections: one process a statement, so that FALLBACK_PG_CONNECTIONS
+ * bounds PostgreSQL's processes, not only its connections (parallel workers' start-up also
+ * cost a walk more than they saved).
+ */
+export const FALLBACK_SETTINGS = ['max_parallel_workers_per_gather=0'];
+
+/** The planner settings of the statement that reads a rare key's matches: the GIN index alone. */
+const GIN_ONLY = 'BEGIN; SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off';
 
 /** The keys the planner has statistics of (ANALYZE's most common elements of the GIN index's expression). */
 const COMMON_KEYS = `
@@ -214,6 +221,6 @@ export class PgReads {
 export function threadFallback(cfg: Config): PgReads | null {
   if (cfg.fallbackConnections === 0) return null;
   const share = (n: number) => Math.max(1, Math.floor(n / Math.max(1, cfg.uwsThreads)));
-  const pool = createPool(cfg.databaseUrl, share(cfg.fallbackConnections), { statementMs: cfg.fallbackStatementMs, queryMs: cfg.fallbackStatementMs + 1000 });
+  const pool = createPool(cfg.databaseUrl, share(cfg.fallbackConnections), { statementMs: cfg.fallbackStatementMs, queryMs: cfg.fallbackStatementMs + 1000 }, FALLBACK_SETTINGS);
   return new PgReads(pool, share(cfg.fallbackMaxQueries));
 }

@@ -28,7 +28,8 @@ export const BATCH_TIMEOUTS: PoolTimeouts = { statementMs: 15_000, queryMs: 0 };
  */
 const PENDING_LIST = '-c gin_pending_list_limit=64kB';
 
-export function createPool(databaseUrl: string, max = 10, t: PoolTimeouts = BATCH_TIMEOUTS): Pool {
+/** `settings`: more of the connections' settings, `name=value` each (the fallback's: fallback/reads.ts) */
+export function createPool(databaseUrl: string, max = 10, t: PoolTimeouts = BATCH_TIMEOUTS, settings: string[] = []): Pool {
   const pool = new pg.Pool({
     connectionString: databaseUrl,
     max,
@@ -38,7 +39,7 @@ export function createPool(databaseUrl: string, max = 10, t: PoolTimeouts = BATC
     ...(t.queryMs ? { query_timeout: t.queryMs } : {}),
     keepAlive: true,
     application_name: 'service-registry',
-    options: PENDING_LIST,
+    options: [PENDING_LIST, ...settings.map((x) => '-c ' + x)].join(' '),
   });
   pool.on('error', () => {
     /* idle client lost; the next checkout reconnects */
