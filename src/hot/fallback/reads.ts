@@ -163,17 +163,22 @@ export class PgReads {
     return this.rows(PAGE_SETS, [ns, from, n, keys]);
   }
 
-  /** The keys the planner has statistics of, read again after `bounds.statsMs` (a failed read keeps the last). */
+  /**
+   * The keys the planner has statistics of, read again after `bounds.statsMs`; a failed read
+   * (the gate full, PostgreSQL away) keeps the last and is tried again after a second.
+   */
   private async commonKeys(): Promise<Set<string>> {
     const c = this.common;
     if (performance.now() - c.at > this.bounds.statsMs) {
       c.reading ??= this.rows(COMMON_KEYS, [])
-        .then((r) => void (c.keys = new Set(r.map((x) => x[0]!))))
-        .catch(() => undefined)
-        .finally(() => {
-          c.at = performance.now();
-          c.reading = null;
-        });
+        .then(
+          (r) => {
+            c.keys = new Set(r.map((x) => x[0]!));
+            c.at = performance.now();
+          },
+          () => void (c.at = performance.now() - this.bounds.statsMs + Math.min(1000, this.bounds.statsMs)),
+        )
+        .finally(() => (c.reading = null));
       await c.reading;
     }
     return c.keys;
