@@ -4,7 +4,7 @@
 // reported with its lines, and the other chunks go in; the rebuilt Redis index answers
 // what PostgreSQL holds.
 import { randomBytes } from 'node:crypto';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { cli } from '../helpers/cli.js';
 import { demoService, prng } from '../../src/admin/seed.js';
 import { serviceObject } from '../../src/hot/domain/service.js';
@@ -39,13 +39,19 @@ async function dump(pool: Pool): Promise<string> {
   ].join('\n');
 }
 
-t.test('importing the same file twice leaves the same rows', async (t) => {
+/** A fresh database with a pool on it, both gone when `t` ends. */
+async function freshImport(t: Test): Promise<{ db: { url: string }; pool: Pool }> {
   const db = await freshDatabase();
   const pool = createPool(db.url, 2);
   t.teardown(async () => {
     await pool.end();
     await db.drop();
   });
+  return { db, pool };
+}
+
+t.test('importing the same file twice leaves the same rows', async (t) => {
+  const { db, pool } = await freshImport(t);
   const env = { DATABASE_URL: db.url, REDIS_KEY_PREFIX: 'timp' + randomBytes(4).toString('hex') + ':' };
   const lines = file(230);
   const first = await cli(['import', '-', '--batch', '40', '--no-reindex'], env, lines);
@@ -64,12 +70,7 @@ t.test('importing the same file twice leaves the same rows', async (t) => {
 });
 
 t.test('a chunk with a row the database refuses writes nothing of that chunk and is reported', async (t) => {
-  const db = await freshDatabase();
-  const pool = createPool(db.url, 2);
-  t.teardown(async () => {
-    await pool.end();
-    await db.drop();
-  });
+  const { db, pool } = await freshImport(t);
   // a rule validation does not know: the database refuses one endpoint (as a CHECK would)
   await pool.query(`CREATE FUNCTION refuse_bad() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN IF NEW.endpoint LIKE '%refused.example.com%' THEN RAISE EXCEPTION 'endpoint refused' USING ERRCODE = 'check_violation'; END IF; RETURN NEW; END $$`);
@@ -96,12 +97,7 @@ t.test('a chunk with a row the database refuses writes nothing of that chunk and
 });
 
 t.test('after an import, the rebuilt Redis index answers what PostgreSQL holds', async (t) => {
-  const db = await freshDatabase();
-  const pool = createPool(db.url, 2);
-  t.teardown(async () => {
-    await pool.end();
-    await db.drop();
-  });
+  const { db, pool } = await freshImport(t);
   const prefix = 'timp' + randomBytes(4).toString('hex') + ':';
   const env = { DATABASE_URL: db.url, REDIS_KEY_PREFIX: prefix };
   const first = await cli(['import', '-', '--batch', '50'], env, file(180, 5));
@@ -134,12 +130,7 @@ t.test('after an import, the rebuilt Redis index answers what PostgreSQL holds',
 });
 
 t.test("the fallback reads' GIN index: the pools merge small pending lists, an import merges what it left", async (t) => {
-  const db = await freshDatabase();
-  const pool = createPool(db.url, 2);
-  t.teardown(async () => {
-    await pool.end();
-    await db.drop();
-  });
+  const { db, pool } = await freshImport(t);
   const env = { DATABASE_URL: db.url, REDIS_KEY_PREFIX: 'timp' + randomBytes(4).toString('hex') + ':' };
   const r = await cli(['import', '-', '--batch', '60', '--no-reindex'], env, file(230, 7));
   t.equal(r.code, 0, r.err);
