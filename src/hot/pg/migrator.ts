@@ -60,6 +60,9 @@ export async function runMigrations(pool: Pool, steps: CodeSteps, log: (msg: str
       const sql = await readFile(join(MIGRATIONS_DIR, f), 'utf8');
       await client.query('BEGIN');
       try {
+        // a migration rewrites what the registry holds, which takes as long as it takes (the
+        // pool's statement timeout is for one operator statement, not a schema change at 10M)
+        await client.query('SET LOCAL statement_timeout = 0');
         await client.query(sql);
         await steps.code[version]?.(client, log);
         await client.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [version, f]);

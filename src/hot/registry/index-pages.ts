@@ -17,17 +17,19 @@ export type IndexPageRow = [id: string, ns: string, version: string, seq: string
 // written without it (before migration 0004, or straight into the tables) and recomputes it
 // when the member rule changed (index-text.ts). A row found without it all the same (written
 // by hand since) gets it from indexText() over its state, read at this page's version: the
-// member rule is written once (domain/dimensions.ts), never again in SQL.
+// member rule is written once (domain/dimensions.ts), never again in SQL. The replacement
+// lists come from the page's seq range of replacements, with their candidates' seqs
+// (migration 0016): no look-up of each id.
 const INDEX_PAGE = `
 WITH s AS MATERIALIZED (
   SELECT id, ns, seq, version, idx_doc, idx_members, idx_hdr
     FROM services WHERE seq > $1 ORDER BY seq LIMIT $2),
 r AS (
-  SELECT x.service_id, string_agg(c.seq::text, ',' ORDER BY x.rank) AS l
-    FROM replacements x JOIN services c ON c.id = x.candidate_id
-   WHERE x.service_id = ANY(ARRAY(SELECT id FROM s)) GROUP BY x.service_id)
+  SELECT x.service_seq, string_agg(x.candidate_seq::text, ',' ORDER BY x.rank) AS l
+    FROM replacements x
+   WHERE x.service_seq > $1 AND x.service_seq <= (SELECT max(seq) FROM s) GROUP BY x.service_seq)
 SELECT s.id, s.ns, s.version::text, s.seq::text, s.idx_doc, s.idx_members, s.idx_hdr, coalesce(r.l, '')
-  FROM s LEFT JOIN r ON r.service_id = s.id
+  FROM s LEFT JOIN r ON r.service_seq = s.seq
  ORDER BY s.seq`;
 
 /**
