@@ -126,8 +126,10 @@ async function ensureIndex(pool: Pool, redis: RedisClient, keys: Keys, cfg: Conf
   const live = await redis.get(keys.gen());
   if (!force && marker && marker.fingerprint === fp && marker.gen === live) return { ...marker, cached: true };
   log('  rebuilding the Redis index with rebuildIndex() …');
-  let r = await rebuildIndex(pool, redis, keys, cfg.tiers, (n) => {
-    if (n % 100_000 === 0) log(`    ${n} services indexed`);
+  let r = await rebuildIndex(pool, redis, keys, cfg.tiers, {
+    onProgress: (n) => {
+      if (n % 100_000 === 0) log(`    ${n} services indexed`);
+    },
   });
   if (!r) {
     // the lock of an interrupted earlier bench run (nothing else uses this prefix)

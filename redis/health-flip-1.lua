@@ -90,7 +90,7 @@ end
 -- the sets, once per page (each bucket read and written once), and one version and one
 -- delta for the page: every seq in it leaves the sets left and joins the sets joined
 if #gone > 0 then
-  for _, m in ipairs(left) do setRemoveMany(base .. m, gone) end
+  for _, m in ipairs(left) do setRemoveMany(base, m, gone) end
   for _, m in ipairs(joined) do setAdd(base .. m, gone) end
   local ver = redis.call('INCR', KEYS[1])
   if channel ~= '' then

@@ -1,9 +1,8 @@
 -- index-page: the rebuild's bulk write. Adds a page of services of one namespace, read from
 -- PostgreSQL, to a generation being built: the ids, documents, headers and replacement
--- lists in one HSET each, and every set the page touches in one read and one HSET of the
--- buckets its members fall in, the members already grouped and encoded per bucket by the
--- caller (pageArgs(), encodeBuckets() in src/workers/buckets.ts), so this script does no
--- work per member.
+-- lists in one HSET each. Their set members are not written here: the rebuilding process
+-- keeps them until the pages past their buckets are in and writes each bucket once
+-- (index-sets-1.lua).
 -- KEYS[1]  <base>ver:2    the namespace marker of the building generation; also routes the call
 -- ARGV[1]  <base>         "<prefix>reg:{ns}:<gen>:" every other key is built from it
 -- then four sections of (field, value) pairs, each as its hash's HSET takes them, so that
@@ -13,10 +12,6 @@
 --   k pairs (seq, doc) in the same order
 --   h, then h pairs (seq, hdr) of the services that have header data
 --   r, then r pairs (seq, repl) of those with replacement candidates (comma-separated seqs)
--- then the page's set members, per bucket of a set, "<set suffix>\n<bucket>\n<count>\n" (a
---          set's buckets consecutive), and their offsets in the same order: count of them
---          per line, each the member's 2-byte big-endian offset in its bucket
---          (lib/buckets.lua), sorted and distinct
 -- Returns: -1 when the namespace marker is gone (Redis was emptied under the rebuild: it
 -- starts over); { -2, s, skip ids (s of them)..., left ids... } when some ids are not new
 -- to this generation, and then NOTHING is written; otherwise { k }.
@@ -24,18 +19,17 @@
 -- revision in this generation is the page's version or newer was applied by a sync while
 -- the rebuild ran, and must be skipped; one with an older state already indexed (a sync
 -- that loaded its state before this page was read) needs that entry replaced, which is
--- apply-service's job. Either way the members grouped by the caller include it, so the
--- script writes nothing and names them: the caller sends the page again without them
--- (a sync may add more meanwhile: the script checks again) and applies the "left" ones
--- with apply-service. Every state written records its version, so a sync still holding an
+-- apply-service's job. Either way the script writes nothing and names them: the caller
+-- sends the page again without them (a sync may add more meanwhile: the script checks
+-- again) and applies the "left" ones with apply-service. Every state written records its version, so a sync still holding an
 -- older state loses to it afterwards.
 -- At most ~2,000 services a call: unpack() of a table is bounded by Lua's C stack (8,000).
---@include buckets.lua
 local v = redis.call('GET', KEYS[1])
 if not v then return -1 end
--- the marker is set to 1 when the rebuild starts and every write to the namespace in this
--- generation increments it (apply-service, this script): at 1, nothing of it is here yet, so
--- no id is to be checked and no set key to be read (a small sandbox's whole run)
+-- the marker is set to 1 when the rebuild starts and every sync's write to the namespace in
+-- this generation increments it (apply-service, apply-services, health-flip); the rebuild's
+-- own pages and set writes do not: at 1, no id of this generation can be a sync's, and none
+-- is checked (a quiet rebuild's every page)
 local fresh = v == '1'
 local base = ARGV[1]
 local k = tonumber(ARGV[2])
@@ -80,22 +74,4 @@ if r > 0 then
     for c in string.gmatch(ARGV[i + 1], '[^,]+') do redis.call('SADD', base .. 'replby:' .. c, ARGV[i]) end
   end
 end
-at = at + 1 + 2 * r
--- the sets: consecutive lines of one suffix are one set
-local blob = ARGV[at + 1]
-local index = ARGV[at]
-at = 1
-local m, fields, adds = nil, {}, {}
-for sfx, b, c in string.gmatch(index, '([^\n]+)\n(%d+)\n(%d+)\n') do
-  if sfx ~= m then
-    if m then setAddEncoded(base .. m, fields, adds, fresh) end
-    m, fields, adds = sfx, {}, {}
-  end
-  local len = 2 * tonumber(c)
-  fields[#fields + 1] = b
-  adds[#adds + 1] = string.sub(blob, at, at + len - 1)
-  at = at + len
-end
-if m then setAddEncoded(base .. m, fields, adds, fresh) end
-redis.call('INCR', KEYS[1])
 return { k }

@@ -52,7 +52,7 @@ local function applyOne(verKey, base, id, revText, seq, doc, hdr, members, repl,
   local oldMem = table.concat(oldMembers, '\n')
   if oldSeq then
     for _, m in ipairs(oldMembers) do
-      setRemove(base .. m, tonumber(oldSeq))
+      setRemove(base, m, tonumber(oldSeq))
     end
     for _, c in ipairs(applySplit(redis.call('HGET', base .. 'repl', oldSeq), ',')) do
       redis.call('SREM', base .. 'replby:' .. c, oldSeq)

@@ -129,10 +129,35 @@ local function resetHi(key)
   end
   redis.call('HSET', key, 'hi', top)
 end
--- remove one seq from the set at key (the key goes with its last member)
-local function setRemove(key, seq)
+-- A rebuild writes each bucket of its generation's sets once, when the pages past it are in
+-- (index-sets-1.lua), not page by page. Until then a bucket numbered <base>wm or higher is
+-- unwritten, and a removal of one of its members by a sync cannot take away what the rebuild
+-- will add: it is noted in <base>rx instead (field "<set suffix>\n<bucket>", the removed
+-- offsets appended, 2 bytes each), and the rebuild leaves those offsets out of that bucket.
+-- Both keys exist only while the generation is being built (redis/README.md).
+local RX_WM = {}
+-- the first unwritten bucket of base's sets, or false when nothing is deferred
+local function rxWatermark(base)
+  local w = RX_WM[base]
+  if w == nil then
+    w = tonumber(redis.call('GET', base .. 'wm') or '') or false
+    RX_WM[base] = w
+  end
+  return w
+end
+-- note offsets (a string of 2-byte offsets) removed from bucket b of set sfx, when b is unwritten
+local function rxNote(base, sfx, b, offs)
+  local w = rxWatermark(base)
+  if not w or b < w then return end
+  local key, field = base .. 'rx', sfx .. '\n' .. b
+  redis.call('HSET', key, field, (redis.call('HGET', key, field) or '') .. offs)
+end
+-- remove one seq from the set base .. sfx (the key goes with its last member)
+local function setRemove(base, sfx, seq)
+  local key = base .. sfx
   local b = math.floor(seq / BW)
   local o = seq - b * BW
+  rxNote(base, sfx, b, bchar(o))
   local s = redis.call('HGET', key, b)
   if not s then return end
   local at = bfirst(s, o)
@@ -146,14 +171,20 @@ local function setRemove(key, seq)
     redis.call('HSET', key, b, string.sub(s, 1, 2 * at - 2) .. string.sub(s, 2 * at + 1))
   end
 end
--- remove seqs (numbers, any order) from the set at key: each bucket read and written once
--- (setRemove() per seq copies its bucket each time: a mass expiry takes thousands of members
--- out of one set in one call)
-local function setRemoveMany(key, seqs)
+-- remove seqs (numbers, any order) from the set base .. sfx: each bucket read and written
+-- once (setRemove() per seq copies its bucket each time: a mass expiry takes thousands of
+-- members out of one set in one call)
+local function setRemoveMany(base, sfx, seqs)
+  local key = base .. sfx
   local groups, order = byBucket(seqs)
   if #order == 0 then return end
   local fields = {}
-  for i, b in ipairs(order) do fields[i] = tostring(b) end
+  for i, b in ipairs(order) do
+    fields[i] = tostring(b)
+    local offs = {}
+    for j, o in ipairs(groups[b]) do offs[j] = bchar(o) end
+    rxNote(base, sfx, b, table.concat(offs))
+  end
   local cur = redis.call('HMGET', key, unpack(fields))
   local removed, emptied, sets = 0, {}, {}
   for i, b in ipairs(order) do

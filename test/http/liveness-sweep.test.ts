@@ -105,7 +105,7 @@ t.test('after a loss of Redis, every lease gets a full fresh ttl', async (t) => 
   for (const k of keys) await s.app.redis.del(k);
   // the server's readiness watcher may notice the loss first and rebuild itself (with the
   // same injected clock): then this call finds the rebuild lock taken, and waits for it
-  const r = await rebuildIndex(s.app.pg, s.app.redis, s.app.keys, s.cfg.tiers, undefined, undefined, now);
+  const r = await rebuildIndex(s.app.pg, s.app.redis, s.app.keys, s.cfg.tiers, { now });
   if (r) await s.app.index.refreshGen();
   await waitFor('the rebuilt index, ready', async () => (await s.app.redis.get(s.app.keys.gen())) && !(await s.app.redis.get(s.app.keys.building())) && s.app.state.ready, 20_000, 25);
   t.ok(await s.app.redis.get(s.app.keys.gen()), 'rebuilt');

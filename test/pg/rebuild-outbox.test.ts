@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
 import pg from 'pg';
-import { rebuildIndex } from '../../src/hot/reindex/rebuild.js';
+import { rebuildIndex, UNHEARD_GRACE_MS } from '../../src/hot/reindex/rebuild.js';
 import { loadConfig } from '../../src/hot/config.js';
 import { createRedis } from '../../src/hot/redis/client.js';
 import { Keys } from '../../src/hot/domain/keys.js';
@@ -50,11 +50,14 @@ t.test('a rebuild drops the outbox rows committed before it started, and no othe
   t.equal(before.length, 36);
   t.ok(late < Math.max(...before), 'the open one holds an id below a committed one');
   let during = 0;
-  const r = await rebuildIndex(pool, redis, new Keys(prefix), cfg.tiers, async (n) => {
-    if (n !== 10) return;
-    await open.query('COMMIT'); // committed after the start
-    during = Number((await pool.query<{ id: string }>("INSERT INTO outbox (ns, service_id, index_only) VALUES ('production', 'seed00000002', true) RETURNING id")).rows[0]!.id);
-  }, 10);
+  const r = await rebuildIndex(pool, redis, new Keys(prefix), cfg.tiers, {
+    pageSize: 10,
+    onProgress: async (n) => {
+      if (n !== 10) return;
+      await open.query('COMMIT'); // committed after the start
+      during = Number((await pool.query<{ id: string }>("INSERT INTO outbox (ns, service_id, index_only) VALUES ('production', 'seed00000002', true) RETURNING id")).rows[0]!.id);
+    },
+  });
   t.ok(r, 'the rebuild ran');
   t.ok(during > 0, 'a row was written during the rebuild');
   t.equal(r!.outboxCovered, 35, 'the index-only rows committed before it: dropped');
@@ -63,6 +66,7 @@ t.test('a rebuild drops the outbox rows committed before it started, and no othe
   // the next rebuild covers the two index-only ones
   const again = await rebuildIndex(pool, redis, new Keys(prefix), cfg.tiers);
   t.equal(again!.outboxCovered, 2);
+  t.equal(again!.graceMs, UNHEARD_GRACE_MS, 'no server subscribed to the switch: the previous generation goes after the short grace');
   t.same(await outboxIds(pool), [lease]);
   await again!.retired;
   await r!.retired;

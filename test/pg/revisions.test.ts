@@ -100,11 +100,13 @@ t.test('a rebuild started between a stale sync and a newer write keeps the newer
   t.equal(second.status, 200, 'the newer PATCH is acknowledged');
   t.equal(await indexed(s, x), 'https://e2.example.com/', 'and applied');
   let released = false;
-  const r = await rebuildIndex(s.app.pg, s.app.redis, s.app.keys, s.cfg.tiers, async () => {
-    if (released) return;
-    released = true;
-    go.open(); // the stale sync applies now, to the live and the building generation
-    t.equal((await first).status, 200, 'the older PATCH is acknowledged');
+  const r = await rebuildIndex(s.app.pg, s.app.redis, s.app.keys, s.cfg.tiers, {
+    onProgress: async () => {
+      if (released) return;
+      released = true;
+      go.open(); // the stale sync applies now, to the live and the building generation
+      t.equal((await first).status, 200, 'the older PATCH is acknowledged');
+    },
   });
   t.ok(r, 'the rebuild ran');
   t.ok(released, 'the stale sync was applied during the rebuild');
@@ -122,12 +124,14 @@ t.test('a stale sync applied during a rebuild cannot bring a deleted service bac
   t.equal((await s.admin('DELETE', `/admin/api/services/${x}`)).status, 204, 'the DELETE is acknowledged');
   t.equal(await indexed(s, x), null, 'and applied');
   let released = false;
-  const r = await rebuildIndex(s.app.pg, s.app.redis, s.app.keys, s.cfg.tiers, async () => {
-    if (released) return;
-    released = true;
-    go.open();
-    // (it committed before the DELETE: answered with the state it committed, not read back)
-    t.equal((await first).status, 200, 'the older PATCH finished');
+  const r = await rebuildIndex(s.app.pg, s.app.redis, s.app.keys, s.cfg.tiers, {
+    onProgress: async () => {
+      if (released) return;
+      released = true;
+      go.open();
+      // (it committed before the DELETE: answered with the state it committed, not read back)
+      t.equal((await first).status, 200, 'the older PATCH finished');
+    },
   });
   t.ok(r && released, 'the rebuild ran, and the stale sync was applied during it');
   t.equal(await s.app.index.refreshGen(), r!.gen, 'the rebuilt generation is live');

@@ -19,20 +19,23 @@ t.test('writes made during a bulk rebuild win over its pages', async (t) => {
 
   let wrote = false;
   let carriedPatched = false;
-  const r = await rebuildIndex(s.app.pg, s.app.redis, s.app.keys, s.cfg.tiers, async (n) => {
-    if (n === 3000) {
-      // page 1 is in the building generation: a sync's newer state replaces what it wrote
-      t.equal((await s.admin('PATCH', `/admin/api/services/${id(500)}`, { capabilities: ['patched'] })).status, 200);
-      carriedPatched = true;
-    }
-    if (n !== 1000) return;
-    // page 2 (seqs 1001-2000) is already being read; pages 3 and 4 are not
-    t.equal((await s.admin('PATCH', `/admin/api/services/${id(1500)}`, { capabilities: ['patched'] })).status, 200);
-    t.equal((await s.admin('PATCH', `/admin/api/services/${id(2500)}`, { capabilities: ['patched'] })).status, 200);
-    t.equal((await s.admin('DELETE', `/admin/api/services/${id(1800)}`)).status, 204);
-    t.equal((await s.admin('DELETE', `/admin/api/services/${id(3200)}`)).status, 204);
-    wrote = true;
-  }, 1000); // pages of 1,000: the writes above land between its second and third
+  const r = await rebuildIndex(s.app.pg, s.app.redis, s.app.keys, s.cfg.tiers, {
+    pageSize: 1000, // pages of 1,000: the writes below land between its second and third
+    onProgress: async (n) => {
+      if (n === 3000) {
+        // page 1 is in the building generation: a sync's newer state replaces what it wrote
+        t.equal((await s.admin('PATCH', `/admin/api/services/${id(500)}`, { capabilities: ['patched'] })).status, 200);
+        carriedPatched = true;
+      }
+      if (n !== 1000) return;
+      // page 2 (seqs 1001-2000) is already being read; pages 3 and 4 are not
+      t.equal((await s.admin('PATCH', `/admin/api/services/${id(1500)}`, { capabilities: ['patched'] })).status, 200);
+      t.equal((await s.admin('PATCH', `/admin/api/services/${id(2500)}`, { capabilities: ['patched'] })).status, 200);
+      t.equal((await s.admin('DELETE', `/admin/api/services/${id(1800)}`)).status, 204);
+      t.equal((await s.admin('DELETE', `/admin/api/services/${id(3200)}`)).status, 204);
+      wrote = true;
+    },
+  });
   t.ok(r, 'the rebuild ran');
   t.ok(wrote, 'the writes happened between pages');
   t.ok(carriedPatched);

@@ -3,7 +3,7 @@
 // every key of it — readers hammering a search through several reindexes only ever see the
 // whole answer — and its keys are gone once the result's `retired` settles.
 import t from 'tap';
-import { rebuildIndex } from '../../src/hot/reindex/rebuild.js';
+import { rebuildIndex, RETIRE_GRACE_MS } from '../../src/hot/reindex/rebuild.js';
 import { registerProduction, serve } from '../helpers/server.js';
 import { sleep } from '../helpers/wait.js';
 
@@ -33,6 +33,7 @@ t.test('no search sees a dropped generation; the old keys go after the grace per
     const old = s.app.index.gen!;
     const r = await rebuildIndex(s.app.pg, s.app.redis, s.app.keys, s.cfg.tiers);
     t.ok(r && r.gen !== old, `round ${round}: a new generation`);
+    t.equal(r!.graceMs, RETIRE_GRACE_MS, `round ${round}: the server's threads heard the switch: the full grace`);
     // (dropping this small a generation takes a few ms: 100 ms later it would be gone; the
     // grace period is 20 times that, so a slow machine cannot make this fail wrongly)
     await sleep(100);

@@ -150,7 +150,7 @@ export function createWatchers(app: ReadinessContext, intervalMs = 500): Watcher
     const p = (async () => {
       try {
         app.log.warn(`no search index in Redis; rebuilding it from PostgreSQL (until it is complete, ${s.fallback ? 'the fallback answers reads' : 'searches answer 503'})`);
-        const r = await rebuildIndex(app.pg, app.redis, app.keys, app.cfg.tiers, undefined, undefined, app.liveness.now);
+        const r = await rebuildIndex(app.pg, app.redis, app.keys, app.cfg.tiers, { now: app.liveness.now });
         if (r) {
           app.log.info({ gen: r.gen, services: r.services, sandboxes: r.sandboxes, ms: r.ms }, 'index rebuilt from PostgreSQL');
           // the rebuild made its generation live in Redis (reg:gen): read it from there

@@ -19,6 +19,7 @@ declare module 'ioredis' {
     applyService: Cmd;
     applyServices: Cmd;
     indexPage: Cmd;
+    indexSets: Cmd;
     applySandbox: Cmd;
     count: Cmd;
     search: Cmd;

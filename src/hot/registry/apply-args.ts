@@ -7,7 +7,6 @@ import { type Keys, memberSuffixes } from '../domain/keys.js';
 import { headerData, serializeService, type ServiceRecord } from '../domain/service.js';
 import { encodeDoc } from '../domain/doc-codec.js';
 import type { IndexPageRow } from './index-pages.js';
-import { encodeSets } from '../../workers/buckets.js';
 
 /**
  * One state as apply-service-1.lua's ARGV[2..8] and each group of apply-services-1.lua
@@ -55,34 +54,22 @@ export function applyManyArgs(keys: Keys, gen: string, ns: string, states: State
 /**
  * Arguments of index-page-1.lua: services of one namespace (in seq order) for a generation
  * being built, each with the version it was read with (the rebuild's revision rule lives
- * in that script). The rows come from PostgreSQL already serialised (loadIndexPage); their
- * members are grouped here per set and encoded per bucket (encodeSets), so that the
- * script does no work per member: Lua is Redis's one thread, this process has time to spare.
+ * in that script). The rows come from PostgreSQL already serialised (loadIndexPage). Their
+ * set members are not among them: the rebuild writes each set's buckets once, later
+ * (reindex/pending-sets.ts, index-sets-1.lua).
  */
-export function pageArgs(keys: Keys, gen: string, ns: string, page: IndexPageRow[]): (string | Buffer)[] {
+export function pageArgs(keys: Keys, gen: string, ns: string, page: IndexPageRow[]): string[] {
   const ids: string[] = [keys.ver(ns, gen), keys.base(ns, gen), String(page.length)];
   const docs: string[] = [];
   const hdrs: string[] = [];
   const repls: string[] = [];
-  const sets = new Map<string, number[]>();
-  let n = 0;
-  for (const [id, , version, seq, doc, members, hdr, repl] of page) {
+  for (const [id, , version, seq, doc, , hdr, repl] of page) {
     ids.push(id, seq + ':' + version);
     docs.push(seq, encodeDoc(doc));
     if (hdr) hdrs.push(seq, hdr);
     if (repl) repls.push(seq, repl);
-    const q = Number(seq);
-    for (const m of members.split('\n')) {
-      if (!m) continue;
-      const l = sets.get(m);
-      if (!l) sets.set(m, [q]);
-      else if (l[l.length - 1] !== q) l.push(q); // rows come in seq order: a repeat is this row's
-      else continue;
-      n++;
-    }
   }
-  const { index, blob } = encodeSets(sets, n);
-  return (ids as (string | Buffer)[]).concat(docs, String(hdrs.length / 2), hdrs, String(repls.length / 2), repls, index, blob);
+  return ids.concat(docs, String(hdrs.length / 2), hdrs, String(repls.length / 2), repls);
 }
 
 /** applyArgs() of a rebuild page's row: the same values, already serialised by PostgreSQL. */

@@ -6,15 +6,20 @@
 // an older state before the rebuild read a newer one loses to it in the new generation as
 // in the old (redis/README.md, "Revisions").
 import { randomBytes } from 'node:crypto';
+import { Cluster } from 'ioredis';
 import { type Keys, PRODUCTION } from '../domain/keys.js';
 import { reseedLeases } from '../liveness/index.js';
-import { applyArgs, type IndexPageRow, loadCapabilityTombstonePage, loadIndexPage, loadTombstonePage, pageArgs, pageRowApplyArgs } from '../registry/index.js';
+import { applyArgs, loadCapabilityTombstonePage, loadIndexPage, loadTombstonePage } from '../registry/index.js';
 import type { RedisClient } from '../redis/client.js';
 import type { Pool } from '../pg/pool.js';
 import { writeSandboxMeta } from '../sandboxes/index.js';
 import { dropCovered, markOutbox, type OutboxMark } from './covered.js';
 import type { TierConfig } from '../config.js';
-import { ifEqualReply, indexPageReply, NOT_INDEXED } from '../redis/replies.js';
+import { ifEqualReply, NOT_INDEXED } from '../redis/replies.js';
+import { BUCKET_WIDTH } from '../../workers/buckets.js';
+import { RebuildAborted, type Run, SetWriter, vanished, writePage } from './write-pages.js';
+
+export { RebuildAborted };
 
 export interface RebuildResult {
   gen: string;
@@ -28,6 +33,8 @@ export interface RebuildResult {
    * short-lived caller (the CLI) awaits it before disconnecting; a server need not.
    */
   retired: Promise<number>;
+  /** how long the previous generation outlives the switch (RETIRE_GRACE_MS or UNHEARD_GRACE_MS) */
+  graceMs: number;
 }
 
 /**
@@ -37,32 +44,44 @@ export interface RebuildResult {
  * its keys meanwhile instead of answering 503.
  */
 export const RETIRE_GRACE_MS = 2000;
+/**
+ * The grace when no thread received the switch message (no server subscribed: none running,
+ * or one whose subscription is down): two ticks of a watcher, the only way such a thread
+ * learns of the switch.
+ */
+export const UNHEARD_GRACE_MS = 1000;
 
 // The lock is short and renewed while the rebuild runs: a rebuilder that dies (SIGKILL,
 // lost host) blocks the next one for at most LOCK_MS, not for the length of a rebuild.
 const LOCK_MS = 15_000;
 const RENEW_MS = 5_000;
-// Services per PostgreSQL page and per index-page.lua call. Each set a page touches costs
-// the script a read and a write of its buckets, so bigger pages amortise that; 3,000 was no
-// better than 2,000 (docs/decisions/rebuild.md), and 2,000 keeps every unpack() at 4,000
-// values (two per service), half of Lua's C-stack bound of 8,000.
+// Services per PostgreSQL page and per index-page.lua call: 2,000 keeps every unpack() at
+// 4,000 values (two per service), half of Lua's C-stack bound of 8,000.
 const BATCH = 2000;
 
-/** The rebuild lost its footing (Redis emptied or restarted under it, lock lost): retry. */
-export class RebuildAborted extends Error {}
+/**
+ * Seqs of set members a rebuild holds before writing their buckets (index-sets-1.lua): 32
+ * buckets, ~65 pages. Fewer touch each small set more often; the memory held is this many
+ * services' members, 8 bytes each (docs/decisions/rebuild.md).
+ */
+const FLUSH_SEQS = 32 * BUCKET_WIDTH;
+/** pages handed to Redis before the oldest is waited for: Redis always has the next one queued */
+const IN_FLIGHT = 2;
 
-export async function rebuildIndex(
-  pool: Pool,
-  redis: RedisClient,
-  keys: Keys,
-  tiers: TierConfig,
-  /** after each page is handed to Redis; a returned promise holds the rebuild (tests interleave writes there) */
-  onProgress: (done: number) => unknown = () => undefined,
+/** rebuildIndex()'s knobs, for its callers' progress and tests' interleavings */
+export interface RebuildOptions {
+  /** after each page is written; a returned promise holds the rebuild (tests interleave writes there) */
+  onProgress?: (done: number) => unknown;
   /** services per page (tests that interleave writes between pages fix it) */
-  pageSize = BATCH,
+  pageSize?: number;
+  /** seqs of set members held before their buckets are written, a multiple of BUCKET_WIDTH (tests make it one bucket) */
+  flushSeqs?: number;
   /** the clock fresh leases are counted from (liveness; tests inject theirs) */
-  now: () => number = Date.now,
-): Promise<RebuildResult | null> {
+  now?: () => number;
+}
+
+export async function rebuildIndex(pool: Pool, redis: RedisClient, keys: Keys, tiers: TierConfig, opts: RebuildOptions = {}): Promise<RebuildResult | null> {
+  const { onProgress = () => undefined, pageSize = BATCH, flushSeqs = FLUSH_SEQS, now = Date.now } = opts;
   const t0 = Date.now();
   const token = randomBytes(8).toString('hex');
   if ((await redis.set(keys.rebuildLock(), token, 'PX', LOCK_MS, 'NX')) !== 'OK') return null; // another node rebuilds
@@ -97,33 +116,47 @@ export async function rebuildIndex(
     await Promise.all(sbs.rows.map((s) => redis.set(keys.ver(s.uuid, gen), '1')));
     await Promise.all(sbs.rows.map((s) => writeSandboxMeta(redis, keys, s, tiers[s.tier] ?? 0, s.key_hash.toString('hex'))));
     let n = 0;
-    // Three stages overlap: PostgreSQL reads page k+2 while this thread serialises page k+1
-    // and Redis writes page k (docs/decisions/rebuild.md).
+    // The stages overlap: PostgreSQL reads page k+1 while this thread serialises page k and
+    // Redis writes the pages before it, up to IN_FLIGHT of them (docs/decisions/rebuild.md).
     const fetch = (after: number) => {
       const p = loadIndexPage(pool, after, pageSize);
       p.catch(() => undefined); // handled where it is awaited; no unhandled rejection meanwhile
       return p;
     };
-    const settle = async (writing: Promise<number[]>) => {
+    const sets = new SetWriter(redis, keys, gen);
+    const settle = async (w: { runs: Promise<Run[]>; last: number }) => {
+      const runs = await w.runs;
       // NOT_INDEXED: a namespace marker of this generation vanished — Redis was emptied under us
-      if ((await writing).includes(NOT_INDEXED)) throw new RebuildAborted('the index being built vanished (Redis emptied or restarted); starting over');
+      if (runs.some((r) => r === NOT_INDEXED)) throw vanished();
       if (lost) throw new RebuildAborted('the rebuild lock was lost; another rebuild may be running');
+      for (const r of runs) if (r !== NOT_INDEXED) sets.held.add(r.ns, r.rows);
+      // every bucket the page ends past is complete: the pages after it hold larger seqs
+      const complete = Math.floor((w.last + 1) / BUCKET_WIDTH) * BUCKET_WIDTH;
+      if (complete - sets.written < flushSeqs) return;
+      // one write of sets in flight: the next waits for it, the pages go on meanwhile
+      if (flushing) await flushing;
+      flushing = sets.write(complete);
+      flushing.catch(() => undefined); // awaited at the next write or after the last page
     };
+    let flushing: Promise<void> | null = null;
     let next = fetch(0);
-    let writing: Promise<number[]> | null = null;
+    // pages handed to Redis and not settled yet, oldest first
+    const writing: { runs: Promise<Run[]>; last: number }[] = [];
     for (;;) {
       const page = await next;
       if (!page.length) break;
-      const [, , , lastSeq] = page[page.length - 1]!;
-      next = fetch(Number(lastSeq));
-      const w = writePage(redis, keys, gen, page);
-      w.catch(() => undefined); // awaited by settle() below
-      if (writing) await settle(writing);
-      writing = w;
+      const last = Number(page[page.length - 1]![3]);
+      next = fetch(last);
+      const runs = writePage(redis, keys, gen, page, sets);
+      runs.catch(() => undefined); // awaited by settle() below
+      writing.push({ runs, last });
+      if (writing.length >= IN_FLIGHT) await settle(writing.shift()!);
       n += page.length;
       await onProgress(n);
     }
-    if (writing) await settle(writing);
+    for (const w of writing.splice(0)) await settle(w);
+    if (flushing) await flushing;
+    await sets.write(Infinity);
     // deleted ids keep their tombstone revisions in the new generation too, so that a sync
     // still holding a state loaded before the deletion cannot bring the service back
     for (let after = ''; ; ) {
@@ -131,7 +164,7 @@ export async function rebuildIndex(
       if (!tombs.length) break;
       after = tombs[tombs.length - 1]!.id;
       const rs = await Promise.all(tombs.map((x) => redis.applyService(...applyArgs(keys, gen, x.ns, x.id, x.version, null))));
-      if (rs.includes(NOT_INDEXED)) throw new RebuildAborted('the index being built vanished (Redis emptied or restarted); starting over');
+      if (rs.includes(NOT_INDEXED)) throw vanished();
     }
     await writeCapabilityTombstones(pool, redis, keys, gen, pageSize);
     // leases lost with Redis start a full fresh ttl now, before anyone can heartbeat against
@@ -149,12 +182,14 @@ export async function rebuildIndex(
       throw new RebuildAborted('Redis was emptied during the switch; starting over');
     }
     await redis.delIfEqual(keys.building(), gen);
-    await redis.publish(keys.invalidationChannel(), 'gen:' + gen);
+    const receivers = await redis.publish(keys.invalidationChannel(), 'gen:' + gen);
+    // a cluster counts the receivers of its own node only
+    const graceMs = receivers === 0 && !(redis instanceof Cluster) ? UNHEARD_GRACE_MS : RETIRE_GRACE_MS;
     const retired =
       oldGen && oldGen !== gen
-        ? new Promise<void>((r) => setTimeout(r, RETIRE_GRACE_MS)).then(() => dropGeneration(redis, keys, oldGen)).catch(() => 0)
+        ? new Promise<void>((r) => setTimeout(r, graceMs)).then(() => dropGeneration(redis, keys, oldGen)).catch(() => 0)
         : Promise.resolve(0);
-    done = { gen, services: n, sandboxes: sbs.rowCount ?? 0, ms: Date.now() - t0, outboxCovered: 0, retired };
+    done = { gen, services: n, sandboxes: sbs.rowCount ?? 0, ms: Date.now() - t0, outboxCovered: 0, retired, graceMs };
   } finally {
     clearInterval(heartbeat);
     // release only our own lock (compare-and-delete in one step)
@@ -165,44 +200,6 @@ export async function rebuildIndex(
   // sweeper, which finds them applied already
   done.outboxCovered = await dropCovered(pool, mark).catch(() => 0);
   return done;
-}
-
-/**
- * One page into the building generation: one index-page.lua call per namespace run,
- * pipelined. When the script finds ids of the run already in the generation (a sync applied
- * them while the rebuild ran), it writes nothing and names them: the run is sent again
- * without them, and those with an older state in place ("left") are applied one by one with
- * apply-service, at the version read. Resolves to one status per call: NOT_INDEXED when the
- * namespace marker was gone.
- */
-function writePage(redis: RedisClient, keys: Keys, gen: string, page: IndexPageRow[]): Promise<number[]> {
-  const calls: Promise<number>[] = [];
-  for (let i = 0; i < page.length; ) {
-    const [, ns] = page[i]!;
-    let j = i + 1;
-    while (j < page.length && page[j]![1] === ns) j++;
-    calls.push(writeRun(redis, keys, gen, ns, page.slice(i, j)));
-    i = j;
-  }
-  return Promise.all(calls);
-}
-
-/** A run of one namespace's services (seq order) into the building generation: 1, or NOT_INDEXED. */
-async function writeRun(redis: RedisClient, keys: Keys, gen: string, ns: string, run: IndexPageRow[]): Promise<number> {
-  const left: IndexPageRow[] = [];
-  for (;;) {
-    const r = indexPageReply(await redis.indexPage(...pageArgs(keys, gen, ns, run)));
-    if (r === NOT_INDEXED) return NOT_INDEXED;
-    if (!r) break;
-    // each retry leaves at least one id out (the script names only ids of the run), so this ends
-    const out = new Set([...r.skip, ...r.left]);
-    const back = new Set(r.left);
-    for (const s of run) if (back.has(s[0])) left.push(s);
-    run = run.filter(([id]) => !out.has(id));
-    if (!run.length) break;
-  }
-  const rs = await Promise.all(left.map((s) => redis.applyService(...pageRowApplyArgs(keys, gen, s))));
-  return rs.includes(NOT_INDEXED) ? NOT_INDEXED : 1;
 }
 
 /**
@@ -222,7 +219,7 @@ async function writeCapabilityTombstones(pool: Pool, redis: RedisClient, keys: K
       for (; i < page.length && page[i]!.ns === ns; i++) args.push(page[i]!.capability, page[i]!.id, page[i]!.version);
       calls.push(redis.capabilityTombstones(keys.ver(ns, gen), keys.base(ns, gen), ...args));
     }
-    if ((await Promise.all(calls)).includes(NOT_INDEXED)) throw new RebuildAborted('the index being built vanished (Redis emptied or restarted); starting over');
+    if ((await Promise.all(calls)).includes(NOT_INDEXED)) throw vanished();
   }
 }
 
@@ -262,10 +259,11 @@ export async function dropGeneration(redis: RedisClient, keys: Keys, gen: string
       const [next, batch] = await node.scan(cursor, 'MATCH', keys.genPattern(gen), 'COUNT', 1000);
       cursor = next;
       if (batch.length) {
-        // one UNLINK per key (keys of a batch may lie in different cluster slots), pipelined:
-        // a key at a time cost a round trip each, ~10 minutes for the ~700,000 keys of a
-        // million-service generation on a loaded machine
-        await Promise.all(batch.map((k) => node.unlink(k)));
+        // a standalone server's batch in one UNLINK; a cluster node's one UNLINK per key (keys
+        // of a batch may lie in different slots), pipelined: a key at a time cost a round trip
+        // each, ~10 minutes for the ~700,000 keys of a million-service generation
+        if (nodes.length === 1 && node === redis && !(redis instanceof Cluster)) await node.unlink(...batch);
+        else await Promise.all(batch.map((k) => node.unlink(k)));
         n += batch.length;
       }
     } while (cursor !== '0');
