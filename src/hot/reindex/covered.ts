@@ -23,6 +23,8 @@ export interface OutboxMark {
  * sweeper holds are skipped, not waited for (it is deleting them).
  */
 const ID_WINDOW = 50_000;
+/** windows deleted at once (connections of the pool): the machine's two cores */
+const DROP_PARALLEL = 2;
 
 /** Taken before the rebuild reads anything: what it reads later includes every row visible here. */
 export async function markOutbox(pool: Pool): Promise<OutboxMark> {
@@ -43,13 +45,20 @@ const XMIN8 = `(((pg_current_xact_id()::text::bigint >> 32) - (xmin::text::bigin
 export async function dropCovered(pool: Pool, mark: OutboxMark): Promise<number> {
   let n = 0;
   // by windows of ids, each an index range: a statement with a LIMIT would read again, every
-  // time, past the rows the ones before it deleted: quadratic in a large backlog
-  for (let lo = mark.minId - 1; lo < mark.maxId; lo += ID_WINDOW) {
-    const r = await pool.query(
-      `DELETE FROM outbox WHERE id IN (SELECT id FROM outbox WHERE id > $1 AND id <= $2 AND index_only AND pg_visible_in_snapshot(${XMIN8}, $3::pg_snapshot) FOR UPDATE SKIP LOCKED)`,
-      [lo, Math.min(lo + ID_WINDOW, mark.maxId), mark.snapshot],
-    );
-    n += r.rowCount ?? 0;
-  }
+  // time, past the rows the ones before it deleted: quadratic in a large backlog. DROP_PARALLEL
+  // windows at once: after an import of a million, the CLI waited ~5 s for them one by one.
+  let next = mark.minId - 1;
+  const worker = async () => {
+    while (next < mark.maxId) {
+      const lo = next;
+      next += ID_WINDOW;
+      const r = await pool.query(
+        `DELETE FROM outbox WHERE id IN (SELECT id FROM outbox WHERE id > $1 AND id <= $2 AND index_only AND pg_visible_in_snapshot(${XMIN8}, $3::pg_snapshot) FOR UPDATE SKIP LOCKED)`,
+        [lo, Math.min(lo + ID_WINDOW, mark.maxId), mark.snapshot],
+      );
+      n += r.rowCount ?? 0;
+    }
+  };
+  await Promise.all(Array.from({ length: DROP_PARALLEL }, worker));
   return n;
 }
