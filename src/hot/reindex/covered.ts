@@ -46,7 +46,7 @@ export async function dropCovered(pool: Pool, mark: OutboxMark): Promise<number>
   let n = 0;
   // by windows of ids, each an index range: a statement with a LIMIT would read again, every
   // time, past the rows the ones before it deleted: quadratic in a large backlog. DROP_PARALLEL
-  // windows at once: after an import of a million, the CLI waited ~5 s for them one by one.
+  // windows at once: after a large import, `registry reindex` waits for them before it exits.
   let next = mark.minId - 1;
   const worker = async () => {
     while (next < mark.maxId) {

@@ -14,8 +14,8 @@ export interface SetsCall {
 
 /**
  * One set's held seqs, ascending, in a typed array grown by doubling: the collector does not
- * walk its contents (a million services' members in plain arrays cost the rebuilding process
- * a quarter more CPU in major collections).
+ * walk its contents, as it walks plain arrays' in every major collection
+ * (docs/decisions/rebuild.md).
  */
 class SeqList {
   a = new Float64Array(16);
