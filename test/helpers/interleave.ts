@@ -46,7 +46,8 @@ export async function holdControl(url: string): Promise<{
   await c.query(`
     CREATE OR REPLACE FUNCTION test_hold_outbox() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
-      IF (SELECT endpoint FROM services WHERE id = NEW.service_id) LIKE '%hold-me%' THEN
+      -- (a row of many services, an import's chunk: migration 0017, holds when any of them would)
+      IF EXISTS (SELECT 1 FROM services WHERE id = ANY(coalesce(NEW.service_ids, ARRAY[NEW.service_id])) AND endpoint LIKE '%hold-me%') THEN
         PERFORM pg_advisory_xact_lock_shared(${HOLD_LOCK});
       END IF;
       RETURN NEW;

@@ -44,7 +44,7 @@ export async function reindex(ctx: Ctx, quiet = false): Promise<RebuildResult | 
   const total = est >= 0 ? est : Number((await ctx.pool.query<{ n: string }>('SELECT count(*) AS n FROM services')).rows[0]!.n);
   const bar = quiet ? null : progressBar('reindex', total, ctx.errStream);
   const r = await rebuildIndex(ctx.pool, ctx.redis(), ctx.keys, ctx.cfg.tiers, { onProgress: (n) => bar?.update(n) });
-  bar?.done(r ? `index rebuilt: ${r.services} services, ${r.sandboxes} sandboxes in ${r.ms} ms (generation ${r.gen}); ${r.outboxCovered} outbox rows it covered dropped` : 'another rebuild is running; nothing done');
+  bar?.done(r ? `index rebuilt: ${r.services} services, ${r.sandboxes} sandboxes in ${r.ms} ms (generation ${r.gen}); ${r.outboxCovered} outbox writes it covered dropped` : 'another rebuild is running; nothing done');
   // the previous generation goes after a grace period: wait for it before disconnecting
   if (r) await r.retired;
   return r;

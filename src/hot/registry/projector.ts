@@ -145,12 +145,15 @@ export class Projector {
         applied.add('sandbox:' + uuid);
       }
       if (svcIds.length) await applyServices(this.redis, this.keys, this.log, this.leases, versions, entries, states, applied, touched, noLease, texts);
-      const done = entries.filter((e) => applied.has((e.kind ?? 'service') + ':' + e.id));
-      if (done.length < entries.length) unapplied = new Set(entries.filter((e) => !done.includes(e)).map((e) => e.ns));
+      // a row is done when every entry of it is (a row of many services: migration 0017)
+      const open = new Set(entries.filter((e) => !applied.has((e.kind ?? 'service') + ':' + e.id)).map((e) => e.row));
+      const done = open.size ? entries.filter((e) => !open.has(e.row)) : entries;
+      if (open.size) unapplied = new Set(entries.filter((e) => open.has(e.row)).map((e) => e.ns));
       if (touched.size && this.replicaWait) await this.replicaWait().catch(() => 0);
       if (done.length) {
-        if (ackLater) this.ackLater(done.map((e) => e.row));
-        else await this.pool.query('DELETE FROM outbox WHERE id = ANY($1)', [done.map((e) => e.row)]);
+        const rows = [...new Set(done.map((e) => e.row))];
+        if (ackLater) this.ackLater(rows);
+        else await this.pool.query('DELETE FROM outbox WHERE id = ANY($1)', [rows]);
       }
       return done;
     } catch (err) {
@@ -208,7 +211,11 @@ export class Projector {
     );
   }
 
-  /** Re-apply outbox rows older than `minAgeMs` (their writer's own sync did not happen). */
+  /**
+   * Re-apply outbox rows older than `minAgeMs` (their writer's own sync did not happen), about
+   * `batch` writes a sync: a row of many services (migration 0017) is one sync of its own when
+   * it holds more.
+   */
   async sweep(minAgeMs = 1000, batch = 500): Promise<number> {
     if (this.sweeping) return 0;
     this.sweeping = true;
@@ -218,26 +225,33 @@ export class Projector {
       // each batch from where the last one ended: from the start, it would read again past the
       // rows the batches before it deleted, slower with every batch of a large backlog
       for (let after = 0; ; ) {
-        const r = await this.pool.query<{ id: string; ns: string; service_id: string; kind: 'service' | 'sandbox' }>(
-          `SELECT id, ns, service_id, kind FROM outbox WHERE id > $3 AND created_at < now() - make_interval(secs => $1) ORDER BY id LIMIT $2`,
+        const r = await this.pool.query<{ id: string; ns: string; service_id: string; kind: 'service' | 'sandbox'; service_ids: string[] | null }>(
+          `SELECT id, ns, service_id, kind, service_ids FROM outbox WHERE id > $3 AND created_at < now() - make_interval(secs => $1) ORDER BY id LIMIT $2`,
           [minAgeMs / 1000, batch, after],
         );
         if (!r.rows.length) return total;
-        const rows = r.rows.map((x) => ({ row: Number(x.id), ns: x.ns, id: x.service_id, kind: x.kind }));
-        after = rows[rows.length - 1]!.row;
+        const rows: OutboxEntry[] = [];
+        let taken = 0;
+        for (const x of r.rows) {
+          const ids = x.service_ids ?? [x.service_id];
+          if (taken && rows.length + ids.length > batch) break; // the rest from the next read
+          for (const id of ids) rows.push({ row: Number(x.id), ns: x.ns, id, kind: x.kind });
+          taken++;
+        }
+        after = Number(r.rows[taken - 1]!.id);
         let done: OutboxEntry[];
         try {
           done = await this.sync(rows);
         } catch (err) {
           // the rows after this batch are unseen: they may hold sandboxes too
-          waiting = rows.length === batch || rows.some((e) => e.kind === 'sandbox');
+          waiting = taken < r.rows.length || r.rows.length === batch || rows.some((e) => e.kind === 'sandbox');
           this.failed('sweep', err, rows);
           return total;
         }
         const applied = new Set(done.map((e) => e.row));
         if (rows.some((e) => e.kind === 'sandbox' && !applied.has(e.row))) waiting = true;
         total += done.length;
-        if (done.length < r.rows.length || r.rows.length < batch) return total;
+        if (done.length < rows.length || (taken === r.rows.length && r.rows.length < batch)) return total;
       }
     } finally {
       this.pendingSandboxes.set(waiting);

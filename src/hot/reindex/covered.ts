@@ -39,7 +39,7 @@ const XMIN8 = `(((pg_current_xact_id()::text::bigint >> 32) - (xmin::text::bigin
 
 /**
  * Delete the index-only outbox rows the rebuild that took `mark` covered (call it once that
- * generation is live). Returns how many went. Rows of transactions still open at the mark,
+ * generation is live). Returns how many writes they stood for. Rows of transactions still open at the mark,
  * committed after it, or not index-only stay for the sweeper.
  */
 export async function dropCovered(pool: Pool, mark: OutboxMark): Promise<number> {
@@ -52,11 +52,14 @@ export async function dropCovered(pool: Pool, mark: OutboxMark): Promise<number>
     while (next < mark.maxId) {
       const lo = next;
       next += ID_WINDOW;
-      const r = await pool.query(
-        `DELETE FROM outbox WHERE id IN (SELECT id FROM outbox WHERE id > $1 AND id <= $2 AND index_only AND pg_visible_in_snapshot(${XMIN8}, $3::pg_snapshot) FOR UPDATE SKIP LOCKED)`,
+      // counted in writes: a row of many services (migration 0017) counts each
+      const r = await pool.query<{ n: number }>(
+        `WITH d AS (DELETE FROM outbox WHERE id IN (SELECT id FROM outbox WHERE id > $1 AND id <= $2 AND index_only AND pg_visible_in_snapshot(${XMIN8}, $3::pg_snapshot) FOR UPDATE SKIP LOCKED)
+                    RETURNING coalesce(cardinality(service_ids), 1) AS n)
+         SELECT coalesce(sum(n), 0)::int AS n FROM d`,
         [lo, Math.min(lo + ID_WINDOW, mark.maxId), mark.snapshot],
       );
-      n += r.rowCount ?? 0;
+      n += r.rows[0]!.n;
     }
   };
   await Promise.all(Array.from({ length: DROP_PARALLEL }, worker));

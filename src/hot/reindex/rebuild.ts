@@ -26,7 +26,7 @@ export interface RebuildResult {
   services: number;
   sandboxes: number;
   ms: number;
-  /** outbox rows it covered, deleted once it was live (covered.ts) */
+  /** writes of the outbox rows it covered, deleted once it was live (covered.ts) */
   outboxCovered: number;
   /**
    * Settles once the previous generation's keys are gone (after RETIRE_GRACE_MS): a

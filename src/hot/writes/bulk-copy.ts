@@ -1,6 +1,6 @@
 // The import's COPY statements (bulk.ts): new services, the details of every service a chunk
-// writes, and its change events, each table in one COPY in the chunk's transaction; the
-// rows they are made of (BulkRow: a parsed line).
+// writes, and its change events, each table in one COPY in the chunk's transaction; its outbox
+// rows; the rows they are made of (BulkRow: a parsed line).
 import { CHANGE_LOCK_ID, type ChangeInput, type IndexText } from '../registry/index.js';
 import type { ServiceRecord } from '../domain/service.js';
 import type { ServiceInput } from '../domain/validation.js';
@@ -88,4 +88,13 @@ export async function copyChanges(c: Client, events: ChangeInput[]): Promise<voi
   const rows = new CopyRows();
   for (const e of events) rows.add([e.ns, e.serviceId, e.type, e.data]);
   await copyInto(c, 'change_events', ['ns', 'service_id', 'type', 'data'], rows);
+}
+
+/**
+ * The chunk's outbox rows: one for every index-only write (a rebuild covers them: service_ids,
+ * migration 0017), one each for the rest (a lease already in Redis that changed).
+ */
+export async function insertOutbox(c: Client, ns: string, indexOnly: string[], others: string[] = []): Promise<void> {
+  if (indexOnly.length) await c.query("INSERT INTO outbox (ns, service_id, service_ids, index_only) VALUES ($1, '', $2, true)", [ns, indexOnly]);
+  if (others.length) await c.query('INSERT INTO outbox (ns, service_id) SELECT $1, unnest($2::text[])', [ns, others]);
 }

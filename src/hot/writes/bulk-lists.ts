@@ -4,6 +4,7 @@
 import { appendChanges, bumpVersions, loadStatesWhere } from '../registry/index.js';
 import { serializeService, type ServiceRecord } from '../domain/service.js';
 import { retrying, withTx, type Client, type Pool } from '../pg/pool.js';
+import { insertOutbox } from './bulk-copy.js';
 
 /**
  * Set the ranked replacement candidates of services of `ns` (import's second pass, once
@@ -50,7 +51,7 @@ export async function bulkReplacements(pool: Pool, ns: string, lists: Map<string
       }
       if (flat[0].length) await c.query('INSERT INTO replacements (service_id, candidate_id, rank) SELECT * FROM unnest($1::text[], $2::text[], $3::int[])', flat);
       await bumpVersions(c, sids);
-      await c.query('INSERT INTO outbox (ns, service_id, index_only) SELECT $1, unnest($2::text[]), true', [ns, sids]);
+      await insertOutbox(c, ns, sids);
       // the documents as stored (services.idx_doc: the candidates are not part of them); a
       // row without (written by hand since the migrator filled them) from its state
       const docs = await c.query<{ id: string; d: string | null }>('SELECT id, idx_doc AS d FROM services WHERE id = ANY($1)', [sids]);

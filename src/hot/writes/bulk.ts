@@ -9,7 +9,7 @@ import { appendChanges, type ChangeInput, indexText, type IndexText, loadStatesW
 import { serializeService, type ServiceRecord } from '../domain/service.js';
 import type { ServiceInput } from '../domain/validation.js';
 import { retrying, withTx, type Client, type Pool } from '../pg/pool.js';
-import { type BulkRow, copyChanges, copyDetails, copyServices, type Written } from './bulk-copy.js';
+import { type BulkRow, copyChanges, copyDetails, copyServices, insertOutbox, type Written } from './bulk-copy.js';
 
 export type { BulkRow };
 
@@ -170,8 +170,9 @@ async function upsertIn(c: Client, ns: string, rows: BulkRow[]): Promise<BulkRes
   // row is not index-only, and stays for the projector's sweeper, which applies the lease
   // like any write's (migration 0014; reindex/covered.ts)
   const inRedis = new Set(updated.filter((w) => !!stored.get(w.row.id)!.lease && w.row.input.ttl != null).map((w) => w.row.id));
-  await c.query('INSERT INTO outbox (ns, service_id, index_only) SELECT $1, u.id, u.io FROM unnest($2::text[], $3::bool[]) u(id, io)', [ns, written.map((w) => w.row.id), written.map((w) => !inRedis.has(w.row.id))]);
-  out.indexOnly = written.length - inRedis.size;
+  const indexOnly = written.filter((w) => !inRedis.has(w.row.id)).map((w) => w.row.id);
+  await insertOutbox(c, ns, indexOnly, [...inRedis]);
+  out.indexOnly = indexOnly.length;
   for (const w of written) if (w.lease.issued) out.tokens.push({ id: w.row.id, heartbeatToken: w.row.leaseToken!.token });
   out.updated = updated.length;
   out.created = created.length;
