@@ -31,6 +31,7 @@ t.test('the sweeper applies a chunk row as each of its services, a row at a time
   const ids = [...rows(0, 1200), ...single].map((r) => r.id);
   const indexed = async () => (await Promise.all(ids.map((id) => s.app.index.getService(PRODUCTION, id)))).filter((d) => d !== null).length;
   t.equal(await indexed(), 0, 'nothing applied yet');
+  t.equal(await s.app.projector.lag(), 1201, 'the lag counts every service of a row');
 
   // Redis refuses: the rows stay
   const gen = (await s.app.index.refreshGen())!;

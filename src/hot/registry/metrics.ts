@@ -12,13 +12,13 @@ const projectorFailures = new Counter({
 });
 const outboxLag = new Gauge({
   name: 'registry_outbox_lag',
-  help: 'Committed writes not yet applied to the Redis index (outbox rows)',
+  help: 'Committed writes not yet applied to the Redis index (those of the outbox rows)',
   // every thread reads the same PostgreSQL table: summing would multiply it
   aggregator: 'max',
   registers,
 });
 
-/** Outbox rows not yet applied (Projector.lag), read before each registry read. */
+/** Writes not yet applied (Projector.lag), read before each registry read. */
 export function sampleOutbox(lag: () => Promise<number>): Sampler {
   return async () => {
     try {
