@@ -39,8 +39,8 @@ const XMIN8 = `(((pg_current_xact_id()::text::bigint >> 32) - (xmin::text::bigin
 
 /**
  * Delete the index-only outbox rows the rebuild that took `mark` covered (call it once that
- * generation is live). Returns how many writes they stood for. Rows of transactions still open at the mark,
- * committed after it, or not index-only stay for the sweeper.
+ * generation is live). Returns how many writes they stood for. Rows of transactions still
+ * open at the mark, committed after it, or not index-only stay for the sweeper.
  */
 export async function dropCovered(pool: Pool, mark: OutboxMark): Promise<number> {
   let n = 0;
