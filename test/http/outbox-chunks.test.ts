@@ -64,4 +64,8 @@ t.test('small rows share a sync up to the batch', async (t) => {
   t.equal(await s.app.projector.sweep(0, 50), 100);
   t.same(sizes, [40, 40, 20], 'rows of 20 taken while they fit in 50');
   t.equal((await s.app.pg.query('SELECT count(*)::int AS n FROM outbox')).rows[0].n, 0);
+  // the row's shape is held by the table (migration 0017): ids only on a service row without its own id
+  for (const bad of ["('production', 'chunk-00001', ARRAY['chunk-00002'], 'service')", "('production', '', ARRAY['chunk-00002'], 'sandbox')"]) {
+    await t.rejects(s.app.pg.query(`INSERT INTO outbox (ns, service_id, service_ids, kind) VALUES ${bad}`), { code: '23514' }, `refused: ${bad}`);
+  }
 });
