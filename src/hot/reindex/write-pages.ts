@@ -1,8 +1,8 @@
 // The rebuild's writes into the generation it builds (rebuild.ts): a page of services per
 // namespace run (index-page-1.lua), their set members held and written a bucket range at a
 // time (index-sets-1.lua).
-import type { Keys } from '../domain/keys.js';
-import { type IndexPageRow, pageArgs, pageRowApplyArgs } from '../registry/index.js';
+import { type Keys, PRODUCTION } from '../domain/keys.js';
+import { type IndexPageRow, markNamespace, pageArgs, pageRowApplyArgs } from '../registry/index.js';
 import type { RedisClient } from '../redis/client.js';
 import { indexPageReply, NOT_INDEXED } from '../redis/replies.js';
 import { BUCKET_WIDTH } from '../../workers/buckets.js';
@@ -43,9 +43,18 @@ export function writePage(redis: RedisClient, keys: Keys, gen: string, page: Ind
 async function writeRun(redis: RedisClient, keys: Keys, gen: string, ns: string, run: IndexPageRow[], sets: SetWriter): Promise<Run> {
   await sets.defer(ns);
   const left: IndexPageRow[] = [];
+  let marked = false;
   for (;;) {
     const r = indexPageReply(await redis.indexPage(...pageArgs(keys, gen, ns, run)));
-    if (r === NOT_INDEXED) return NOT_INDEXED;
+    if (r === NOT_INDEXED) {
+      // a sandbox created after the rebuild listed them, whose creation could not mark this
+      // generation (Redis away then): marked now, unless the generation itself is gone
+      if (!marked && ns !== PRODUCTION && (await markNamespace(redis, keys, ns, gen))) {
+        marked = true;
+        continue;
+      }
+      return NOT_INDEXED;
+    }
     if (!r) break;
     // each retry leaves at least one id out (the script names only ids of the run), so this ends
     const out = new Set([...r.skip, ...r.left]);
