@@ -7,5 +7,5 @@ export { Projector } from './projector.js';
 export { bumpVersions, bumpVersionsWithText, type IndexState, indexText, type IndexText, loadReplacements, loadService, loadStatesWhere, newServiceId, stateRecord, type StateRow, type WriteResult } from './state.js';
 export { addReplacement, type CommittedWrite, type DeleteItem, deleteService, deleteServices, rotateToken, sandboxesOf } from './write-functions.js';
 export { WriteAppliedEvents, type WriteApplied, type WriteAppliedListener } from './write-applied.js';
-export { type LeaseSync } from './projector-types.js';
+export { type LeaseSync, OUTBOX_ROW_WRITES } from './projector-types.js';
 export { countProjectorFailure, sampleOutbox } from './metrics.js';

@@ -6,6 +6,13 @@ import type { PendingSandboxes } from '../sandboxes/index.js';
 import type { IndexState } from './state.js';
 import type { ServiceText } from './apply-args.js';
 
+/**
+ * The writes an outbox row stands for, in SQL over its columns: one, or each service of a row
+ * that names many (an import's chunk, migration 0017). Projector.lag() and a rebuild's count of
+ * the rows it covered (reindex/covered.ts) count with it.
+ */
+export const OUTBOX_ROW_WRITES = 'coalesce(cardinality(service_ids), 1)';
+
 /** One outbox row: a committed write whose index (or sandbox metadata) update is pending. */
 export interface OutboxEntry {
   /** the outbox row's id */

@@ -16,7 +16,7 @@ import { loadSandboxMeta, PendingSandboxes, writeSandboxMeta, type SandboxRow } 
 import { loadIndexStates, type IndexState } from './state.js';
 import type { ServiceText } from './apply-args.js';
 import { applyServices } from './apply-services.js';
-import type { CommittedEntry, LeaseSync, OutboxEntry, ProjectorOptions } from './projector-types.js';
+import { type CommittedEntry, type LeaseSync, type OutboxEntry, OUTBOX_ROW_WRITES, type ProjectorOptions } from './projector-types.js';
 import { WriteAppliedEvents } from './write-applied.js';
 import { countProjectorFailure } from './metrics.js';
 
@@ -260,12 +260,11 @@ export class Projector {
   }
 
   /**
-   * Writes not yet applied (lag, for metrics): those of the first LAG_MAX outbox rows, a row of
-   * many services (migration 0017) counting each; a backlog of millions of rows is not read on
-   * every sample.
+   * Writes not yet applied (lag, for metrics): those of the first LAG_MAX outbox rows
+   * (OUTBOX_ROW_WRITES); a backlog of millions of rows is not read on every sample.
    */
   async lag(): Promise<number> {
-    const r = await this.pool.query<{ n: string }>(`SELECT coalesce(sum(coalesce(cardinality(service_ids), 1)), 0) AS n FROM (SELECT service_ids FROM outbox LIMIT ${LAG_MAX}) o`);
+    const r = await this.pool.query<{ n: string }>(`SELECT coalesce(sum(${OUTBOX_ROW_WRITES}), 0) AS n FROM (SELECT service_ids FROM outbox LIMIT ${LAG_MAX}) o`);
     return Number(r.rows[0]!.n);
   }
 

@@ -10,6 +10,7 @@
 // by id or time, since a transaction can hold an older id and commit later. (The snapshot
 // lists open transactions, not their subtransactions: no outbox row is written in a savepoint.)
 import type { Pool } from '../pg/pool.js';
+import { OUTBOX_ROW_WRITES } from '../registry/index.js';
 
 /** Where a rebuild started: PostgreSQL's snapshot then and the range of outbox ids it saw. */
 export interface OutboxMark {
@@ -52,10 +53,10 @@ export async function dropCovered(pool: Pool, mark: OutboxMark): Promise<number>
     while (next < mark.maxId) {
       const lo = next;
       next += ID_WINDOW;
-      // counted in writes: a row of many services (migration 0017) counts each
+      // counted in writes (OUTBOX_ROW_WRITES: a row of an import's chunk counts each service)
       const r = await pool.query<{ n: number }>(
         `WITH d AS (DELETE FROM outbox WHERE id IN (SELECT id FROM outbox WHERE id > $1 AND id <= $2 AND index_only AND pg_visible_in_snapshot(${XMIN8}, $3::pg_snapshot) FOR UPDATE SKIP LOCKED)
-                    RETURNING coalesce(cardinality(service_ids), 1) AS n)
+                    RETURNING ${OUTBOX_ROW_WRITES} AS n)
          SELECT coalesce(sum(n), 0)::int AS n FROM d`,
         [lo, Math.min(lo + ID_WINDOW, mark.maxId), mark.snapshot],
       );
