@@ -116,6 +116,9 @@ if (!NODES) {
 
     // ---- reindex over a live generation: the old one disappears from every primary ----
     const old = s.app.index.gen!;
+    // the server's rebuild after the loss is live before it lets its lock go (it switches,
+    // then tells the threads, then releases): a rebuild started in between is refused (null)
+    await waitFor('the server\'s rebuild released its lock', async () => (await s.app.redis.exists(k.rebuildLock())) === 0);
     const r = await rebuildIndex(s.app.pg, s.app.redis, k, s.cfg.tiers);
     t.ok(r && r.gen !== old, 'reindexed into a new generation');
     await waitFor('the old generation is dropped on every primary', async () => {
