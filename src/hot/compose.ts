@@ -29,6 +29,7 @@ import { ChangeHub, StreamShares, streamSharesBuffer } from './changes/index.js'
 import { AppState, createWatchers } from './readiness/index.js';
 import { proxySocketPath } from './http/proxy-socket.js';
 import { createDnsServer, type DnsServer } from './discovery/index.js';
+import { ImportBacklog } from './reindex/index.js';
 
 /** A named part of a thread: started in list order, stopped in reverse. */
 export interface Part {
@@ -164,6 +165,7 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
   // (search/: the caches and the near cache) or attaches to it (liveness/: leases)
   const projector = new Projector(pg, writer, keys, cfg.tiers, log, replicaWait, { beforeApply: hooks.beforeApply, pendingSandboxes });
   const leaseNow = hooks.leaseNow ?? Date.now;
+  const backlog = new ImportBacklog(pg, writer, keys, cfg.tiers, log, cfg.outboxRebuildBacklog, leaseNow); // an import's, by a rebuild
   // the turn's heartbeat call on a connection of its own (a standalone Redis; REDIS_HEARTBEAT_LINE)
   const heartbeatLine = cfg.redisHeartbeatLine ? scriptLineFor(writer, { onError: (err) => log.error({ err: String(err) }, 'a heartbeat callback threw') }) : null;
   const liveness: Liveness = new Liveness(pg, writer, keys, projector, { now: leaseNow, indexReady: () => state.ready, line: heartbeatLine });
@@ -257,7 +259,7 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
     // now, not at the first stream: it also prunes expired change events
     { name: 'change-hub', start: () => hub.start(), stop: () => hub.close() },
     // (acks of writes applied since the last flush go now, or the next start re-applies them)
-    { name: 'outbox-sweeper', start: () => projector.start(cfg.outboxSweepMs), stop: () => (projector.stop(), projector.flushAcks()) },
+    { name: 'outbox-sweeper', start: () => projector.start(cfg.outboxSweepMs, () => backlog.hold()), stop: () => (projector.stop(), projector.flushAcks()) },
     { name: 'invalidation', start: () => invalidation.start(), stop: () => invalidation.stop() },
     { name: 'near-check', start: () => nearCheck.start(), stop: () => nearCheck.stop() },
     // (the drain, server.ts, has answered every held request before this stops)

@@ -93,6 +93,7 @@ export const SETTINGS = {
   // 4 of the thread's 10 connections: searches, patches and deletes keep the others
   GROUP_COMMIT_CONCURRENCY: { def: 4, min: 1, max: 10, topic: WRITES, doc: 'group commit: statements in flight per uWS thread, all kinds together (of its 10 PostgreSQL connections)' },
   OUTBOX_SWEEP_MS: { def: 1000, min: 50, max: 600_000, topic: WRITES, doc: 'how often writes whose index update did not happen are re-applied, ms' },
+  OUTBOX_REBUILD_BACKLOG: { def: 50_000, min: 0, max: 1_000_000_000, topic: WRITES, doc: 'an import left at least this many writes unindexed (and a tenth of the registry or more): once it has written nothing for 3 s, a server rebuilds the index to cover them instead of applying them one by one; 0: never' },
 
   // 0 disables the pool
   HEAVY_INTERSECTION_THRESHOLD: { def: 5_000, min: 0, max: 100_000_000, topic: CACHES, doc: 'smallest-set size above which an intersection of several sets runs in the worker pool (unless the near cache holds them as bitmaps: then inline); 0: no pool at all' },

@@ -78,6 +78,7 @@ export interface Config {
   shutdownGraceMs: number;
   /** how often the outbox is swept for writes whose index update did not happen, ms */
   outboxSweepMs: number;
+  outboxRebuildBacklog: number;
   /** pino level; access log lines are written at `accessLogLevel` */
   logLevel: string;
   accessLog: boolean;
@@ -248,6 +249,7 @@ export function loadConfig(env: Env = process.env): Config {
     maxJsonDepth: int('MAX_JSON_DEPTH'),
     shutdownGraceMs: int('SHUTDOWN_GRACE_MS'),
     outboxSweepMs: int('OUTBOX_SWEEP_MS'),
+    outboxRebuildBacklog: int('OUTBOX_REBUILD_BACKLOG'),
     logLevel: level('LOG_LEVEL'),
     accessLog: bool('ACCESS_LOG'),
     accessLogLevel: level('ACCESS_LOG_LEVEL'),

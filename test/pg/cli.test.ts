@@ -37,7 +37,7 @@ t.test('export, import into a fresh database, re-import', async (t) => {
   const b = await freshDatabase();
   t.teardown(() => b.drop());
   const envB = { DATABASE_URL: b.url, REDIS_KEY_PREFIX: 'tcli' + randomBytes(4).toString('hex') + ':' };
-  const im = await cli(['import', '-'], envB, ex.out);
+  const im = await cli(['import', '-', '--reindex'], envB, ex.out);
   t.equal(im.code, 0, im.err);
   t.match(im.err, /3 created, 0 updated, 0 unchanged, 0 rejected/);
   t.match(im.err, /index rebuilt: 3 services/);

@@ -100,10 +100,10 @@ t.test('after an import, the rebuilt Redis index answers what PostgreSQL holds',
   const { db, pool } = await freshImport(t);
   const prefix = 'timp' + randomBytes(4).toString('hex') + ':';
   const env = { DATABASE_URL: db.url, REDIS_KEY_PREFIX: prefix };
-  const first = await cli(['import', '-', '--batch', '50'], env, file(180, 5));
+  const first = await cli(['import', '-', '--batch', '50', '--reindex'], env, file(180, 5));
   t.equal(first.code, 0, first.err);
   // a second file updates some services (new endpoints, other capabilities) and adds others
-  const second = await cli(['import', '-', '--batch', '50'], env, file(220, 6).replaceAll('imt-6-', 'imt-5-'));
+  const second = await cli(['import', '-', '--batch', '50', '--reindex'], env, file(220, 6).replaceAll('imt-6-', 'imt-5-'));
   t.equal(second.code, 0, second.err);
   t.match(second.err, /40 created, \d+ updated/);
   t.match(second.err, /index rebuilt: 220 services/);

@@ -95,15 +95,15 @@ t.test('import --no-reindex, then reindex: the import\'s outbox rows are gone', 
   t.match(re.err, /index rebuilt: 120 services.*; 120 outbox writes it covered dropped/);
   t.same(await outboxIds(pool), [], 'nothing left for the sweepers to apply again');
   // and an import that rebuilds leaves none either
-  const again = await cli(['import', '-', '--batch', '50'], env, lines.replaceAll('"rbo-', '"rbo2-'));
+  const again = await cli(['import', '-', '--batch', '50', '--reindex'], env, lines.replaceAll('"rbo-', '"rbo2-'));
   t.equal(again.code, 0, again.err);
   t.same(await outboxIds(pool), []);
   // leases: new ones are seeded by the rebuild (covered); a change to one already in Redis is not
   const leased = (ttl: number) => lines.split('\n').slice(0, 3).map((l) => JSON.stringify({ ...JSON.parse(l), ttl })).join('\n') + '\n';
-  const first = await cli(['import', '-', '--batch', '50'], env, leased(30));
+  const first = await cli(['import', '-', '--batch', '50', '--reindex'], env, leased(30));
   t.equal(first.code, 0, first.err);
   t.same(await outboxIds(pool), [], 'new leases: seeded by the rebuild, their rows dropped');
-  const changed = await cli(['import', '-', '--batch', '50'], env, leased(60));
+  const changed = await cli(['import', '-', '--batch', '50', '--reindex'], env, leased(60));
   t.equal(changed.code, 0, changed.err);
   t.match(changed.err, /3 updated/);
   t.notMatch(changed.err, /index rebuilt/, 'nothing a rebuild covers was written: no rebuild');

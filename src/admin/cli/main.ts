@@ -17,9 +17,11 @@ import { exportServices, importServices } from './transfer.js';
 
 export const USAGE = `usage: registry <command>
 
-  import <file.jsonl|->        upsert production services from JSON Lines (by id; idempotent),
-         [--no-reindex]        then rebuild the Redis index once; a line with "ttl" holds a
-                               lease: the tokens of new leases go to stdout ({"id","heartbeatToken"})
+  import <file.jsonl|->        upsert production services from JSON Lines (by id; idempotent)
+         [--reindex]           into PostgreSQL; running servers index them (a large import by
+                               one rebuild once it is over), or --reindex rebuilds right after;
+                               a line with "ttl" holds a lease: the tokens of new leases go to
+                               stdout ({"id","heartbeatToken"})
   export [file|-]              every production service as JSON Lines (default: stdout)
   reindex                      rebuild the Redis index from PostgreSQL
   backfill-index-text          store the index text of services written before migration
@@ -106,10 +108,13 @@ async function run(ctx: Ctx, cmd: string, args: string[], p: ReturnType<typeof p
       // the heartbeat tokens of the leases started (lines with "ttl"), shown once: JSON Lines on stdout
       for (const t of sum.tokens) io.stdout.write(JSON.stringify(t) + '\n');
       bar.done(`imported ${sum.lines} lines in ${((Date.now() - t0) / 1000).toFixed(1)} s (${Math.round(sum.lines / Math.max(0.001, (Date.now() - t0) / 1000))}/s): ${sum.created} created, ${sum.updated} updated, ${sum.unchanged} unchanged, ${sum.rejected} rejected; ${sum.replacementsChanged} replacement lists set`);
-      // one rebuild instead of one index update per service; it covers every row we wrote
-      // and drops their outbox entries (reindex/covered.ts). Without it (--no-reindex, or a
-      // crash before this point) the servers' sweeper applies them, or a later rebuild covers them
-      if (sum.indexOnly && !p.flags.has('no-reindex')) await reindex(ctx);
+      // The index: each chunk left one outbox row for its services. A running server applies
+      // them, or covers a large backlog by one rebuild once the import is over
+      // (reindex/backlog.ts); --reindex rebuilds here, and drops the rows (reindex/covered.ts).
+      // (--no-reindex, the default before, is accepted and changes nothing.)
+      if (!sum.indexOnly) return sum.rejected ? 1 : 0; // (leases in Redis it changed: the servers' sweeper)
+      if (p.flags.has('reindex')) await reindex(ctx);
+      else ctx.err(`index: ${sum.indexOnly} writes wait in the outbox; a running server indexes them (by a rebuild once the import is over, when there are many), or now: registry reindex`);
       return sum.rejected ? 1 : 0;
     }
     case 'export': {

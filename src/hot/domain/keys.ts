@@ -37,6 +37,10 @@ export class Keys {
   rebuildLock(): string {
     return `${this.prefix}reg:rebuild-lock`;
   }
+  /** the highest outbox id the live generation's rebuild saw (reindex/backlog.ts counts past it) */
+  outboxCovered(): string {
+    return `${this.prefix}reg:outbox-covered`;
+  }
   /** "<prefix>reg:{ns}:<gen>:" — ARGV base of the index scripts */
   base(ns: string, gen: string): string {
     return `${this.prefix}reg:{${ns}}:${gen}:`;

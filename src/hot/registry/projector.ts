@@ -31,6 +31,8 @@ class SyncFailed extends Error {
 }
 
 const NONE: ReadonlySet<string> = new Set();
+/** sweep()'s default: no index-only row is left to a rebuild */
+const NO_HOLD = async () => false;
 const NO_TEXT: ReadonlyMap<string, ServiceText> = new Map();
 /** the most outbox rows lag() reads (registry_outbox_lag): one count a sample, bounded */
 const LAG_MAX = 1_000_000;
@@ -214,20 +216,28 @@ export class Projector {
   /**
    * Re-apply outbox rows older than `minAgeMs` (their writer's own sync did not happen), about
    * `batch` writes a sync: a row of many services (migration 0017) is one sync of its own when
-   * it holds more.
+   * it holds more. `hold`, asked before the first batch and again each second of a long
+   * sweep: whether the index-only rows (an import's) are left to a rebuild
+   * (reindex/backlog.ts); a failure to answer sweeps them.
    */
-  async sweep(minAgeMs = 1000, batch = 500): Promise<number> {
+  async sweep(minAgeMs = 1000, batch = 500, hold: () => Promise<boolean> = NO_HOLD): Promise<number> {
     if (this.sweeping) return 0;
     this.sweeping = true;
     let waiting = false;
     try {
       let total = 0;
+      let indexOnly = true;
+      let asked = -Infinity;
       // each batch from where the last one ended: from the start, it would read again past the
       // rows the batches before it deleted, slower with every batch of a large backlog
       for (let after = 0; ; ) {
+        if (hold !== NO_HOLD && performance.now() - asked >= 1000) {
+          indexOnly = !(await hold().catch(() => false));
+          asked = performance.now();
+        }
         const r = await this.pool.query<{ id: string; ns: string; service_id: string; kind: 'service' | 'sandbox'; service_ids: string[] | null }>(
-          `SELECT id, ns, service_id, kind, service_ids FROM outbox WHERE id > $3 AND created_at < now() - make_interval(secs => $1) ORDER BY id LIMIT $2`,
-          [minAgeMs / 1000, batch, after],
+          `SELECT id, ns, service_id, kind, service_ids FROM outbox WHERE id > $3 AND created_at < now() - make_interval(secs => $1) AND (NOT index_only OR $4) ORDER BY id LIMIT $2`,
+          [minAgeMs / 1000, batch, after, indexOnly],
         );
         if (!r.rows.length) return total;
         const rows: OutboxEntry[] = [];
@@ -268,9 +278,10 @@ export class Projector {
     return Number(r.rows[0]!.n);
   }
 
-  start(intervalMs: number): void {
+  /** Sweep every `intervalMs` (`hold`: sweep()'s). */
+  start(intervalMs: number, hold: () => Promise<boolean> = NO_HOLD): void {
     this.timer = setInterval(() => {
-      this.sweep().catch((err: unknown) => {
+      this.sweep(1000, 500, hold).catch((err: unknown) => {
         // reading the outbox failed (PostgreSQL away): seen, and tried again next tick
         countProjectorFailure('sweep');
         this.log.warn({ err: String(err), stage: 'sweep' }, 'outbox sweep failed; will retry');

@@ -182,6 +182,9 @@ export async function rebuildIndex(pool: Pool, redis: RedisClient, keys: Keys, t
       throw new RebuildAborted('Redis was emptied during the switch; starting over');
     }
     await redis.delIfEqual(keys.building(), gen);
+    // before the lock goes: a server counting the import's backlog (backlog.ts) counts past
+    // the rows this generation covers, while dropCovered() below deletes them
+    await redis.set(keys.outboxCovered(), String(mark.maxId));
     const receivers = await redis.publish(keys.invalidationChannel(), 'gen:' + gen);
     // a cluster counts the receivers of its own node only
     const graceMs = receivers === 0 && !(redis instanceof Cluster) ? UNHEARD_GRACE_MS : RETIRE_GRACE_MS;
