@@ -27,14 +27,14 @@ export const REBUILD_SHARE = 0.1;
 /** rows of the backlog read a check (a chunk's row stands for up to 2,000 writes) */
 const ROWS_MAX = 100_000;
 
-// the backlog past the last rebuild's outbox ids ($1), its oldest and newest row's age (ms),
-// and the registry's size by the planner's estimate (-1 when never analysed: then the backlog)
+// the backlog past the last rebuild's outbox ids ($1), its oldest and newest row's age (ms)
 const BACKLOG = `
 SELECT coalesce(sum(o.w), 0)::float8 AS writes,
        coalesce(extract(epoch FROM now() - min(o.created_at)) * 1000, 0)::float8 AS oldest_ms,
-       coalesce((SELECT extract(epoch FROM now() - created_at) * 1000 FROM outbox WHERE index_only ORDER BY id DESC LIMIT 1), 0)::float8 AS newest_ms,
-       (SELECT reltuples FROM pg_class WHERE oid = 'services'::regclass)::float8 AS services
+       coalesce((SELECT extract(epoch FROM now() - created_at) * 1000 FROM outbox WHERE index_only ORDER BY id DESC LIMIT 1), 0)::float8 AS newest_ms
   FROM (SELECT ${OUTBOX_ROW_WRITES} AS w, created_at FROM outbox WHERE index_only AND id > $1 ORDER BY id LIMIT ${ROWS_MAX}) o`;
+// the registry's size by the planner's estimate (-1 when never analysed: then the backlog counts)
+const SERVICES = `SELECT reltuples::float8 AS n FROM pg_class WHERE oid = 'services'::regclass`;
 
 export interface Backlog {
   writes: number;
@@ -66,11 +66,12 @@ export class ImportBacklog {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** The backlog past the live generation's rebuild. */
+  /** The backlog past the live generation's rebuild; the registry's size only when it is large (else -1). */
   async read(): Promise<Backlog> {
     const covered = Number((await this.redis.get(this.keys.outboxCovered())) ?? 0) || 0;
-    const r = (await this.pool.query<{ writes: number; oldest_ms: number; newest_ms: number; services: number }>(BACKLOG, [covered])).rows[0]!;
-    return { writes: r.writes, oldestMs: r.oldest_ms, newestMs: r.newest_ms, services: r.services };
+    const r = (await this.pool.query<{ writes: number; oldest_ms: number; newest_ms: number }>(BACKLOG, [covered])).rows[0]!;
+    const services = r.writes >= this.minWrites ? (await this.pool.query<{ n: number }>(SERVICES)).rows[0]!.n : -1;
+    return { writes: r.writes, oldestMs: r.oldest_ms, newestMs: r.newest_ms, services };
   }
 
   /**
