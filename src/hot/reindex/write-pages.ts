@@ -3,13 +3,16 @@
 // time (index-sets-1.lua).
 import { type Keys, PRODUCTION } from '../domain/keys.js';
 import { type IndexPageRow, markNamespace, pageArgs, pageRowApplyArgs } from '../registry/index.js';
-import type { RedisClient } from '../redis/client.js';
+import { type RedisClient, scriptSource } from '../redis/client.js';
+import { evalshaPrebuilt } from '../redis/prebuilt.js';
 import { indexPageReply, NOT_INDEXED } from '../redis/replies.js';
 import { BUCKET_WIDTH } from '../../workers/buckets.js';
 import { PendingSets } from './pending-sets.js';
 
 /** members of one index-sets-1.lua call (2 bytes each in its blob): a few ms of Redis */
 const CALL_MEMBERS = 131_072;
+
+const INDEX_PAGE = scriptSource('index-page-1.lua');
 
 /** The rebuild lost its footing (Redis emptied or restarted under it, lock lost): retry. */
 export class RebuildAborted extends Error {}
@@ -45,7 +48,8 @@ async function writeRun(redis: RedisClient, keys: Keys, gen: string, ns: string,
   const left: IndexPageRow[] = [];
   let marked = false;
   for (;;) {
-    const r = indexPageReply(await redis.indexPage(...pageArgs(keys, gen, ns, run)));
+    const args = pageArgs(keys, gen, ns, run);
+    const r = indexPageReply(await evalshaPrebuilt(redis, INDEX_PAGE, 1, args, () => redis.indexPage(...args)));
     if (r === NOT_INDEXED) {
       // a sandbox created after the rebuild listed them, whose creation could not mark this
       // generation (Redis away then): marked now, unless the generation itself is gone
