@@ -16,7 +16,7 @@ t.test('the bytes ioredis writes', async (t) => {
   t.same(evalshaBytes(sha, 1, ['k', '', 'é', 'x'.repeat(12345)]), ioredisBytes(sha, 1, ['k', '', 'é', 'x'.repeat(12345)]), 'a case by hand');
   t.equal(evalshaBytes(sha, 0, []).toString(), `*3\r\n$7\r\nevalsha\r\n$40\r\n${sha}\r\n$1\r\n0\r\n`, 'no arguments');
   fc.assert(
-    fc.property(fc.array(fc.oneof(fc.string({ unit: 'binary' }), fc.string({ unit: 'grapheme' }), fc.stringMatching(/^[\x01-\x1f\r\n]{0,30}$/), fc.nat().map((n) => 'd'.repeat(n % 2000))), { maxLength: 60 }), fc.nat({ max: 3 }), (args, k) => {
+    fc.property(fc.array(fc.oneof(fc.string({ unit: 'binary' }), fc.string({ unit: 'grapheme' }), fc.array(fc.integer({ min: 1, max: 31 }), { maxLength: 30 }).map((cs) => String.fromCharCode(...cs)), fc.nat().map((n) => 'd'.repeat(n % 2000))), { maxLength: 60 }), fc.nat({ max: 3 }), (args, k) => {
       const numKeys = Math.min(k, args.length);
       return evalshaBytes(sha, numKeys, args).equals(ioredisBytes(sha, numKeys, args));
     }),
