@@ -165,7 +165,7 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
   // (search/: the caches and the near cache) or attaches to it (liveness/: leases)
   const projector = new Projector(pg, writer, keys, cfg.tiers, log, replicaWait, { beforeApply: hooks.beforeApply, pendingSandboxes });
   const leaseNow = hooks.leaseNow ?? Date.now;
-  const backlog = new ImportBacklog(pg, writer, keys, cfg.tiers, log, cfg.outboxRebuildBacklog, leaseNow); // an import's, by a rebuild
+  const backlog = new ImportBacklog(pg, writer, keys, cfg.tiers, log, cfg.outboxRebuildBacklog, { now: leaseNow }); // an import's, by a rebuild
   // the turn's heartbeat call on a connection of its own (a standalone Redis; REDIS_HEARTBEAT_LINE)
   const heartbeatLine = cfg.redisHeartbeatLine ? scriptLineFor(writer, { onError: (err) => log.error({ err: String(err) }, 'a heartbeat callback threw') }) : null;
   const liveness: Liveness = new Liveness(pg, writer, keys, projector, { now: leaseNow, indexReady: () => state.ready, line: heartbeatLine });

@@ -59,6 +59,26 @@ t.test('held while written to, rebuilt once quiet, counted past the rows it cove
   t.equal(await new ImportBacklog(s.app.pg, s.app.redis, s.app.keys, s.app.cfg.tiers, silent, 50).hold(), false, 'a twelfth of the registry: the sweeper applies it');
 });
 
+t.test('a failed rebuild leaves the backlog to the sweeper for a while', async (t) => {
+  const s = await serve(t, { env: { OUTBOX_SWEEP_MS: '600000' } });
+  await registerProduction(s, { endpoint: 'https://first.example.com/', capabilities: ['backlog'] });
+  let tries = 0;
+  const failing = () => {
+    tries++;
+    return Promise.reject(new Error('Redis refused the page'));
+  };
+  const backlog = new ImportBacklog(s.app.pg, s.app.redis, s.app.keys, s.app.cfg.tiers, silent, 500, { rebuild: failing });
+  for (const from of [0, 400]) await bulkUpsert(s.app.pg, PRODUCTION, rows(from, 400));
+  await s.app.pg.query("UPDATE outbox SET created_at = created_at - interval '10 s'");
+  t.equal(await backlog.hold(), true, 'due: a rebuild is tried');
+  await backlog.running;
+  t.equal(tries, 1);
+  t.equal(await backlog.hold(), false, 'it failed: the sweeper applies the backlog');
+  t.equal(tries, 1, 'and no rebuild is tried again at once');
+  t.equal(await s.app.projector.sweep(0, 500, () => backlog.hold()), 800, 'the sweep applies every write');
+  t.match(await s.app.index.getService(PRODUCTION, 'bk-00642'), { doc: /bk642\.example\.com/ });
+});
+
 t.test("the server's sweeper leaves a large import to one rebuild", async (t) => {
   const hook = applyHook();
   const s = await serve(t, { env: { OUTBOX_SWEEP_MS: '100', OUTBOX_REBUILD_BACKLOG: '500' }, hooks: hook.hooks });

@@ -24,6 +24,8 @@ export const HOLD_MAX_MS = 600_000;
  * at least this fraction of the registry.
  */
 export const REBUILD_SHARE = 0.1;
+/** after a rebuild over the backlog failed, the sweeper applies it this long before a rebuild is tried again */
+export const FAILED_SWEEP_MS = 60_000;
 /** rows of the backlog read a check (a chunk's row stands for up to 2,000 writes) */
 const ROWS_MAX = 100_000;
 
@@ -52,8 +54,16 @@ export function verdict(b: Backlog, minWrites: number): BacklogVerdict {
   return b.newestMs >= QUIET_MS || b.oldestMs >= HOLD_MAX_MS ? 'rebuild' : 'hold';
 }
 
+/** ImportBacklog's knobs: the lease clock a rebuild reseeds with, and (tests) the rebuild itself */
+export interface BacklogOptions {
+  now?: () => number;
+  rebuild?: typeof rebuildIndex;
+}
+
 export class ImportBacklog {
   private rebuilding: Promise<void> | null = null;
+  /** when the last rebuild over the backlog failed (performance.now()) */
+  private failedAt = -Infinity;
 
   constructor(
     private readonly pool: Pool,
@@ -63,7 +73,7 @@ export class ImportBacklog {
     private readonly log: Logger,
     /** OUTBOX_REBUILD_BACKLOG: the fewest writes a rebuild covers instead of the sweeper (0: never) */
     private readonly minWrites: number,
-    private readonly now: () => number = Date.now,
+    private readonly opts: BacklogOptions = {},
   ) {}
 
   /** The backlog past the live generation's rebuild; the registry's size only when it is large (else -1). */
@@ -76,11 +86,14 @@ export class ImportBacklog {
 
   /**
    * Before a sweep: whether the sweeper leaves the index-only rows alone (true: a rebuild
-   * runs or follows). Starts the rebuild when the backlog is due; a failure to read it sweeps.
+   * runs or follows). Starts the rebuild when the backlog is due; a failure to read it sweeps,
+   * and so does a failed rebuild, for FAILED_SWEEP_MS (Redis refusing a rebuild's writes
+   * would refuse it again at once).
    */
   async hold(): Promise<boolean> {
     if (this.minWrites <= 0) return false;
     if (this.rebuilding) return true;
+    if (performance.now() - this.failedAt < FAILED_SWEEP_MS) return false;
     const b = await this.read();
     const v = verdict(b, this.minWrites);
     if (v === 'rebuild') this.rebuilding = this.rebuild(b).finally(() => (this.rebuilding = null));
@@ -95,11 +108,12 @@ export class ImportBacklog {
   private async rebuild(b: Backlog): Promise<void> {
     this.log.info({ writes: b.writes, services: b.services }, 'an import left a backlog of index writes; rebuilding the index to cover it (the live generation serves reads meanwhile)');
     try {
-      const r = await rebuildIndex(this.pool, this.redis, this.keys, this.tiers, { now: this.now });
+      const r = await (this.opts.rebuild ?? rebuildIndex)(this.pool, this.redis, this.keys, this.tiers, { now: this.opts.now ?? Date.now });
       // null: another thread or server holds the lock, and covers the same rows
       if (r) this.log.info({ gen: r.gen, services: r.services, ms: r.ms, covered: r.outboxCovered }, 'index rebuilt over the import backlog');
     } catch (err) {
-      this.log.warn({ err: String(err) }, 'the rebuild over the import backlog failed; the next sweep asks again');
+      this.failedAt = performance.now();
+      this.log.warn({ err: String(err) }, `the rebuild over the import backlog failed; the sweeper applies it for ${FAILED_SWEEP_MS / 1000} s, then a rebuild is tried again`);
     }
   }
 }
