@@ -6,8 +6,7 @@
 // cluster's routing by the key. A server without the script (NOSCRIPT: restarted) gets the
 // call through ioredis's own script command, which sends it as EVAL and loads it.
 import { Command } from 'ioredis';
-import type { RedisClient } from './client.js';
-import type { ScriptSource } from './client.js';
+import type { RedisClient, ScriptSource } from './client.js';
 
 /** A command whose bytes are given: ioredis writes them as they are. */
 class Prebuilt extends Command {

@@ -231,7 +231,7 @@ export class Projector {
       // each batch from where the last one ended: from the start, it would read again past the
       // rows the batches before it deleted, slower with every batch of a large backlog
       for (let after = 0; ; ) {
-        if (hold !== NO_HOLD && performance.now() - asked >= 1000) {
+        if (performance.now() - asked >= 1000) {
           indexOnly = !(await hold().catch(() => false));
           asked = performance.now();
         }
