@@ -2,19 +2,31 @@
 // that is large against the registry is held from the sweeper while the import still writes,
 // then covered by one rebuild once the import has been quiet for QUIET_MS (reindex/backlog.ts);
 // a small one is swept as before. Real PostgreSQL, Redis, server thread and CLI.
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { PRODUCTION } from '../../src/hot/domain/keys.js';
 import { bulkUpsert, type BulkRow } from '../../src/hot/writes/index.js';
 import { ImportBacklog } from '../../src/hot/reindex/index.js';
 import { QUIET_MS, verdict } from '../../src/hot/reindex/backlog.js';
 import { cli } from '../helpers/cli.js';
-import { applyHook, registerProduction, serve } from '../helpers/server.js';
+import { applyHook, registerProduction, serve, type StartOptions, type TestServer } from '../helpers/server.js';
+import { sleep, waitFor } from '../helpers/wait.js';
 
 const rows = (from: number, n: number): BulkRow[] =>
   Array.from({ length: n }, (_, i) => ({
     id: `bk-${String(from + i).padStart(5, '0')}`,
     input: { endpoint: `https://bk${from + i}.example.com/`, capabilities: ['backlog'], properties: { batch: String(from) }, iot: null, deprecated: false, locked: false, sunsetDate: null },
   }));
+
+/** A server with one production service registered and applied, and the generation it serves. */
+async function started(t: Test, opts: StartOptions): Promise<{ s: TestServer; gen0: string | null }> {
+  const s = await serve(t, opts);
+  await registerProduction(s, { endpoint: 'https://first.example.com/', capabilities: ['backlog'] });
+  await s.app.projector.flushAcks();
+  return { s, gen0: await s.app.index.refreshGen() };
+}
+
+/** until the sweeper or a rebuild has taken every outbox row */
+const outboxDrained = (s: TestServer) => waitFor('the outbox to drain', async () => !(await s.app.pg.query('SELECT 1 FROM outbox')).rowCount, 30_000);
 
 const silent = { info: () => undefined, warn: () => undefined } as unknown as ConstructorParameters<typeof ImportBacklog>[4];
 
@@ -30,10 +42,7 @@ t.test('the rule', async (t) => {
 });
 
 t.test('held while written to, rebuilt once quiet, counted past the rows it covered', async (t) => {
-  const s = await serve(t, { env: { OUTBOX_SWEEP_MS: '600000' } });
-  await registerProduction(s, { endpoint: 'https://first.example.com/', capabilities: ['backlog'] });
-  await s.app.projector.flushAcks();
-  const gen0 = await s.app.index.refreshGen();
+  const { s, gen0 } = await started(t, { env: { OUTBOX_SWEEP_MS: '600000' } });
   const backlog = new ImportBacklog(s.app.pg, s.app.redis, s.app.keys, s.app.cfg.tiers, silent, 500);
   for (const from of [0, 400, 800]) t.match(await bulkUpsert(s.app.pg, PRODUCTION, rows(from, 400)), { created: 400, indexOnly: 400 });
   t.match(await backlog.read(), { writes: 1200 }, 'three chunk rows: 1,200 writes');
@@ -60,8 +69,7 @@ t.test('held while written to, rebuilt once quiet, counted past the rows it cove
 });
 
 t.test('a failed rebuild leaves the backlog to the sweeper for a while', async (t) => {
-  const s = await serve(t, { env: { OUTBOX_SWEEP_MS: '600000' } });
-  await registerProduction(s, { endpoint: 'https://first.example.com/', capabilities: ['backlog'] });
+  const { s } = await started(t, { env: { OUTBOX_SWEEP_MS: '600000' } });
   let tries = 0;
   const failing = () => {
     tries++;
@@ -81,10 +89,7 @@ t.test('a failed rebuild leaves the backlog to the sweeper for a while', async (
 
 t.test("the server's sweeper leaves a large import to one rebuild", async (t) => {
   const hook = applyHook();
-  const s = await serve(t, { env: { OUTBOX_SWEEP_MS: '100', OUTBOX_REBUILD_BACKLOG: '500' }, hooks: hook.hooks });
-  await registerProduction(s, { endpoint: 'https://first.example.com/', capabilities: ['backlog'] });
-  await s.app.projector.flushAcks();
-  const gen0 = await s.app.index.refreshGen();
+  const { s, gen0 } = await started(t, { env: { OUTBOX_SWEEP_MS: '100', OUTBOX_REBUILD_BACKLOG: '500' }, hooks: hook.hooks });
   const synced: string[] = [];
   hook.set(async (ids) => void synced.push(...ids));
   const lines = rows(0, 900).map((r) => JSON.stringify({ id: r.id, endpoint: r.input.endpoint, capabilities: r.input.capabilities, properties: r.input.properties }));
@@ -93,7 +98,7 @@ t.test("the server's sweeper leaves a large import to one rebuild", async (t) =>
   t.match(im.err, /900 created/);
   t.match(im.err, /index: 900 writes wait in the outbox/, 'the CLI says who indexes them');
   t.notMatch(im.err, /index rebuilt/, 'and does not rebuild');
-  for (let i = 0; i < 300 && (await s.app.pg.query('SELECT 1 FROM outbox')).rowCount; i++) await new Promise((r) => setTimeout(r, 100));
+  await outboxDrained(s);
   t.same((await s.app.pg.query('SELECT id FROM outbox')).rows, [], 'the backlog is gone');
   t.not(await s.app.index.refreshGen(), gen0, 'covered by a rebuild');
   t.same(synced.filter((id) => id.startsWith('bk-')), [], 'the sweeper applied none of it (it would have within a second)');
@@ -103,10 +108,7 @@ t.test("the server's sweeper leaves a large import to one rebuild", async (t) =>
 
 t.test('a sweep under way asks again: what grew into a large backlog behind it is left to the rebuild', async (t) => {
   const hook = applyHook();
-  const s = await serve(t, { env: { OUTBOX_SWEEP_MS: '100', OUTBOX_REBUILD_BACKLOG: '500' }, hooks: hook.hooks });
-  await registerProduction(s, { endpoint: 'https://first.example.com/', capabilities: ['backlog'] });
-  await s.app.projector.flushAcks();
-  const gen0 = await s.app.index.refreshGen();
+  const { s, gen0 } = await started(t, { env: { OUTBOX_SWEEP_MS: '100', OUTBOX_REBUILD_BACKLOG: '700' }, hooks: hook.hooks });
   let release!: () => void;
   const gate = new Promise<void>((r) => (release = r));
   let entered!: () => void;
@@ -117,22 +119,27 @@ t.test('a sweep under way asks again: what grew into a large backlog behind it i
     entered();
     await gate;
   });
-  await bulkUpsert(s.app.pg, PRODUCTION, rows(0, 100)); // small: the sweeper takes it (after its second of age)
+  const aged = () => s.app.pg.query("UPDATE outbox SET created_at = created_at - interval '10 s'");
+  // two chunks of 300, under the 700 that make a backlog: one sweep takes them, the first a
+  // sync of its own (600 writes are more than a sync's 500), the second in the same sweep after it
+  for (const from of [0, 300]) await bulkUpsert(s.app.pg, PRODUCTION, rows(from, 300));
+  await aged(); // both old enough for the sweeper at once
   await inSweep;
-  // while that sync is held, an import's chunks pile up behind it, and go quiet
-  for (const from of [100, 400, 700]) await bulkUpsert(s.app.pg, PRODUCTION, rows(from, 300));
-  await s.app.pg.query("UPDATE outbox SET created_at = created_at - interval '10 s'");
-  await new Promise((r) => setTimeout(r, 1100));
+  // while the first chunk's sync is held, an import's chunks pile up behind it, and go quiet:
+  // the second chunk and these two make 900 writes, a backlog the sweep finds when it asks again
+  for (const from of [600, 900]) await bulkUpsert(s.app.pg, PRODUCTION, rows(from, 300));
+  await aged();
+  await sleep(1100);
   release();
-  for (let i = 0; i < 300 && (await s.app.pg.query('SELECT 1 FROM outbox')).rowCount; i++) await new Promise((r) => setTimeout(r, 100));
+  await outboxDrained(s);
   t.same((await s.app.pg.query('SELECT id FROM outbox')).rows, [], 'the backlog is gone');
   t.ok(synced.includes('bk-00000'), 'the first chunk was swept');
-  t.same(synced.filter((id) => id >= 'bk-00100'), [], 'the sweep that held it left the later chunks to the rebuild');
+  t.same(synced.filter((id) => id >= 'bk-00300'), [], 'the sweep that held it left the second chunk and the later ones to the rebuild');
   t.not(await s.app.index.refreshGen(), gen0, 'covered by a rebuild');
-  for (const [batch, n] of [['0', 100], ['100', 300], ['700', 300]] as const) {
+  for (const batch of ['0', '300', '600', '900']) {
     const res = await s.req(`/services?capability=backlog&limit=1000&property=batch:${batch}`);
-    t.equal(res.status, 200, await res.clone().text());
+    t.equal(res.status, 200, `batch ${batch}: answered`);
     const found = (await res.json()) as { id: string }[];
-    t.equal(found.length, n, `the chunk from ${batch}: every service is found`);
+    t.equal(found.length, 300, `the chunk from ${batch}: every service is found`);
   }
 });
