@@ -8,6 +8,7 @@
 import t from 'tap';
 import fc from 'fast-check';
 import { NearDocs } from '../../src/hot/search/near/docs.js';
+import { find, LAYOUT, lowerBound, type Chunk } from '../../src/hot/search/near/chunk.js';
 import { digestBytes, digested } from '../../src/hot/domain/digest.js';
 
 const seqArb = fc.integer({ min: 0, max: 600 });
@@ -150,4 +151,34 @@ t.test('a chunk larger than the whole budget is not kept', async (t) => {
   docs.insert(1, 0, [{ seq: 1, doc: digested(Buffer.alloc(5000)) }], 4000);
   t.equal(docs.get(1, 0, 1), null);
   t.equal(docs.bytes, 0);
+});
+
+t.test('lowerBound and find agree with a scan of the slots, full chunks and nearly full ones included', async (t) => {
+  const { SLOTS, M } = LAYOUT;
+  const slotsArb = fc.oneof(
+    fc.uniqueArray(fc.integer({ min: 0, max: SLOTS - 1 }), { maxLength: SLOTS }),
+    // all slots but a few: the bounded range is narrow, and must still hold the answer
+    fc.uniqueArray(fc.integer({ min: 0, max: SLOTS - 1 }), { maxLength: 4 }).map((gone) => Array.from({ length: SLOTS }, (_, i) => i).filter((i) => !gone.includes(i))),
+  );
+  let checked = 0;
+  fc.assert(
+    fc.property(slotsArb, fc.array(fc.tuple(fc.integer({ min: 0, max: SLOTS - 1 }), fc.nat()), { minLength: 1, maxLength: 40 }), (raw, asks) => {
+      const slots = [...raw].sort((a, b) => a - b);
+      const meta = new Int32Array(Math.max(1, slots.length) * M);
+      slots.forEach((s, i) => (meta[i * M + LAYOUT.SLOT] = s));
+      const c = { n: slots.length, meta } as unknown as Chunk;
+      for (const [slot, hint] of asks) {
+        const want = slots.findIndex((s) => s >= slot);
+        const lb = want < 0 ? slots.length : want;
+        // a hint is any index at or before the answer (join() passes the last found one + 1)
+        const from = lb === 0 ? 0 : hint % (lb + 1);
+        if (lowerBound(c, slot, from) !== lb) return false;
+        if (find(c, slot, from) !== (slots[lb] === slot ? lb : -1)) return false;
+        checked++;
+      }
+      return true;
+    }),
+    { numRuns: 400 },
+  );
+  t.ok(checked > 1000, `${checked} look-ups checked`);
 });

@@ -72,12 +72,18 @@ export interface Incoming {
 
 export const sizeOf = (c: Chunk) => CHUNK_OVERHEAD + c.text.length + c.cap * PER_DOC;
 
-/** First index from `from` on whose slot is >= `slot` (c.n when none). */
+/**
+ * First index from `from` on whose slot is >= `slot` (c.n when none). The slots are distinct
+ * and ascending below SLOTS, so index i holds a slot in [i, i + SLOTS - n]: the answer lies in
+ * [slot - (SLOTS - n), slot], one entry wide in a full chunk (a sparse page of a full chunk
+ * reads one index line a document, not eight by halving).
+ */
 export function lowerBound(c: Chunk, slot: number, from: number): number {
   const m = c.meta;
-  if (from < c.n && m[from * M + SLOT]! >= slot && (from === 0 || m[(from - 1) * M + SLOT]! < slot)) return from;
-  let lo = from;
-  let hi = c.n;
+  const n = c.n;
+  if (from < n && m[from * M + SLOT]! >= slot && (from === 0 || m[(from - 1) * M + SLOT]! < slot)) return from;
+  let lo = Math.max(from, slot - (SLOTS - n));
+  let hi = Math.min(n, slot);
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
     if (m[mid * M + SLOT]! < slot) lo = mid + 1;
