@@ -1,6 +1,7 @@
 // The readiness state of a serving thread. Its one writer is this class: the readiness
 // watcher (lifecycle.ts) reports what each round saw and when a rebuild starts and ends, the
-// HTTP server reports that it began to drain; everything else only reads. `ready` and
+// HTTP server reports that it began to drain, the Consul catalog that PostgreSQL answered it;
+// everything else only reads. `ready` and
 // `reads` are derived here, in one place, from the rest.
 
 /** Where discovery reads are answered from: the index, PostgreSQL (the fallback), or nowhere (503). */
@@ -51,6 +52,32 @@ export class AppState {
     this.#pgUp = o.pgUp;
     this.#redisUp = o.redisUp;
     this.#ready = !this.#shuttingDown && o.redisUp && o.indexLive && !this.#rebuilding && o.pgSeen;
+  }
+
+  /** Consul catalog answers PostgreSQL gave because the index could not, and how many of them the index has caught up with */
+  #catalogFromPg = 0;
+  #catalogRaised = 0;
+
+  /**
+   * A Consul catalog answer is about to be read from PostgreSQL because the index could not
+   * give it: its X-Consul-Index counts writes and tombstone revisions the index may not have
+   * (docs/decisions/consul-index.md), so until the index caught up (the watcher: tombstones
+   * raised, the outage's outbox rows applied) the catalog stays on PostgreSQL
+   * (catalogRaisePending), whether or not a watcher round saw Redis away.
+   */
+  catalogFromPostgres(): void {
+    this.#catalogFromPg++;
+  }
+  get catalogRaisePending(): boolean {
+    return this.#catalogFromPg > this.#catalogRaised;
+  }
+  /** where a raise starting now will reach: the answers counted so far */
+  get catalogAnswers(): number {
+    return this.#catalogFromPg;
+  }
+  /** the index caught up with the answers counted at `through` (or the watcher gave up waiting: one step back is its cost) */
+  catalogRaised(through: number): void {
+    if (through > this.#catalogRaised) this.#catalogRaised = through;
   }
 
   /** a rebuild of the index runs (ready turns true again only at a round after it ended) */

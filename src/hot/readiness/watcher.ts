@@ -45,6 +45,11 @@ const PROBE_MS = 2000;
 
 /** the longest the return to the index waits for the raise of the capability tombstones */
 const RAISE_MS = 10_000;
+/**
+ * After Redis came back, how long the Consul catalog may stay on PostgreSQL waiting for the
+ * outbox to apply the outage's writes (beyond it: one step back of an index, logged)
+ */
+const CATCH_UP_MS = 60_000;
 
 class NoAnswer extends Error {}
 
@@ -171,14 +176,45 @@ export function createWatchers(app: ReadinessContext, intervalMs = 500): Watcher
    * Redis back with its data: its capability tombstones raised to the revisions the fallback's
    * Consul answers counted (docs/decisions/consul-index.md) before reads return to it; a pass
    * longer than RAISE_MS goes on alone. A failure costs the Consul clients one step back of
-   * the index, not the return.
+   * the index, not the return. Then the catalog waits for the outbox (caughtUp).
    */
   const raiseTombstones = async (gen: string) => {
+    // the catalog's answers from PostgreSQL so far, and the outbox rows of the outage's
+    // writes: the pass reads revisions after those answers
+    const through = s.catalogAnswers;
+    const upTo = await lastOutboxRow();
     try {
       await within(raiseCapabilityTombstones(app.pg, app.redis, app.keys, gen), RAISE_MS, 'the raise of the capability tombstones');
     } catch (err) {
       app.log.warn({ err: String(err) }, "could not raise the index's capability tombstones: a Consul index may step back once");
     }
+    catchingUp = { through, upTo, until: Date.now() + CATCH_UP_MS };
+  };
+
+  /**
+   * The catalog returns to the index once the outbox has applied the writes made while it was
+   * away (rows up to the one last written then; an import's index-only rows aside), or after
+   * CATCH_UP_MS (given up: the catalog is not kept on PostgreSQL for good).
+   */
+  let catchingUp: { through: number; upTo: string | null; until: number } | null = null;
+  const lastOutboxRow = () =>
+    within(app.pg.query<{ id: string }>('SELECT coalesce(max(id), 0)::text AS id FROM outbox'), PROBE_MS, 'PostgreSQL').then(
+      (r) => r.rows[0]!.id,
+      () => null,
+    );
+  const caughtUp = async (c: { through: number; upTo: string | null; until: number }) => {
+    // (not read at the return: a later last row waits for a few more, never for fewer)
+    c.upTo ??= await lastOutboxRow();
+    const left =
+      c.upTo === null ||
+      (await within(app.pg.query<{ left: boolean }>('SELECT EXISTS (SELECT 1 FROM outbox WHERE id <= $1 AND NOT index_only) AS left', [c.upTo]), PROBE_MS, 'PostgreSQL').then(
+        (r) => r.rows[0]!.left,
+        () => true,
+      ));
+    if (left && Date.now() < c.until) return;
+    if (left) app.log.warn("the outbox has not applied the writes made while the index was away: the Consul catalog answers from the index again, and an index may step back once");
+    s.catalogRaised(c.through);
+    if (catchingUp === c) catchingUp = null;
   };
 
   const round = (): Promise<void> => {
@@ -203,8 +239,10 @@ export function createWatchers(app: ReadinessContext, intervalMs = 500): Watcher
     ]);
     if (!first && pgUp !== s.pgUp) app.log.warn(pgUp ? 'PostgreSQL is reachable again' : 'PostgreSQL is unreachable: writes answer 503, reads go on from Redis');
     if (!first && idx.up !== s.redisUp) app.log.warn(idx.up ? 'Redis is reachable again' : 'Redis is unreachable: writes go on (the outbox keeps them for the index)');
-    // Redis reachable again with a live generation (it kept its data) after reads went to PostgreSQL
-    const back = !first && s.fallback && !s.redisUp && idx.up && idx.gen !== null && pgUp;
+    // Redis reachable again with a live generation (it kept its data) after reads went to
+    // PostgreSQL: seen by an earlier round, or only by the Consul catalog (a failure between
+    // two rounds sent it to PostgreSQL, which keeps it until the index caught up)
+    const back = !first && s.fallback && (!s.redisUp || (s.catalogRaisePending && !catchingUp)) && idx.up && idx.gen !== null && pgUp;
     first = false;
     pgSeen ||= pgUp;
     if (idx.up && !idx.gen && pgUp && !rebuild && !stopped) void startRebuild().then(round);
@@ -215,6 +253,7 @@ export function createWatchers(app: ReadinessContext, intervalMs = 500): Watcher
       );
     }
     if (back) await raiseTombstones(idx.gen!);
+    if (catchingUp && idx.up && pgUp) await caughtUp(catchingUp);
     // ready: a complete index generation is live in a reachable Redis, and PostgreSQL has
     // answered (since start-up: a later PostgreSQL outage degrades writes, not reads)
     s.observed({ pgUp, redisUp: idx.up, indexLive: !!idx.gen, pgSeen });

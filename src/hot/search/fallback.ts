@@ -11,6 +11,12 @@ export interface Fallback {
   reads: PgReads;
   /** the index is known to be away now (compose.ts: from the readiness state) */
   away(): boolean;
+  /**
+   * The Consul catalog's side (discovery/consul/catalog.ts): `pending` while an answer
+   * PostgreSQL gave is not yet covered by a raise of the index's capability tombstones and
+   * PostgreSQL answers (the catalog then stays on it); `served` before each answer it gives.
+   */
+  catalog?: { pending(): boolean; served(): void };
 }
 
 /** An error that means the index cannot answer now (not a failure of the question): PostgreSQL may. */

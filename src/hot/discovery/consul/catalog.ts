@@ -38,7 +38,18 @@ async function fromIndex(app: DiscoveryContext, ns: string, capability: string |
 /** `capability`'s instances in namespace `ns` (null: every service of it), at most DISCOVERY_MAX_TARGETS. */
 export async function readCatalog(app: DiscoveryContext, ns: string, capability: string | null): Promise<CatalogSnapshot> {
   const max = app.cfg.discoveryMaxTargets;
-  const r = await either(app.index.fallback, () => fromIndex(app, ns, capability), (pg) => pg.catalog(ns, capability, max));
+  // once PostgreSQL has answered because the index could not, it answers until the index has
+  // caught up with it (the readiness watcher: its tombstones raised, the outage's writes
+  // applied): an index read before then could step back. Only those first answers count
+  // (served): a steady flow of catalog reads does not hold the catalog on PostgreSQL.
+  const f = app.index.fallback;
+  const c = f?.catalog;
+  let held = false;
+  const source = c ? { reads: f.reads, away: () => f.away() || (held = c.pending()) } : f;
+  const r = await either(source, () => fromIndex(app, ns, capability), (pg) => {
+    if (!held) c?.served();
+    return pg.catalog(ns, capability, max);
+  });
   if ('tooMany' in r) throw new ApiError('TOO_MANY_TARGETS', [r.tooMany, max]);
   const instances: Instance[] = [];
   const members = r.docs.map((text, i) => {
