@@ -158,7 +158,7 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
   const near = new NearCache(threadShare(cfg.nearCacheBytes, cfg.uwsThreads));
   const index: Index = new Index(redis, keys, intersectPool, cfg.heavyIntersectionThreshold, replicas, near, () => state.ready,
     // away: readiness saw Redis unreachable, or no live generation (lost, or being rebuilt)
-    fallback && { reads: fallback, away: () => !state.redisUp || state.rebuilding || !index.gen, catalog: { pending: () => state.catalogRaisePending && state.pgUp, served: () => state.catalogFromPostgres() } },
+    fallback && { reads: fallback, away: () => !state.redisUp || state.rebuilding || !index.gen, catalog: { pending: () => state.catalogCatchingUp && state.pgUp, served: () => state.catalogFromPostgres() } },
     { whole: cfg.nearLoadWholeMembers, slice: cfg.nearLoadSliceBuckets });
   const replicaWait = replicas.length && cfg.redisReplicaWaitMs > 0 ? replicaWaiter(writer, replicas.length, cfg.redisReplicaWaitMs) : null;
   // committed writes reach the index here; what follows them subscribes to projector.applied

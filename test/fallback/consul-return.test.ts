@@ -61,7 +61,7 @@ async function outage(t: Test, seenByARound: boolean): Promise<void> {
   }
   t.match(away['/v1/health/service/web']!.body, new RegExp(`"ID":"${during}"`), "the outage's registration is listed");
   t.notMatch(away['/v1/health/service/web']!.body, new RegExp(late.id), '... and the one that left is not');
-  t.ok(s.app.state.catalogRaisePending, 'PostgreSQL answered the catalog: a raise is pending');
+  t.ok(s.app.state.catalogCatchingUp, 'PostgreSQL answered the catalog: it stays there until the index caught up');
 
   await proxy.set('pass');
   // from now until the index caught up (Redis reconnects, a readiness round raises the
@@ -78,7 +78,7 @@ async function outage(t: Test, seenByARound: boolean): Promise<void> {
     }
   });
   await waitFor('reads from the index again, its tombstones raised', async () => {
-    const done = (await readyz(s)).reads === 'index' && !s.app.state.catalogRaisePending;
+    const done = (await readyz(s)).reads === 'index' && !s.app.state.catalogCatchingUp;
     const now = await answers(s);
     asked++;
     for (const q of QUERIES) if (now[q]!.index < away[q]!.index) stepsBack.push(`${q}: ${now[q]!.index} after ${away[q]!.index}`);

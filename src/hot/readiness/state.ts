@@ -1,8 +1,7 @@
 // The readiness state of a serving thread. Its one writer is this class: the readiness
 // watcher (lifecycle.ts) reports what each round saw and when a rebuild starts and ends, the
 // HTTP server reports that it began to drain, the Consul catalog that PostgreSQL answered it;
-// everything else only reads. `ready` and
-// `reads` are derived here, in one place, from the rest.
+// everything else only reads. `ready` and `reads` are derived here, in one place, from the rest.
 
 /** Where discovery reads are answered from: the index, PostgreSQL (the fallback), or nowhere (503). */
 export type ReadSource = 'index' | 'postgres' | 'none';
@@ -56,28 +55,28 @@ export class AppState {
 
   /** Consul catalog answers PostgreSQL gave because the index could not, and how many of them the index has caught up with */
   #catalogFromPg = 0;
-  #catalogRaised = 0;
+  #catalogCovered = 0;
 
   /**
    * A Consul catalog answer is about to be read from PostgreSQL because the index could not
    * give it: its X-Consul-Index counts writes and tombstone revisions the index may not have
    * (docs/decisions/consul-index.md), so until the index caught up (the watcher: tombstones
    * raised, the outage's outbox rows applied) the catalog stays on PostgreSQL
-   * (catalogRaisePending), whether or not a watcher round saw Redis away.
+   * (catalogCatchingUp), whether or not a watcher round saw Redis away.
    */
   catalogFromPostgres(): void {
     this.#catalogFromPg++;
   }
-  get catalogRaisePending(): boolean {
-    return this.#catalogFromPg > this.#catalogRaised;
+  get catalogCatchingUp(): boolean {
+    return this.#catalogFromPg > this.#catalogCovered;
   }
-  /** where a raise starting now will reach: the answers counted so far */
+  /** the answers counted so far: what a raise starting now catches up with */
   get catalogAnswers(): number {
     return this.#catalogFromPg;
   }
   /** the index caught up with the answers counted at `through` (or the watcher gave up waiting: one step back is its cost) */
-  catalogRaised(through: number): void {
-    if (through > this.#catalogRaised) this.#catalogRaised = through;
+  catalogCaughtUp(through: number): void {
+    if (through > this.#catalogCovered) this.#catalogCovered = through;
   }
 
   /** a rebuild of the index runs (ready turns true again only at a round after it ended) */

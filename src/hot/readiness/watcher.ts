@@ -213,7 +213,7 @@ export function createWatchers(app: ReadinessContext, intervalMs = 500): Watcher
       ));
     if (left && Date.now() < c.until) return;
     if (left) app.log.warn("the outbox has not applied the writes made while the index was away: the Consul catalog answers from the index again, and an index may step back once");
-    s.catalogRaised(c.through);
+    s.catalogCaughtUp(c.through);
     if (catchingUp === c) catchingUp = null;
   };
 
@@ -242,7 +242,7 @@ export function createWatchers(app: ReadinessContext, intervalMs = 500): Watcher
     // Redis reachable again with a live generation (it kept its data) after reads went to
     // PostgreSQL: seen by an earlier round, or only by the Consul catalog (a failure between
     // two rounds sent it to PostgreSQL, which keeps it until the index caught up)
-    const back = !first && s.fallback && (!s.redisUp || (s.catalogRaisePending && !catchingUp)) && idx.up && idx.gen !== null && pgUp;
+    const back = !first && s.fallback && (!s.redisUp || (s.catalogCatchingUp && !catchingUp)) && idx.up && idx.gen !== null && pgUp;
     first = false;
     pgSeen ||= pgUp;
     if (idx.up && !idx.gen && pgUp && !rebuild && !stopped) void startRebuild().then(round);

@@ -12,9 +12,9 @@ export interface Fallback {
   /** the index is known to be away now (compose.ts: from the readiness state) */
   away(): boolean;
   /**
-   * The Consul catalog's side (discovery/consul/catalog.ts): `pending` while an answer
-   * PostgreSQL gave is not yet covered by a raise of the index's capability tombstones and
-   * PostgreSQL answers (the catalog then stays on it); `served` before each answer it gives.
+   * The Consul catalog's side (discovery/consul/catalog.ts): `pending` while the index has
+   * not caught up with an answer PostgreSQL gave in its stead (readiness/watcher.ts) and
+   * PostgreSQL answers: the catalog then stays on it; `served` before each such answer.
    */
   catalog?: { pending(): boolean; served(): void };
 }
