@@ -26,7 +26,7 @@ import { threadFallback } from './fallback/index.js';
 import { HeldRequests, Wakes } from './held/index.js';
 import { Index, InvalidationListener, NearCache, NearVersionCheck, ResultCache, sampleSearch, stringBytes, type Caches, type Replacements } from './search/index.js';
 import { ChangeHub, StreamShares, streamSharesBuffer } from './changes/index.js';
-import { AppState, createWatchers } from './readiness/index.js';
+import { AppState, catalogBuffer, createWatchers } from './readiness/index.js';
 import { proxySocketPath } from './http/proxy-socket.js';
 import { createDnsServer, type DnsServer } from './discovery/index.js';
 import { ImportBacklog } from './reindex/index.js';
@@ -104,20 +104,18 @@ export interface ThreadHooks {
   waitForIndex?: boolean;
 }
 
-/**
- * What the uWS threads of one process share (main.ts creates it once and hands it to every
- * thread in workerData; a thread built alone gets its own): counters a cap per process
- * needs, on shared memory.
- */
+/** What a process's uWS threads share (main.ts hands it to each; a thread alone has its own): counters, on shared memory. */
 export interface ProcessShared {
   /** open change streams, in total and per client address (changes/shares.ts) */
   changeStreams: SharedArrayBuffer;
   /** held requests, in total and per client address (held/, domain/shares.ts) */
   held: SharedArrayBuffer;
+  /** the Consul catalog's answers from PostgreSQL, and those the index caught up with (readiness/state.ts) */
+  catalog: SharedArrayBuffer;
 }
 
 export function processShared(): ProcessShared {
-  return { changeStreams: streamSharesBuffer(), held: sharesBuffer() };
+  return { changeStreams: streamSharesBuffer(), held: sharesBuffer(), catalog: catalogBuffer() };
 }
 
 export interface ThreadOptions {
@@ -146,7 +144,8 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
 
   // reads while the index is away: a pool of their own, never the connections writes need
   const fallback = threadFallback(cfg);
-  const state = new AppState(fallback !== null);
+  const shared = opts.shared ?? processShared();
+  const state = new AppState(fallback !== null, shared.catalog);
   const pendingSandboxes = new PendingSandboxes();
 
   // the index (with this thread's near cache, answering only while readiness holds), the
@@ -187,7 +186,6 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
     carried: () => liveness.batch.carries(),
   });
   liveness.batch.carry(auth.records);
-  const shared = opts.shared ?? processShared();
   const hub = new ChangeHub(pg, cfg, new StreamShares(cfg.changesMaxStreams, cfg.changesStreamsPerAddress, shared.changeStreams));
   // held requests, woken by the deltas below (every thread, every node) and, on this thread,
   // by its own writes (after the caches they read dropped them: followWrites subscribes first)

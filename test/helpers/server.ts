@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import type { Test } from 'tap';
 import pino from 'pino';
 import { createLogger, type App } from '../../src/hot/app.js';
-import { buildThread, type Thread, type ThreadHooks } from '../../src/hot/compose.js';
+import { buildThread, type ProcessShared, type Thread, type ThreadHooks } from '../../src/hot/compose.js';
 import { loadConfig, type Config } from '../../src/hot/config.js';
 import { checkUwsNative } from '../../src/hot/http/native.js';
 import { createRedis } from '../../src/hot/redis/client.js';
@@ -109,6 +109,8 @@ export interface StartOptions extends Placement {
   hooks?: ThreadHooks;
   /** this node's wall clock as the rate limiter sees it (compose.ts ThreadHooks.now) */
   now?: () => number;
+  /** another thread of the same process: its shared counters (compose.ts processShared; with `on`) */
+  shared?: ProcessShared;
 }
 
 /**
@@ -156,7 +158,7 @@ export async function startTestServer(opts: StartOptions = {}): Promise<TestServ
   if (!native.native) throw new Error(`uWebSockets.js's native binary is not the one loaded: ${native.reason}`);
   const placed = await place(opts);
   const cfg = loadConfig({ ...baseEnv(), ...placed.env, ...opts.env });
-  const thread = buildThread(cfg, 'test', opts.logStream ? createLogger(cfg, {}, opts.logStream) : pino({ level: cfg.logLevel }), { port: 0, host: '127.0.0.1' }, { hooks: { waitForIndex: true, ...opts.hooks, now: opts.now } });
+  const thread = buildThread(cfg, 'test', opts.logStream ? createLogger(cfg, {}, opts.logStream) : pino({ level: cfg.logLevel }), { port: 0, host: '127.0.0.1' }, { hooks: { waitForIndex: true, ...opts.hooks, now: opts.now }, shared: opts.shared });
   await thread.start();
   const { app, server } = thread;
   const url = `http://127.0.0.1:${server.port}`;

@@ -6,6 +6,15 @@
 /** Where discovery reads are answered from: the index, PostgreSQL (the fallback), or nowhere (503). */
 export type ReadSource = 'index' | 'postgres' | 'none';
 
+/** the catalog's counters: answers PostgreSQL gave in the index's stead, and those the index caught up with */
+const FROM_PG = 0;
+const COVERED = 1;
+
+/** Shared memory for AppState's catalog counters: one per process (compose.ts processShared). */
+export function catalogBuffer(): SharedArrayBuffer {
+  return new SharedArrayBuffer(2 * Int32Array.BYTES_PER_ELEMENT);
+}
+
 export class AppState {
   #ready = false;
   #shuttingDown = false;
@@ -13,8 +22,19 @@ export class AppState {
   #pgUp = false;
   #redisUp = false;
 
-  /** `fallback`: reads go to PostgreSQL while the index is away (FALLBACK_PG_CONNECTIONS > 0) */
-  constructor(readonly fallback = false) {}
+  /** the Consul catalog's two counters, shared by the process's threads (catalogBuffer) */
+  readonly #catalog: Int32Array;
+
+  /**
+   * `fallback`: reads go to PostgreSQL while the index is away (FALLBACK_PG_CONNECTIONS > 0);
+   * `catalog`: the process's catalogBuffer (default: this thread's own)
+   */
+  constructor(
+    readonly fallback = false,
+    catalog: SharedArrayBuffer = catalogBuffer(),
+  ) {
+    this.#catalog = new Int32Array(catalog);
+  }
 
   /** the index is live and PostgreSQL answered (since start-up), and the thread is not draining */
   get ready(): boolean {
@@ -53,30 +73,33 @@ export class AppState {
     this.#ready = !this.#shuttingDown && o.redisUp && o.indexLive && !this.#rebuilding && o.pgSeen;
   }
 
-  /** Consul catalog answers PostgreSQL gave because the index could not, and how many of them the index has caught up with */
-  #catalogFromPg = 0;
-  #catalogCovered = 0;
-
   /**
    * A Consul catalog answer is about to be read from PostgreSQL because the index could not
    * give it: its X-Consul-Index counts writes and tombstone revisions the index may not have
-   * (docs/decisions/consul-index.md), so until the index caught up (the watcher: tombstones
+   * (docs/decisions/consul-index.md), so until the index caught up (a watcher: tombstones
    * raised, the outage's outbox rows applied) the catalog stays on PostgreSQL
-   * (catalogCatchingUp), whether or not a watcher round saw Redis away.
+   * (catalogCatchingUp) on every thread of the process, whether or not a watcher round saw
+   * Redis away: a client that moves to another thread does not see the index step back.
    */
   catalogFromPostgres(): void {
-    this.#catalogFromPg++;
+    Atomics.add(this.#catalog, FROM_PG, 1);
   }
   get catalogCatchingUp(): boolean {
-    return this.#catalogFromPg > this.#catalogCovered;
+    // (differences, not comparisons: the counters may wrap)
+    return ((Atomics.load(this.#catalog, FROM_PG) - Atomics.load(this.#catalog, COVERED)) | 0) !== 0;
   }
   /** the answers counted so far: what a raise starting now catches up with */
   get catalogAnswers(): number {
-    return this.#catalogFromPg;
+    return Atomics.load(this.#catalog, FROM_PG);
   }
-  /** the index caught up with the answers counted at `through` (or the watcher gave up waiting: one step back is its cost) */
+  /** the index caught up with the answers counted at `through` (or a watcher gave up waiting: one step back is its cost) */
   catalogCaughtUp(through: number): void {
-    if (through > this.#catalogCovered) this.#catalogCovered = through;
+    const a = this.#catalog;
+    for (let was = Atomics.load(a, COVERED); ((through - was) | 0) > 0; ) {
+      const seen = Atomics.compareExchange(a, COVERED, was, through);
+      if (seen === was) return;
+      was = seen;
+    }
   }
 
   /** a rebuild of the index runs (ready turns true again only at a round after it ended) */
