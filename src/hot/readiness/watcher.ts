@@ -12,6 +12,7 @@ import type { RedisClient } from '../redis/client.js';
 import type { AppState } from './state.js';
 import { dropGeneration, dropStaleBuild, raiseCapabilityTombstones, rebuildIndex } from '../reindex/index.js';
 import { ifEqualReply } from '../redis/replies.js';
+import { lastOutboxRow, outboxWaitsUpTo } from '../registry/index.js';
 import { reportReadSource } from './metrics.js';
 import type { ReadSource } from './state.js';
 
@@ -52,6 +53,13 @@ const RAISE_MS = 10_000;
 const CATCH_UP_MS = 60_000;
 
 class NoAnswer extends Error {}
+
+/** A return of the Consul catalog to the index under way: the answers it covers, the outbox's last row then, its deadline. */
+interface CatchUp {
+  through: number;
+  upTo: string | null;
+  until: number;
+}
 
 function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   let t: NodeJS.Timeout;
@@ -182,7 +190,7 @@ export function createWatchers(app: ReadinessContext, intervalMs = 500): Watcher
     // the catalog's answers from PostgreSQL so far, and the outbox rows of the outage's
     // writes: the pass reads revisions after those answers
     const through = s.catalogAnswers;
-    const upTo = await lastOutboxRow();
+    const upTo = await lastRow();
     try {
       await within(raiseCapabilityTombstones(app.pg, app.redis, app.keys, gen), RAISE_MS, 'the raise of the capability tombstones');
     } catch (err) {
@@ -196,21 +204,12 @@ export function createWatchers(app: ReadinessContext, intervalMs = 500): Watcher
    * away (rows up to the one last written then; an import's index-only rows aside), or after
    * CATCH_UP_MS (given up: the catalog is not kept on PostgreSQL for good).
    */
-  let catchingUp: { through: number; upTo: string | null; until: number } | null = null;
-  const lastOutboxRow = () =>
-    within(app.pg.query<{ id: string }>('SELECT coalesce(max(id), 0)::text AS id FROM outbox'), PROBE_MS, 'PostgreSQL').then(
-      (r) => r.rows[0]!.id,
-      () => null,
-    );
-  const caughtUp = async (c: { through: number; upTo: string | null; until: number }) => {
+  let catchingUp: CatchUp | null = null;
+  const lastRow = () => within(lastOutboxRow(app.pg), PROBE_MS, 'PostgreSQL').catch(() => null);
+  const caughtUp = async (c: CatchUp) => {
     // (not read at the return: a later last row waits for a few more, never for fewer)
-    c.upTo ??= await lastOutboxRow();
-    const left =
-      c.upTo === null ||
-      (await within(app.pg.query<{ left: boolean }>('SELECT EXISTS (SELECT 1 FROM outbox WHERE id <= $1 AND NOT index_only) AS left', [c.upTo]), PROBE_MS, 'PostgreSQL').then(
-        (r) => r.rows[0]!.left,
-        () => true,
-      ));
+    c.upTo ??= await lastRow();
+    const left = c.upTo === null || (await within(outboxWaitsUpTo(app.pg, c.upTo), PROBE_MS, 'PostgreSQL').catch(() => true));
     if (left && Date.now() < c.until) return;
     if (left) app.log.warn("the outbox has not applied the writes made while the index was away: the Consul catalog answers from the index again, and an index may step back once");
     s.catalogCaughtUp(c.through);
