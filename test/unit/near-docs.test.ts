@@ -8,7 +8,7 @@
 import t from 'tap';
 import fc from 'fast-check';
 import { NearDocs } from '../../src/hot/search/near/docs.js';
-import { find, LAYOUT, lowerBound, type Chunk } from '../../src/hot/search/near/chunk.js';
+import { find, indexOf, LAYOUT, lowerBound, type Chunk } from '../../src/hot/search/near/chunk.js';
 import { digestBytes, digested } from '../../src/hot/domain/digest.js';
 
 const seqArb = fc.integer({ min: 0, max: 600 });
@@ -153,7 +153,7 @@ t.test('a chunk larger than the whole budget is not kept', async (t) => {
   t.equal(docs.bytes, 0);
 });
 
-t.test('lowerBound and find agree with a scan of the slots, full chunks and nearly full ones included', async (t) => {
+t.test('lowerBound, find and indexOf agree with a scan of the slots, full chunks and nearly full ones included', async (t) => {
   const { SLOTS, M } = LAYOUT;
   const slotsArb = fc.oneof(
     fc.uniqueArray(fc.integer({ min: 0, max: SLOTS - 1 }), { maxLength: SLOTS }),
@@ -174,6 +174,7 @@ t.test('lowerBound and find agree with a scan of the slots, full chunks and near
         const from = lb === 0 ? 0 : hint % (lb + 1);
         if (lowerBound(c, slot, from) !== lb) return false;
         if (find(c, slot, from) !== (slots[lb] === slot ? lb : -1)) return false;
+        if (indexOf(c, slot) !== (slots[lb] === slot ? lb : -1)) return false;
         checked++;
       }
       return true;

@@ -27,6 +27,8 @@ export const LAYOUT = { SLOTS: 256, M: 8, SLOT: 0, START: 1, END: 2, DIG: 3 } as
 // the optimiser does not fold into the index arithmetic of join()'s loops; copied into plain
 // consts they fold as literals do (docs/decisions/near-cache-pages.md). near-docs.ts takes its
 // copies the same way.
+/** documents up to which a chunk's index is read from the previous look-up on (PageJoin pass 1) */
+const SMALL = 64;
 /** seqs per chunk */
 const { SLOTS, M, SLOT, START, END, DIG } = LAYOUT;
 /** the platform's byte order: a digest word is stored byte-swapped on a little-endian one */
@@ -92,6 +94,26 @@ export function lowerBound(c: Chunk, slot: number, from: number): number {
   return lo;
 }
 
+/**
+ * Index of `slot`, or -1, searched for only in [slot - (SLOTS - n), slot] (lowerBound): its
+ * first probe's address depends on nothing read before it. A page's look-ups (PageJoin pass 1)
+ * then overlap their cache misses; from a previous answer on, each waited for the last (a
+ * sparse page over full chunks: one index line a document, missed one after another).
+ */
+export function indexOf(c: Chunk, slot: number): number {
+  const m = c.meta;
+  const n = c.n;
+  let lo = slot - (SLOTS - n);
+  if (lo < 0) lo = 0;
+  let hi = n < slot ? n : slot;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (m[mid * M + SLOT]! < slot) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < n && m[lo * M + SLOT] === slot ? lo : -1;
+}
+
 /** Index of `slot` from `from` on, or -1: the next one first (a dense page), else by halving. */
 export function find(c: Chunk, slot: number, from: number): number {
   const i = lowerBound(c, slot, from);
@@ -111,6 +133,8 @@ export function entry(meta: Int32Array, i: number, slot: number, start: number, 
   meta[at + DIG + 3] = toWord(d.d3);
 }
 
+/** where pass 1's reads ahead of pass 2 go (read by nothing: kept so that they are not optimised away) */
+let _touched = 0;
 /** The join of a page from chunks, with its scratch memory (one per NearDocs: per thread). */
 export class PageJoin {
   // scratch of join(): the page's runs (chunk, first index, last index + 1), its body and digests
@@ -144,7 +168,9 @@ export class PageJoin {
         cno = no;
         ci = 0;
       }
-      const i = find(c!, seq - no * SLOTS, ci);
+      // a small chunk's index is in cache: from the previous answer on (a dense page reads the
+      // next entry); a large one's is not: a look-up that waits for no earlier one
+      const i = c!.n <= SMALL ? find(c!, seq - no * SLOTS, ci) : indexOf(c!, seq - no * SLOTS);
       if (i < 0) return this.forget(runs);
       ci = i + 1;
       // the same run when the previous document of the page is this one's neighbour in its chunk
@@ -163,6 +189,18 @@ export class PageJoin {
       len += en - st + 1;
     }
     if (seqs.length) len--; // n documents, n - 1 commas
+    // a sparse page's documents (runs of one): each one's view and its bytes' first and last
+    // lines read ahead, their misses overlapping, not one after another in pass 2's copies
+    if (runs > 8) {
+      let t = 0;
+      for (let r = 0; r < runs; r++) {
+        const from = this.runFrom[r]!;
+        if (this.runTo[r] !== from + 1) continue;
+        const ch = this.runChunk[r]!;
+        t ^= ch.views[from]!.length + ch.text[ch.meta[from * M + START]!]! + ch.text[ch.meta[from * M + END]!]!;
+      }
+      _touched ^= t;
+    }
     // pass 2: copy each run (its commas included) and its digests
     if (len > this.body.length) this.body = Buffer.allocUnsafeSlow(2 ** Math.ceil(Math.log2(len)));
     if (seqs.length * DIGEST_BYTES > this.digs.length) {
