@@ -27,10 +27,10 @@ export const LAYOUT = { SLOTS: 256, M: 8, SLOT: 0, START: 1, END: 2, DIG: 3 } as
 // the optimiser does not fold into the index arithmetic of join()'s loops; copied into plain
 // consts they fold as literals do (docs/decisions/near-cache-pages.md). near-docs.ts takes its
 // copies the same way.
-/** documents up to which a chunk's index is read from the previous look-up on (PageJoin pass 1) */
-const SMALL = 64;
 /** seqs per chunk */
 const { SLOTS, M, SLOT, START, END, DIG } = LAYOUT;
+/** documents up to which a chunk's index is read from the previous look-up on (PageJoin pass 1) */
+const SMALL = 64;
 /** the platform's byte order: a digest word is stored byte-swapped on a little-endian one */
 const LITTLE = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
 const swap = (x: number) => ((x & 0xff) << 24) | ((x & 0xff00) << 8) | ((x >>> 8) & 0xff00) | (x >>> 24);
@@ -133,7 +133,7 @@ export function entry(meta: Int32Array, i: number, slot: number, start: number, 
   meta[at + DIG + 3] = toWord(d.d3);
 }
 
-/** where pass 1's reads ahead of pass 2 go (read by nothing: kept so that they are not optimised away) */
+/** where join()'s reads ahead of its copies go (read by nothing: kept so that they are not optimised away) */
 let _touched = 0;
 /** The join of a page from chunks, with its scratch memory (one per NearDocs: per thread). */
 export class PageJoin {
