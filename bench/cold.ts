@@ -55,6 +55,8 @@ interface Row {
   other: number;
   usPerReq: number | null;
   loadgenPct: number;
+  /** wrk's sleeps per answer (LoadResult.loadgenSleepsPerReq) */
+  sleeps?: number;
 }
 
 /** Service g: capabilities cap<g % 7> and `all`, property zone:z<g % 3>, an IoT profile when g % 5 = 0. */
@@ -81,7 +83,7 @@ async function measure(id: string, title: string, o: LoadOptions, pid: number | 
   const b = snapshot(pid);
   const s = share(a, b, NPROC);
   const answered = r.rps * r.durationS;
-  const row = { id, title, rps: r.rps, p99: r.p99, other: r.responses - r.ok, usPerReq: s && answered ? ((s.serverPct / 100) * r.durationS * 1e6) / answered : null, loadgenPct: r.loadgenCpuPct };
+  const row = { id, title, rps: r.rps, p99: r.p99, other: r.responses - r.ok, usPerReq: s && answered ? ((s.serverPct / 100) * r.durationS * 1e6) / answered : null, loadgenPct: r.loadgenCpuPct, sleeps: r.loadgenSleepsPerReq };
   log(`${id}: ${row.rps.toFixed(0)} req/s, p99 ${row.p99.toFixed(2)} ms, other statuses ${row.other}, server ${row.usPerReq?.toFixed(1) ?? '?'} µs/req`);
   return row;
 }
@@ -177,12 +179,15 @@ async function main(): Promise<void> {
     const c = (await measure('g', 'CEILING (uWS, the warm row\'s bytes)', { url: `http://127.0.0.1:${cport}/`, connections: CONNECTIONS, durationS: SECONDS, generator: GENERATOR }, ceil.proc.pid))!;
     const rss = pid ? rssKb(pid) / 1024 : NaN;
     console.log(`${EXISTING ? `${db} (max seq ${f.maxSeq})` : `${N} services`}, server RSS after the rows ${rss.toFixed(0)} MB, ${SECONDS} s per row after 1 s of warm-up, ${CONNECTIONS} connections, ${GENERATOR === 'wrk' ? 'wrk (-t1, Lua script per row)' : 'autocannon'}; ${pin.note}; load average at the end ${loadavg().map((x) => x.toFixed(1)).join(' ')}\n`);
-    console.log(`| row | what | req/s | p99 ms | other statuses | × ceiling | server µs/req | cost ratio | ${GENERATOR} CPU |`);
-    console.log('|---|---|--:|--:|--:|--:|--:|--:|--:|');
+    // wrk's sleeps per answer: ~1 when every answer found it idle (the kernel woke it for
+    // each, a cost charged to the server's send), ~0 at the ceiling, which keeps it busy
+    const sleeps = GENERATOR === 'wrk';
+    console.log(`| row | what | req/s | p99 ms | other statuses | × ceiling | server µs/req | cost ratio | ${GENERATOR} CPU |${sleeps ? ' wrk sleeps/req |' : ''}`);
+    console.log(`|---|---|--:|--:|--:|--:|--:|--:|--:|${sleeps ? '--:|' : ''}`);
     for (const r of [...rows, c]) {
       if (!r) continue;
       const cost = r.usPerReq && c.usPerReq ? (c.usPerReq / r.usPerReq).toFixed(2) + '×' : '–';
-      console.log(`| ${r.id} | ${r.title} | ${r.rps.toFixed(0)} | ${r.p99.toFixed(2)} | ${r.other} | ${(r.rps / c.rps).toFixed(2)}× | ${r.usPerReq?.toFixed(1) ?? '–'} | ${cost} | ${r.loadgenPct.toFixed(0)} % |`);
+      console.log(`| ${r.id} | ${r.title} | ${r.rps.toFixed(0)} | ${r.p99.toFixed(2)} | ${r.other} | ${(r.rps / c.rps).toFixed(2)}× | ${r.usPerReq?.toFixed(1) ?? '–'} | ${cost} | ${r.loadgenPct.toFixed(0)} % |${sleeps ? ` ${r.sleeps?.toFixed(2) ?? '–'} |` : ''}`);
     }
   } finally {
     for (const ch of children) await ch.stop();

@@ -46,6 +46,12 @@ export interface LoadResult {
   bytesPerSec: number;
   /** CPU time of this process over the run, in % of one core (both instances when two run) */
   loadgenCpuPct: number;
+  /**
+   * times the load generator's threads went to sleep (voluntary context switches) per response
+   * (wrk only): ~1 when every answer found it idle and the kernel had to wake it, ~0 when
+   * answers came faster than it read them
+   */
+  loadgenSleepsPerReq?: number;
 }
 
 export interface Running {

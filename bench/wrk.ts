@@ -5,7 +5,7 @@
 // Lua script written for each run; wrk runs as a child of this process, so it inherits this
 // process's pinning (run.ts and cold.ts run on the load generator's core).
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { LoadOptions, LoadResult, Running } from './load-types.js';
@@ -83,6 +83,22 @@ export function childCpuS(out: string): number {
     .reduce((a, b) => a + b, 0);
 }
 
+/**
+ * Voluntary context switches (sleeps) of every thread of the child of process `sh` (wrk,
+ * started by the shell of startWrk), or null when it cannot be read (not Linux, gone).
+ */
+export function childSleeps(sh: number | undefined): number | null {
+  try {
+    const kid = readFileSync(`/proc/${sh}/task/${sh}/children`, 'utf8').trim().split(' ')[0];
+    if (!kid) return null;
+    let n = 0;
+    for (const t of readdirSync(`/proc/${kid}/task`)) n += Number(/^voluntary_ctxt_switches:\s*(\d+)/m.exec(readFileSync(`/proc/${kid}/task/${t}/status`, 'utf8'))?.[1] ?? NaN);
+    return Number.isFinite(n) ? n : null;
+  } catch {
+    return null;
+  }
+}
+
 export function startWrk(o: LoadOptions): Running {
   const dir = mkdtempSync(join(tmpdir(), 'wrk-'));
   const file = join(dir, 'row.lua');
@@ -98,8 +114,17 @@ export function startWrk(o: LoadOptions): Running {
   child.stdout.on('data', (b: Buffer) => (out += b.toString()));
   child.stderr.on('data', (b: Buffer) => (err += b.toString()));
   const t0 = performance.now();
+  // wrk's sleeps between 0.3 s after its start and 0.3 s before its end, per answer of that
+  // window at the run's rate (LoadResult.loadgenSleepsPerReq)
+  const marks: { at: number; sleeps: number }[] = [];
+  const mark = () => {
+    const n = childSleeps(child.pid);
+    if (n !== null) marks.push({ at: performance.now(), sleeps: n });
+  };
+  const timers = o.durationS >= 1 ? [setTimeout(mark, 300), setTimeout(mark, o.durationS * 1000 - 300)] : [];
   const done = new Promise<LoadResult>((resolve, reject) => {
     child.on('close', () => {
+      for (const t of timers) clearTimeout(t);
       rmSync(dir, { recursive: true, force: true });
       const wallMs = performance.now() - t0;
       const line = out.split('\n').find((l) => l.startsWith('WRKJSON '));
@@ -127,6 +152,7 @@ export function startWrk(o: LoadOptions): Running {
         durationS: dur,
         bytesPerSec: j.bytes / dur,
         loadgenCpuPct: ((childCpuS(out) * 1000) / wallMs) * 100,
+        ...(marks.length === 2 && j.requests ? { loadgenSleepsPerReq: (marks[1]!.sleeps - marks[0]!.sleeps) / ((j.requests / dur) * ((marks[1]!.at - marks[0]!.at) / 1000)) } : {}),
       });
     });
     child.on('error', reject);
