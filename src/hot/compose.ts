@@ -154,7 +154,7 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
   // their own, so the WAIT after them never blocks this thread's searches and counters
   const replicas = createReplicas(cfg);
   const writer = replicas.length ? createRedis(cfg) : redis;
-  const near = new NearCache(threadShare(cfg.nearCacheBytes, cfg.uwsThreads));
+  const near = new NearCache(threadShare(cfg.nearCacheBytes, cfg.uwsThreads), cfg.nearResultAdmit);
   const index: Index = new Index(redis, keys, intersectPool, cfg.heavyIntersectionThreshold, replicas, near, () => state.ready,
     // away: readiness saw Redis unreachable, or no live generation (lost, or being rebuilt)
     fallback && { reads: fallback, away: () => !state.redisUp || state.rebuilding || !index.gen, catalog: { pending: () => state.catalogCatchingUp && state.pgUp, served: () => state.catalogFromPostgres() } },

@@ -131,3 +131,24 @@ export function dnsDomain(raw: string): string {
   }
   return raw;
 }
+
+// contract: "of the order of 1,000 / 10,000 / 100,000"; an enterprise sandbox at its rate
+// limit (6,000 a minute) fills its quota in ~17 minutes, and then stops growing
+const MAX_SERVICES: Readonly<Record<string, number>> = { free: 1_000, pro: 10_000, enterprise: 100_000 };
+/** a tier of TIERS that neither TIER_MAX_SERVICES nor MAX_SERVICES names: the smallest default */
+const MAX_SERVICES_OTHER = 1_000;
+
+/**
+ * TIER_MAX_SERVICES="free=1000,pro=10000": services per sandbox of each tier. Tiers it does
+ * not name keep their default (MAX_SERVICES, else MAX_SERVICES_OTHER), so that a test or a
+ * deployment can change one; a name that is not a tier of TIERS is refused (a typo would
+ * otherwise leave the quota it meant at its default).
+ */
+export function tierMaxServices(raw: string, t: Readonly<Record<string, number>>): Record<string, number> {
+  const given = raw ? tierMap('TIER_MAX_SERVICES', raw, 'free=1000,pro=10000') : {};
+  const unknown = Object.keys(given).find((k) => !Object.hasOwn(t, k));
+  if (unknown !== undefined) throw new ConfigError(`TIER_MAX_SERVICES names "${unknown}", which is not one of TIERS (${Object.keys(t).join(', ')})`);
+  const out: Record<string, number> = {};
+  for (const k of Object.keys(t)) out[k] = given[k] ?? MAX_SERVICES[k] ?? MAX_SERVICES_OTHER;
+  return out;
+}

@@ -4,7 +4,7 @@
 // one row of config-settings.ts, which docs/configuration.md is generated from.
 import { randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
-import { ConfigError, dnsDomain, dnsPort, tierMap, type Env } from './config-env.js';
+import { ConfigError, dnsDomain, dnsPort, tierMap, tierMaxServices, type Env } from './config-env.js';
 import { readers } from './config-settings.js';
 
 export interface TierConfig {
@@ -144,6 +144,8 @@ export interface Config {
   /** sets read from Redis whole up to this many members, above in slices of this many buckets (search/pipeline/sets.ts) */
   nearLoadWholeMembers: number;
   nearLoadSliceBuckets: number;
+  /** cold pages of a query of several sets before the near cache keeps its whole answer (0: never; search/near/results.ts) */
+  nearResultAdmit: number;
   /** longest wait between two passes of the lease sweeper (expired leases, deregistrations), ms */
   leaseSweepMs: number;
   /** TTL of a shard's sweep lock: how long the shards of a node that died go unswept, ms */
@@ -166,27 +168,6 @@ export interface Config {
 }
 
 const MIB = 1024 * 1024;
-
-// contract: "of the order of 1,000 / 10,000 / 100,000"; an enterprise sandbox at its rate
-// limit (6,000 a minute) fills its quota in ~17 minutes, and then stops growing
-const MAX_SERVICES: Readonly<Record<string, number>> = { free: 1_000, pro: 10_000, enterprise: 100_000 };
-/** a tier of TIERS that neither TIER_MAX_SERVICES nor MAX_SERVICES names: the smallest default */
-const MAX_SERVICES_OTHER = 1_000;
-
-/**
- * TIER_MAX_SERVICES="free=1000,pro=10000": services per sandbox of each tier. Tiers it does
- * not name keep their default (MAX_SERVICES, else MAX_SERVICES_OTHER), so that a test or a
- * deployment can change one; a name that is not a tier of TIERS is refused (a typo would
- * otherwise leave the quota it meant at its default).
- */
-function tierMaxServices(raw: string, t: TierConfig): TierConfig {
-  const given = raw ? tierMap('TIER_MAX_SERVICES', raw, 'free=1000,pro=10000') : {};
-  const unknown = Object.keys(given).find((k) => !Object.hasOwn(t, k));
-  if (unknown !== undefined) throw new ConfigError(`TIER_MAX_SERVICES names "${unknown}", which is not one of TIERS (${Object.keys(t).join(', ')})`);
-  const out: Record<string, number> = {};
-  for (const k of Object.keys(t)) out[k] = given[k] ?? MAX_SERVICES[k] ?? MAX_SERVICES_OTHER;
-  return out;
-}
 
 export function loadConfig(env: Env = process.env): Config {
   const { int, bool, level, url, hostName, hostPorts, urls, addresses, socketDir, raw } = readers(env);
@@ -280,6 +261,7 @@ export function loadConfig(env: Env = process.env): Config {
     nearCheckMs: int('NEAR_CHECK_MS'),
     nearLoadWholeMembers: int('NEAR_LOAD_WHOLE_MEMBERS'),
     nearLoadSliceBuckets: int('NEAR_LOAD_SLICE_BUCKETS'),
+    nearResultAdmit: int('NEAR_RESULT_ADMIT'),
     fallbackConnections: int('FALLBACK_PG_CONNECTIONS'),
     fallbackMaxQueries: int('FALLBACK_MAX_QUERIES'),
     fallbackStatementMs: int('FALLBACK_STATEMENT_MS'),

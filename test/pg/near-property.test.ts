@@ -11,6 +11,8 @@
 //   passing lease; `healthy=true` queries take part in both properties;
 // - convergence: after quiescence (outbox drained), every query on both nodes answers
 //   exactly what PostgreSQL's committed rows say, in seq order.
+// One node keeps whole answers of queries of several sets (search/near/results.ts), the other
+// never does: both ways of making a page are held to the same properties.
 import t from 'tap';
 import fc from 'fast-check';
 import pg from 'pg';
@@ -34,8 +36,10 @@ t.test('two nodes: read-your-writes under random interleavings, convergence to P
   // every set is read from Redis in slices of one bucket, each its own call (near-load-2.lua),
   // and seqs 1,500 apart put a few services in each bucket: loads cross writes between slices
   const env = { REDIS_CLUSTER_NODES: '', LOG_LEVEL: 'warn', HEAVY_INTERSECTION_THRESHOLD: '2', OUTBOX_SWEEP_MS: '200', LEASE_SWEEP_MS: '60000', LEASE_LOCK_MS: '100', NEAR_LOAD_WHOLE_MEMBERS: '0', NEAR_LOAD_SLICE_BUCKETS: '1' };
-  const first = await serveProcess(t, { env, stop: 'SIGKILL' });
-  const nodes = [first, await serveProcess(t, { env, on: first, stop: 'SIGKILL' })];
+  // the first node answers a query of several sets from its whole answer (NEAR_RESULT_ADMIT=1:
+  // made at its first page, dropped by every write), the second joins every page from chunks
+  const first = await serveProcess(t, { env: { ...env, NEAR_RESULT_ADMIT: '1' }, stop: 'SIGKILL' });
+  const nodes = [first, await serveProcess(t, { env: { ...env, NEAR_RESULT_ADMIT: '0' }, on: first, stop: 'SIGKILL' })];
   const cfg = first.cfg;
   const pool = createPool(cfg.databaseUrl, 2);
   const redis = createRedis(cfg);

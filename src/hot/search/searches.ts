@@ -159,9 +159,12 @@ export class Index extends LiveIndex {
     // plan, sets (held now), intersect (inline), join (from the chunks)
     const suffixes = filterSuffixes(f);
     const sets = heldSets(near, base, suffixes);
-    if (!sets) return null;
-    const dense = heavyPool(sets, this.intersectPool, this.heavyThreshold) ? null : intersectDense(sets, cursorOf(after), limit + 1);
-    if (!dense) return null;
+    if (!sets || heavyPool(sets, this.intersectPool, this.heavyThreshold)) return null;
+    // several sets: a page of the query's whole answer when it is asked for again and again
+    const whole = sets.length > 1 ? near.resultPage(base, suffixes, sets, cursorOf(after), limit) : null;
+    if (whole && 'missing' in whole) near.prefetch(base, whole, (m) => this.documentsOf(this.keys.docs(ns, gen), m));
+    else if (whole) return whole;
+    const dense = intersectDense(sets, cursorOf(after), limit + 1);
     if (dense.built) near.account(base, suffixes); // a bitmap is held with its set: counted
     const hits = dense.hits;
     const more = hits.length > limit;

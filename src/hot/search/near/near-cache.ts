@@ -7,10 +7,17 @@
 // fetch that crossed a delta is not kept; the writing thread reads Redis until its own delta
 // arrived (require()). Bounded by this thread's share of NEAR_CACHE_MB in allocated bytes
 // (docs/decisions/memory-budgets.md), least recently used out; empty sets live in a pool of
-// at most EMPTY_MAX keys, so made-up filter values churn that pool and nothing else.
+// at most EMPTY_MAX keys, so made-up filter values churn that pool and nothing else. A query
+// of several sets paged through again and again is answered from its whole answer, one buffer
+// made from what is held and dropped by the namespace's next delta (results.ts).
 
-import { digested, type Doc } from '../../domain/digest.js';
+import { digestBytes, digested, type Doc } from '../../domain/digest.js';
 import { NearDocs, type Incoming } from './docs.js';
+import { NearResults, resultSize, WHOLE_MAX_DOCS, WHOLE_MAX_SMALLEST, type Missing, type Result, type ResultPage } from './results.js';
+import { intersectDense } from '../pipeline/intersect.js';
+
+/** documents a result's attempt fetches at most (resultPage, prefetch) */
+const FILL_MAX = 4096;
 import { NearSets } from './sets.js';
 import { applyTo, LOG_MAX, parseDelta, sizeOf } from './state.js';
 
@@ -21,10 +28,18 @@ export class NearCache extends NearSets {
   private docs = new NearDocs();
   /** small integer per namespace base (the documents' namespace key); forgotten with everything in clear() */
   private baseIds = new Map<string, number>();
+  /** whole answers of queries of several sets, asked for again and again (results.ts) */
+  private results: NearResults;
 
-  /** bytes held, sets (empty ones too) and documents */
+  /** `admitAfter`: cold pages of a query before its whole answer is kept (results.ts ADMIT) */
+  constructor(maxBytes: number, admitAfter?: number) {
+    super(maxBytes);
+    this.results = new NearResults(admitAfter);
+  }
+
+  /** bytes held, sets (empty ones too), documents and whole answers */
   get bytes(): number {
-    return this.setBytes + this.empty.bytes + this.docs.bytes;
+    return this.setBytes + this.empty.bytes + this.docs.bytes + this.results.bytes;
   }
 
   /** A delta message: a write's "delta\t<base>\t<ver>\t<oldSeq>\t<oldMem>\t<newSeq>\t<newMem>", or an expiry page's "deltas\t…" (near-state.ts parseDelta). */
@@ -46,6 +61,7 @@ export class NearCache extends NearSets {
     }
     s.latest = d.ver;
     s.epoch++;
+    if (this.results.size) this.results.dropBase(base);
     s.log.push(d);
     if (s.log.length > LOG_MAX) s.log.splice(0, s.log.length - LOG_MAX / 2);
     if (d.oldSeq !== null) this.docs.drop(this.baseId(base), d.oldSeq);
@@ -154,6 +170,80 @@ export class NearCache extends NearSets {
     return page;
   }
 
+  /**
+   * A page of the whole answer of a query of several sets (results.ts), if held at this epoch
+   * of the namespace; else, at its ADMIT-th cold page, the answer made whole now from `sets`
+   * (held, small enough to intersect inline: every match, as bitmaps) and the documents this
+   * thread holds (at most WHOLE_MAX_DOCS, an eighth of the budget, and WHOLE_DOCS_PER_S), and a
+   * page of it. The same bytes, digests,
+   * "more" and last seq as a page joined from the chunks. Null otherwise (the caller joins the
+   * page), or up to FILL_MAX documents it lacks (prefetch() them).
+   */
+  resultPage(base: string, suffixes: string[], sets: Float64Array[], after: number, limit: number): ResultPage | Missing | null {
+    const key = base + '\0' + suffixes.join('\0');
+    const epoch = this.epoch(base);
+    let r = this.results.get(key, epoch);
+    if (!r) {
+      const smallest = Math.min(...sets.map((a) => a.length));
+      if (smallest > WHOLE_MAX_SMALLEST || !this.results.admit(key)) return null;
+      const d = intersectDense(sets, -1, smallest + 1);
+      if (d.built) this.account(base, suffixes); // a bitmap is held with its set: counted
+      if (d.hits.length > WHOLE_MAX_DOCS || !this.results.spend(d.hits.length)) return null;
+      const made = this.makeResult(key, base, epoch, d.hits);
+      if (!made) return null;
+      if (Array.isArray(made)) return { key, missing: made };
+      r = made;
+      this.results.put(r);
+      this.evict();
+      if (this.results.get(key, epoch) !== r) return null; // (evicted at once)
+    }
+    this.stats.wholePages++;
+    return this.results.page(r, after, limit);
+  }
+
+  /** The result of `seqs`; null when over an eighth of the budget; the first documents of it not held. */
+  private makeResult(key: string, base: string, epoch: number, seqs: Float64Array): Result | number[] | null {
+    const resets = this.states.get(base)?.resets ?? 0;
+    const id = this.baseId(base);
+    const docs: Doc[] = [];
+    const missing: number[] = [];
+    let len = 0;
+    for (let i = 0; i < seqs.length && missing.length < FILL_MAX; i++) {
+      const d = this.docs.get(id, resets, seqs[i]!);
+      if (d) docs.push(d);
+      else missing.push(seqs[i]!);
+      len += (d ? d.buf.length : 256) + 1;
+      if (len > this.maxBytes / 8) return null;
+    }
+    if (missing.length) return missing;
+    const bytes = Buffer.allocUnsafeSlow(len);
+    const offs = new Int32Array(docs.length + 1);
+    let at = 0;
+    for (let i = 0; i < docs.length; i++) {
+      offs[i] = at;
+      at += docs[i]!.buf.copy(bytes, at);
+      bytes[at++] = 0x2c; // ,
+    }
+    offs[docs.length] = at;
+    const r = { key, base, epoch, seqs: seqs.slice(), offs, bytes, digests: digestBytes(docs) };
+    return { ...r, size: resultSize(r), used: false };
+  }
+
+  /**
+   * Fetch and keep the documents a whole answer lacks (resultPage()) in the background, one
+   * fetch at a time per thread; once they are held its next cold page tries again. A fetch
+   * that failed or crossed a delta is left for a later attempt.
+   */
+  prefetch(base: string, m: Missing, fetch: (seqs: number[]) => Promise<(Buffer | null)[]>): void {
+    if (this.prefetching) return;
+    this.prefetching = true;
+    this.fill(base, Float64Array.from(m.missing), fetch)
+      .then((held) => held && this.results.retryNow(m.key), () => undefined)
+      .finally(() => (this.prefetching = false));
+  }
+
+  private prefetching = false;
+
   private baseId(base: string): number {
     let id = this.baseIds.get(base);
     if (id === undefined) {
@@ -163,8 +253,9 @@ export class NearCache extends NearSets {
     return id;
   }
 
-  /** Least recently used out until within budget: documents first (cheap to refetch, many), empty sets last. */
+  /** Least recently used out until within budget: whole answers first (made again from what is held), then documents (cheap to refetch, many), empty sets last. */
   protected override evict(): void {
+    while (this.bytes > this.maxBytes && this.results.evictOne());
     while (this.bytes > this.maxBytes && this.docs.evictOne());
     while (this.bytes > this.maxBytes && this.sets.size) {
       const k = this.oldestSet.next()!;
@@ -177,10 +268,16 @@ export class NearCache extends NearSets {
   override clear(): void {
     super.clear();
     this.docs.clear();
+    this.results.clear();
     this.baseIds.clear();
   }
 
   get docCount(): number {
     return this.docs.count;
+  }
+
+  /** whole answers held (results.ts) */
+  get wholeCount(): number {
+    return this.results.size;
   }
 }
