@@ -111,7 +111,7 @@ export const SETTINGS = {
   NEAR_LOAD_WHOLE_MEMBERS: { def: 65_536, min: 0, max: 1_000_000_000, topic: CACHES, doc: 'largest set the near cache (and the pool path) reads from Redis in one call; a larger one is read in slices of NEAR_LOAD_SLICE_BUCKETS buckets, one call each, so that no read holds Redis for long' },
   NEAR_LOAD_SLICE_BUCKETS: { def: 32, min: 1, max: 1_000_000, topic: CACHES, doc: 'buckets of 4,096 seqs a slice of a large set spans (at most 8 KB of members each)' },
   // why: docs/decisions/whole-answers.md
-  NEAR_RESULT_ADMIT: { def: 4, min: 0, max: 1_000_000, topic: CACHES, doc: 'cold pages (after a cursor) of one query of several sets before the near cache keeps its whole answer as one buffer, until the next write to its namespace (at most an eighth of the thread\'s share of NEAR_CACHE_MB each); 0 turns it off' },
+  NEAR_RESULT_ADMIT: { def: 4, min: 0, max: 1_000_000, topic: CACHES, doc: 'cold pages of one query of several sets (or of one sparse set) before the near cache keeps its whole answer as one buffer, until the next write to its namespace (at most an eighth of the thread\'s share of NEAR_CACHE_MB each); 0 turns it off' },
 
   // a few connections: the fallback serves while Redis is away, and its queries must not
   // take the connections that writes need (docs/decisions/fallback-reads.md)

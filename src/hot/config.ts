@@ -144,7 +144,7 @@ export interface Config {
   /** sets read from Redis whole up to this many members, above in slices of this many buckets (search/pipeline/sets.ts) */
   nearLoadWholeMembers: number;
   nearLoadSliceBuckets: number;
-  /** cold pages of a query of several sets before the near cache keeps its whole answer (0: never; search/near/results.ts) */
+  /** cold pages of a query of several sets (or one sparse set) before the near cache keeps its whole answer (0: never; search/near/results.ts) */
   nearResultAdmit: number;
   /** longest wait between two passes of the lease sweeper (expired leases, deregistrations), ms */
   leaseSweepMs: number;

@@ -6,7 +6,7 @@
 import t from 'tap';
 import fc from 'fast-check';
 import { NearCache } from '../../src/hot/search/near/near-cache.js';
-import { NearResults, WHOLE_MAX_DOCS, WHOLE_MAX_SMALLEST } from '../../src/hot/search/near/results.js';
+import { NearResults, WHOLE_MAX_DOCS, WHOLE_MAX_SMALLEST, worthWhole } from '../../src/hot/search/near/results.js';
 import { B, delta, loader } from '../helpers/near-fixtures.js';
 
 const SUFFIXES = ['c:a', 'p:k:v'];
@@ -153,4 +153,25 @@ t.test('bounds of making an answer whole: its documents, its smallest set, the d
   const n = await cacheOf([1, 2], [1, 2], 1);
   await n.documents(B, Float64Array.from([1, 2]), fetch);
   t.ok(n.resultPage(B, SUFFIXES, setsOf(n), -1, 10), 'a small answer is made');
+});
+
+t.test('one set: kept whole when sparse (worthWhole), and its pages equal the joined ones', async (t) => {
+  const f = (a: number[]) => Float64Array.from(a);
+  t.ok(worthWhole([f([1, 2]), f([2])]), 'several sets');
+  t.ok(worthWhole([f([0, 5, 10, 15, 20])]), 'one set, a member in 5 of its range');
+  t.notOk(worthWhole([f([0, 1, 2, 3, 5])]), 'one dense set: its pages are contiguous in the chunks');
+  t.notOk(worthWhole([f([7])]), 'one member');
+  t.notOk(worthWhole([]), 'no set');
+  const members = Array.from({ length: 60 }, (_, i) => i * 7);
+  const n = new NearCache(1 << 24, 1);
+  await n.set(B, 'c:a', loader(1, members).f);
+  await n.documents(B, Float64Array.from(members), async (seqs) => seqs.map((s) => body(s, 0)));
+  const set = [n.setNow(B, 'c:a')!];
+  for (const [after, limit] of [[-1, 10], [0, 10], [100, 7], [405, 10], [413, 5], [500, 3]] as const) {
+    const got = n.resultPage(B, ['c:a'], set, after, limit);
+    const hits = members.filter((m) => m > after);
+    const seqs = hits.slice(0, limit);
+    const want = n.joinNow(B, Float64Array.from(seqs))!;
+    t.ok(got && 'body' in got && Buffer.from(got.body).equals(Buffer.from(want.body)) && Buffer.from(got.digests).equals(Buffer.from(want.digests)) && got.more === hits.length > limit && got.last === (seqs.length ? String(seqs.at(-1)) : ''), `after ${after}, limit ${limit}`);
+  }
 });

@@ -11,6 +11,7 @@ import type { IntersectPool } from '../../workers/pool.js';
 import { decodeBuckets } from '../../workers/buckets.js';
 import type { NearCache } from './near/near-cache.js';
 import { newSeqArray } from './near/state.js';
+import { worthWhole } from './near/results.js';
 import { digested, type Doc } from '../domain/digest.js';
 import { filterSuffixes, type Keys } from '../domain/keys.js';
 import { NOT_INDEXED, searchPage, type SearchPage } from '../redis/replies.js';
@@ -160,8 +161,8 @@ export class Index extends LiveIndex {
     const suffixes = filterSuffixes(f);
     const sets = heldSets(near, base, suffixes);
     if (!sets || heavyPool(sets, this.intersectPool, this.heavyThreshold)) return null;
-    // several sets: a page of the query's whole answer when it is asked for again and again
-    const whole = sets.length > 1 ? near.resultPage(base, suffixes, sets, cursorOf(after), limit) : null;
+    // several sets, or one sparse one: a page of the query's whole answer when it is asked again and again
+    const whole = worthWhole(sets) ? near.resultPage(base, suffixes, sets, cursorOf(after), limit) : null;
     if (whole && 'missing' in whole) near.prefetch(base, whole, (m) => this.documentsOf(this.keys.docs(ns, gen), m));
     else if (whole) return whole;
     const dense = intersectDense(sets, cursorOf(after), limit + 1);

@@ -8,7 +8,7 @@
 // arrived (require()). Bounded by this thread's share of NEAR_CACHE_MB in allocated bytes
 // (docs/decisions/memory-budgets.md), least recently used out; empty sets live in a pool of
 // at most EMPTY_MAX keys, so made-up filter values churn that pool and nothing else. A query
-// of several sets paged through again and again is answered from its whole answer, one buffer
+// of several sets (or one sparse set) paged through again and again is answered from its whole answer, one buffer
 // made from what is held and dropped by the namespace's next delta (results.ts).
 
 import { digestBytes, digested, type Doc } from '../../domain/digest.js';
@@ -171,7 +171,7 @@ export class NearCache extends NearSets {
   }
 
   /**
-   * A page of the whole answer of a query of several sets (results.ts), if held at this epoch
+   * A page of the whole answer of a query (results.ts worthWhole), if held at this epoch
    * of the namespace; else, at its ADMIT-th cold page, the answer made whole now from `sets`
    * (held, small enough to intersect inline: every match, as bitmaps) and the documents this
    * thread holds (at most WHOLE_MAX_DOCS, an eighth of the budget, and WHOLE_DOCS_PER_S), and a

@@ -1,5 +1,5 @@
 // The near cache's whole answers (docs/decisions/whole-answers.md): the whole answer of a query
-// of several sets, asked for again and again with other cursors, kept as one buffer of its
+// of several sets or of one sparse set (worthWhole), asked for again and again with other cursors, kept as one buffer of its
 // documents in seq order (each followed by ","), their seqs, where each begins and their
 // digests. A page of it is a search for the cursor and one copy, where a page joined from the
 // chunks reads its documents scattered over them (one cache miss or more a document). Valid
@@ -53,6 +53,17 @@ export const WHOLE_MAX_DOCS = 65_536;
 export const WHOLE_MAX_SMALLEST = 4 * WHOLE_MAX_DOCS;
 /** documents copied into whole answers per second and thread at most: queries made up to be made whole cost little more */
 const WHOLE_DOCS_PER_S = 262_144;
+
+/**
+ * Whether a query's pages are worth an answer kept whole: several sets (a page of their
+ * intersection is scattered over the chunks), or one sparse set (a member in more than 4 of
+ * its range). A dense set's pages are already contiguous in the chunks.
+ */
+export function worthWhole(sets: readonly Float64Array[]): boolean {
+  if (sets.length !== 1) return sets.length > 1;
+  const a = sets[0]!;
+  return a.length > 1 && a.length * 4 < a[a.length - 1]! - a[0]! + 1;
+}
 
 /** Cold pages of one query before its answer is made whole (then every RETRY more while it cannot be). */
 export const ADMIT = 4;
