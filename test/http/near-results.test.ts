@@ -7,6 +7,7 @@
 import t from 'tap';
 import { registerProduction, type TestServer, serve } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
+import { parseProm, sample } from '../helpers/metrics-util.js';
 
 async function pages(s: TestServer, path: string): Promise<string[]> {
   const out: string[] = [];
@@ -50,6 +51,9 @@ t.test('pages of whole answers equal the Redis path, before and after writes, on
   const served = near.map((n) => n.stats.wholePages);
   await same('whole answers');
   t.ok(near.every((n, i) => n.stats.wholePages > served[i]!), 'and the pages came from them');
+  const m = parseProm(await (await a.metrics()).text());
+  t.equal(sample(m, 'registry_near_cache_total', { kind: 'answer', result: 'hit' }), near[0]!.stats.wholePages, 'exported: pages from whole answers');
+  t.ok((sample(m, 'registry_near_cache_total', { kind: 'answer', result: 'miss' }) ?? 0) >= 1, 'and the ones joined before they were whole');
 
   // a write to a service in the first two answers: A reads it at once, B once its delta arrived
   const w = made.find((_, i) => i % 3 && i % 2)!;

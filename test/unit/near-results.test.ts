@@ -76,9 +76,11 @@ t.test('admission: the ADMIT-th cold page makes the answer whole; 0 never does; 
   t.equal(n.resultPage(B, SUFFIXES, setsOf(n), -1, 10), null, 'second');
   t.same(n.resultPage(B, SUFFIXES, setsOf(n), -1, 10), { key: B + '\0' + SUFFIXES.join('\0'), missing: [4] }, 'third: the answer needs 4, not held');
   for (let i = 1; i < 64; i++) t.equal(n.resultPage(B, SUFFIXES, setsOf(n), -1, 10), null);
+  t.same([n.stats.wholeMisses, n.stats.wholePages], [66, 0], 'each page joined from the chunks counted a miss');
   await n.documents(B, Float64Array.from([4]), fetch);
   const page = n.resultPage(B, SUFFIXES, setsOf(n), 2, 1);
   t.ok(page && 'body' in page, 'made at the next attempt, 64 pages later');
+  t.same([n.stats.wholeMisses, n.stats.wholePages], [66, 1], 'and that page a hit');
   if (page && 'body' in page) t.same({ body: String(page.body), more: page.more, last: page.last }, { body: String(body(3, 0)).replace(/^/, '[') + ']', more: true, last: '3' });
 
   // prefetch(): the documents an answer lacks fetched in the background, then it is tried at once

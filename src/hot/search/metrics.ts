@@ -6,7 +6,7 @@ import { collector, registers } from '../metrics/registry.js';
 import type { Sampler } from '../metrics/metrics.js';
 
 type CacheStats = { hits: number; misses: number; shared: number; bytes: number };
-type NearStats = { setHits: number; setMisses: number; docHits: number; docMisses: number; deltas: number; resets: number; stale: number; bytes: number };
+type NearStats = { setHits: number; setMisses: number; docHits: number; docMisses: number; wholePages: number; wholeMisses: number; deltas: number; resets: number; stale: number; bytes: number };
 
 export interface SearchSources {
   resultCache(): CacheStats;
@@ -19,7 +19,7 @@ export interface SearchSources {
 /** the thread's values at the last sample */
 const snapshot: { cache: CacheStats | null; near: NearStats | null } = { cache: null, near: null };
 
-collector('registry_near_cache_total', 'Look-ups in the near cache of index sets and documents, by kind (set, document) and result (hit; miss: loaded from Redis); hit ratio = hit / (hit + miss)', 'counter', () => {
+collector('registry_near_cache_total', 'Look-ups in the near cache of index sets and documents, by kind (set, document; answer: a cold page of a query kept whole, NEAR_RESULT_ADMIT) and result (hit; miss: loaded from Redis, or for an answer joined from the documents); hit ratio = hit / (hit + miss)', 'counter', () => {
   const s = snapshot.near;
   if (!s) return [];
   return [
@@ -27,6 +27,8 @@ collector('registry_near_cache_total', 'Look-ups in the near cache of index sets
     { labels: { kind: 'set', result: 'miss' }, value: s.setMisses },
     { labels: { kind: 'document', result: 'hit' }, value: s.docHits },
     { labels: { kind: 'document', result: 'miss' }, value: s.docMisses },
+    { labels: { kind: 'answer', result: 'hit' }, value: s.wholePages },
+    { labels: { kind: 'answer', result: 'miss' }, value: s.wholeMisses },
   ];
 });
 

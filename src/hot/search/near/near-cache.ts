@@ -184,21 +184,30 @@ export class NearCache extends NearSets {
     const epoch = this.epoch(base);
     let r = this.results.get(key, epoch);
     if (!r) {
-      const smallest = Math.min(...sets.map((a) => a.length));
-      if (smallest > WHOLE_MAX_SMALLEST || !this.results.admit(key)) return null;
-      const d = intersectDense(sets, -1, smallest + 1);
-      if (d.built) this.account(base, suffixes); // a bitmap is held with its set: counted
-      if (d.hits.length > WHOLE_MAX_DOCS || !this.results.spend(d.hits.length)) return null;
-      const made = this.makeResult(key, base, epoch, d.hits);
-      if (!made) return null;
-      if (Array.isArray(made)) return { key, missing: made };
+      const made = this.makeWhole(key, base, epoch, suffixes, sets);
+      if (!made || 'missing' in made) {
+        this.stats.wholeMisses++;
+        return made;
+      }
       r = made;
-      this.results.put(r);
-      this.evict();
-      if (this.results.get(key, epoch) !== r) return null; // (evicted at once)
     }
     this.stats.wholePages++;
     return this.results.page(r, after, limit);
+  }
+
+  /** resultPage()'s whole answer when none is held: made and kept now, or the documents it lacks, or null. */
+  private makeWhole(key: string, base: string, epoch: number, suffixes: string[], sets: Float64Array[]): Result | Missing | null {
+    const smallest = Math.min(...sets.map((a) => a.length));
+    if (smallest > WHOLE_MAX_SMALLEST || !this.results.admit(key)) return null;
+    const d = intersectDense(sets, -1, smallest + 1);
+    if (d.built) this.account(base, suffixes); // a bitmap is held with its set: counted
+    if (d.hits.length > WHOLE_MAX_DOCS || !this.results.spend(d.hits.length)) return null;
+    const r = this.makeResult(key, base, epoch, d.hits);
+    if (!r) return null;
+    if (Array.isArray(r)) return { key, missing: r };
+    this.results.put(r);
+    this.evict();
+    return this.results.get(key, epoch) === r ? r : null; // (evicted at once: null)
   }
 
   /** The result of `seqs`; null when over an eighth of the budget; the first documents of it not held. */

@@ -21,7 +21,7 @@ export abstract class NearSets {
   protected cleared = 0;
   /** bytes of the sets held (the documents count their own) */
   protected setBytes = 0;
-  readonly stats = { setHits: 0, setMisses: 0, docHits: 0, docMisses: 0, deltas: 0, resets: 0, stale: 0, emptyHits: 0, wholePages: 0 };
+  readonly stats = { setHits: 0, setMisses: 0, docHits: 0, docMisses: 0, deltas: 0, resets: 0, stale: 0, emptyHits: 0, wholePages: 0, wholeMisses: 0 };
 
   /** deltas are flowing: a subscription to them is confirmed (search/invalidation.ts) */
   private live = false;
