@@ -174,8 +174,8 @@ export class NearCache extends NearSets {
    * A page of the whole answer of a query (results.ts worthWhole), if held at this epoch
    * of the namespace; else, at its ADMIT-th cold page, the answer made whole now from `sets`
    * (held, small enough to intersect inline: every match, as bitmaps) and the documents this
-   * thread holds (at most WHOLE_MAX_DOCS, an eighth of the budget, and WHOLE_DOCS_PER_S), and a
-   * page of it. The same bytes, digests,
+   * thread holds (not empty; at most WHOLE_MAX_DOCS, an eighth of the budget, WHOLE_DOCS_PER_S
+   * and WHOLE_MAX_HELD), and a page of it. The same bytes, digests,
    * "more" and last seq as a page joined from the chunks. Null otherwise (the caller joins the
    * page), or up to FILL_MAX documents it lacks (prefetch() them).
    */
@@ -201,7 +201,8 @@ export class NearCache extends NearSets {
     if (smallest > WHOLE_MAX_SMALLEST || !this.results.admit(key)) return null;
     const d = intersectDense(sets, -1, smallest + 1);
     if (d.built) this.account(base, suffixes); // a bitmap is held with its set: counted
-    if (d.hits.length > WHOLE_MAX_DOCS || !this.results.spend(d.hits.length)) return null;
+    // (an empty answer costs nothing to join: not kept)
+    if (!d.hits.length || d.hits.length > WHOLE_MAX_DOCS || !this.results.spend(d.hits.length)) return null;
     const r = this.makeResult(key, base, epoch, d.hits);
     if (!r) return null;
     if (Array.isArray(r)) return { key, missing: r };

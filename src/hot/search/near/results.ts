@@ -70,6 +70,8 @@ export const ADMIT = 4;
 const RETRY = 64;
 /** queries counted at most (the count of pages asked is forgotten beyond it) */
 const COUNTED_MAX = 4096;
+/** whole answers held at most per thread (a delta looks at each of them) */
+export const WHOLE_MAX_HELD = 4096;
 
 export class NearResults {
   private byKey = new Map<string, Result>();
@@ -135,6 +137,7 @@ export class NearResults {
   put(r: Result): void {
     const old = this.byKey.get(r.key);
     if (old) this.drop(old);
+    while (this.byKey.size >= WHOLE_MAX_HELD && this.evictOne());
     this.byKey.set(r.key, r);
     this.bytes += r.size;
     this.tried.delete(r.key);
