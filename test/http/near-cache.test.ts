@@ -6,6 +6,7 @@
 import t, { type Test } from 'tap';
 import { registerProduction, type TestServer, serve, HOUR_CACHE } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
+import { pages } from '../helpers/pages.js';
 
 async function nodes(t: Test) {
   const env = { RESULT_CACHE_ENTRIES: '0' };
@@ -13,23 +14,6 @@ async function nodes(t: Test) {
   const more = (extra: Record<string, string>) => serve(t, { env: { ...env, ...extra }, on: a });
   // b: another node with a near cache; redisOnly: the Redis path, the reference
   return { a, b: await more({}), redisOnly: await more({ NEAR_CACHE_MB: '0' }) };
-}
-
-/**
- * Every page of `path` (following Link), as the links, ETags and bodies: equal lists mean
- * equal answers and equal tags (a page's ETag is made from its documents' digests on every
- * path: near cache, Redis, pool).
- */
-async function pages(s: TestServer, path: string): Promise<string[]> {
-  const out: string[] = [];
-  let p: string | null = path;
-  while (p) {
-    const r = await s.req(p);
-    if (r.status !== 200) throw new Error(`${p}: ${r.status}`);
-    out.push(`${r.headers.get('link') ?? ''} ${r.headers.get('etag') ?? 'no etag'} ${await r.text()}`);
-    p = /<([^>]+)>/.exec(r.headers.get('link') ?? '')?.[1] ?? null;
-  }
-  return out;
 }
 
 const QUERIES = ['/services?limit=4', '/services?capability=x&limit=3', '/services?capability=x&capability=y&limit=2', '/services?capability=y&property=zone:z1', '/services?iotReady=true&limit=2', '/devices?limit=3&protocol=mqtt'];

@@ -5,21 +5,10 @@
 // service leaves.
 // Result caches are off so that every request runs the search.
 import t from 'tap';
-import { registerProduction, type TestServer, serve } from '../helpers/server.js';
+import { registerProduction, serve } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
+import { pages } from '../helpers/pages.js';
 import { parseProm, sample } from '../helpers/metrics-util.js';
-
-async function pages(s: TestServer, path: string): Promise<string[]> {
-  const out: string[] = [];
-  let p: string | null = path;
-  while (p) {
-    const r = await s.req(p);
-    if (r.status !== 200) throw new Error(`${p}: ${r.status}`);
-    out.push(`${r.headers.get('link') ?? ''} ${r.headers.get('etag') ?? 'no etag'} ${await r.text()}`);
-    p = /<([^>]+)>/.exec(r.headers.get('link') ?? '')?.[1] ?? null;
-  }
-  return out;
-}
 
 // two queries of several sets and one of a sparse set (w: 1 service in 6)
 const QUERIES = ['/services?capability=x&capability=y&limit=2', '/services?capability=y&limit=3&property=zone:z1', '/services?capability=w&limit=2'];
