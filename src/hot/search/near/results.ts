@@ -1,7 +1,7 @@
 // The near cache's whole answers (docs/decisions/whole-answers.md): the whole answer of a query
-// of several sets or of one sparse set (worthWhole), asked for again and again with other cursors, kept as one buffer of its
-// documents in seq order (each followed by ","), their seqs, where each begins and their
-// digests. A page of it is a search for the cursor and one copy, where a page joined from the
+// of several sets or of one sparse set (worthWhole), asked for again and again with other
+// cursors, kept as one buffer of its documents in seq order (each followed by ","), their
+// seqs, where each begins and their digests. A page of it is a search for the cursor and one copy, where a page joined from the
 // chunks reads its documents scattered over them (one cache miss or more a document). Valid
 // while its namespace has received no delta since it was made (its epoch): any write to the
 // namespace drops it. NearCache owns them and counts their bytes in its budget.
@@ -9,7 +9,7 @@ import { lastSeq } from '../pipeline/plan.js';
 
 /** One query's answer, whole. */
 export interface Result {
-  /** NearCache.resultKey(): the namespace base and the query's set suffixes */
+  /** the namespace base and the query's set suffixes, "\0" between them (NearCache.resultPage) */
   key: string;
   base: string;
   /** the namespace's epoch (deltas received) when it was made */
@@ -26,7 +26,7 @@ export interface Result {
   used: boolean;
 }
 
-/** measured shape of a result apart from its arrays: the object, its Map entry and views */
+/** a result apart from its arrays, estimated (not measured): the object, its Map entry, the arrays' headers */
 const RESULT_OVERHEAD = 400;
 
 export const resultSize = (r: Omit<Result, 'size' | 'used'>): number => RESULT_OVERHEAD + r.key.length * 2 + r.seqs.byteLength + r.offs.byteLength + r.bytes.length + r.digests.byteLength;
@@ -56,8 +56,8 @@ const WHOLE_DOCS_PER_S = 262_144;
 
 /**
  * Whether a query's pages are worth an answer kept whole: several sets (a page of their
- * intersection is scattered over the chunks), or one sparse set (a member in more than 4 of
- * its range). A dense set's pages are already contiguous in the chunks.
+ * intersection is scattered over the chunks), or one sparse set (fewer members than a quarter
+ * of its range). A dense set's pages are already contiguous in the chunks.
  */
 export function worthWhole(sets: readonly Float64Array[]): boolean {
   if (sets.length !== 1) return sets.length > 1;
