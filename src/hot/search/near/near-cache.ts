@@ -8,18 +8,21 @@
 // arrived (require()). Bounded by this thread's share of NEAR_CACHE_MB in allocated bytes
 // (docs/decisions/memory-budgets.md), least recently used out; empty sets live in a pool of
 // at most EMPTY_MAX keys, so made-up filter values churn that pool and nothing else. A query
-// of several sets (or one sparse set) paged through again and again is answered from its whole answer, one buffer
-// made from what is held and dropped by the namespace's next delta (results.ts).
+// of several sets (or one sparse set) paged through again and again is answered from its
+// whole answer, one buffer made from what is held and dropped by the namespace's next delta
+// (results.ts).
 
 import { digestBytes, digested, type Doc } from '../../domain/digest.js';
 import { NearDocs, type Incoming } from './docs.js';
 import { NearResults, resultSize, WHOLE_MAX_DOCS, WHOLE_MAX_SMALLEST, type Missing, type Result, type ResultPage } from './results.js';
 import { intersectDense } from '../pipeline/intersect.js';
-
-/** documents a result's attempt fetches at most (resultPage, prefetch) */
-const FILL_MAX = 4096;
 import { NearSets } from './sets.js';
 import { applyTo, LOG_MAX, parseDelta, sizeOf } from './state.js';
+
+/** documents a whole answer's attempt fetches at most (resultPage, prefetch) */
+const FILL_MAX = 4096;
+/** bytes counted for a document not held yet, while sizing a whole answer against its bound */
+const UNSEEN_DOC_BYTES = 256;
 
 
 /** The near cache: its sets (near-sets.ts) with the documents on top. */
@@ -28,8 +31,10 @@ export class NearCache extends NearSets {
   private docs = new NearDocs();
   /** small integer per namespace base (the documents' namespace key); forgotten with everything in clear() */
   private baseIds = new Map<string, number>();
-  /** whole answers of queries of several sets, asked for again and again (results.ts) */
+  /** whole answers of queries of several sets (or one sparse set), asked for again and again (results.ts) */
   private results: NearResults;
+  /** a fetch of documents a whole answer lacks is running (prefetch) */
+  private prefetching = false;
 
   /** `admitAfter`: cold pages of a query before its whole answer is kept (results.ts ADMIT) */
   constructor(maxBytes: number, admitAfter?: number) {
@@ -222,7 +227,7 @@ export class NearCache extends NearSets {
       const d = this.docs.get(id, resets, seqs[i]!);
       if (d) docs.push(d);
       else missing.push(seqs[i]!);
-      len += (d ? d.buf.length : 256) + 1;
+      len += (d ? d.buf.length : UNSEEN_DOC_BYTES) + 1;
       if (len > this.maxBytes / 8) return null;
     }
     if (missing.length) return missing;
@@ -251,8 +256,6 @@ export class NearCache extends NearSets {
       .then((held) => held && this.results.retryNow(m.key), () => undefined)
       .finally(() => (this.prefetching = false));
   }
-
-  private prefetching = false;
 
   private baseId(base: string): number {
     let id = this.baseIds.get(base);

@@ -6,6 +6,7 @@
 // while its namespace has received no delta since it was made (its epoch): any write to the
 // namespace drops it. NearCache owns them and counts their bytes in its budget.
 import { lastSeq } from '../pipeline/plan.js';
+import { Oldest } from '../../domain/oldest.js';
 
 /** One query's answer, whole. */
 export interface Result {
@@ -47,7 +48,7 @@ export interface Missing {
 
 /**
  * Documents of one whole answer at most, and its smallest set's members: making one is a
- * synchronous intersection and copy on the event loop (~200 ns a document).
+ * synchronous intersection and copy on the event loop, in time proportional to both.
  */
 export const WHOLE_MAX_DOCS = 65_536;
 export const WHOLE_MAX_SMALLEST = 4 * WHOLE_MAX_DOCS;
@@ -75,6 +76,8 @@ export const WHOLE_MAX_HELD = 4096;
 
 export class NearResults {
   private byKey = new Map<string, Result>();
+  /** the clock's hand over `byKey` (domain/oldest.ts: a result passed is moved to the end or dropped) */
+  private readonly oldest = new Oldest(this.byKey);
   /** cold pages asked per query not held, since its last attempt */
   private asked = new Map<string, number>();
   /** queries whose answer could not be made whole at their last attempt (over budget, a document not held) */
@@ -175,17 +178,18 @@ export class NearResults {
     for (const r of this.byKey.values()) if (r.base === base) this.drop(r);
   }
 
-  /** Evict one result (a used one gets a second chance first); false when none is held. */
+  /** Evict one result (a used one gets a second chance first: moved to the end); false when none is held. */
   evictOne(): boolean {
-    for (let pass = 0; pass < 2; pass++) {
-      for (const r of this.byKey.values()) {
-        if (r.used && pass === 0) {
-          r.used = false;
-          continue;
-        }
-        this.drop(r);
-        return true;
+    for (let k = this.oldest.next(); k !== undefined; k = this.oldest.next()) {
+      const r = this.byKey.get(k)!;
+      if (r.used) {
+        r.used = false;
+        this.byKey.delete(k);
+        this.byKey.set(k, r);
+        continue;
       }
+      this.drop(r);
+      return true;
     }
     return false;
   }
@@ -197,7 +201,7 @@ export class NearResults {
   }
 
   clear(): void {
-    this.byKey.clear();
+    this.oldest.clear(); // (the map too)
     this.asked.clear();
     this.tried.clear();
     this.bytes = 0;
