@@ -22,6 +22,8 @@ type Op =
   | { kind: 'clear' }
   | { kind: 'join'; base: number; seqs: number[] }
   | { kind: 'joinHeld'; base: number; from: number; n: number; skip: boolean[]; ghosts: boolean }
+  | { kind: 'joinRun'; base: number; k: number; n: number; back: boolean; past: number }
+  | { kind: 'touch'; base: number; k: number; delta: number; doc: Buffer }
   | { kind: 'dropHeld'; base: number; k: number };
 
 const baseArb = fc.integer({ min: 0, max: 1 });
@@ -39,6 +41,15 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
     weight: 10,
     arbitrary: fc.record({ kind: fc.constant('joinHeld' as const), base: baseArb, from: seqArb, n: fc.integer({ min: 0, max: 120 }), skip: fc.array(fc.boolean(), { maxLength: 120, size: 'medium' }), ghosts: fc.boolean() }),
   },
+  {
+    // a page of a dense set: consecutive held seqs from a held one or from the first of its
+    // run (whole sorted chunks are joined as one range); `past` 1: one more seq, held or not,
+    // 2: and the held ones after it (a page over a hole, ending on a held document)
+    weight: 10,
+    arbitrary: fc.record({ kind: fc.constant('joinRun' as const), base: baseArb, k: fc.nat(), n: fc.integer({ min: 1, max: 300 }), back: fc.boolean(), past: fc.integer({ min: 0, max: 2 }) }),
+  },
+  // one document fetched again next to a held one, or in its place (appended to its chunk)
+  { weight: 4, arbitrary: fc.record({ kind: fc.constant('touch' as const), base: baseArb, k: fc.nat(), delta: fc.integer({ min: -1, max: 1 }), doc: docArb }) },
   // a write to a document held: dropped from the middle of its chunk
   { weight: 4, arbitrary: fc.record({ kind: fc.constant('dropHeld' as const), base: baseArb, k: fc.nat() }) },
   { weight: 4, arbitrary: fc.record({ kind: fc.constant('drop' as const), base: baseArb, seq: seqArb }) },
@@ -58,6 +69,19 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
     }),
   },
 );
+
+/** Consecutive seqs of `m` from its k-th key (`back`: from the first of their run) on, at most n; `past`: see joinRun. */
+function runOf(m: Map<number, Buffer>, k: number, n: number, back: boolean, past: number): number[] {
+  const all = [...m.keys()];
+  if (!all.length) return [];
+  let first = all[k % all.length]!;
+  while (back && m.has(first - 1)) first--;
+  const out = [first];
+  while (out.length < n && m.has(out[out.length - 1]! + 1)) out.push(out[out.length - 1]! + 1);
+  if (past) out.push(out[out.length - 1]! + 1);
+  while (past === 2 && out.length < n + 1 + n && m.has(out[out.length - 1]! + 1)) out.push(out[out.length - 1]! + 1);
+  return out;
+}
 
 t.test('document chunks equal a model under random inserts, drops, resets, evictions and pages', async (t) => {
   let joins = 0;
@@ -81,6 +105,13 @@ t.test('document chunks equal a model under random inserts, drops, resets, evict
           const items = [...bySeq].sort((a, b) => a[0] - b[0]).map(([seq, doc]) => ({ seq, doc: digested(doc) }));
           docs.insert(op.base, resets[op.base]!, items, Number.POSITIVE_INFINITY);
           for (const { seq, doc } of items) held(op.base).set(seq, doc.buf);
+        } else if (op.kind === 'touch') {
+          const all = [...held(op.base).keys()];
+          if (!all.length) continue;
+          const seq = all[op.k % all.length]! + op.delta;
+          if (seq < 0) continue;
+          docs.insert(op.base, resets[op.base]!, [{ seq, doc: digested(op.doc) }], Number.POSITIVE_INFINITY);
+          held(op.base).set(seq, op.doc);
         } else if (op.kind === 'dropHeld') {
           const all = [...held(op.base).keys()];
           if (!all.length) continue;
@@ -106,7 +137,9 @@ t.test('document chunks equal a model under random inserts, drops, resets, evict
           const seqs =
             op.kind === 'join'
               ? op.seqs
-              : (op.ghosts ? ghosts.get(op.base) ?? [] : [...held(op.base).keys()])
+              : op.kind === 'joinRun'
+                ? runOf(held(op.base), op.k, op.n, op.back, op.past)
+                : (op.ghosts ? ghosts.get(op.base) ?? [] : [...held(op.base).keys()])
                   .filter((x) => x >= op.from)
                   .sort((a, b) => a - b)
                   .slice(0, op.n)
@@ -131,7 +164,7 @@ t.test('document chunks equal a model under random inserts, drops, resets, evict
       for (const b of [0, 1]) for (let seq = 0; seq < 800; seq++) if (docs.get(b, resets[b]!, seq)) n++;
       if (docs.count !== n) throw new Error(`count ${docs.count}, but ${n} documents are held`);
     }),
-    { numRuns: 500 },
+    { numRuns: 1500 },
   );
   t.ok(joins > 1000 && refused > 0 && refused < joins, `pages joined and refused (${joins}, ${refused} refused)`);
 });

@@ -60,6 +60,13 @@ export interface Chunk {
    * copies its documents one by one, and a view made per copy cost twice the copy
    */
   views: Uint8Array[];
+  /**
+   * the bytes of every document whose slot follows the previous entry's directly follow that
+   * one's comma (a rewrite makes it so, a drop keeps it, an append next to a neighbour's slot
+   * but not after its bytes ends it): documents of consecutive slots are then one range,
+   * found from the first and last alone (PageJoin's blocks)
+   */
+  sorted: boolean;
   /** read since eviction last passed it */
   used: boolean;
   /** bytes accounted for it */
@@ -158,6 +165,9 @@ export class PageJoin {
     let c: Chunk | undefined;
     let cno = -1;
     let ci = 0;
+    // a page of consecutive seqs (a dense set's): the part of it in a sorted chunk is one range
+    // when the chunk holds as many documents between its first and last as the page has
+    const consecutive = seqs.length > 1 && seqs[seqs.length - 1]! - seqs[0]! === seqs.length - 1;
     for (let k = 0; k < seqs.length; k++) {
       const seq = seqs[k]!;
       const no = Math.floor(seq / SLOTS);
@@ -167,6 +177,22 @@ export class PageJoin {
         c.used = true;
         cno = no;
         ci = 0;
+        if (consecutive && c.sorted) {
+          const slot = seq - no * SLOTS;
+          const n = Math.min(seqs.length - k, SLOTS - slot);
+          const i = indexOf(c, slot);
+          if (i >= 0 && indexOf(c, slot + n - 1) === i + n - 1) {
+            const m = c.meta;
+            if (runs === this.runFrom.length) this.growRuns();
+            this.runChunk[runs] = c;
+            this.runFrom[runs] = i;
+            this.runTo[runs] = i + n;
+            runs++;
+            len += m[(i + n - 1) * M + END]! + 1 - m[i * M + START]!;
+            k += n - 1;
+            continue;
+          }
+        }
       }
       // a small chunk's index is in cache: from the previous answer on (a dense page reads the
       // next entry); a large one's is not: a look-up that waits for no earlier one

@@ -11,6 +11,8 @@ import { Oldest } from '../../domain/oldest.js';
 
 // the chunk layout as module-local consts (folded by the optimiser: near-chunk.ts, LAYOUT)
 const { SLOTS, M, SLOT, START, END, DIG } = LAYOUT;
+/** documents of one chunk arriving together from which a sorted chunk is rewritten, not appended to (insert) */
+const SORTED_RUN = 16;
 
 export { CHUNK_OVERHEAD, PER_DOC, type Incoming } from './chunk.js';
 
@@ -80,7 +82,10 @@ export class NearDocs {
       let len = docs[i]!.doc.buf.length + 1;
       while (j < docs.length && Math.floor(docs[j]!.seq / SLOTS) === no) len += docs[j++]!.doc.buf.length + 1;
       const c = this.chunk(base, no, resets);
-      if (c && (j - i) * 4 <= c.n && c.fill + len <= c.text.length && c.n + (j - i) <= c.cap) {
+      // (a sorted chunk is rewritten for a run of SORTED_RUN or more: appended, the run's first
+      // document would end the chunk's one-range pages; at most 1/SORTED_RUN of a chunk's
+      // bytes copied again a document)
+      if (c && (j - i) * 4 <= c.n && (!c.sorted || j - i < SORTED_RUN) && c.fill + len <= c.text.length && c.n + (j - i) <= c.cap) {
         for (let k = i; k < j; k++) this.append(c, docs[k]!.seq - no * SLOTS, docs[k]!.doc);
       } else this.merge(base, no, resets, docs, i, j, maxBytes);
       i = j;
@@ -101,6 +106,8 @@ export class NearDocs {
     }
     const buf = doc.buf;
     const at = c.fill;
+    // its bytes go last: still sorted unless a neighbouring slot's bytes are not right before them
+    if (c.sorted) c.sorted = (i === c.n - 1 || m[(i + 1) * M + SLOT] !== slot + 1) && (i === 0 || m[(i - 1) * M + SLOT] !== slot - 1 || at === m[(i - 1) * M + END]! + 1);
     c.text.set(buf, at);
     c.text[at + buf.length] = 0x2c; // ,
     c.fill = at + buf.length + 1;
@@ -165,7 +172,8 @@ export class NearDocs {
       this.bytes -= old.size;
       this.count -= old.n;
     }
-    const c: Chunk = old ?? { base, no, resets, text, fill: 0, n: 0, cap: 0, meta, views, used: false, size: 0 };
+    const c: Chunk = old ?? { base, no, resets, text, fill: 0, n: 0, cap: 0, meta, views, sorted: true, used: false, size: 0 };
+    c.sorted = true; // (written in slot order, each right after the previous comma)
     c.text = text;
     c.fill = len;
     c.n = n;
@@ -195,7 +203,8 @@ export class NearDocs {
     const i = find(c, seq - no * SLOTS, 0);
     if (i < 0) return;
     if (c.n === 1) return this.dropChunk(c);
-    // out of the index; its bytes stay (counted) until the chunk is rewritten or evicted
+    // out of the index; its bytes stay (counted) until the chunk is rewritten or evicted (a
+    // sorted chunk stays sorted: no range of consecutive slots spans the gap)
     c.meta.copyWithin(i * M, (i + 1) * M, c.n * M);
     c.views.splice(i, 1);
     c.n--;
