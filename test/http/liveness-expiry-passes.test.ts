@@ -1,8 +1,9 @@
 // The passes of a lease sweeper (issue 23), against real Redis and PostgreSQL on an injected
 // clock (helpers/leases.ts): a started sweeper runs its pass at the next deadline, not after
-// its period; a pass lists each shard in growing calls (the oldest deadlines in a small first
-// round, a backlog in full batches); and a shard that caught up lists again while another
-// shard of the pass is still backlogged. Expiries visible before durable:
+// its period, and at once when a deadline passed after its last listing; a pass lists each
+// shard in growing calls (the oldest deadlines in a small first round, a backlog in full
+// batches); and a shard that caught up lists again while another shard of the pass is still
+// backlogged. Expiries visible before durable:
 // liveness-expiry.test.ts.
 import t, { type Test } from 'tap';
 import { ids } from '../helpers/checks.js';
@@ -32,6 +33,30 @@ t.test('a started sweeper runs its pass at the next deadline, not after its peri
   await waitFor('the expiry, well before the period', async () => JSON.parse(await doc(a.id)).health.status === 'critical', 15_000, 20);
   t.ok(lags.length >= 1, 'seen by the started sweeper');
   t.ok(sweeper.held.size === LEASE_SHARDS, 'the passes held every shard');
+  await sweeper.stop();
+});
+
+t.test('a deadline passed between the listing of a pass and its look-up of the next one: the next pass runs at once, not after its period', async (t) => {
+  const a = await registerProduction(s, { endpoint: 'https://between.example.com', capability: 'between', ttl: 5 });
+  const deadline = now() + 5000;
+  // the sweeper's clock stands 100 ms before the deadline until the lease's shard is listed,
+  // then 50 ms past it: that listing finds nothing due, the look-up after it comes too late
+  let clock = deadline - 100;
+  const lags: number[] = [];
+  const sweeper = new LeaseSweeper(s.app.pg, s.app.redis, s.app.keys, s.app.projector, s.app.log, {
+    intervalMs: 60_000,
+    lockMs: 60_000,
+    now: () => clock,
+    owner: 'between',
+    onExpired: (ms) => lags.push(ms),
+    onList: (shard) => {
+      if (shard === shardOf(a.id)) clock = deadline + 50;
+    },
+  });
+  t.teardown(() => sweeper.stop());
+  sweeper.start();
+  await waitFor('the expiry, well before the period', async () => JSON.parse(await doc(a.id)).health.status === 'critical', 15_000, 20);
+  t.same(lags, [50], 'flipped by the pass after, at the clock it stopped at');
   await sweeper.stop();
 });
 

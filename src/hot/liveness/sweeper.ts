@@ -150,11 +150,15 @@ export class LeaseSweeper {
     // a shard that caught up lists again every MIN_GAP_MS in small calls instead of waiting
     // for the slowest shard's end of the pass (its deadlines keep arriving meanwhile)
     let backlogged = LEASE_SHARDS;
+    // per shard, the time of its last listing: what was due then and is still there, the
+    // pass left (queued, or failing)
+    const listedAt: number[] = [];
     await Promise.all(
       Array.from({ length: LEASE_SHARDS }, async (_, shard) => {
         let full = true;
         for (let first = count, size = this.firstPage; ; first = false) {
           const turn = await this.flipShard(shard, first, gen, size);
+          listedAt[shard] = turn.now;
           oldest = Math.min(oldest, turn.oldest);
           leased += turn.leased;
           flipped += turn.flipped;
@@ -179,21 +183,22 @@ export class LeaseSweeper {
     this.flipping = flipped > 0;
     if (flipped) this.o.onPass?.({ ms: performance.now() - t0, flipped, late: start - oldest });
     const progress = flipped + queued > 0;
-    // a pass that did nothing: the earliest deadline still ahead in the shards held says when
-    // the next one is worth running (after one that did work, the next runs at once anyway).
-    // Ahead, not the earliest of all: a due lease the pass left (its write queued, or still
-    // failing) would put the next pass a whole period off, and every deadline falling in
-    // that period would be seen up to a period late
+    // a pass that did nothing: the earliest deadline after each held shard's last listing
+    // says when the next one is worth running (after one that did work, the next runs at once
+    // anyway); one that came due since that listing, at once. After the listing, not the
+    // earliest of all: a due lease the pass left (its write queued, or still failing) would
+    // put the next pass a whole period off, and every deadline falling in that period would
+    // be seen up to a period late. And not after now: a deadline passed between the listing
+    // and this look-up would be neither listed nor ahead, and wait for the period
     if (!progress) {
-      const now = this.o.now();
-      const firsts = await Promise.all([...this.held].map((shard) => this.redis.zrangebyscore(this.keys.deadlines(shard), `(${now}`, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)));
+      const firsts = await Promise.all([...this.held].map((shard) => this.redis.zrangebyscore(this.keys.deadlines(shard), `(${listedAt[shard] ?? start}`, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)));
       for (const f of firsts) nextDue = Math.min(nextDue, Number(f[1] ?? Infinity));
     }
     return { progress, nextDue };
   }
 
   /** Up to `size` of one shard's due leases, if this node holds (or now takes) its lock. */
-  private async flipShard(shard: number, count: boolean, gen: string | null, size: number): Promise<{ leased: number; flipped: number; queued: number; more: boolean; oldest: number }> {
+  private async flipShard(shard: number, count: boolean, gen: string | null, size: number): Promise<{ leased: number; flipped: number; queued: number; more: boolean; oldest: number; now: number }> {
     const now = this.o.now();
     this.o.onList?.(shard, size);
     // listed and, the passing ones, flipped in one call (still passing and past the deadline,
@@ -202,7 +207,7 @@ export class LeaseSweeper {
     const due = leaseSweepReply(await this.redis.leaseSweep(this.keys.sweepLock(shard), this.keys.deadlines(shard), this.keys.leases(shard), this.owner, this.o.lockMs, now, size, RECHECK_MS));
     if (!due) {
       this.held.delete(shard);
-      return { leased: 0, flipped: 0, queued: 0, more: false, oldest: Number.POSITIVE_INFINITY };
+      return { leased: 0, flipped: 0, queued: 0, more: false, oldest: Number.POSITIVE_INFINITY, now };
     }
     this.held.add(shard);
     const leased = count ? await this.redis.hlen(this.keys.leases(shard)) : 0;
@@ -228,7 +233,7 @@ export class LeaseSweeper {
     for (const d of fresh) if (!d.flipped) tasks.push({ id: d.id, due: d.due, lease: d.lease, flipped: false, crit: d.lease.criticalSince ?? now, visible: true, queued: performance.now() });
     const queued = this.durable.enqueue(tasks);
     // a full call: more may be due (not when every one listed was already queued)
-    return { leased, flipped: flips.length, queued, more: due.length >= size && fresh.length > 0, oldest: flips.length ? flips[0]!.due : Number.POSITIVE_INFINITY };
+    return { leased, flipped: flips.length, queued, more: due.length >= size && fresh.length > 0, oldest: flips.length ? flips[0]!.due : Number.POSITIVE_INFINITY, now };
   }
 
   private observe(lagMs: number): void {
@@ -262,8 +267,9 @@ export class LeaseSweeper {
     try {
       const r = await this.flipPass();
       const wait = r.nextDue - this.o.now();
+      // (a deadline already passed: MIN_GAP_MS on)
       if (r.progress) next = MIN_GAP_MS;
-      else if (wait > 0) next = Math.min(this.o.intervalMs, Math.max(MIN_GAP_MS, wait));
+      else if (wait < Number.POSITIVE_INFINITY) next = Math.min(this.o.intervalMs, Math.max(MIN_GAP_MS, Math.ceil(wait)));
     } catch (err) {
       this.log.warn({ err: String(err) }, 'lease sweep failed; will retry');
     }
@@ -276,6 +282,9 @@ export class LeaseSweeper {
     this.timer = null;
     await this.running?.catch(() => undefined);
     await this.pass?.catch(() => undefined);
+    // no next pass to wait for (sweepOnce): the queued durable writes go now, not
+    // DURABLE_YIELD_MS after the last pass that flipped
+    this.flipping = false;
     await this.durable.drained();
     // hand the shards over now rather than after lockMs
     await Promise.all([...this.held].map((s) => this.redis.delIfEqual(this.keys.sweepLock(s), this.owner).catch(() => undefined)));
