@@ -61,18 +61,43 @@ export interface Node {
   stop(): Promise<void>;
 }
 
-/** A serving thread in a process of its own (held-server.ts: --expose-gc, memory on request), pinned to `cpus`. */
+/** attempts at starting a node whose ports were taken between freePort() and its listen */
+const START_ATTEMPTS = 3;
+
+/**
+ * A serving thread in a process of its own (held-server.ts: --expose-gc, memory on request),
+ * pinned to `cpus`. Its ports were free a moment before it binds them: one taken meanwhile (by
+ * another test's process, or as the local port of an outgoing connection) ends it with
+ * a listen error, and it is started again on new ones.
+ */
 export async function startNode(url: string, prefix: string, cpus: string | null, name: string): Promise<Node> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(url, prefix, cpus, name);
+    } catch (e) {
+      // (uWS says only that it cannot listen; the metrics listener, EADDRINUSE)
+      if (attempt >= START_ATTEMPTS || !/EADDRINUSE|cannot listen on/.test(String(e))) throw e;
+    }
+  }
+}
+
+async function startOnce(url: string, prefix: string, cpus: string | null, name: string): Promise<Node> {
   const [port, metrics] = [await freePort(), await freePort()];
   const env = { ...process.env, DATABASE_URL: url, REDIS_KEY_PREFIX: prefix, PORT: String(port), METRICS_PORT: String(metrics), HOST: '127.0.0.1', NODE_ENV: 'production', ADMIN_API_KEY: ADMIN, LOG_LEVEL: 'warn', HELD_MAX: '100000' };
   // BENCH_SERVER_CPU_PROF=<dir>: node A writes a V8 CPU profile there when it stops
   const prof = process.env.BENCH_SERVER_CPU_PROF && name === 'a' ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_SERVER_CPU_PROF}`] : [];
   const argv = ['--expose-gc', ...prof, join(ROOT, 'dist/bench/held-server.js')];
-  const proc = spawn(cpus ? 'taskset' : process.execPath, cpus ? ['-c', cpus, process.execPath, ...argv] : argv, { env, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  const proc = spawn(cpus ? 'taskset' : process.execPath, cpus ? ['-c', cpus, process.execPath, ...argv] : argv, { env, stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
   process.once('exit', () => proc.kill('SIGKILL'));
+  // its standard error passed on, the start of it kept for the error of a node that never got ready
+  let said = '';
+  proc.stderr!.on('data', (d: Buffer) => {
+    process.stderr.write(d);
+    if (said.length < 4000) said += d.toString();
+  });
   await new Promise<void>((ok, fail) => {
     proc.once('message', () => ok());
-    proc.once('exit', (code) => fail(new Error(`node ${name} exited (${code}) before it was ready`)));
+    proc.once('close', (code) => fail(new Error(`node ${name} exited (${code}) before it was ready: ${said.slice(0, 4000)}`)));
   });
   const measure = () => new Promise<Measured>((ok) => {
     proc.once('message', (m) => ok(m as Measured));

@@ -9,7 +9,7 @@ t.setTimeout(300_000);
 
 t.test('the held-requests bench, small', async (t) => {
   const r = spawnSync(process.execPath, [join(ROOT, 'dist/bench/held.js'), '300', '3', '30', '1'], { encoding: 'utf8', timeout: 280_000 });
-  t.equal(r.status, 0, `exits 0: ${r.stderr.slice(-500)}`);
+  t.equal(r.status, 0, `exits 0: ${r.stderr.slice(0, 1500)} … ${r.stderr.slice(-500)}`);
   for (const row of ['RSS per held request', 'RSS per idle keep-alive connection', 'server CPU while 300 wait', 'wake, writing node, 100 held', 'wake, another node, 100 held', 'wake, storm: 3 writes at once, 300 held', '1,000,000 held']) {
     t.ok(r.stdout.includes(row), row);
   }
