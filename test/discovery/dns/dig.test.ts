@@ -183,14 +183,20 @@ t.test('the domain and TTL are options', async (t) => {
 });
 
 t.test('a failing source: SERVFAIL, and the server goes on', async (t) => {
-  source.failing = true;
-  try {
-    t.equal((await dig(P, 'web.service.registry', 'SRV')).status, 'SERVFAIL');
-    t.equal((await dig(P, 'web.service.registry', 'SRV', '+tcp')).status, 'SERVFAIL');
-  } finally {
-    source.failing = false;
+  // a rejected promise, then a list given at once and a failure thrown
+  for (const sync of [false, true]) {
+    source.sync = sync;
+    source.failing = true;
+    try {
+      t.equal((await dig(P, 'web.service.registry', 'SRV')).status, 'SERVFAIL', `sync ${sync}`);
+      t.equal((await dig(P, 'web.service.registry', 'SRV', '+tcp')).status, 'SERVFAIL', `sync ${sync}, tcp`);
+    } finally {
+      source.failing = false;
+    }
+    t.same(srvs(await dig(P, 'web.service.registry', 'SRV')), WEB_SRV, `sync ${sync}: answered again`);
+    t.same(srvs(await dig(P, 'web.service.registry', 'SRV', '+tcp')), WEB_SRV, `sync ${sync}: answered again, tcp`);
   }
-  t.same(srvs(await dig(P, 'web.service.registry', 'SRV')), WEB_SRV);
+  source.sync = false;
 });
 
 t.test('the metrics hook counts answers by rcode and transport', async (t) => {

@@ -25,11 +25,16 @@ export class FixtureSource implements DnsSource {
   /** calls to either method, to show a query was answered without the source */
   calls = 0;
   failing = false;
+  /** answer servicesWith() at once (the registry's source when it has the list at hand), a failure thrown, not rejected */
+  sync = false;
 
-  async servicesWith(capabilities: readonly string[]): Promise<readonly DnsService[]> {
+  servicesWith(capabilities: readonly string[]): readonly DnsService[] | Promise<readonly DnsService[]> {
     this.calls++;
-    if (this.failing) throw new Error('source down');
-    return this.services.filter((s) => capabilities.every((c) => s.capabilities.includes(c)));
+    const list = () => {
+      if (this.failing) throw new Error('source down');
+      return this.services.filter((s) => capabilities.every((c) => s.capabilities.includes(c)));
+    };
+    return this.sync ? list() : Promise.resolve().then(list);
   }
 
   async serviceById(id: string): Promise<DnsService | null> {

@@ -18,7 +18,7 @@
 import type { Answer } from 'dns-packet';
 import { classify, type Zone } from './names.js';
 import { targetOf, type Records, type Unit } from './records.js';
-import type { DnsSource } from './types.js';
+import type { DnsService, DnsSource } from './types.js';
 import { CLASS_IN, OPT_LENGTH, recordsLength, TYPE, type Query, type Reply } from './wire.js';
 
 /** A reply before it is fitted to a size: answers come with their glue. */
@@ -49,7 +49,8 @@ export class Resolver {
     return { rcode, authoritative: true, units: [], authorities: [this.records.soa()] };
   }
 
-  async resolve(q: Query): Promise<Resolution> {
+  /** The resolution of `q`: made now when the source has what it needs at hand, else a promise. */
+  resolve(q: Query): Resolution | Promise<Resolution> {
     const { labels, type } = q.question;
     if (q.edns && q.edns.version > 0) return { rcode: 'BADVERS', authoritative: false, units: [], authorities: [] };
     const name = classify(labels, this.zone);
@@ -70,19 +71,26 @@ export class Resolver {
       case 'unknown':
         return this.negative('NXDOMAIN');
       case 'service': {
-        const services = await this.source.servicesWith(name.capabilities);
-        if (services.length === 0) return this.negative('NXDOMAIN');
-        if (type === TYPE.SRV || type === TYPE.ANY) return this.answered(this.records.srv(owner, services));
-        return this.answered(this.addressesOf(type, (ip) => this.records.addresses(owner, services, ip)));
+        const services = this.source.servicesWith(name.capabilities);
+        return 'then' in services ? services.then((l) => this.ofService(owner, type, l)) : this.ofService(owner, type, services);
       }
-      case 'addr': {
-        const s = await this.source.serviceById(name.id);
-        const ip = s ? (targetOf(s.endpoint)?.ip ?? 0) : 0;
-        if (!s || ip === 0) return this.negative('NXDOMAIN');
-        const units = this.addressesOf(type === TYPE.ANY ? (ip === 4 ? TYPE.A : TYPE.AAAA) : type, (v) => this.records.addresses(owner, [s], v));
-        return this.answered(units);
-      }
+      case 'addr':
+        return this.ofAddr(owner, type, name.id);
     }
+  }
+
+  private ofService(owner: string, type: number, services: readonly DnsService[]): Resolution {
+    if (services.length === 0) return this.negative('NXDOMAIN');
+    if (type === TYPE.SRV || type === TYPE.ANY) return this.answered(this.records.srv(owner, services));
+    return this.answered(this.addressesOf(type, (ip) => this.records.addresses(owner, services, ip)));
+  }
+
+  private async ofAddr(owner: string, type: number, id: string): Promise<Resolution> {
+    const s = await this.source.serviceById(id);
+    const ip = s ? (targetOf(s.endpoint)?.ip ?? 0) : 0;
+    if (!s || ip === 0) return this.negative('NXDOMAIN');
+    const units = this.addressesOf(type === TYPE.ANY ? (ip === 4 ? TYPE.A : TYPE.AAAA) : type, (v) => this.records.addresses(owner, [s], v));
+    return this.answered(units);
   }
 
   private addressesOf(type: number, of: (ip: 4 | 6) => readonly Unit[]): readonly Unit[] {

@@ -6,8 +6,9 @@
 // limit: rate-limit.ts; TCP framing and caps: tcp.ts; parsing and encoding: wire.ts.
 import { createSocket, type RemoteInfo, type Socket } from 'node:dgram';
 import { once } from 'node:events';
+import { lookup as dnsLookup, type LookupOneOptions } from 'node:dns';
 import { isIP } from 'node:net';
-import { fit, Resolver } from './answer.js';
+import { fit, Resolver, type Resolution } from './answer.js';
 import { zoneOf } from './names.js';
 import { ResponseRateLimiter } from './rate-limit.js';
 import { Records } from './records.js';
@@ -75,10 +76,12 @@ export class DnsServer {
   async start(): Promise<void> {
     if (this.udp) return;
     for (let attempt = 1; ; attempt++) {
-      const udp = createSocket({ type: isIP(this.host) === 6 ? 'udp6' : 'udp4' });
+      let bound = false;
+      const udp = createSocket({ type: isIP(this.host) === 6 ? 'udp6' : 'udp4', lookup: (a, f, cb) => (bound ? literalLookup(a, f, cb) : lookupAsync(a, f, cb)) });
       try {
         udp.bind({ address: this.host, port: this.wantPort, exclusive: true });
         await Promise.race([once(udp, 'listening'), once(udp, 'error').then(([e]) => Promise.reject(e as Error))]);
+        bound = true;
         const port = udp.address().port;
         await this.tcp.listen(this.host, port);
         this.boundPort = port;
@@ -127,21 +130,22 @@ export class DnsServer {
       this.metrics?.dropped('busy');
       return;
     }
-    this.inFlight++;
     const q = parsed.query;
     const limit = q.edns ? Math.min(MAX_UDP, Math.max(512, q.edns.udpSize)) : 512;
-    void this.reply(q, limit).then(([out, rcode]) => {
+    const r = this.reply(q, limit);
+    if (!('then' in r)) return this.send(r[0], from, r[1]);
+    this.inFlight++;
+    void r.then(([out, rcode]) => {
       this.inFlight--;
       this.send(out, from, rcode);
     });
   }
 
+  /** (a send error is the socket's 'error' event, counted there: no callback, no tick a packet) */
   private send(out: Buffer, to: RemoteInfo, rcode: DnsRcode | null): void {
     const udp = this.udp;
     if (!udp) return;
-    udp.send(out, to.port, to.address, (err) => {
-      if (err) this.metrics?.dropped('send-error');
-    });
+    udp.send(out, to.port, to.address);
     if (rcode) this.count(rcode, 'udp');
   }
 
@@ -161,17 +165,49 @@ export class DnsServer {
     return out;
   }
 
-  /** The encoded answer within `limit` bytes; a failing source or record is SERVFAIL. Never rejects. */
-  private async reply(q: Query, limit: number): Promise<[Buffer, DnsRcode]> {
+  /**
+   * The encoded answer within `limit` bytes, now when the resolver has it at hand, else a
+   * promise of it; a failing source or record is SERVFAIL. Never throws or rejects.
+   */
+  private reply(q: Query, limit: number): [Buffer, DnsRcode] | Promise<[Buffer, DnsRcode]> {
     try {
-      const res = await this.resolver.resolve(q);
-      const r = fit(q, res, limit, this.maxRecords);
-      return [encodeReply(q, r), r.rcode];
+      const res = this.resolver.resolve(q);
+      if (!('then' in res)) return this.encoded(q, res, limit);
+      return res.then((x) => this.encoded(q, x, limit)).catch(() => this.failed(q, limit));
     } catch {
-      const r = fit(q, { rcode: 'SERVFAIL', authoritative: false, units: [], authorities: [] }, limit, 0);
-      return [encodeReply(q, r), 'SERVFAIL'];
+      return this.failed(q, limit);
     }
   }
+
+  private encoded(q: Query, res: Resolution, limit: number): [Buffer, DnsRcode] {
+    const r = fit(q, res, limit, this.maxRecords);
+    return [encodeReply(q, r), r.rcode];
+  }
+
+  private failed(q: Query, limit: number): [Buffer, DnsRcode] {
+    const r = fit(q, { rcode: 'SERVFAIL', authoritative: false, units: [], authorities: [] }, limit, 0);
+    return [encodeReply(q, r), 'SERVFAIL'];
+  }
+}
+
+type LookupCallback = (err: NodeJS.ErrnoException | null, address: string, family: number) => void;
+
+/**
+ * The socket's address look-up once it is bound: an answer goes to the address its query came
+ * from, an IP literal, given back at once (node's default look-up answers a literal a tick
+ * later: a tick a packet). Before, and for a name, dns.lookup's (bind() expects its answer
+ * after it returned: 'listening' would come before anyone listens).
+ */
+function literalLookup(address: string, family: number | LookupOneOptions, cb: LookupCallback): void {
+  const v = isIP(address);
+  if (v !== 0) return cb(null, address, v);
+  lookupAsync(address, family, cb);
+}
+
+function lookupAsync(address: string, family: number | LookupOneOptions, cb: LookupCallback): void {
+  // (node's dgram passes the family as a number; its typings, as options)
+  if (typeof family === 'number') dnsLookup(address, family, cb);
+  else dnsLookup(address, family, cb);
 }
 
 /** The empty TC answer a rate-limited query may get: header and question only. */

@@ -35,9 +35,12 @@ const CAPABILITY_LABEL = /^[a-z0-9_-]{1,63}$/;
 const ID_LABEL = /^[A-Za-z0-9_-]{1,63}$/;
 const HOST_LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 
+const UPPER = /[A-Z]/;
+
 /** DNS folds only ASCII letters; String#toLowerCase would fold Latin-1 letters too. */
 export function asciiLower(s: string): string {
-  return s.replace(/[A-Z]+/g, (m) => m.toLowerCase());
+  // (most names come in lower case: a test, not a replace with a callback)
+  return UPPER.test(s) ? s.replace(/[A-Z]+/g, (m) => m.toLowerCase()) : s;
 }
 
 /** The zone of DNS_DOMAIN (`registry.`, `registry`, `Example.COM.`), or a thrown Error saying why not. */

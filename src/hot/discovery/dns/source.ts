@@ -51,14 +51,21 @@ export class IndexDnsSource implements DnsSource {
     this.maxIdBytes = bytes / 2;
   }
 
-  async servicesWith(capabilities: readonly string[]): Promise<readonly DnsService[]> {
-    const caps = [...capabilities].sort();
+  /** A list kept, or made now from what the near cache holds; else a promise (Redis, the pool). */
+  servicesWith(capabilities: readonly string[]): readonly DnsService[] | Promise<readonly DnsService[]> {
+    const caps = capabilities.length > 1 ? [...capabilities].sort() : capabilities;
     const version = this.results.version(PRODUCTION);
     const key = version + '\0' + caps.join('\0');
     const hit = this.lists.get(key, 'dns');
     if (hit) return hit.services;
-    const f = { ...noFilters(), capabilities: caps, healthy: true };
-    const m: AllMatches = allNow(this.index, PRODUCTION, f, this.o.max) ?? (await all(this.index, PRODUCTION, f, this.o.max));
+    const f = { ...noFilters(), capabilities: [...caps], healthy: true };
+    const now = allNow(this.index, PRODUCTION, f, this.o.max);
+    if (now) return this.listed(key, version, now);
+    return all(this.index, PRODUCTION, f, this.o.max).then((m) => this.listed(key, version, m));
+  }
+
+  /** The services of matches, kept under `key` and remembered by id. */
+  private listed(key: string, version: number, m: AllMatches): readonly DnsService[] {
     const services = (JSON.parse(m.body.toString()) as ({ id: string; endpoint: string } | null)[]).filter((d) => d !== null).map((d) => ({ id: d.id, endpoint: d.endpoint }));
     this.lists.set(key, 'dns', this.lists.version('dns'), { services });
     for (const s of services) this.remember(s, version);

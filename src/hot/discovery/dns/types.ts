@@ -18,8 +18,10 @@ export interface DnsSource {
   /**
    * The services that have every one of `capabilities` (1 to 32 distinct tokens of
    * `[a-z0-9_-]`, lower case, no `.`). An empty list means the name does not exist (NXDOMAIN).
+   * The list itself when the source has it at hand (the answer is then made and sent within
+   * the packet's event, no promise), else a promise of it.
    */
-  servicesWith(capabilities: readonly string[]): Promise<readonly DnsService[]>;
+  servicesWith(capabilities: readonly string[]): readonly DnsService[] | Promise<readonly DnsService[]>;
   /**
    * The service whose id equals `id` ignoring ASCII case (DNS names are case-insensitive and
    * resolvers may change the case of a name they forward), or null. `id` is 1 to 63 of

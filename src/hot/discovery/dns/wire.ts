@@ -160,17 +160,25 @@ export interface Reply {
 /** The answer to `q`, its question copied back; an OPT record when the query had one. */
 export function encodeReply(q: Query, r: Reply): Buffer {
   const flags = QR | (r.authoritative ? AA : 0) | (r.truncated ? TC : 0) | q.echoFlags | (RCODE[r.rcode] & 0xf);
-  const additionals = q.edns ? [...r.additionals, optOf(r.rcode)] : r.additionals;
-  const head = Buffer.alloc(12);
-  head.writeUInt16BE(q.id, 0);
-  head.writeUInt16BE(flags, 2);
-  head.writeUInt16BE(1, 4);
-  head.writeUInt16BE(r.answers.length, 6);
-  head.writeUInt16BE(r.authorities.length, 8);
-  head.writeUInt16BE(additionals.length, 10);
-  const parts = [head, q.question.raw];
-  for (const list of [r.answers, r.authorities, additionals]) for (const a of list) parts.push(recordWire(a));
-  return Buffer.concat(parts);
+  const opt = q.edns ? optOf(r.rcode) : null;
+  // one buffer of the message's size, the records' bytes copied in (no list of parts)
+  let size = 12 + q.question.raw.length + (opt ? recordWire(opt).length : 0);
+  for (const a of r.answers) size += recordWire(a).length;
+  for (const a of r.authorities) size += recordWire(a).length;
+  for (const a of r.additionals) size += recordWire(a).length;
+  const out = Buffer.allocUnsafe(size);
+  out.writeUInt16BE(q.id, 0);
+  out.writeUInt16BE(flags, 2);
+  out.writeUInt16BE(1, 4);
+  out.writeUInt16BE(r.answers.length, 6);
+  out.writeUInt16BE(r.authorities.length, 8);
+  out.writeUInt16BE(r.additionals.length + (opt ? 1 : 0), 10);
+  let at = 12 + q.question.raw.copy(out, 12);
+  for (const a of r.answers) at += recordWire(a).copy(out, at);
+  for (const a of r.authorities) at += recordWire(a).copy(out, at);
+  for (const a of r.additionals) at += recordWire(a).copy(out, at);
+  if (opt) recordWire(opt).copy(out, at);
+  return out;
 }
 
 /** A header-only answer: an error for a message that was not read further, or an empty TC. */
