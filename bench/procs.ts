@@ -2,7 +2,7 @@
 // server as children on a free loopback port, readiness polling, and a raw HTTP GET that
 // keeps header order and case (the ceiling must answer with exactly those bytes).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { createWriteStream } from 'node:fs';
+import { createWriteStream, readFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { createServer } from 'node:net';
 import { cpus } from 'node:os';
@@ -41,15 +41,45 @@ export function pinning(threads: number, pin: boolean): Pinning {
   return { server: `0-${NPROC - 1}`, loadgen, note: `server on every core (0-${NPROC - 1}): it shares core ${loadgen} with the load generator` };
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/** the first port the kernel hands to outgoing connections (ip_local_port_range) */
+const EPHEMERAL_FROM = (() => {
+  try {
+    return Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]) || 32768;
+  } catch {
+    return 32768;
+  }
+})();
+/** where freePort() draws from: below the ephemeral range, never a well-known port */
+const DRAW_FROM = 20_000;
+
+/** Whether `port` can be listened on at 127.0.0.1 now (0: any; the port listened on, or null). */
+function tryPort(port: number): Promise<number | null> {
+  return new Promise((resolve) => {
     const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
+    s.once('error', () => resolve(null));
+    s.listen(port, '127.0.0.1', () => {
       const a = s.address();
-      s.close(() => (a && typeof a === 'object' ? resolve(a.port) : reject(new Error('no port'))));
+      s.close(() => resolve(a && typeof a === 'object' ? a.port : null));
     });
   });
+}
+
+/**
+ * A loopback port that was free a moment ago, for a child or a listener that must be told its
+ * port before it binds. Drawn at random below the kernel's ephemeral range: a port the kernel
+ * picked (listen on 0) goes back to the pool it draws outgoing connections' local ports from,
+ * and one of those (a Redis or PostgreSQL client) could take it before the child binds it.
+ */
+export async function freePort(): Promise<number> {
+  if (EPHEMERAL_FROM > DRAW_FROM + 1000) {
+    for (let i = 0; i < 20; i++) {
+      const p = await tryPort(DRAW_FROM + Math.floor(Math.random() * (EPHEMERAL_FROM - DRAW_FROM)));
+      if (p !== null) return p;
+    }
+  }
+  const p = await tryPort(0);
+  if (p === null) throw new Error('no free port');
+  return p;
 }
 
 /** Children still running: killed when the bench exits or is interrupted, never left behind. */
