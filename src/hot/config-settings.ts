@@ -104,7 +104,7 @@ export const SETTINGS = {
   RESULT_CACHE_TTL_MS: { def: 2000, min: 10, max: 3_600_000, topic: CACHES, doc: 'result cache: bound on a cached page\'s staleness should an invalidation message be lost, ms' },
   RESULT_CACHE_MB: { def: 64, min: 1, max: 65_536, topic: CACHES, doc: 'result cache: bytes for the whole process, split evenly over the uWS threads (an eighth for replacement lists), counted as the bytes entries occupy; the oldest go first' },
   // 1,000,000 production services take ~0.7 GB of it (docs/decisions/near-cache.md)
-  NEAR_CACHE_MB: { def: 1024, min: 0, max: 1_048_576, topic: CACHES, doc: 'near cache of index sets and documents, for the whole process, split evenly over the uWS threads; least recently used out beyond it, counted as the bytes entries occupy; 0 turns it off (every uncached search runs in Redis)' },
+  NEAR_CACHE_MB: { def: 1024, min: 0, max: 1_048_576, topic: CACHES, doc: 'near cache of index sets and documents, for the whole process, split evenly over the uWS threads; oldest out beyond it, with a second chance for what was read since (CLOCK), counted as the bytes entries occupy; 0 turns it off (every uncached search runs in Redis)' },
   // one GET per namespace held, per thread and period
   NEAR_CHECK_MS: { def: 1000, min: 0, max: 3_600_000, topic: CACHES, doc: 'period of the near cache\'s version check against Redis: a lost final delta is stale for at most 2 × this; 0 turns it off' },
   // why sets are read in slices: docs/decisions/near-cache.md

@@ -6,11 +6,11 @@
 // in order; a skipped version drops it; deltas during a load are replayed from a short log; a
 // fetch that crossed a delta is not kept; the writing thread reads Redis until its own delta
 // arrived (require()). Bounded by this thread's share of NEAR_CACHE_MB in allocated bytes
-// (docs/decisions/memory-budgets.md), least recently used out; empty sets live in a pool of
-// at most EMPTY_MAX keys, so made-up filter values churn that pool and nothing else. A query
-// of several sets (or one sparse set) paged through again and again is answered from its
-// whole answer, one buffer made from what is held and dropped by the namespace's next delta
-// (results.ts).
+// (docs/decisions/memory-budgets.md), oldest out with a second chance for what was read
+// since (CLOCK); empty sets live in a pool of at most EMPTY_MAX keys, so made-up filter values
+// churn that pool and nothing else. A query of several sets (or one sparse set) paged through
+// again and again is answered from its whole answer, one buffer made from what is held and
+// dropped by the namespace's next delta (results.ts).
 
 import { digestBytes, digested, type Doc } from '../../domain/digest.js';
 import { NearDocs, type Incoming } from './docs.js';
@@ -266,14 +266,11 @@ export class NearCache extends NearSets {
     return id;
   }
 
-  /** Least recently used out until within budget: whole answers first (made again from what is held), then documents (cheap to refetch, many), empty sets last. */
+  /** Out until within budget, oldest first with a second chance for what was read since: whole answers first (made again from what is held), then documents (cheap to refetch, many), then sets, empty sets last. */
   protected override evict(): void {
     while (this.bytes > this.maxBytes && this.results.evictOne());
     while (this.bytes > this.maxBytes && this.docs.evictOne());
-    while (this.bytes > this.maxBytes && this.sets.size) {
-      const k = this.oldestSet.next()!;
-      this.dropSet(k, this.sets.get(k)!);
-    }
+    while (this.bytes > this.maxBytes && this.evictOneSet());
     while (this.bytes > this.maxBytes && this.empty.dropOldest());
   }
 

@@ -10,8 +10,8 @@ import { Oldest } from '../../domain/oldest.js';
 
 export abstract class NearSets {
   protected sets = new Map<string, SetEntry>();
-  /** the least recently used sets first, for eviction (domain/oldest.ts) */
-  protected readonly oldestSet = new Oldest(this.sets);
+  /** the oldest sets first, for eviction with a second chance for one read since (domain/oldest.ts) */
+  private readonly oldestSet = new Oldest(this.sets);
   /** empty sets (filters that match nothing): at most EMPTY_MAX, counting their own bytes */
   protected empty = new EmptySets();
   /** what this thread knows of each namespace, by base */
@@ -83,8 +83,9 @@ export abstract class NearSets {
     const hit = this.sets.get(key);
     if (!hit || hit.resets !== (this.states.get(base)?.resets ?? 0)) return this.emptyNow(base, key);
     this.stats.setHits++;
-    this.sets.delete(key); // least recently used goes first: re-insert at the end
-    this.sets.set(key, hit);
+    // a second chance at eviction (NearCache.evict), not a move to the end: a delete and a set
+    // on every hit shrank and regrew the map's table, an allocation a page in the old space
+    hit.used = true;
     return materialise(hit);
   }
 
@@ -119,8 +120,7 @@ export abstract class NearSets {
     const hit = this.sets.get(key);
     if (hit && hit.resets === (this.states.get(base)?.resets ?? 0)) {
       this.stats.setHits++;
-      this.sets.delete(key); // least recently used goes first: re-insert at the end
-      this.sets.set(key, hit);
+      hit.used = true; // (a second chance at eviction: setNow)
       return materialise(hit);
     }
     if (hit) this.dropSet(key, hit);
@@ -144,7 +144,7 @@ export abstract class NearSets {
     const r = await load(suffix);
     if (!r) return null;
     const s = this.state(base);
-    const e: SetEntry = { arr: r.members, overlay: new Map(), loadedVer: r.ver, resets: s.resets, bytes: 0 };
+    const e: SetEntry = { arr: r.members, overlay: new Map(), loadedVer: r.ver, resets: s.resets, bytes: 0, used: false };
     let keep = s.resets === resets && this.cleared === cleared;
     if (s.latest === 0) s.minLoaded = Math.min(s.minLoaded, r.ver);
     else if (r.ver < s.latest) {
@@ -172,8 +172,24 @@ export abstract class NearSets {
     return e;
   }
 
-  /** Least recently used out until within budget (NearCache.evict: documents first, then sets, empty sets last). */
+  /** Out until within budget, oldest first with a second chance (CLOCK) (NearCache.evict: documents first, then sets, empty sets last). */
   protected abstract evict(): void;
+
+  /** Drop the oldest set not read since the hand last passed it (one read since goes to the end: CLOCK); false when none is held. */
+  protected evictOneSet(): boolean {
+    while (this.sets.size) {
+      const k = this.oldestSet.next()!;
+      const e = this.sets.get(k)!;
+      if (!e.used) {
+        this.dropSet(k, e);
+        return true;
+      }
+      e.used = false;
+      this.sets.delete(k);
+      this.sets.set(k, e);
+    }
+    return false;
+  }
 
   protected dropSet(key: string, e: SetEntry): void {
     if (this.sets.get(key) !== e) return;

@@ -21,6 +21,8 @@ export interface SetEntry {
   /** its namespace's reset count when stored: an older one is dead */
   resets: number;
   bytes: number;
+  /** read since eviction last passed it (a second chance: NearCache.evict) */
+  used: boolean;
 }
 
 /** What this thread knows of one namespace (by its base): the deltas received, its own writes awaited. */
