@@ -7,7 +7,7 @@ import t from 'tap';
 import fc from 'fast-check';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { Oldest } from '../../src/hot/domain/oldest.js';
+import { nextUnused, Oldest } from '../../src/hot/domain/oldest.js';
 import { ByteBoundedMap } from '../../src/hot/domain/byte-map.js';
 
 type Op = ['set' | 'touch' | 'delete' | 'evict' | 'evictMany' | 'clear', number];
@@ -114,4 +114,51 @@ t.test("ByteBoundedMap.clear() lets its values go after evictions (its walk is r
   t.ok(m.size < 100, 'evicted');
   m.clear();
   t.ok(await collected(ref), 'nothing of the cleared map is held');
+});
+
+t.test('nextUnused: of a Map and of a Set, the key a clock gives (used ones cleared and moved last), each dropped before the next', async (t) => {
+  fc.assert(
+    fc.property(fc.array(fc.oneof(fc.record({ add: fc.nat(30) }), fc.record({ use: fc.nat(30) }), fc.constant('evict' as const)), { minLength: 20, maxLength: 200, size: 'max' }), (ops) => {
+      type E = { id: number; used: boolean };
+      const map = new Map<number, E>();
+      const set = new Set<E>();
+      const ofSet = new Map<number, E>(); // the Set's entries by id
+      const [hm, hs] = [new Oldest(map), new Oldest(set)];
+      const model: { id: number; used: boolean }[] = []; // insertion order
+      for (const op of ops) {
+        if (op === 'evict') {
+          // the model's clock: used ones to the end, their mark cleared, until an unused one
+          let want: number | undefined;
+          for (let n = model.length * 2 + 1; n > 0 && model.length; n--) {
+            const e = model.shift()!;
+            if (!e.used) {
+              want = e.id;
+              break;
+            }
+            model.push({ id: e.id, used: false });
+          }
+          const k = nextUnused(hm, map);
+          const e = nextUnused(hs, set);
+          if (k !== want || e?.id !== want) throw new Error(`evicted ${k} / ${e?.id}, the clock ${want}`);
+          if (k !== undefined) map.delete(k);
+          if (e) {
+            set.delete(e);
+            ofSet.delete(e.id);
+          }
+        } else if ('add' in op) {
+          if (map.has(op.add)) continue;
+          map.set(op.add, { id: op.add, used: false });
+          const e = { id: op.add, used: false };
+          set.add(e);
+          ofSet.set(op.add, e);
+          model.push({ id: op.add, used: false });
+        } else {
+          const m = model.find((x) => x.id === op.use);
+          if (!m) continue;
+          m.used = map.get(op.use)!.used = ofSet.get(op.use)!.used = true;
+        }
+      }
+    }),
+  );
+  t.pass('the same order as the clock');
 });

@@ -32,3 +32,23 @@ export class Oldest<K> {
     return r.done === true ? undefined : r.value;
   }
 }
+
+/**
+ * The oldest entry not used since the hand last passed it (CLOCK's second chance): a used one
+ * has its `used` mark cleared and is moved to the end (deleted and added again), and the walk
+ * goes on; undefined when none is held. `hand` walks `of`. As for next(), the key returned
+ * must leave it before the next call. Of a Set, the entry is the key itself.
+ */
+export function nextUnused<V extends { used: boolean }>(hand: Oldest<V>, of: Set<V>): V | undefined;
+export function nextUnused<K, V extends { used: boolean }>(hand: Oldest<K>, of: Map<K, V>): K | undefined;
+export function nextUnused<K, V extends { used: boolean }>(hand: Oldest<K>, of: Map<K, V> | Set<V>): K | undefined {
+  for (let k = hand.next(); k !== undefined; k = hand.next()) {
+    const e = (of instanceof Map ? of.get(k) : k) as V;
+    if (!e.used) return k;
+    e.used = false;
+    of.delete(k as K & V);
+    if (of instanceof Map) of.set(k, e);
+    else of.add(e);
+  }
+  return undefined;
+}

@@ -7,7 +7,7 @@
 // the next rewrite). Eviction is by chunk, least recently used with a second chance (CLOCK).
 import type { Doc } from '../../domain/digest.js';
 import { entry, find, LAYOUT, lowerBound, PageJoin, sizeOf, toWord, type Chunk, type Incoming } from './chunk.js';
-import { Oldest } from '../../domain/oldest.js';
+import { nextUnused, Oldest } from '../../domain/oldest.js';
 
 // the chunk layout as module-local consts (folded by the optimiser: near-chunk.ts, LAYOUT)
 const { SLOTS, M, SLOT, START, END, DIG } = LAYOUT;
@@ -213,17 +213,10 @@ export class NearDocs {
 
   /** Evict one chunk (a used one gets a second chance first); false when none is held. */
   evictOne(): boolean {
-    for (let c = this.hand.next(); c !== undefined; c = this.hand.next()) {
-      if (c.used) {
-        c.used = false;
-        this.order.delete(c);
-        this.order.add(c);
-        continue;
-      }
-      this.dropChunk(c);
-      return true;
-    }
-    return false;
+    const c = nextUnused(this.hand, this.order);
+    if (!c) return false;
+    this.dropChunk(c);
+    return true;
   }
 
   private dropChunk(c: Chunk, accounted = true): void {

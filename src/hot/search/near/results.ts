@@ -6,7 +6,7 @@
 // while its namespace has received no delta since it was made (its epoch): any write to the
 // namespace drops it. NearCache owns them and counts their bytes in its budget.
 import { lastSeq } from '../pipeline/plan.js';
-import { Oldest } from '../../domain/oldest.js';
+import { nextUnused, Oldest } from '../../domain/oldest.js';
 
 /** One query's answer, whole. */
 export interface Result {
@@ -180,18 +180,10 @@ export class NearResults {
 
   /** Evict one result (a used one gets a second chance first: moved to the end); false when none is held. */
   evictOne(): boolean {
-    for (let k = this.oldest.next(); k !== undefined; k = this.oldest.next()) {
-      const r = this.byKey.get(k)!;
-      if (r.used) {
-        r.used = false;
-        this.byKey.delete(k);
-        this.byKey.set(k, r);
-        continue;
-      }
-      this.drop(r);
-      return true;
-    }
-    return false;
+    const k = nextUnused(this.oldest, this.byKey);
+    if (k === undefined) return false;
+    this.drop(this.byKey.get(k)!);
+    return true;
   }
 
   private drop(r: Result): void {

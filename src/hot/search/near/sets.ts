@@ -6,7 +6,7 @@
 // top: it follows the deltas, holds the documents and evicts to the budget, so the hot
 // paths (setNow, set) call straight into the part they need.
 import { applyTo, EMPTY, EmptySets, held, lostDelta, materialise, sizeOf, type Loader, type NsState, type SetEntry } from './state.js';
-import { Oldest } from '../../domain/oldest.js';
+import { nextUnused, Oldest } from '../../domain/oldest.js';
 
 export abstract class NearSets {
   protected sets = new Map<string, SetEntry>();
@@ -177,18 +177,10 @@ export abstract class NearSets {
 
   /** Drop the oldest set not read since the hand last passed it (one read since goes to the end: CLOCK); false when none is held. */
   protected evictOneSet(): boolean {
-    while (this.sets.size) {
-      const k = this.oldestSet.next()!;
-      const e = this.sets.get(k)!;
-      if (!e.used) {
-        this.dropSet(k, e);
-        return true;
-      }
-      e.used = false;
-      this.sets.delete(k);
-      this.sets.set(k, e);
-    }
-    return false;
+    const k = nextUnused(this.oldestSet, this.sets);
+    if (k === undefined) return false;
+    this.dropSet(k, this.sets.get(k)!);
+    return true;
   }
 
   protected dropSet(key: string, e: SetEntry): void {
