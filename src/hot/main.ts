@@ -1,5 +1,5 @@
 // Entry point: validate configuration, refuse uWebSockets.js's slow fallback unless told,
-// migrate, then serve on WORKERS uWS threads sharing the port (SO_REUSEPORT), each with its
+// migrate (on a thread of its own: migrate-apart.ts), then serve on WORKERS uWS threads sharing the port (SO_REUSEPORT), each with its
 // own connections. SIGTERM drains gracefully.
 import { Worker, isMainThread, workerData, parentPort } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
@@ -10,8 +10,7 @@ import { ConfigError, redactUrl } from './config-env.js';
 import { checkUwsNative } from './http/native.js';
 import { createLogger } from './app.js';
 import { buildThread, processShared, type ProcessShared } from './compose.js';
-import { createPool } from './pg/pool.js';
-import { migrate } from './migrate.js';
+import { migrateApart } from './migrate-apart.js';
 import { prepareSocketDir, proxySocketPath, removeStaleSockets } from './http/proxy-socket.js';
 import { ROOT } from './paths.js';
 
@@ -100,14 +99,11 @@ async function main(): Promise<void> {
     console.error(`WARNING: serving with the slow uWebSockets.js fallback: ${uws.reason}`);
   }
   const log = createLogger(cfg);
-  const pool = createPool(cfg.databaseUrl, 2);
   try {
-    await migrate(pool, (m) => log.info(m));
+    await migrateApart(cfg.databaseUrl, (m) => log.info(m));
   } catch (e) {
     console.error(`cannot migrate ${redactUrl(cfg.databaseUrl)}: ${(e as Error).message}`);
     process.exit(4);
-  } finally {
-    await pool.end();
   }
   if (cfg.proxySocketDir) {
     try {

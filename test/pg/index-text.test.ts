@@ -19,6 +19,8 @@ import type { Pool } from '../../src/hot/pg/pool.js';
 import { patchService } from '../../src/hot/writes/patches.js';
 import { createService } from '../../src/hot/writes/register.js';
 import { migrate } from '../../src/hot/migrate.js';
+import { migrateApart } from '../../src/hot/migrate-apart.js';
+import { threadId } from 'node:worker_threads';
 import { MEMBER_RULE } from '../../src/hot/domain/dimensions.js';
 import { loadIndexStates, newServiceId } from '../../src/hot/registry/state.js';
 import { addReplacement, deleteService } from '../../src/hot/registry/write-functions.js';
@@ -149,4 +151,18 @@ t.test('the migrator fills rows without index text, and recomputes all of it whe
   await pool.query("UPDATE services SET idx_members = idx_members || E'\\nx:gone' WHERE id = $1", [a.id]);
   await migrate(pool);
   await t.rejects(checkStored(pool, ids), /members of/, 'under the same rule, stored text is left as it is (one read, no rewrite)');
+});
+
+t.test('the server migrates on a thread of its own: the rows filled there, its failure reported with its message', async (t) => {
+  const { pool, url } = await freshPool(t, 2);
+  await seedServices(url, 120, PRODUCTION, 'apart');
+  const ids = (await pool.query<{ id: string }>('SELECT id FROM services ORDER BY seq')).rows.map((r) => r.id);
+  const logs: string[] = [];
+  const ran = await migrateApart(url, (m) => logs.push(m));
+  t.not(ran, threadId, 'not on the calling thread');
+  t.equal(await checkStored(pool, ids), 120, 'the seeded rows hold the write path\'s strings');
+  t.ok(logs.includes('index text: 120 rows written'), 'its log lines reach the caller');
+  const bad = new URL(url);
+  bad.pathname = '/registry_no_such_database';
+  await t.rejects(migrateApart(bad.toString()), /registry_no_such_database/, 'a failure rejects with the migrator\'s message');
 });

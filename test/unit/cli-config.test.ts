@@ -2,7 +2,8 @@
 // server (node dist/src/hot/main.js) and the command-line tool (bin/registry) alike.
 // Every value's message is checked in-process (loadConfig, what main.ts calls first); one
 // cold start of each program checks the way it ends: exit code 2, the message on stderr,
-// no banner (a cold start costs ~1.8 s of CPU; this file once spawned twelve).
+// no banner (a cold start costs ~1.8 s of CPU; this file once spawned twelve). A server that
+// cannot migrate ends with exit code 4 (main.ts, migrate-apart.ts).
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
@@ -71,4 +72,13 @@ t.test('the programs end on it', async (t) => {
   t.notMatch(server.stdout, /listening/, 'server: no banner');
   t.equal(cli.status, 2, 'bin/registry: exit code 2');
   t.match(cli.stderr, /configuration error: TIERS must look like/, 'bin/registry: the message on stderr');
+});
+
+t.test('a server that cannot migrate ends with exit code 4 and the migration thread\'s message', async (t) => {
+  // a port nothing listens on (1: privileged, never the test's PostgreSQL)
+  const server = await run('dist/src/hot/main.js', { DATABASE_URL: 'postgres://someone:secret@127.0.0.1:1/registry' });
+  t.equal(server.status, 4, 'exit code 4');
+  t.match(server.stderr, /^cannot migrate postgres:\/\/someone:\*+@127\.0\.0\.1:1\/registry: .*ECONNREFUSED/m, 'the address without its password, and why');
+  t.notMatch(server.stderr, /secret/, 'the password is not printed');
+  t.notMatch(server.stdout, /listening/, 'no banner');
 });
