@@ -1,6 +1,6 @@
 // Entry point: validate configuration, refuse uWebSockets.js's slow fallback unless told,
-// migrate (on a thread of its own: migrate-apart.ts), then serve on WORKERS uWS threads sharing the port (SO_REUSEPORT), each with its
-// own connections. SIGTERM drains gracefully.
+// migrate (on a thread of its own: migrate-apart.ts), then serve on WORKERS uWS threads
+// sharing the port (SO_REUSEPORT), each with its own connections. SIGTERM drains gracefully.
 import { Worker, isMainThread, workerData, parentPort } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
 import { readFileSync } from 'node:fs';
