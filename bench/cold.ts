@@ -8,7 +8,8 @@
 // `registry import` left it (the 10M row), its rows' filters its most common capability,
 // property and device class, and the server's RSS is read after the rows)
 // (--rows: only those rows, and the ceiling; --cpu-prof: the server writes a V8 CPU profile
-// to bench/results/prof/ when it stops)
+// to bench/results/prof/ when it stops; --warmed: the rows begin once the server's near cache
+// warmer has stopped reading documents, and the time that took is printed)
 // (the load generator runs in this process, or as its child with wrk: pin it to the core the
 // server is not on)
 import { randomBytes } from 'node:crypto';
@@ -43,6 +44,8 @@ const pi = argv.indexOf('--cpu-prof');
 const PROF = pi >= 0 && argv.splice(pi, 1).length > 0;
 const ei = argv.indexOf('--existing');
 const EXISTING = ei >= 0 && argv.splice(ei, 1).length > 0;
+const wi = argv.indexOf('--warmed');
+const WARMED = wi >= 0 && argv.splice(wi, 1).length > 0;
 const [N = 20_000, SECONDS = 5, CONNECTIONS = 100] = argv.map(Number);
 const UWS_OWN = new Set(['date', 'uwebsockets', 'content-length', 'connection', 'keep-alive', 'transfer-encoding']);
 const log = (m: string) => console.error(m);
@@ -121,6 +124,21 @@ async function existingFilters(url: string): Promise<Filters> {
   }
 }
 
+/** Wait until the near cache's warmer has read no document for 3 s; log how long it took and what the cache holds. */
+async function warmed(metrics: string, started: number): Promise<void> {
+  const sample = async (name: string) => Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(await (await fetch(metrics)).text())?.[1] ?? NaN);
+  let last = -1;
+  let since = Date.now();
+  for (;;) {
+    const n = await sample('registry_near_cache_warmed_documents_total');
+    if (n !== last) [last, since] = [n, Date.now()];
+    else if (Date.now() - since >= 3000) break;
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  const mb = (await sample('registry_near_cache_bytes')) / 2 ** 20;
+  log(`warmed: ${last} documents, near cache ${mb.toFixed(0)} MB, ${((since - started) / 1000).toFixed(1)} s after the start`);
+}
+
 async function main(): Promise<void> {
   const base = loadConfig();
   const db = EXISTING ? new URL(base.databaseUrl).pathname.slice(1) : 'registry_cold_' + randomBytes(4).toString('hex');
@@ -144,10 +162,14 @@ async function main(): Promise<void> {
     log(`rows over ${JSON.stringify(f)}`);
     const pin = pinning(1, true);
     const port = await freePort();
-    const server = spawnNode(join(ROOT, 'dist/src/hot/main.js'), [], { DATABASE_URL: url, REDIS_KEY_PREFIX: prefix, PORT: String(port), HOST: '127.0.0.1', WORKERS: '1', NODE_ENV: 'production', ADMIN_API_KEY: randomBytes(16).toString('hex'), LOG_LEVEL: 'warn' }, pin.server, join(ROOT, 'bench/results/cold-server.log'), PROF ? ['--cpu-prof', `--cpu-prof-dir=${join(ROOT, 'bench/results/prof')}`] : []);
+    const mport = await freePort();
+    const started = Date.now();
+    const server = spawnNode(join(ROOT, 'dist/src/hot/main.js'), [], { DATABASE_URL: url, REDIS_KEY_PREFIX: prefix, PORT: String(port), METRICS_PORT: String(mport), HOST: '127.0.0.1', WORKERS: '1', NODE_ENV: 'production', ADMIN_API_KEY: randomBytes(16).toString('hex'), LOG_LEVEL: 'warn' }, pin.server, join(ROOT, 'bench/results/cold-server.log'), PROF ? ['--cpu-prof', `--cpu-prof-dir=${join(ROOT, 'bench/results/prof')}`] : []);
     children.push(server);
     const origin = `http://127.0.0.1:${port}`;
-    await waitFor200(origin + '/readyz', server, 60_000);
+    await waitFor200(origin + '/readyz', server, 600_000);
+    log(`ready ${((Date.now() - started) / 1000).toFixed(1)} s after the start`);
+    if (WARMED) await warmed(`http://127.0.0.1:${mport}/metrics`, started);
     const pid = server.proc.pid;
     let seqs = 0;
     const cursor = (q: string): Partial<LoadOptions> => ({

@@ -24,7 +24,7 @@ import { HeartbeatTokenMemory, LeaseSweeper, Liveness } from './liveness/index.j
 import { GroupCommitter } from './writes/index.js';
 import { threadFallback } from './fallback/index.js';
 import { HeldRequests, Wakes } from './held/index.js';
-import { Index, InvalidationListener, NearCache, NearVersionCheck, ResultCache, sampleSearch, stringBytes, type Caches, type Replacements } from './search/index.js';
+import { Index, InvalidationListener, NearCache, NearVersionCheck, NearWarmer, ResultCache, sampleSearch, stringBytes, warmSource, type Caches, type Replacements } from './search/index.js';
 import { ChangeHub, StreamShares, streamSharesBuffer } from './changes/index.js';
 import { AppState, catalogBuffer, createWatchers } from './readiness/index.js';
 import { proxySocketPath } from './http/proxy-socket.js';
@@ -213,6 +213,7 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
     const vs = await Promise.all(bases.map((b) => redis.get(keys.verAt(b))));
     return vs.map((v) => (v === null ? null : Number(v)));
   }, (base) => wakes.lost(base));
+  const warmer = new NearWarmer(near, warmSource(index), cfg.nearWarmPercent); // (production's documents, in the background)
 
   // what this thread's metrics mirror, sampled before each scrape (each feature's metrics module)
   const metrics = new MetricsAggregation(cfg.uwsThreads, [
@@ -221,7 +222,7 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
     sampleSearch({
       intersectPool: () => intersectPool?.stats() ?? null,
       resultCache: () => ({ hits: caches.cache.hits, misses: caches.cache.misses, shared: caches.cache.flights.joined, bytes: caches.cache.bytes + caches.replacements.bytes }),
-      nearCache: () => (near.enabled ? { ...near.stats, bytes: near.bytes } : null),
+      nearCache: () => (near.enabled ? { ...near.stats, bytes: near.bytes, warmed: warmer.stats.documents } : null),
     }),
     sampleRateLimit(() => auth.stats),
   ]);
@@ -260,6 +261,7 @@ export function buildThread(cfg: Config, version: string, log: Logger, at: Liste
     { name: 'outbox-sweeper', start: () => projector.start(cfg.outboxSweepMs, () => backlog.hold()), stop: () => (projector.stop(), projector.flushAcks()) },
     { name: 'invalidation', start: () => invalidation.start(), stop: () => invalidation.stop() },
     { name: 'near-check', start: () => nearCheck.start(), stop: () => nearCheck.stop() },
+    { name: 'near-warm', start: () => warmer.start(), stop: () => warmer.stop() },
     // (the drain, server.ts, has answered every held request before this stops)
     { name: 'held', start: () => undefined, stop: () => (held.stop(), wakes.stop()) },
     { name: 'lease-sweeper', start: () => (hooks.sweep ?? true ? sweeper.start() : undefined), stop: () => sweeper.stop() },

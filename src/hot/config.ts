@@ -139,6 +139,8 @@ export interface Config {
   fallbackMaxQueries: number;
   /** the fallback's statement_timeout, ms */
   fallbackStatementMs: number;
+  /** share of the near cache's budget the warmer fills with production's documents, percent (0: off; search/near/warm.ts) */
+  nearWarmPercent: number;
   /** period of the near cache's version check against Redis (a lost final delta), ms (0: off) */
   nearCheckMs: number;
   /** sets read from Redis whole up to this many members, above in slices of this many buckets (search/pipeline/sets.ts) */
@@ -258,6 +260,7 @@ export function loadConfig(env: Env = process.env): Config {
     resultCacheBytes: int('RESULT_CACHE_MB') * MIB,
     rateCountFlushMs: int('RATE_COUNT_FLUSH_MS'),
     nearCacheBytes: int('NEAR_CACHE_MB') * MIB,
+    nearWarmPercent: int('NEAR_WARM_PERCENT'),
     nearCheckMs: int('NEAR_CHECK_MS'),
     nearLoadWholeMembers: int('NEAR_LOAD_WHOLE_MEMBERS'),
     nearLoadSliceBuckets: int('NEAR_LOAD_SLICE_BUCKETS'),

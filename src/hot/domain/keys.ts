@@ -66,7 +66,11 @@ export class Keys {
     return base + 'ver:' + INDEX_FORMAT + '.' + MEMBER_RULE;
   }
   docs(ns: string, gen: string): string {
-    return this.base(ns, gen) + 'docs';
+    return this.docsAt(this.base(ns, gen));
+  }
+  /** docs() of the namespace whose base (see base()) is given */
+  docsAt(base: string): string {
+    return base + 'docs';
   }
   all(ns: string, gen: string): string {
     return this.base(ns, gen) + 'all';

@@ -3,6 +3,8 @@ export { type Caches, invalidateCaches, InvalidationListener } from './invalidat
 export { type FilterSets, type Replacements } from './live-index.js';
 export { NearVersionCheck } from './near/check.js';
 export { NearCache } from './near/near-cache.js';
+export { NearWarmer } from './near/warm.js';
+export { warmSource } from './warm-source.js';
 export { ResultCache, stringBytes } from './result-cache.js';
 export { Index } from './searches.js';
 export { all, allNow, type AllMatches, countHeld, DISCOVERY_SPEC, discoveryQuery, type DiscoveryQuery } from './all.js';

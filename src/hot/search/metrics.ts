@@ -6,7 +6,7 @@ import { collector, registers } from '../metrics/registry.js';
 import type { Sampler } from '../metrics/metrics.js';
 
 type CacheStats = { hits: number; misses: number; shared: number; bytes: number };
-type NearStats = { setHits: number; setMisses: number; docHits: number; docMisses: number; wholePages: number; wholeMisses: number; deltas: number; resets: number; stale: number; bytes: number };
+type NearStats = { setHits: number; setMisses: number; docHits: number; docMisses: number; wholePages: number; wholeMisses: number; deltas: number; resets: number; stale: number; bytes: number; warmed: number };
 
 export interface SearchSources {
   resultCache(): CacheStats;
@@ -40,6 +40,11 @@ collector('registry_near_cache_deltas_total', 'Write deltas applied by the near 
     { labels: { event: 'reset' }, value: s.resets },
     { labels: { event: 'stale' }, value: s.stale },
   ];
+});
+
+collector('registry_near_cache_warmed_documents_total', 'Documents read into the near cache before any search asked for them, by its warmer (NEAR_WARM_PERCENT)', 'counter', () => {
+  const s = snapshot.near;
+  return s ? [{ labels: {}, value: s.warmed }] : [];
 });
 
 const nearBytes = new Gauge({

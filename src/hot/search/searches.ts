@@ -100,11 +100,7 @@ export class Index extends LiveIndex {
     const suffixes = filterSuffixes(f);
     // sets: a pure read, a replica may answer it (a load older than the deltas this thread
     // already has is brought up to date from its log, or refused: near-sets.ts)
-    const verKey = k.ver(ns, gen);
-    const sets = await nearSets(near, base, suffixes, async (suffix) => {
-      const r = await this.loadSet(verKey, base + suffix);
-      return r && { ver: r.ver, members: decodeBuckets(r.buckets, newSeqArray) };
-    });
+    const sets = await nearSets(near, base, suffixes, this.nearLoader(k.ver(ns, gen), base));
     if (!sets) return null;
     const epoch = near.epoch(base);
     if (!near.fresh(base)) return null;
@@ -132,13 +128,18 @@ export class Index extends LiveIndex {
     return { seqs, docs: docs as Doc[], more };
   }
 
+  /** How the near cache loads a set of `base` (its version key `verKey`) from Redis. */
+  nearLoader(verKey: string, base: string): (suffix: string) => Promise<{ ver: number; members: Float64Array } | null> {
+    return (suffix) => this.loadSet(verKey, base + suffix).then((r) => r && { ver: r.ver, members: decodeBuckets(r.buckets, newSeqArray) });
+  }
+
   /** One set from Redis in slices (pipeline/sets.ts loadSet); a pure read, a replica may answer each. */
   private loadSet(verKey: string, key: string): ReturnType<typeof loadSet> {
     return loadSet((from) => this.read((c) => c.nearLoadBuffer(verKey, key, from, this.loadBounds.slice, this.loadBounds.whole)));
   }
 
   /** The plain bytes of the documents of `seqs` from Redis (null: not there): decoded from their stored form. */
-  private async documentsOf(docsKey: string, seqs: ArrayLike<number>): Promise<(Buffer | null)[]> {
+  async documentsOf(docsKey: string, seqs: ArrayLike<number>): Promise<(Buffer | null)[]> {
     return (await this.redis.hmgetBuffer(docsKey, ...Array.from(seqs, String))).map((b) => b && decodeDocBuffer(b));
   }
 

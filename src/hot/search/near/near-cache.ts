@@ -24,7 +24,6 @@ const FILL_MAX = 4096;
 /** bytes counted for a document not held yet, while sizing a whole answer against its bound */
 const UNSEEN_DOC_BYTES = 256;
 
-
 /** The near cache: its sets (near-sets.ts) with the documents on top. */
 export class NearCache extends NearSets {
   /** documents, in chunks of consecutive seqs per namespace (near-docs.ts) */
@@ -149,16 +148,23 @@ export class NearCache extends NearSets {
    * object is made for the ones already held (the async page then joins with joinNow(), as
    * the sync one does).
    */
-  async fill(base: string, seqs: Float64Array, fetch: (seqs: number[]) => Promise<(Buffer | null)[]>): Promise<boolean> {
+  async fill(base: string, seqs: Float64Array, fetch: (seqs: number[]) => Promise<(Buffer | null)[]>, count = true): Promise<boolean> {
     const resets = this.states.get(base)?.resets ?? 0;
     const id = this.baseId(base);
     const missing: number[] = [];
     for (let i = 0; i < seqs.length; i++) if (!this.docs.has(id, resets, seqs[i]!)) missing.push(seqs[i]!);
-    this.stats.docHits += seqs.length - missing.length;
-    this.stats.docMisses += missing.length;
+    if (count) this.stats.docHits += seqs.length - missing.length;
+    if (count) this.stats.docMisses += missing.length;
     if (!missing.length) return true;
     const { docs, kept } = await this.fetchDocs(base, resets, missing, fetch);
     return kept && docs.every((d) => d !== null);
+  }
+
+  /** fill() for the warmer (warm.ts), counted as neither hits nor misses: how many more documents are held after it. */
+  async warm(base: string, seqs: Float64Array, fetch: (seqs: number[]) => Promise<(Buffer | null)[]>): Promise<number> {
+    const before = this.docs.count;
+    await this.fill(base, seqs, fetch, false);
+    return Math.max(0, this.docs.count - before);
   }
 
   /**

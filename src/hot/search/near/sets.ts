@@ -28,6 +28,11 @@ export abstract class NearSets {
 
   constructor(readonly maxBytes: number) {}
 
+  /** times clear() dropped everything (the warmer warms again after one) */
+  get clears(): number {
+    return this.cleared;
+  }
+
   get enabled(): boolean {
     return this.maxBytes > 0;
   }
