@@ -106,7 +106,7 @@ export const SETTINGS = {
   // 1,000,000 production services take ~0.7 GB of it (docs/decisions/near-cache.md)
   NEAR_CACHE_MB: { def: 1024, min: 0, max: 1_048_576, topic: CACHES, doc: 'near cache of index sets and documents, for the whole process, split evenly over the uWS threads; oldest out beyond it, with a second chance for what was read since (CLOCK), counted as the bytes entries occupy; 0 turns it off (every uncached search runs in Redis)' },
   // why: docs/decisions/near-cache-warming.md
-  NEAR_WARM_PERCENT: { def: 50, min: 0, max: 95, topic: CACHES, doc: 'after a start, a rebuild or a lost delta subscription, production\'s documents are read into the near cache in the background, in seq order, until it holds this share of its budget (percent); 0 turns it off (cold pages fill it as they are read)' },
+  NEAR_WARM_PERCENT: { def: 75, min: 0, max: 95, topic: CACHES, doc: 'after a start, a rebuild or a lost delta subscription, production\'s documents are read into the near cache in the background, in seq order, until it holds this share of its budget (percent); 0 turns it off (cold pages fill it as they are read)' },
   // one GET per namespace held, per thread and period
   NEAR_CHECK_MS: { def: 1000, min: 0, max: 3_600_000, topic: CACHES, doc: 'period of the near cache\'s version check against Redis: a lost final delta is stale for at most 2 × this; 0 turns it off' },
   // why sets are read in slices: docs/decisions/near-cache.md
