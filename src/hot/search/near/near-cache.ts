@@ -160,11 +160,11 @@ export class NearCache extends NearSets {
     return kept && docs.every((d) => d !== null);
   }
 
-  /** fill() for the warmer (warm.ts), counted as neither hits nor misses: how many more documents are held after it. */
-  async warm(base: string, seqs: Float64Array, fetch: (seqs: number[]) => Promise<(Buffer | null)[]>): Promise<number> {
-    const before = this.docs.count;
+  /** fill() for the warmer (warm.ts), counted as neither hits nor misses: how many more documents are held after it; null when a delta during the fetch kept it all out. */
+  async warm(base: string, seqs: Float64Array, fetch: (seqs: number[]) => Promise<(Buffer | null)[]>): Promise<number | null> {
+    const [before, epoch] = [this.docs.count, this.epoch(base)];
     await this.fill(base, seqs, fetch, false);
-    return Math.max(0, this.docs.count - before);
+    return this.epoch(base) === epoch ? Math.max(0, this.docs.count - before) : null;
   }
 
   /**

@@ -5,12 +5,14 @@
 // pages have covered it. The warmer reads production's documents into the near cache in the
 // background, in ascending seq order, one batch of consecutive members of the set of every
 // service at a time, until the cache holds NEAR_WARM_PERCENT of its budget: the same fill a
-// cold page makes (a fetch that crossed a delta keeps nothing), yielding to requests between
-// batches. Sandboxes are not warmed: their pages fill as they are read.
+// cold page makes (a fetch that crossed a delta keeps nothing, and is tried again), yielding to
+// requests between batches. Sandboxes are not warmed: their pages fill as they are read.
 import type { NearCache } from './near-cache.js';
 
 /** documents fetched in one call (one Redis HMGET, ~2 ms of this thread's time) */
 export const WARM_BATCH = 256;
+/** fetches of one batch at most, while a delta arrives during each (then it is left to the pages) */
+export const WARM_TRIES = 3;
 
 /** What the warmer reads: the live index's production namespace (search/searches.ts warmSource). */
 export interface WarmSource {
@@ -23,8 +25,8 @@ export interface WarmSource {
 }
 
 export class NearWarmer {
-  /** documents the passes have made the near cache hold; passes begun */
-  readonly stats = { documents: 0, passes: 0 };
+  /** documents the passes have made the near cache hold; passes begun; batches a delta kept out WARM_TRIES times */
+  readonly stats = { documents: 0, passes: 0, cut: 0 };
   /** the base and clear count the last pass began for: a pass runs once for each */
   private warmedFor = '';
   private running = false;
@@ -81,8 +83,13 @@ export class NearWarmer {
     for (let i = 0; i < all.length; i += WARM_BATCH) {
       if (this.near.bytes >= target) return true;
       if (this.stopped || this.source.base() !== base || base + '\0' + this.near.clears !== key) return false;
-      // (a copy: the set's array may change under a delta while the fetch is out)
-      this.stats.documents += await this.near.warm(base, all.slice(i, i + WARM_BATCH), fetch);
+      // (a copy: the set's array may change under a delta while the fetch is out); fetched
+      // again when a delta arrived meanwhile, as writes to production may come at any time
+      const batch = all.slice(i, i + WARM_BATCH);
+      let held: number | null = null;
+      for (let k = 0; held === null && k < WARM_TRIES; k++) held = await this.near.warm(base, batch, fetch);
+      if (held === null) this.stats.cut++;
+      this.stats.documents += held ?? 0;
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
     return true;
