@@ -16,9 +16,7 @@ export function warmSource(index: Index): WarmSource {
       return near.fresh(base) ? base : null;
     },
     async all(base) {
-      const gen = index.gen;
-      if (!gen) return null;
-      const sets = await nearSets(near, base, ['all'], index.nearLoader(index.keys.ver(PRODUCTION, gen), base));
+      const sets = await nearSets(near, base, ['all'], index.nearLoader(index.keys.verAt(base), base));
       return sets?.[0] ?? null;
     },
     fetch(base, seqs) {

@@ -1,17 +1,15 @@
-// The near cache (docs/decisions/near-cache.md): this thread's copy of the index sets it
-// searched (sorted Float64Arrays of seqs on SharedArrayBuffers, which the pool reads without a
-// copy) and of the documents it served (bytes, in chunks: near-docs.ts), loaded from Redis on
-// first use and kept current by the delta every applied write publishes. Why it is never
-// wrong: a set is loaded atomically with its namespace version and follows every newer delta
-// in order; a skipped version drops it; deltas during a load are replayed from a short log; a
-// fetch that crossed a delta is not kept; the writing thread reads Redis until its own delta
-// arrived (require()). Bounded by this thread's share of NEAR_CACHE_MB in allocated bytes
-// (docs/decisions/memory-budgets.md), oldest out with a second chance for what was read
-// since (CLOCK); empty sets live in a pool of at most EMPTY_MAX keys, so made-up filter values
-// churn that pool and nothing else. A query of several sets (or one sparse set) paged through
-// again and again is answered from its whole answer, one buffer made from what is held and
-// dropped by the namespace's next delta (results.ts).
-
+// The near cache (docs/decisions/near-cache.md): this thread's copy of the index sets it searched
+// (sorted Float64Arrays of seqs on SharedArrayBuffers, which the pool reads without a copy) and of
+// the documents it served (bytes, in chunks: docs.ts), loaded from Redis on first use and kept
+// current by the delta every applied write publishes. Why it is never wrong: a set is loaded
+// atomically with its namespace version and follows every newer delta in order; a skipped version
+// drops it; deltas during a load are replayed from a short log; a fetch that crossed a delta is not
+// kept; the writing thread reads Redis until its own delta arrived (require()). Bounded by this
+// thread's share of NEAR_CACHE_MB in allocated bytes (docs/decisions/memory-budgets.md), oldest out
+// with a second chance for what was read since (CLOCK); empty sets live in a pool of at most
+// EMPTY_MAX keys, so made-up filter values churn that pool and nothing else. A query of several
+// sets (or one sparse set) paged through again and again is answered from its whole answer, one
+// buffer made from what is held and dropped by the namespace's next delta (results.ts).
 import { digestBytes, digested, type Doc } from '../../domain/digest.js';
 import { NearDocs, type Incoming } from './docs.js';
 import { NearResults, resultSize, WHOLE_MAX_DOCS, WHOLE_MAX_SMALLEST, type Missing, type Result, type ResultPage } from './results.js';
@@ -24,9 +22,9 @@ const FILL_MAX = 4096;
 /** bytes counted for a document not held yet, while sizing a whole answer against its bound */
 const UNSEEN_DOC_BYTES = 256;
 
-/** The near cache: its sets (near-sets.ts) with the documents on top. */
+/** The near cache: its sets (sets.ts) with the documents on top. */
 export class NearCache extends NearSets {
-  /** documents, in chunks of consecutive seqs per namespace (near-docs.ts) */
+  /** documents, in chunks of consecutive seqs per namespace (docs.ts) */
   private docs = new NearDocs();
   /** small integer per namespace base (the documents' namespace key); forgotten with everything in clear() */
   private baseIds = new Map<string, number>();
@@ -148,23 +146,26 @@ export class NearCache extends NearSets {
    * object is made for the ones already held (the async page then joins with joinNow(), as
    * the sync one does).
    */
-  async fill(base: string, seqs: Float64Array, fetch: (seqs: number[]) => Promise<(Buffer | null)[]>, count = true): Promise<boolean> {
+  async fill(base: string, seqs: Float64Array, fetch: (seqs: number[]) => Promise<(Buffer | null)[]>): Promise<boolean> {
+    const r = await this.fetchMissing(base, seqs, fetch, true);
+    return !r || (r.kept && r.docs.every((d) => d !== null));
+  }
+
+  /** fill() for the warmer (warm.ts), counted as neither hits nor misses: the documents it fetched and kept; null when a delta during the fetch kept them out. */
+  async warm(base: string, seqs: Float64Array, fetch: (seqs: number[]) => Promise<(Buffer | null)[]>): Promise<number | null> {
+    const r = await this.fetchMissing(base, seqs, fetch, false);
+    return !r ? 0 : r.kept ? r.docs.filter((d) => d !== null).length : null;
+  }
+
+  /** fetchDocs() of the documents of `seqs` not held (counted as hits and misses when `count`); null when every one is held. */
+  private async fetchMissing(base: string, seqs: Float64Array, fetch: (seqs: number[]) => Promise<(Buffer | null)[]>, count: boolean): Promise<{ docs: (Doc | null)[]; kept: boolean } | null> {
     const resets = this.states.get(base)?.resets ?? 0;
     const id = this.baseId(base);
     const missing: number[] = [];
     for (let i = 0; i < seqs.length; i++) if (!this.docs.has(id, resets, seqs[i]!)) missing.push(seqs[i]!);
     if (count) this.stats.docHits += seqs.length - missing.length;
     if (count) this.stats.docMisses += missing.length;
-    if (!missing.length) return true;
-    const { docs, kept } = await this.fetchDocs(base, resets, missing, fetch);
-    return kept && docs.every((d) => d !== null);
-  }
-
-  /** fill() for the warmer (warm.ts), counted as neither hits nor misses: how many more documents are held after it; null when a delta during the fetch kept it all out. */
-  async warm(base: string, seqs: Float64Array, fetch: (seqs: number[]) => Promise<(Buffer | null)[]>): Promise<number | null> {
-    const [before, epoch] = [this.docs.count, this.epoch(base)];
-    await this.fill(base, seqs, fetch, false);
-    return this.epoch(base) === epoch ? Math.max(0, this.docs.count - before) : null;
+    return missing.length ? this.fetchDocs(base, resets, missing, fetch) : null;
   }
 
   /**

@@ -1,15 +1,14 @@
 // Warming the near cache (docs/decisions/near-cache-warming.md). After a start, a rebuild
 // or a lost delta subscription, this thread's near cache holds no documents, and every cold
-// page fetches its own from Redis, decodes and digests them (~10 µs a document): a registry
-// of a million services serves its first cold pages at a few thousand a second until the
-// pages have covered it. The warmer reads production's documents into the near cache in the
-// background, in ascending seq order, one batch of consecutive members of the set of every
-// service at a time, until the cache holds NEAR_WARM_PERCENT of its budget: the same fill a
-// cold page makes (a fetch that crossed a delta keeps nothing, and is tried again), yielding to
-// requests between batches. Sandboxes are not warmed: their pages fill as they are read.
+// page would fetch, decode and digest its own from Redis until the pages had covered the
+// registry. The warmer reads production's documents into the near cache in the background,
+// in ascending seq order, one batch of consecutive members of the set of every service at a
+// time, until the cache holds NEAR_WARM_PERCENT of its budget: the same fetch a cold page
+// makes (one that crossed a delta keeps nothing, and is tried again), yielding to requests
+// between batches. Sandboxes are not warmed: their pages fill as they are read.
 import type { NearCache } from './near-cache.js';
 
-/** documents fetched in one call (one Redis HMGET, ~2 ms of this thread's time) */
+/** documents fetched in one call (one Redis HMGET): small enough that requests wait little between batches */
 export const WARM_BATCH = 256;
 /** fetches of one batch at most, while a delta arrives during each (then it is left to the pages) */
 export const WARM_TRIES = 3;
@@ -25,8 +24,8 @@ export interface WarmSource {
 }
 
 export class NearWarmer {
-  /** documents the passes have made the near cache hold; passes begun; batches a delta kept out WARM_TRIES times */
-  readonly stats = { documents: 0, passes: 0, cut: 0 };
+  /** documents the passes fetched and kept; batches a delta kept out WARM_TRIES times */
+  readonly stats = { documents: 0, cut: 0 };
   /** the base and clear count the last pass began for: a pass runs once for each */
   private warmedFor = '';
   private running = false;
@@ -60,11 +59,11 @@ export class NearWarmer {
   async check(): Promise<void> {
     if (this.running || this.stopped) return;
     const base = this.source.base();
-    const key = base === null ? '' : base + '\0' + this.near.clears;
-    if (base === null || key === this.warmedFor) return;
+    if (base === null) return;
+    const key = this.keyOf(base);
+    if (key === this.warmedFor) return;
     this.running = true;
     this.warmedFor = key;
-    this.stats.passes++;
     try {
       if (!(await this.pass(base, key))) this.warmedFor = ''; // (cut short: again at the next check)
     } catch {
@@ -72,6 +71,11 @@ export class NearWarmer {
     } finally {
       this.running = false;
     }
+  }
+
+  /** What a pass runs once for: the base, and the near cache's clear count (a clear empties it) */
+  private keyOf(base: string): string {
+    return base + '\0' + this.near.clears;
   }
 
   /** One pass over `base`: true when it ended (full, or every document read), false when cut short. */
@@ -82,7 +86,7 @@ export class NearWarmer {
     const fetch = (seqs: number[]) => this.source.fetch(base, seqs);
     for (let i = 0; i < all.length; i += WARM_BATCH) {
       if (this.near.bytes >= target) return true;
-      if (this.stopped || this.source.base() !== base || base + '\0' + this.near.clears !== key) return false;
+      if (this.stopped || this.source.base() !== base || this.keyOf(base) !== key) return false;
       // (a copy: the set's array may change under a delta while the fetch is out); fetched
       // again when a delta arrived meanwhile, as writes to production may come at any time
       const batch = all.slice(i, i + WARM_BATCH);
