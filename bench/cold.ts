@@ -32,6 +32,7 @@ import { share, snapshot } from './cpu.js';
 import { databaseUrl, dropDatabase, recreateDatabase } from './load.js';
 import { freePort, get, NPROC, pinning, spawnNode, waitFor200, type Child } from './procs.js';
 import { dropRedisPrefix } from '../test/helpers/test-data.js';
+import { parseProm, sample as prom } from '../test/helpers/metrics-util.js';
 
 const argv = process.argv.slice(2);
 const gi = argv.indexOf('--generator');
@@ -126,7 +127,7 @@ async function existingFilters(url: string): Promise<Filters> {
 
 /** Wait until the near cache's warmer has read no document for 3 s; log how long it took and what the cache holds. */
 async function warmed(metrics: string, started: number): Promise<void> {
-  const sample = async (name: string) => Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(await (await fetch(metrics)).text())?.[1] ?? NaN);
+  const sample = async (name: string) => prom(parseProm(await (await fetch(metrics)).text()), name, {}) ?? NaN;
   let last = -1;
   let since = Date.now();
   for (;;) {
@@ -167,7 +168,7 @@ async function main(): Promise<void> {
     const server = spawnNode(join(ROOT, 'dist/src/hot/main.js'), [], { DATABASE_URL: url, REDIS_KEY_PREFIX: prefix, PORT: String(port), METRICS_PORT: String(mport), HOST: '127.0.0.1', WORKERS: '1', NODE_ENV: 'production', ADMIN_API_KEY: randomBytes(16).toString('hex'), LOG_LEVEL: 'warn' }, pin.server, join(ROOT, 'bench/results/cold-server.log'), PROF ? ['--cpu-prof', `--cpu-prof-dir=${join(ROOT, 'bench/results/prof')}`] : []);
     children.push(server);
     const origin = `http://127.0.0.1:${port}`;
-    await waitFor200(origin + '/readyz', server, 600_000);
+    await waitFor200(origin + '/readyz', server, 60_000);
     log(`ready ${((Date.now() - started) / 1000).toFixed(1)} s after the start`);
     if (WARMED) await warmed(`http://127.0.0.1:${mport}/metrics`, started);
     const pid = server.proc.pid;
