@@ -120,6 +120,9 @@ fi
 failures() {
   awk '
     function indent(l) { match(l, /^ */); return RLENGTH / 4 }
+    # the last lines read, for a failure whose own lines the parse above misses
+    { ring[NR % 12] = $0 }
+    /not ok [0-9]+ / && !/^ *not ok [0-9]+/ { odd = $0 }
     /^ *# Subtest: / { d = indent($0); s = $0; sub(/^ *# Subtest: /, "", s); stack[d] = s; shown[d] = 0; diag = 0; next }
     /^ *not ok [0-9]+/ {
       d = indent($0); t = $0; sub(/^ *not ok [0-9]+ - ?/, "", t); sub(/ # time=.*$/, "", t)
@@ -127,7 +130,17 @@ failures() {
       # without a failing assertion (a timeout, a crash) is shown with its diagnostics.
       if ((d in stack) && stack[d] == t && shown[d]) { diag = 0; next }
       path = ""; for (i = 0; i < d; i++) if (i in stack) { path = path stack[i] " > "; shown[i] = 1 }
-      print "  not ok: " path t; diag = 12; ki = -1; skip = 0; next
+      # a message may be a whole fast-check counterexample: its start says enough
+      print "  not ok: " substr(path t, 1, 600); diag = 12; ki = -1; skip = 0
+      # a subtest failing with no failing line under it (one written after output without
+      # its newline, a crash): the lines before it, as they were
+      if ($0 ~ / # time=/) {
+        print "      (no failing assertion found under it; the lines before it:)"
+        if (odd != "") print "      | " substr(odd, 1, 600)
+        odd = ""
+        for (j = NR - 11; j < NR; j++) if (j > 0 && (j % 12) in ring) print "      | " substr(ring[j % 12], 1, 300)
+      }
+      next
     }
     diag > 0 && /^ *\.\.\. *$/ { diag = 0; next }
     diag > 0 && /^ *(---)? *$/ { next }
