@@ -128,7 +128,7 @@ failures() {
       d = indent($0); t = $0; sub(/^ *not ok [0-9]+ - ?/, "", t); sub(/ # time=.*$/, "", t)
       # A subtest closing whose failing leaves were shown adds nothing; one that died
       # without a failing assertion (a timeout, a crash) is shown with its diagnostics.
-      if ((d in stack) && stack[d] == t && shown[d]) { diag = 0; next }
+      if ((d in stack) && stack[d] == t && shown[d]) { diag = 0; proc = (d == 0); next }
       path = ""; for (i = 0; i < d; i++) if (i in stack) { path = path stack[i] " > "; shown[i] = 1 }
       # a message may be a whole fast-check counterexample: its start says enough
       print "  not ok: " substr(path t, 1, 600); diag = 12; ki = -1; skip = 0
@@ -142,6 +142,10 @@ failures() {
       }
       next
     }
+    # a test file whose failures were shown: how its process ended, when not by itself
+    # (a crash or a kill ends a subtest with no failing line under it)
+    proc && /^ *signal: SIG/ { k = $0; sub(/^ */, "", k); print "      (its process: " k ")" }
+    proc && /^ *\.\.\. *$/ { proc = 0 }
     diag > 0 && /^ *\.\.\. *$/ { diag = 0; next }
     diag > 0 && /^ *(---)? *$/ { next }
     # the YAML diagnostics without where (at, stack, source: the "not ok" line names the
