@@ -33,6 +33,7 @@ import { databaseUrl, dropDatabase, recreateDatabase } from './load.js';
 import { freePort, get, NPROC, pinning, spawnNode, waitFor200, type Child } from './procs.js';
 import { dropRedisPrefix } from '../test/helpers/test-data.js';
 import { parseProm, sample as prom } from '../test/helpers/metrics-util.js';
+import { sleep } from '../test/helpers/wait.js';
 
 const argv = process.argv.slice(2);
 const gi = argv.indexOf('--generator');
@@ -134,7 +135,7 @@ async function warmed(metrics: string, started: number): Promise<void> {
     const n = await sample('registry_near_cache_warmed_documents_total');
     if (n !== last) [last, since] = [n, Date.now()];
     else if (Date.now() - since >= 3000) break;
-    await new Promise((r) => setTimeout(r, 500));
+    await sleep(500);
   }
   const mb = (await sample('registry_near_cache_bytes')) / 2 ** 20;
   log(`warmed: ${last} documents, near cache ${mb.toFixed(0)} MB, ${((since - started) / 1000).toFixed(1)} s after the start`);

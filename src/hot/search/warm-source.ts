@@ -1,7 +1,7 @@
 // What the near cache's warmer (near/warm.ts) reads: production's namespace of the live
 // generation, through the index's own loaders (the set of every service as a search with no
 // filter loads it; documents as a cold page fetches them).
-import { PRODUCTION } from '../domain/keys.js';
+import { filterSuffixes, PRODUCTION } from '../domain/keys.js';
 import type { Index } from './searches.js';
 import { nearSets } from './pipeline/sets.js';
 import type { WarmSource } from './near/warm.js';
@@ -16,7 +16,7 @@ export function warmSource(index: Index): WarmSource {
       return near.fresh(base) ? base : null;
     },
     async all(base) {
-      const sets = await nearSets(near, base, ['all'], index.nearLoader(index.keys.verAt(base), base));
+      const sets = await nearSets(near, base, filterSuffixes({}), index.nearLoader(index.keys.verAt(base), base));
       return sets?.[0] ?? null;
     },
     fetch(base, seqs) {
