@@ -4,7 +4,7 @@
 // committed), and a restart on the same database and prefix after a kill.
 import pg from 'pg';
 import type { Test } from 'tap';
-import { waitFor } from './wait.js';
+import { outboxDrained, waitFor } from './wait.js';
 import { serveProcess, type ServerProcess } from './server-process.js';
 
 export interface KillableServer {
@@ -66,7 +66,7 @@ export async function startKillable(t: Test, env: Record<string, string> = {}): 
       return search<D>(capability);
     },
     async outboxDrained() {
-      await waitFor('the outbox drains', async () => (await client.query<{ n: string }>('SELECT count(*) AS n FROM outbox')).rows[0]!.n === '0', 30_000, 250);
+      await outboxDrained(client, 30_000, 250);
     },
   };
 }

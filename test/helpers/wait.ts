@@ -27,3 +27,13 @@ export async function waitFor<T>(what: string, probe: () => Promise<T | null | u
     await sleep(everyMs);
   }
 }
+
+/** what outboxDrained() reads through: a pg Client or Pool */
+interface Queryable {
+  query(text: string): Promise<{ rows: unknown[] }>;
+}
+
+/** Poll until PostgreSQL's outbox is empty: every committed write reached the index, or a rebuild covered it. */
+export async function outboxDrained(db: Queryable, timeoutMs = 30_000, everyMs = 100): Promise<void> {
+  await waitFor('the outbox drains', async () => ((await db.query('SELECT count(*) AS n FROM outbox')).rows[0] as { n: string }).n === '0', timeoutMs, everyMs);
+}

@@ -9,7 +9,7 @@ import { ImportBacklog } from '../../src/hot/reindex/index.js';
 import { QUIET_MS, verdict } from '../../src/hot/reindex/backlog.js';
 import { cli } from '../helpers/cli.js';
 import { applyHook, registerProduction, serve, type StartOptions, type TestServer } from '../helpers/server.js';
-import { sleep, waitFor } from '../helpers/wait.js';
+import { outboxDrained, sleep } from '../helpers/wait.js';
 
 const rows = (from: number, n: number): BulkRow[] =>
   Array.from({ length: n }, (_, i) => ({
@@ -25,8 +25,6 @@ async function started(t: Test, opts: StartOptions): Promise<{ s: TestServer; ge
   return { s, gen0: await s.app.index.refreshGen() };
 }
 
-/** until the sweeper or a rebuild has taken every outbox row */
-const outboxDrained = (s: TestServer) => waitFor('the outbox to drain', async () => !(await s.app.pg.query('SELECT 1 FROM outbox')).rowCount, 30_000);
 
 const silent = { info: () => undefined, warn: () => undefined } as unknown as ConstructorParameters<typeof ImportBacklog>[4];
 
@@ -101,7 +99,7 @@ t.test("the server's sweeper leaves a large import to one rebuild", async (t) =>
   t.match(im.err, /900 created/);
   t.match(im.err, /index: 900 writes wait in the outbox/, 'the CLI says who indexes them');
   t.notMatch(im.err, /index rebuilt/, 'and does not rebuild');
-  await outboxDrained(s);
+  await outboxDrained(s.app.pg);
   t.same((await s.app.pg.query('SELECT id FROM outbox')).rows, [], 'the backlog is gone');
   t.not(await s.app.index.refreshGen(), gen0, 'covered by a rebuild');
   t.same(synced.filter((id) => id.startsWith('bk-')), [], 'the sweeper applied none of it (it would have within a second)');
@@ -134,7 +132,7 @@ t.test('a sweep under way asks again: what grew into a large backlog behind it i
   await aged();
   await sleep(1100);
   release();
-  await outboxDrained(s);
+  await outboxDrained(s.app.pg);
   t.same((await s.app.pg.query('SELECT id FROM outbox')).rows, [], 'the backlog is gone');
   t.ok(synced.includes('bk-00000'), 'the first chunk was swept');
   t.same(synced.filter((id) => id >= 'bk-00300'), [], 'the sweep that held it left the second chunk and the later ones to the rebuild');

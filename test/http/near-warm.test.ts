@@ -5,7 +5,7 @@
 // NEAR_WARM_PERCENT=0. Answers stay those of the Redis path.
 import t from 'tap';
 import { serve } from '../helpers/server.js';
-import { waitFor } from '../helpers/wait.js';
+import { sleep, waitFor } from '../helpers/wait.js';
 import { pages } from '../helpers/pages.js';
 import { parseProm, sample } from '../helpers/metrics-util.js';
 
@@ -48,7 +48,7 @@ t.test('no further than NEAR_WARM_PERCENT of the budget', async (t) => {
   const target = (near.maxBytes * 3) / 100;
   await waitFor('C to stop', () => near.bytes >= target);
   const held = near.docCount;
-  await new Promise((r) => setTimeout(r, 2500)); // two more rounds of the warmer's check
+  await sleep(2500); // two more rounds of the warmer's check
   t.equal(near.docCount, held, 'it stopped');
   t.ok(held < N, `${held} of ${N} documents held`);
   t.ok(near.bytes < target * 2 + 256 * 400, `${near.bytes} bytes: the target ${target}, and at most the batch that crossed it`);
@@ -58,7 +58,7 @@ t.test('NEAR_WARM_PERCENT=0: nothing is read before a search asks', async (t) =>
   const d = await serve(t, { env: { ...env, NEAR_WARM_PERCENT: '0' }, on: a });
   const e = await serve(t, { env, on: a });
   await waitFor('E (warming) to hold every document', () => e.app.index.near!.docCount === N);
-  await new Promise((r) => setTimeout(r, 1500));
+  await sleep(1500);
   t.equal(d.app.index.near!.docCount, 0, 'D holds none');
   t.equal(a.app.index.near!.docCount, 0, 'nor does A, which only wrote');
 });

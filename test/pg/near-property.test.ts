@@ -24,7 +24,7 @@ import { LeaseSweeper } from '../../src/hot/liveness/sweeper.js';
 import { createRedis } from '../../src/hot/redis/client.js';
 import { createPool } from '../../src/hot/pg/pool.js';
 import { rebuildIndex } from '../../src/hot/reindex/rebuild.js';
-import { waitFor } from '../helpers/wait.js';
+import { outboxDrained, waitFor } from '../helpers/wait.js';
 import { serveProcess } from '../helpers/server-process.js';
 import { matches, path, scheduleArb, type Op, type Query } from '../helpers/near-property-model.js';
 import type { Svc } from '../helpers/svc.js';
@@ -221,7 +221,7 @@ t.test('two nodes: read-your-writes under random interleavings, convergence to P
       for (const batch of schedule) await Promise.all(batch.map(exec));
 
       // quiescence: the outbox drained; then every query on both nodes equals PostgreSQL
-      await waitFor('the outbox drains', async () => (await pgc.query<{ n: string }>('SELECT count(*) AS n FROM outbox')).rows[0]!.n === '0', 20_000, 50);
+      await outboxDrained(pgc, 20_000, 50);
       const queries: Query[] = [{ caps: ['a'] }, { caps: ['b'] }, { caps: ['a', 'c'] }, { caps: ['c'], zone: 'z1' }, { caps: ['a'], iotReady: true }, { caps: ['b'], deviceClass: 'meter' }, { caps: ['a'], healthy: true }, { caps: ['b'], healthy: true, iotReady: true }];
       for (const q of queries) {
         const want = await fromPostgres(q, run);

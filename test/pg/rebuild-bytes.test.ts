@@ -15,7 +15,7 @@ import { rebuildIndex } from '../../src/hot/reindex/rebuild.js';
 import type { RedisClient } from '../../src/hot/redis/client.js';
 import type { Keys } from '../../src/hot/domain/keys.js';
 import { type TestServer, serve } from '../helpers/server.js';
-import { waitFor } from '../helpers/wait.js';
+import { outboxDrained, waitFor } from '../helpers/wait.js';
 import { date, endpoint, iot, serviceBody, token, value } from '../helpers/arbitraries.js';
 
 const scenario = fc.record({
@@ -132,7 +132,7 @@ t.test('the rebuild writes the bytes the write path writes', async (t) => {
       // every write above was acknowledged after its commit; its index update follows in the
       // same request unless Redis failed it (a busy CI machine), when the sweeper applies the
       // outbox row a second later: compare once every row is applied and gone
-      await waitFor('the outbox applied', async () => (await s.app.pg.query<{ n: string }>('SELECT count(*) AS n FROM outbox')).rows[0]!.n === '0', 30_000);
+      await outboxDrained(s.app.pg);
       const live = (await redis.get(keys.gen()))!;
       const written = await dump(redis, keys, live);
       const r = await rebuildIndex(s.app.pg, redis, keys, s.cfg.tiers);
