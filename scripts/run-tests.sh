@@ -123,7 +123,7 @@ failures() {
     # the last lines read, for a failure whose own lines the parse above misses
     { ring[NR % 12] = $0 }
     /not ok [0-9]+ / && !/^ *not ok [0-9]+/ { odd = $0 }
-    /^ *# Subtest: / { d = indent($0); s = $0; sub(/^ *# Subtest: /, "", s); stack[d] = s; shown[d] = 0; diag = 0; next }
+    /^ *# Subtest: / { d = indent($0); s = $0; sub(/^ *# Subtest: /, "", s); stack[d] = s; shown[d] = 0; diag = 0; if (d == 0) odd = ""; next }
     /^ *not ok [0-9]+/ {
       d = indent($0); t = $0; sub(/^ *not ok [0-9]+ - ?/, "", t); sub(/ # time=.*$/, "", t)
       # A subtest closing whose failing leaves were shown adds nothing; one that died
