@@ -1,6 +1,7 @@
 // The service document and its deprecation headers (domain/service.ts): field order and
 // bytes as stored and served, Deprecation (RFC 9745), Sunset (RFC 8594) and the
 // successor-version Link. Expected bytes are written out by hand.
+import fc from 'fast-check';
 import t from 'tap';
 import { deprecationHeaders, headerData, serializeService, serviceObject, type ServiceRecord } from '../../src/hot/domain/service.js';
 import { serviceRecord } from '../helpers/records.js';
@@ -74,4 +75,22 @@ t.test('deprecationHeaders: Deprecation with the successor Link, Sunset', async 
     ['Link', '</sb/abc/services/y/replacements>; rel="successor-version"'],
     ['Sunset', 'Wed, 01 Jan 2031 00:00:00 GMT'],
   ]);
+});
+
+t.test('properties come out in the order of a sorted copy of their keys, for any keys (property)', async (t) => {
+  // the document's key order is Object.keys(properties).sort() put into an object: integer-like
+  // keys first (an object's own order), then the rest in code-unit order; the sort is by hand
+  // for a few keys (service.ts sortedKeys), Array.prototype.sort beyond 16
+  const key = fc.oneof(fc.stringMatching(/^[a-z0-9._-]{1,6}$/), fc.nat(5000).map(String), fc.constantFrom('__proto__', 'constructor', '10', '9', '01', '4294967295'));
+  await fc.assert(
+    fc.asyncProperty(fc.uniqueArray(fc.tuple(key, fc.string({ maxLength: 4 })), { maxLength: 24, selector: (x) => x[0] }), async (pairs) => {
+      const properties = Object.create(null) as Record<string, string>;
+      for (const [k, v] of pairs) properties[k] = v;
+      const byReference = Object.create(null) as Record<string, string>;
+      for (const k of Object.keys(properties).sort()) byReference[k] = properties[k]!;
+      const doc = serializeService(serviceRecord({ properties }));
+      t.equal(doc.slice(doc.indexOf(',"properties":') + 14, doc.indexOf(',"deprecated":')), JSON.stringify(byReference));
+    }),
+    { numRuns: 300 },
+  );
 });

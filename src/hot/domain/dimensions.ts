@@ -132,7 +132,7 @@ export function documentMembers(doc: object, dimensions: readonly Dimension[] = 
     if (d.kind === 'flag') {
       if (d.oneOf!.includes(v as string | boolean)) out.push(d.set);
     } else if (d.kind === 'property') {
-      if (v !== null && typeof v === 'object') for (const [k, x] of Object.entries(v)) out.push(d.set + ':' + k + ':' + (x as string));
+      if (v !== null && typeof v === 'object') for (const k of Object.keys(v)) out.push(d.set + ':' + k + ':' + (v as Record<string, string>)[k]!);
     } else if (Array.isArray(v)) for (const t of v) out.push(d.set + ':' + (t as string));
     else if (typeof v === 'string') out.push(d.set + ':' + v); // a token kind over one value (e.g. a property's)
   }

@@ -29,18 +29,11 @@ function field(v: CopyValue): string {
   return copyText(arrayLiteral(v));
 }
 
-/** One row of COPY text: fields separated by tabs, ended by a newline. */
-export function copyLine(values: readonly CopyValue[]): string {
-  let s = field(values[0]!);
-  for (let i = 1; i < values.length; i++) s += '\t' + field(values[i]!);
-  return s + '\n';
-}
-
 /**
- * The rows of one COPY, encoded (UTF-8) into one growing buffer as they are added. One
- * string of a chunk's rows cost ~3x more: V8 flattens a concatenation of thousands of rows
- * and allocates the large string and its Buffer fresh each time (bench/README.md, "Import
- * and export").
+ * The rows of one COPY, encoded (UTF-8) into one growing buffer as they are added, field by
+ * field. One string of a chunk's rows cost ~3x more: V8 flattens a concatenation of thousands
+ * of rows and allocates the large string and its Buffer fresh each time; a string per row
+ * still allocated its concatenation and flattened copy (bench/README.md, "Import and export").
  */
 export class CopyRows {
   private buf = Buffer.allocUnsafe(1 << 16);
@@ -48,15 +41,20 @@ export class CopyRows {
   count = 0;
 
   add(values: readonly CopyValue[]): void {
-    const line = copyLine(values);
-    // a UTF-16 code unit takes at most 3 bytes of UTF-8
-    if (this.end + line.length * 3 > this.buf.length) {
-      const grown = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.end + line.length * 3));
-      this.buf.copy(grown, 0, 0, this.end);
-      this.buf = grown;
+    for (let i = 0; i < values.length; i++) {
+      const f = field(values[i]!);
+      // a UTF-16 code unit takes at most 3 bytes of UTF-8; then the tab or newline
+      if (this.end + f.length * 3 + 1 > this.buf.length) this.grow(f.length * 3 + 1);
+      this.end += this.buf.write(f, this.end);
+      this.buf[this.end++] = i === values.length - 1 ? 0x0a : 0x09;
     }
-    this.end += this.buf.write(line, this.end, 'utf8');
     this.count++;
+  }
+
+  private grow(need: number): void {
+    const grown = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.end + need));
+    this.buf.copy(grown, 0, 0, this.end);
+    this.buf = grown;
   }
 
   bytes(): Buffer {

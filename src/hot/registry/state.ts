@@ -3,8 +3,8 @@
 // writes (bulk.ts, leases.ts). One-round-trip writes: writes.ts, patches.ts,
 // write-functions.ts.
 import { randomBase62 } from '../domain/tokens.js';
-import { memberSuffixes } from '../domain/keys.js';
-import { headerData, serializeService, type HealthStatus, type ServiceRecord } from '../domain/service.js';
+import { documentMembers } from '../domain/dimensions.js';
+import { headerData, serviceObject, type HealthStatus, type ServiceRecord } from '../domain/service.js';
 import { query, type Client, type Pool } from '../pg/pool.js';
 
 /** opaque, URL-safe service id: 16 base62 chars (~95 random bits) */
@@ -43,7 +43,9 @@ export interface IndexText {
 }
 
 export function indexText(s: ServiceRecord): IndexText {
-  return { doc: serializeService(s), members: memberSuffixes(s).join('\n'), hdr: headerData(s) };
+  // serializeService() and memberSuffixes() over one service object
+  const o = serviceObject(s);
+  return { doc: JSON.stringify(o), members: documentMembers(o).join('\n'), hdr: headerData(s) };
 }
 
 /**

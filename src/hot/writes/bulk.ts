@@ -71,8 +71,12 @@ function leaseAfter(row: BulkRow, before: Lease | undefined): Lease & { issued: 
   };
 }
 
-export function recordOf(ns: string, id: string, s: ServiceInput): ServiceRecord {
-  return { id, ns, seq: 0, endpoint: s.endpoint, capabilities: s.capabilities, properties: s.properties, iot: s.iot, deprecated: s.deprecated, deprecatedAt: null, locked: s.locked, sunsetDate: s.sunsetDate, replacementSeqs: [] };
+/** The record of a parsed line; `state`: its deprecation time and lease, when it has them. */
+export function recordOf(ns: string, id: string, s: ServiceInput, state: Pick<ServiceRecord, 'deprecatedAt' | 'health' | 'lease'> = { deprecatedAt: null }): ServiceRecord {
+  return {
+    id, ns, seq: 0, endpoint: s.endpoint, capabilities: s.capabilities, properties: s.properties, iot: s.iot, deprecated: s.deprecated,
+    deprecatedAt: state.deprecatedAt, locked: s.locked, sunsetDate: s.sunsetDate, replacementSeqs: [], health: state.health, lease: state.lease,
+  };
 }
 
 /** a COPY of services that met an id committed after the chunk read it: the chunk runs again */
@@ -152,7 +156,7 @@ async function upsertIn(c: Client, ns: string, rows: BulkRow[]): Promise<BulkRes
     const lease = leaseAfter(row, before);
     // a deprecation keeps its first time (the UPDATE below keeps the stored column alike)
     const depAt = row.input.deprecated ? (before?.deprecatedAt ?? (await nowOf()).sec) : null;
-    const text: IndexText = indexText({ ...recordOf(ns, row.id, row.input), deprecatedAt: depAt, health: lease.health, lease: lease.lease });
+    const text: IndexText = indexText(recordOf(ns, row.id, row.input, { deprecatedAt: depAt, health: lease.health, lease: lease.lease }));
     // deregisterAfter is not in the document: compared apart
     if (before && before.doc === text.doc && (before.lease?.deregisterAfter ?? null) === (lease.lease?.deregisterAfter ?? null)) {
       out.unchanged++;
