@@ -63,8 +63,8 @@ export function serviceObject(s: ServiceRecord): Record<string, unknown> {
 
 /**
  * `Object.keys(o).sort()`: a service's few keys by insertion, already sorted ones as they are.
- * Array.prototype.sort allocates its work state on every call, ~0.9 KB for three keys, which
- * an import of a million services paid twice each.
+ * Array.prototype.sort allocates its work state on every call, which every document written
+ * paid (an import, once a service).
  */
 function sortedKeys(o: Record<string, string>): string[] {
   const keys = Object.keys(o);
