@@ -25,7 +25,6 @@ async function started(t: Test, opts: StartOptions): Promise<{ s: TestServer; ge
   return { s, gen0: await s.app.index.refreshGen() };
 }
 
-
 const silent = { info: () => undefined, warn: () => undefined } as unknown as ConstructorParameters<typeof ImportBacklog>[4];
 
 t.test('the rule', async (t) => {
